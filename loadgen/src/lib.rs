@@ -1,0 +1,3 @@
+//! The load generator.
+
+pub mod cli;

@@ -1,0 +1,1 @@
+//! The `BenchmarkRun` resource: spec, status and conditions.

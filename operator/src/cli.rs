@@ -1,0 +1,69 @@
+//! Command line of the `benchmatrix` binary. One executable serves every role locally:
+//! `benchmatrix run` re-executes itself as the target and as the load generator, so a fresh
+//! checkout needs no install step.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Top-level command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "benchmatrix",
+    version,
+    about = "Replicas or an in-process pool, under this CPU quota? Measure it."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a BenchmarkRun YAML on this machine, with no cluster.
+    Run(crate::local::RunArgs),
+    /// Run the built-in target service (the same program as `benchmatrix-target`).
+    #[command(disable_help_flag = true)]
+    Target {
+        /// Arguments passed to the target unchanged.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Run the load generator (the same program as `benchmatrix-loadgen`).
+    #[command(disable_help_flag = true)]
+    Loadgen {
+        /// Arguments passed to the load generator unchanged.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+}
+
+/// Parses `args` (program name first) and runs the chosen role.
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        Command::Run(run) => crate::local::run(run),
+        Command::Target { args } => {
+            benchmatrix_target::cli::main(with_program("benchmatrix target", args))
+        }
+        Command::Loadgen { args } => {
+            benchmatrix_loadgen::cli::main(with_program("benchmatrix loadgen", args))
+        }
+    }
+}
+
+/// Prepends a program name, as the delegated parsers expect `args[0]` to be one.
+fn with_program(name: &str, args: Vec<OsString>) -> Vec<OsString> {
+    std::iter::once(OsString::from(name)).chain(args).collect()
+}

@@ -1,0 +1,1 @@
+//! Tables and charts rendered from a BenchmarkRun status.

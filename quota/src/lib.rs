@@ -1,0 +1,1 @@
+//! CPU quota detection (written by the target work; see issue 2).

@@ -1,0 +1,3 @@
+//! The built-in target service.
+
+pub mod cli;

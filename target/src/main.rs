@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    benchmatrix_target::cli::main(std::env::args_os().collect())
+}
