@@ -1,0 +1,85 @@
+{{/*
+Names and labels shared by every template.
+*/}}
+
+{{/* The chart name, unless overridden. */}}
+{{- define "benchmatrix.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The full name of the release's objects. A release named like the chart (the usual
+`helm install benchmatrix ...`) gives plain "benchmatrix" instead of "benchmatrix-benchmatrix".
+*/}}
+{{- define "benchmatrix.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* chart-version, as the helm.sh/chart label wants it. */}}
+{{- define "benchmatrix.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "benchmatrix.labels" -}}
+helm.sh/chart: {{ include "benchmatrix.chart" . }}
+{{ include "benchmatrix.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: benchmatrix
+{{- end }}
+
+{{/* Labels that select the operator pod; never change them in an upgrade (selectors are immutable). */}}
+{{- define "benchmatrix.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "benchmatrix.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{/* The operator's ServiceAccount name. */}}
+{{- define "benchmatrix.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "benchmatrix.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+An image reference: repository:tag, the tag defaulting to the chart's appVersion.
+Call with (dict "image" .Values.image.operator "root" .)
+*/}}
+{{- define "benchmatrix.image" -}}
+{{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) }}
+{{- end }}
+
+{{/* The namespaces the operator watches when rbac.scope is "namespace". */}}
+{{- define "benchmatrix.watchNamespaces" -}}
+{{- if .Values.rbac.watchNamespaces }}
+{{- join "," .Values.rbac.watchNamespaces }}
+{{- else }}
+{{- .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/* Fails the render on values that cannot work, with a message saying what to change. */}}
+{{- define "benchmatrix.validate" -}}
+{{- if not (has .Values.rbac.scope (list "cluster" "namespace")) }}
+{{- fail (printf "rbac.scope must be \"cluster\" or \"namespace\", not %q" .Values.rbac.scope) }}
+{{- end }}
+{{- if not (has .Values.operator.logFormat (list "json" "text")) }}
+{{- fail (printf "operator.logFormat must be \"json\" or \"text\", not %q" .Values.operator.logFormat) }}
+{{- end }}
+{{- if lt (int .Values.operator.maxActiveRuns) 1 }}
+{{- fail "operator.maxActiveRuns must be at least 1" }}
+{{- end }}
+{{- end }}
