@@ -1,3 +1,12 @@
-//! The load generator.
+//! benchmatrix-loadgen: a phased HTTP/1.1 load generator with closed and open loops, HDR
+//! percentiles and result documents that merge exactly.
+//!
+//! The workload and result types (`plan`, `result`) are shared with the operator, which embeds
+//! [`plan::Workload`] in its CRD and reuses [`result::LatencyMs`] in its status.
 
 pub mod cli;
+pub mod duration;
+pub mod histogram;
+pub mod plan;
+pub mod result;
+pub mod target_url;

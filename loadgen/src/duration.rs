@@ -1,0 +1,220 @@
+//! A duration written the way people write them in YAML: `"500ms"`, `"15s"`, `"2m"`, `"1m30s"`.
+//!
+//! Kubernetes users expect Go-style duration strings, and a plain number of seconds is
+//! ambiguous in a spec (seconds? milliseconds?), so the wire form is always a string with units.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The regular expression the JSON schema publishes for a [`Duration`]; the parser accepts
+/// exactly this language (whole numbers followed by `h`, `m`, `s` or `ms`, largest unit first is
+/// customary but not required).
+pub const DURATION_PATTERN: &str = r"^([0-9]+(h|m|s|ms))+$";
+
+/// A span of time serialized as a string such as `"500ms"`, `"15s"`, `"2m"` or `"1m30s"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration(pub std::time::Duration);
+
+impl Duration {
+    /// A duration of `secs` whole seconds.
+    pub const fn from_secs(secs: u64) -> Self {
+        Self(std::time::Duration::from_secs(secs))
+    }
+
+    /// A duration of `ms` milliseconds.
+    pub const fn from_millis(ms: u64) -> Self {
+        Self(std::time::Duration::from_millis(ms))
+    }
+
+    /// The standard library value.
+    pub const fn get(self) -> std::time::Duration {
+        self.0
+    }
+
+    /// True for a zero-length span.
+    pub const fn is_zero(self) -> bool {
+        self.0.is_zero()
+    }
+}
+
+impl From<std::time::Duration> for Duration {
+    fn from(d: std::time::Duration) -> Self {
+        Self(d)
+    }
+}
+
+impl From<Duration> for std::time::Duration {
+    fn from(d: Duration) -> Self {
+        d.0
+    }
+}
+
+/// Why a duration string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid duration {input:?}: {reason} (expected forms like \"500ms\", \"15s\", \"2m\", \"1m30s\")"
+)]
+pub struct ParseDurationError {
+    input: String,
+    reason: &'static str,
+}
+
+impl FromStr for Duration {
+    type Err = ParseDurationError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let fail = |reason| ParseDurationError {
+            input: s.to_owned(),
+            reason,
+        };
+        if s.is_empty() {
+            return Err(fail("empty string"));
+        }
+        let bytes = s.as_bytes();
+        let mut total_ms: u128 = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i == start {
+                return Err(fail("each part must start with a whole number"));
+            }
+            let number: u128 = s[start..i].parse().map_err(|_| fail("number too large"))?;
+            let unit_start = i;
+            while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            let unit_ms: u128 = match &s[unit_start..i] {
+                "h" => 3_600_000,
+                "m" => 60_000,
+                "s" => 1_000,
+                "ms" => 1,
+                "" => return Err(fail("missing unit (h, m, s or ms)")),
+                _ => return Err(fail("unknown unit (use h, m, s or ms)")),
+            };
+            total_ms = number
+                .checked_mul(unit_ms)
+                .and_then(|v| v.checked_add(total_ms))
+                .ok_or_else(|| fail("too large"))?;
+        }
+        let ms = u64::try_from(total_ms).map_err(|_| fail("too large"))?;
+        Ok(Self(std::time::Duration::from_millis(ms)))
+    }
+}
+
+impl fmt::Display for Duration {
+    /// The canonical form: largest units first, zero parts left out, `"0s"` for zero. Sub-millisecond
+    /// remainders are dropped, since the string form cannot carry them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut ms = self.0.as_millis();
+        if ms == 0 {
+            return f.write_str("0s");
+        }
+        for (unit, size) in [("h", 3_600_000u128), ("m", 60_000), ("s", 1_000), ("ms", 1)] {
+            if ms >= size {
+                write!(f, "{}{}", ms / size, unit)?;
+                ms %= size;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Duration;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration string such as \"500ms\", \"15s\", \"2m\" or \"1m30s\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Duration, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+impl JsonSchema for Duration {
+    fn inline_schema() -> bool {
+        // Inlined so a Kubernetes structural schema (no `$ref`) carries the pattern directly.
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": DURATION_PATTERN,
+            "description": "A duration such as \"500ms\", \"15s\", \"2m\" or \"1m30s\" (units h, m, s, ms)."
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_the_usual_forms() {
+        for (text, ms, canonical) in [
+            ("500ms", 500, "500ms"),
+            ("15s", 15_000, "15s"),
+            ("2m", 120_000, "2m"),
+            ("1m30s", 90_000, "1m30s"),
+            ("90s", 90_000, "1m30s"),
+            ("1h", 3_600_000, "1h"),
+            ("0s", 0, "0s"),
+            ("1s500ms", 1_500, "1s500ms"),
+        ] {
+            let d: Duration = text.parse().unwrap();
+            assert_eq!(d.0.as_millis(), ms, "{text}");
+            assert_eq!(d.to_string(), canonical, "{text}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_pattern_refuses() {
+        for bad in [
+            "",
+            "15",
+            "s",
+            "1.5s",
+            "10 s",
+            "-1s",
+            "3d",
+            "1m30",
+            "99999999999999999999h",
+        ] {
+            assert!(
+                bad.parse::<Duration>().is_err(),
+                "{bad:?} should be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn serde_round_trip_is_a_string() {
+        let d = Duration::from_millis(61_250);
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(json, "\"1m1s250ms\"");
+        assert_eq!(serde_json::from_str::<Duration>(&json).unwrap(), d);
+        assert!(serde_json::from_str::<Duration>("15").is_err());
+    }
+}

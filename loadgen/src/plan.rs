@@ -1,0 +1,538 @@
+//! What to run: the workload (endpoints, warm-up, phases, streams) and the plan file around it.
+//!
+//! The operator embeds [`Workload`] in the `BenchmarkRun` CRD as `spec.workload`, so every field
+//! carries a doc comment (it becomes `kubectl explain` text) and the types avoid
+//! `deny_unknown_fields`: a structural schema with `additionalProperties: false` is awkward in
+//! Kubernetes. Unknown fields are reported by [`parse_document`] instead.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+pub use crate::duration::{DURATION_PATTERN, Duration, ParseDurationError};
+use crate::target_url::TargetUrl;
+
+/// The per-request timeout used when a workload names none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The load to apply: which endpoints exist, how long to warm up, and the phases to measure.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Workload {
+    /// The endpoints the phases may load, each with a short name used in results and a path.
+    pub endpoints: Vec<Endpoint>,
+    /// How long to run the first phase's streams before measuring; warm-up is not reported.
+    /// A duration such as "15s". Default "0s" (no warm-up).
+    #[serde(default)]
+    pub warmup: Duration,
+    /// The measured phases, run back to back in this order.
+    pub phases: Vec<Phase>,
+    /// Per-request timeout: a request without a full answer by then is cut, its connection
+    /// closed and counted as a timeout error. A duration such as "10s". Default "10s".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+}
+
+/// One HTTP endpoint of the target.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    /// Short name that streams refer to and results are reported under, e.g. "fast".
+    pub name: String,
+    /// Request path including any query string, starting with "/", e.g. "/fast" or "/fib?n=30".
+    pub path: String,
+}
+
+/// A measured stretch of time during which a fixed set of streams runs concurrently.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Phase {
+    /// Phase name used in results, e.g. "fast-only" or "mixed".
+    pub name: String,
+    /// How long the phase runs, a duration such as "30s".
+    pub duration: Duration,
+    /// The streams that run at the same time during this phase; at least one.
+    pub load: Vec<Stream>,
+}
+
+/// Load on one endpoint: either closed loop (`connections`) or open loop (`rate`), exactly one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Stream {
+    /// Name of the endpoint (from `endpoints`) this stream sends to.
+    pub endpoint: String,
+    /// Closed loop: this many keep-alive connections, each sending its next request as soon as
+    /// the previous answer arrives (like wrk or autocannon). At least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
+    /// Open loop: requests per second sent on a fixed schedule whatever the target does;
+    /// latency is measured from each request's intended send time, which corrects coordinated
+    /// omission (like wrk2). Greater than 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+}
+
+/// How a stream drives its endpoint, once validated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LoadMode {
+    /// `connections` keep-alive connections, each one request at a time.
+    Closed {
+        /// Number of connections.
+        connections: u32,
+    },
+    /// A fixed schedule of `rate` requests per second.
+    Open {
+        /// Requests per second.
+        rate: f64,
+    },
+}
+
+impl Stream {
+    /// The stream's mode, or `None` when it names neither or both (which `validate` refuses).
+    pub fn mode(&self) -> Option<LoadMode> {
+        match (self.connections, self.rate) {
+            (Some(connections), None) => Some(LoadMode::Closed { connections }),
+            (None, Some(rate)) => Some(LoadMode::Open { rate }),
+            _ => None,
+        }
+    }
+}
+
+/// A validation failure tied to the field that caused it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// Path of the field, e.g. `workload.phases[1].load[0].endpoint`.
+    pub path: String,
+    /// What is wrong and, where it helps, what would be right.
+    pub message: String,
+}
+
+impl FieldError {
+    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+impl Workload {
+    /// The per-request timeout in force.
+    pub fn timeout_or_default(&self) -> Duration {
+        self.timeout.unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// Checks everything the types cannot express; paths start with `workload.`.
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        self.validate_into("workload", &mut errors);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn validate_into(&self, root: &str, errors: &mut Vec<FieldError>) {
+        if self.endpoints.is_empty() {
+            errors.push(FieldError::new(
+                format!("{root}.endpoints"),
+                "at least one endpoint is required",
+            ));
+        }
+        let mut names = HashSet::new();
+        for (i, e) in self.endpoints.iter().enumerate() {
+            let at = format!("{root}.endpoints[{i}]");
+            if e.name.trim().is_empty() {
+                errors.push(FieldError::new(format!("{at}.name"), "must not be empty"));
+            } else if !names.insert(e.name.as_str()) {
+                errors.push(FieldError::new(
+                    format!("{at}.name"),
+                    format!("duplicate endpoint name {:?}", e.name),
+                ));
+            }
+            if !e.path.starts_with('/') {
+                errors.push(FieldError::new(
+                    format!("{at}.path"),
+                    format!("must start with \"/\", got {:?}", e.path),
+                ));
+            } else if e
+                .path
+                .bytes()
+                .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+            {
+                errors.push(FieldError::new(
+                    format!("{at}.path"),
+                    "must not contain spaces or control characters (percent-encode them)",
+                ));
+            }
+        }
+        if let Some(t) = self.timeout
+            && t.is_zero()
+        {
+            errors.push(FieldError::new(
+                format!("{root}.timeout"),
+                "must be greater than 0",
+            ));
+        }
+        if self.phases.is_empty() {
+            errors.push(FieldError::new(
+                format!("{root}.phases"),
+                "at least one phase is required",
+            ));
+        }
+        let mut phase_names = HashSet::new();
+        for (p, phase) in self.phases.iter().enumerate() {
+            let at = format!("{root}.phases[{p}]");
+            if phase.name.trim().is_empty() {
+                errors.push(FieldError::new(format!("{at}.name"), "must not be empty"));
+            } else if !phase_names.insert(phase.name.as_str()) {
+                errors.push(FieldError::new(
+                    format!("{at}.name"),
+                    format!("duplicate phase name {:?}", phase.name),
+                ));
+            }
+            if phase.duration.is_zero() {
+                errors.push(FieldError::new(
+                    format!("{at}.duration"),
+                    "must be greater than 0",
+                ));
+            }
+            if phase.load.is_empty() {
+                errors.push(FieldError::new(
+                    format!("{at}.load"),
+                    "at least one stream is required",
+                ));
+            }
+            let mut seen = HashSet::new();
+            for (s, stream) in phase.load.iter().enumerate() {
+                let at = format!("{at}.load[{s}]");
+                if !names.contains(stream.endpoint.as_str()) {
+                    let known: Vec<_> = self.endpoints.iter().map(|e| e.name.as_str()).collect();
+                    errors.push(FieldError::new(
+                        format!("{at}.endpoint"),
+                        format!(
+                            "unknown endpoint {:?} (known: {})",
+                            stream.endpoint,
+                            known.join(", ")
+                        ),
+                    ));
+                } else if !seen.insert(stream.endpoint.as_str()) {
+                    errors.push(FieldError::new(
+                        format!("{at}.endpoint"),
+                        format!(
+                            "endpoint {:?} is loaded twice in one phase; results are reported per endpoint",
+                            stream.endpoint
+                        ),
+                    ));
+                }
+                match (stream.connections, stream.rate) {
+                    (Some(_), Some(_)) | (None, None) => errors.push(FieldError::new(
+                        at.clone(),
+                        "set exactly one of connections (closed loop) or rate (open loop)",
+                    )),
+                    (Some(0), None) => errors.push(FieldError::new(
+                        format!("{at}.connections"),
+                        "must be at least 1",
+                    )),
+                    (None, Some(r)) if !(r.is_finite() && r > 0.0) => errors.push(FieldError::new(
+                        format!("{at}.rate"),
+                        "must be a number greater than 0",
+                    )),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// A plan file for `benchmatrix-loadgen --plan FILE` (YAML or JSON).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanFile {
+    /// Base URL of the target, e.g. "http://10.0.0.5:8080"; endpoint paths are appended.
+    pub target: String,
+    /// Addresses ("IP:PORT") of the individual replicas, whose `/stats` is read at each phase
+    /// boundary. Empty: read `/stats` once through `target` instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
+    /// Path of the target's statistics endpoint. Default "/stats".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats_path: Option<String>,
+    /// Load-generator threads. Default: what this process's CPU quota allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// The workload, as in a BenchmarkRun's `spec.workload`.
+    pub workload: Workload,
+}
+
+impl PlanFile {
+    /// Checks the plan, the target URL and the workload; paths are relative to the file's root.
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        if let Err(e) = self.target.parse::<TargetUrl>() {
+            errors.push(FieldError::new("target", e.to_string()));
+        }
+        for (i, r) in self.replicas.iter().enumerate() {
+            if format!("http://{r}").parse::<TargetUrl>().is_err() || !r.contains(':') {
+                errors.push(FieldError::new(
+                    format!("replicas[{i}]"),
+                    format!("expected HOST:PORT, got {r:?}"),
+                ));
+            }
+        }
+        if let Some(p) = &self.stats_path
+            && !p.starts_with('/')
+        {
+            errors.push(FieldError::new("statsPath", "must start with \"/\""));
+        }
+        if self.threads == Some(0) {
+            errors.push(FieldError::new("threads", "must be at least 1"));
+        }
+        self.workload.validate_into("workload", &mut errors);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// A document parsed leniently: the value plus the paths of fields it did not recognise.
+#[derive(Clone, Debug)]
+pub struct Parsed<T> {
+    /// The parsed value.
+    pub value: T,
+    /// Paths of fields present in the input that no type knows, e.g. `workload.phases[0].lod`.
+    /// Callers decide whether these are errors (the CLI refuses them: a misspelt field would
+    /// otherwise silently fall back to a default).
+    pub unknown_fields: Vec<String>,
+}
+
+/// Parses YAML or JSON (JSON is read as YAML, of which it is a subset) into `T`, naming the field
+/// path on error and collecting unknown fields.
+pub fn parse_document<T: DeserializeOwned>(text: &str) -> Result<Parsed<T>, FieldError> {
+    let mut unknown_fields = Vec::new();
+    let de = serde_yaml::Deserializer::from_str(text);
+    let mut on_unknown =
+        |path: serde_ignored::Path<'_>| unknown_fields.push(bracket_indices(&path.to_string()));
+    let ignoring = serde_ignored::Deserializer::new(de, &mut on_unknown);
+    match serde_path_to_error::deserialize::<_, T>(ignoring) {
+        Ok(value) => Ok(Parsed {
+            value,
+            unknown_fields,
+        }),
+        Err(err) => {
+            let path = err.path().to_string();
+            let path = if path == "." {
+                "(document)".to_owned()
+            } else {
+                path
+            };
+            Err(FieldError::new(path, err.into_inner().to_string()))
+        }
+    }
+}
+
+/// Rewrites serde_ignored's `a.0.b` into the `a[0].b` form validation errors use.
+fn bracket_indices(dotted: &str) -> String {
+    let mut out = String::with_capacity(dotted.len() + 4);
+    for part in dotted.split('.') {
+        if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+            out.push('[');
+            out.push_str(part);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// Parses and validates a plan file; every problem comes back as a field error, unknown fields
+/// included.
+pub fn parse_plan_file(text: &str) -> Result<PlanFile, Vec<FieldError>> {
+    let parsed = parse_document::<PlanFile>(text).map_err(|e| vec![e])?;
+    let mut errors: Vec<FieldError> = parsed
+        .unknown_fields
+        .iter()
+        .map(|p| FieldError::new(p.clone(), "unknown field"))
+        .collect();
+    if let Err(mut more) = parsed.value.validate() {
+        errors.append(&mut more);
+    }
+    if errors.is_empty() {
+        Ok(parsed.value)
+    } else {
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"
+target: http://127.0.0.1:8080
+replicas: ["127.0.0.1:8080"]
+workload:
+  endpoints: [{name: fast, path: /fast}, {name: slow, path: /slow}]
+  warmup: 15s
+  phases:
+    - name: fast-only
+      duration: 30s
+      load: [{endpoint: fast, connections: 2}]
+    - name: mixed
+      duration: 1m15s
+      load: [{endpoint: fast, connections: 2}, {endpoint: slow, rate: 2.5}]
+"#;
+
+    #[test]
+    fn parses_the_design_sample() {
+        let plan = parse_plan_file(SAMPLE).unwrap();
+        assert_eq!(plan.workload.warmup, Duration::from_secs(15));
+        assert_eq!(plan.workload.phases[1].duration, Duration::from_secs(75));
+        assert_eq!(
+            plan.workload.phases[1].load[1].mode(),
+            Some(LoadMode::Open { rate: 2.5 })
+        );
+        assert_eq!(plan.workload.timeout_or_default(), DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn json_is_accepted_too() {
+        let json = r#"{"target":"http://h:1","workload":{"endpoints":[{"name":"a","path":"/"}],
+            "phases":[{"name":"p","duration":"1s","load":[{"endpoint":"a","connections":1}]}]}}"#;
+        let plan = parse_plan_file(json).unwrap();
+        assert_eq!(plan.workload.warmup, Duration::default());
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let bad = SAMPLE.replace("duration: 30s", "duration: 30");
+        let errs = parse_plan_file(&bad).unwrap_err();
+        assert_eq!(errs[0].path, "workload.phases[0].duration", "{errs:?}");
+        assert!(errs[0].message.contains("duration"), "{errs:?}");
+    }
+
+    #[test]
+    fn unknown_fields_are_reported_with_their_path() {
+        let bad = SAMPLE.replace(
+            "connections: 2}]\n    - name: mixed",
+            "conections: 2}]\n    - name: mixed",
+        );
+        let errs = parse_plan_file(&bad).unwrap_err();
+        let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert!(
+            paths.contains(&"workload.phases[0].load[0].conections"),
+            "{paths:?}"
+        );
+        // Without connections the stream names neither mode, which validation also says.
+        assert!(paths.contains(&"workload.phases[0].load[0]"), "{paths:?}");
+    }
+
+    fn check(mutate: impl FnOnce(&mut Workload), path: &str) {
+        let mut w = parse_plan_file(SAMPLE).unwrap().workload;
+        mutate(&mut w);
+        let errs = w.validate().unwrap_err();
+        assert!(
+            errs.iter().any(|e| e.path == path),
+            "expected {path}, got {errs:?}"
+        );
+    }
+
+    #[test]
+    fn validation_names_each_field() {
+        check(
+            |w| w.phases[1].load[0].endpoint = "nope".into(),
+            "workload.phases[1].load[0].endpoint",
+        );
+        check(
+            |w| w.phases[0].load[0].connections = Some(0),
+            "workload.phases[0].load[0].connections",
+        );
+        check(
+            |w| w.phases[1].load[1].rate = Some(0.0),
+            "workload.phases[1].load[1].rate",
+        );
+        check(
+            |w| w.phases[1].load[1].rate = Some(f64::NAN),
+            "workload.phases[1].load[1].rate",
+        );
+        check(
+            |w| w.phases[1].load[1].connections = Some(3),
+            "workload.phases[1].load[1]",
+        );
+        check(
+            |w| w.phases[0].duration = Duration::default(),
+            "workload.phases[0].duration",
+        );
+        check(
+            |w| w.phases[1].name = "fast-only".into(),
+            "workload.phases[1].name",
+        );
+        check(|w| w.phases[0].load.clear(), "workload.phases[0].load");
+        check(|w| w.phases.clear(), "workload.phases");
+        check(
+            |w| w.endpoints[1].path = "slow".into(),
+            "workload.endpoints[1].path",
+        );
+        check(
+            |w| w.endpoints[1].name = "fast".into(),
+            "workload.endpoints[1].name",
+        );
+        check(
+            |w| w.timeout = Some(Duration::default()),
+            "workload.timeout",
+        );
+        check(
+            |w| w.phases[1].load[1].endpoint = "fast".into(),
+            "workload.phases[1].load[1].endpoint",
+        );
+    }
+
+    #[test]
+    fn plan_level_fields_are_checked() {
+        let mut plan = parse_plan_file(SAMPLE).unwrap();
+        plan.target = "localhost:8080".into();
+        plan.replicas = vec!["10.0.0.1".into()];
+        plan.threads = Some(0);
+        let errs = plan.validate().unwrap_err();
+        let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["target", "replicas[0]", "threads"]);
+    }
+
+    #[test]
+    fn schema_has_docs_and_the_duration_pattern() {
+        let schema = serde_json::to_value(schemars::schema_for!(Workload)).unwrap();
+        let text = schema.to_string();
+        assert!(
+            text.contains(&DURATION_PATTERN.replace('\\', "\\\\")),
+            "{text}"
+        );
+        assert_eq!(
+            schema["properties"]["warmup"]["type"], "string",
+            "Duration is inlined as a string: {text}"
+        );
+        assert!(
+            schema["properties"]["phases"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("back to back")
+        );
+    }
+}

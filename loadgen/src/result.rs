@@ -1,0 +1,663 @@
+//! The result document: what a run measured, per phase and stream, in a form that several
+//! load-generator processes can [`merge`] exactly.
+//!
+//! Conventions: JSON names are camelCase; latencies in `latencyMs` objects are fractional
+//! milliseconds; histograms are carried compact (see [`crate::histogram`]) and hold
+//! microseconds, the one unit every recorder uses.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::histogram::{self, HistogramError, LatencyHistogram};
+
+/// Version of the result document's shape; [`merge`] refuses to mix versions.
+pub const RESULT_VERSION: u32 = 1;
+
+/// A whole run: every measured phase, in order (warm-up is not reported).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// Shape version of this document (currently 1).
+    pub version: u32,
+    /// Base URL of the target that was loaded.
+    pub target: String,
+    /// Load-generator threads used (summed over merged documents).
+    pub threads: u32,
+    /// Number of load-generator processes whose results this document holds (1 unless merged).
+    pub generators: u32,
+    /// The measured phases in the order they ran.
+    pub phases: Vec<PhaseResult>,
+}
+
+/// One measured phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseResult {
+    /// Phase name from the workload.
+    pub name: String,
+    /// Measured length of the phase in seconds (the longest, when merged).
+    pub duration_secs: f64,
+    /// One entry per stream (endpoint) of the phase.
+    pub streams: Vec<StreamResult>,
+    /// The target's `/stats` per replica at the start and end of the phase; empty when the
+    /// target does not offer `/stats`.
+    #[serde(default)]
+    pub target_stats: Vec<ReplicaStats>,
+}
+
+/// Whether a stream ran closed loop (fixed connections) or open loop (fixed rate).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StreamMode {
+    /// Fixed connections, each sending when its previous answer arrived.
+    #[default]
+    Closed,
+    /// Fixed rate; latency from the intended send time.
+    Open,
+}
+
+/// What one stream (the load on one endpoint in one phase) measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamResult {
+    /// Endpoint name from the workload.
+    pub endpoint: String,
+    /// Closed or open loop.
+    pub mode: StreamMode,
+    /// Requests that finished during the phase, successful or not.
+    pub requests: u64,
+    /// Requests among `requests` that failed: a transport error or a status outside 2xx.
+    pub errors: u64,
+    /// Successful requests per second over the phase (`requests - errors` over `durationSecs`;
+    /// summed when merged, since merged generators ran at the same time).
+    pub rps: f64,
+    /// Latency of the successful requests. Open loop: measured from the intended send time
+    /// (coordinated omission corrected); closed loop: from the actual send.
+    pub latency_ms: LatencyMs,
+    /// Failed requests by kind.
+    pub errors_by_kind: ErrorsByKind,
+    /// Requests still waiting for an answer when the phase ended; they were cut and are not
+    /// counted in `requests`.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
+    /// TCP connections opened during the phase (reconnects after errors included).
+    #[serde(default)]
+    pub connections_opened: u64,
+    /// One point per second of the phase.
+    #[serde(default)]
+    pub timeline: Vec<TimelinePoint>,
+    /// The latency histogram behind `latencyMs`: microseconds, HdrHistogram V2 + deflate,
+    /// base64. Merging adds these exactly.
+    pub histogram: String,
+    /// Open loop only: the requests per second the schedule asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rps: Option<f64>,
+    /// Open loop only: sends that started more than 1 ms after their intended time (no free
+    /// connection, or the generator itself was behind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_sends: Option<u64>,
+    /// Open loop only: latency measured from the actual send, as a closed-loop tool would
+    /// report it; compare with `latencyMs` to see what coordinated omission hides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_latency_ms: Option<LatencyMs>,
+    /// Open loop only: the histogram behind `uncorrectedLatencyMs` (same encoding as
+    /// `histogram`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_histogram: Option<String>,
+}
+
+/// Latency percentiles in fractional milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LatencyMs {
+    /// Median latency in milliseconds.
+    pub p50: f64,
+    /// 90th percentile in milliseconds.
+    pub p90: f64,
+    /// 99th percentile in milliseconds.
+    pub p99: f64,
+    /// 99.9th percentile in milliseconds.
+    pub p999: f64,
+    /// Largest latency in milliseconds.
+    pub max: f64,
+    /// Mean latency in milliseconds.
+    pub mean: f64,
+}
+
+impl LatencyMs {
+    /// Percentiles of a microsecond histogram; all zero for an empty one.
+    pub fn from_histogram(h: &LatencyHistogram) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        let q = |q: f64| histogram::micros_to_ms(h.value_at_quantile(q));
+        Self {
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: histogram::micros_to_ms(h.max()),
+            mean: h.mean() / 1000.0,
+        }
+    }
+}
+
+/// Failed requests by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorsByKind {
+    /// The TCP connection could not be opened (refused, unreachable, connect timed out).
+    pub connect: u64,
+    /// No complete answer within the request timeout; the connection was cut.
+    pub timeout: u64,
+    /// The connection was reset or closed by the target before the answer was complete.
+    pub reset: u64,
+    /// Answers with a 4xx status.
+    pub status4xx: u64,
+    /// Answers with a 5xx status.
+    pub status5xx: u64,
+    /// Answers with a 1xx or 3xx status.
+    pub status_other: u64,
+    /// Anything else, such as an answer that is not valid HTTP/1.1.
+    pub other: u64,
+}
+
+/// A kind of failure, as counted in [`ErrorsByKind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// See [`ErrorsByKind::connect`].
+    Connect,
+    /// See [`ErrorsByKind::timeout`].
+    Timeout,
+    /// See [`ErrorsByKind::reset`].
+    Reset,
+    /// See [`ErrorsByKind::status4xx`].
+    Status4xx,
+    /// See [`ErrorsByKind::status5xx`].
+    Status5xx,
+    /// See [`ErrorsByKind::status_other`].
+    StatusOther,
+    /// See [`ErrorsByKind::other`].
+    Other,
+}
+
+impl ErrorKind {
+    /// The kind for a non-2xx status code, or `None` for 2xx.
+    pub fn from_status(status: u16) -> Option<Self> {
+        match status {
+            200..=299 => None,
+            400..=499 => Some(Self::Status4xx),
+            500..=599 => Some(Self::Status5xx),
+            _ => Some(Self::StatusOther),
+        }
+    }
+}
+
+impl ErrorsByKind {
+    /// Counts one failure of `kind`.
+    #[inline]
+    pub fn count(&mut self, kind: ErrorKind) {
+        *self.slot(kind) += 1;
+    }
+
+    fn slot(&mut self, kind: ErrorKind) -> &mut u64 {
+        match kind {
+            ErrorKind::Connect => &mut self.connect,
+            ErrorKind::Timeout => &mut self.timeout,
+            ErrorKind::Reset => &mut self.reset,
+            ErrorKind::Status4xx => &mut self.status4xx,
+            ErrorKind::Status5xx => &mut self.status5xx,
+            ErrorKind::StatusOther => &mut self.status_other,
+            ErrorKind::Other => &mut self.other,
+        }
+    }
+
+    /// Sum of all kinds.
+    pub fn total(&self) -> u64 {
+        self.connect
+            + self.timeout
+            + self.reset
+            + self.status4xx
+            + self.status5xx
+            + self.status_other
+            + self.other
+    }
+
+    /// Adds another set of counts.
+    pub fn add(&mut self, o: &ErrorsByKind) {
+        self.connect += o.connect;
+        self.timeout += o.timeout;
+        self.reset += o.reset;
+        self.status4xx += o.status4xx;
+        self.status5xx += o.status5xx;
+        self.status_other += o.status_other;
+        self.other += o.other;
+    }
+
+    /// Non-zero kinds as `(name, count)` pairs, for summaries.
+    pub fn nonzero(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("connect", self.connect),
+            ("timeout", self.timeout),
+            ("reset", self.reset),
+            ("status4xx", self.status4xx),
+            ("status5xx", self.status5xx),
+            ("statusOther", self.status_other),
+            ("other", self.other),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect()
+    }
+}
+
+/// One second of a stream's timeline (requests attributed by completion time).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelinePoint {
+    /// Seconds since the phase started (this point covers `[second, second + 1)`).
+    pub second: u32,
+    /// Requests that finished in this second.
+    pub requests: u64,
+    /// Failed requests among them.
+    pub errors: u64,
+    /// Successful requests per second in this second.
+    pub rps: f64,
+    /// Median latency of this second's successful requests, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile latency of this second's successful requests, milliseconds.
+    pub p99_ms: f64,
+    /// This second's histogram (2 significant figures, microseconds, same encoding as
+    /// `StreamResult.histogram`), so merged timelines stay exact.
+    pub histogram: String,
+}
+
+/// The target's own report for one replica at the phase boundaries.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaStats {
+    /// Replica address ("IP:PORT"), or the target URL when no replicas were listed.
+    pub address: String,
+    /// `/stats` read just before the phase started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<TargetStats>,
+    /// `/stats` read just after the phase ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<TargetStats>,
+    /// CPU seconds the replica used during the phase (`end - start`), when both are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds_in_phase: Option<f64>,
+    /// Requests the replica served during the phase (`end - start`), when both are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_served_in_phase: Option<f64>,
+    /// Why a snapshot is missing (e.g. the target has no `/stats`); not a run failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The fields of the target's `/stats` JSON that results keep. Every field is optional, and
+/// numbers are read as floats, so any target (the built-in one, the Node example, a user's) that
+/// offers some of these names works.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TargetStats {
+    /// Concurrency mode reported by the target (single, threads, pool, or a target's own name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// CPUs of the host the replica runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<f64>,
+    /// CPUs the replica detected as usable (quota or affinity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detected_cpus: Option<f64>,
+    /// CPU quota in cores; absent or null when unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<f64>,
+    /// Where the quota was read from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota_source: Option<String>,
+    /// CPU workers in the pool (0 without a pool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<f64>,
+    /// Event-loop threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loop_threads: Option<f64>,
+    /// Requests served since start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_served: Option<f64>,
+    /// CPU seconds used since start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds_used: Option<f64>,
+    /// Resident memory now, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<f64>,
+    /// Peak resident memory, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rss_peak_bytes: Option<f64>,
+    /// Largest event-loop lag seen, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loop_lag_max_ms: Option<f64>,
+    /// 99th percentile event-loop lag, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loop_lag_p99_ms: Option<f64>,
+    /// Pool queue depth now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<f64>,
+    /// Largest pool queue depth seen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_peak: Option<f64>,
+    /// Requests refused because the pool queue was full.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<f64>,
+    /// Pool tasks that missed their deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<f64>,
+    /// CFS periods in which the replica was throttled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<f64>,
+    /// Seconds the replica spent throttled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_seconds: Option<f64>,
+    /// Seconds since the replica started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uptime_seconds: Option<f64>,
+}
+
+/// Why documents could not be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("no result documents to merge")]
+    Empty,
+    /// Documents of different shape versions.
+    #[error("result document versions differ ({0} and {1})")]
+    Version(u32, u32),
+    /// The documents describe different phase sequences.
+    #[error("documents ran different phases: {0}")]
+    Phases(String),
+    /// A carried histogram is unreadable.
+    #[error("{context}: {source}")]
+    Histogram {
+        /// Which histogram.
+        context: String,
+        /// What went wrong.
+        source: HistogramError,
+    },
+}
+
+fn add_in(context: &str, into: &mut LatencyHistogram, text: &str) -> Result<(), MergeError> {
+    let wrap = |source| MergeError::Histogram {
+        context: context.to_owned(),
+        source,
+    };
+    let h = histogram::decode(text).map_err(wrap)?;
+    histogram::add(into, &h).map_err(wrap)
+}
+
+/// Combines results of load generators that ran the same workload at the same time.
+///
+/// Histograms are added (so percentiles are exact, never averaged), counts and rates are summed,
+/// the phase length is the longest, and replica statistics are kept once per address.
+pub fn merge(docs: &[RunResult]) -> Result<RunResult, MergeError> {
+    let first = docs.first().ok_or(MergeError::Empty)?;
+    for d in docs {
+        if d.version != first.version {
+            return Err(MergeError::Version(first.version, d.version));
+        }
+        let names = |r: &RunResult| r.phases.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+        if names(d) != names(first) {
+            return Err(MergeError::Phases(format!(
+                "{:?} vs {:?}",
+                names(first),
+                names(d)
+            )));
+        }
+    }
+    let mut out = RunResult {
+        version: first.version,
+        target: first.target.clone(),
+        threads: docs.iter().map(|d| d.threads).sum(),
+        generators: docs.iter().map(|d| d.generators.max(1)).sum(),
+        phases: Vec::with_capacity(first.phases.len()),
+    };
+    for (pi, phase) in first.phases.iter().enumerate() {
+        let parts: Vec<&PhaseResult> = docs.iter().map(|d| &d.phases[pi]).collect();
+        out.phases.push(merge_phase(&phase.name, &parts)?);
+    }
+    Ok(out)
+}
+
+fn merge_phase(name: &str, parts: &[&PhaseResult]) -> Result<PhaseResult, MergeError> {
+    let duration_secs = parts.iter().map(|p| p.duration_secs).fold(0.0, f64::max);
+    // Streams in first-seen order, grouped by endpoint.
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<&StreamResult>> = BTreeMap::new();
+    for p in parts {
+        for s in &p.streams {
+            if !groups.contains_key(&s.endpoint) {
+                order.push(s.endpoint.clone());
+            }
+            groups.entry(s.endpoint.clone()).or_default().push(s);
+        }
+    }
+    let mut streams = Vec::with_capacity(order.len());
+    for endpoint in order {
+        streams.push(merge_stream(name, &groups[&endpoint])?);
+    }
+    let mut target_stats: Vec<ReplicaStats> = Vec::new();
+    for p in parts {
+        for r in &p.target_stats {
+            match target_stats.iter_mut().find(|t| t.address == r.address) {
+                Some(existing) if existing.error.is_some() && r.error.is_none() => {
+                    *existing = r.clone()
+                }
+                Some(_) => {}
+                None => target_stats.push(r.clone()),
+            }
+        }
+    }
+    Ok(PhaseResult {
+        name: name.to_owned(),
+        duration_secs,
+        streams,
+        target_stats,
+    })
+}
+
+fn merge_stream(phase: &str, parts: &[&StreamResult]) -> Result<StreamResult, MergeError> {
+    let first = parts[0];
+    let ctx = |what: &str| format!("phase {phase:?} endpoint {:?} {what}", first.endpoint);
+    let mut hist = histogram::new_histogram(histogram::PHASE_SIGFIG);
+    let mut uncorrected: Option<LatencyHistogram> = None;
+    let mut out = StreamResult {
+        endpoint: first.endpoint.clone(),
+        mode: first.mode,
+        ..Default::default()
+    };
+    let mut seconds: BTreeMap<u32, (u64, u64, f64, LatencyHistogram)> = BTreeMap::new();
+    for s in parts {
+        out.requests += s.requests;
+        out.errors += s.errors;
+        out.rps += s.rps;
+        out.errors_by_kind.add(&s.errors_by_kind);
+        out.in_flight_at_end += s.in_flight_at_end;
+        out.connections_opened += s.connections_opened;
+        add_in(&ctx("histogram"), &mut hist, &s.histogram)?;
+        if let Some(o) = s.offered_rps {
+            out.offered_rps = Some(out.offered_rps.unwrap_or(0.0) + o);
+        }
+        if let Some(l) = s.late_sends {
+            out.late_sends = Some(out.late_sends.unwrap_or(0) + l);
+        }
+        if let Some(text) = &s.uncorrected_histogram {
+            let u = uncorrected
+                .get_or_insert_with(|| histogram::new_histogram(histogram::PHASE_SIGFIG));
+            add_in(&ctx("uncorrectedHistogram"), u, text)?;
+        }
+        for point in &s.timeline {
+            let entry = seconds.entry(point.second).or_insert_with(|| {
+                (
+                    0,
+                    0,
+                    0.0,
+                    histogram::new_histogram(histogram::TIMELINE_SIGFIG),
+                )
+            });
+            entry.0 += point.requests;
+            entry.1 += point.errors;
+            entry.2 += point.rps;
+            add_in(&ctx("timeline histogram"), &mut entry.3, &point.histogram)?;
+        }
+    }
+    out.latency_ms = LatencyMs::from_histogram(&hist);
+    out.histogram = histogram::encode(&hist);
+    if let Some(u) = uncorrected {
+        out.uncorrected_latency_ms = Some(LatencyMs::from_histogram(&u));
+        out.uncorrected_histogram = Some(histogram::encode(&u));
+    }
+    out.timeline = seconds
+        .into_iter()
+        .map(|(second, (requests, errors, rps, h))| {
+            timeline_point(second, requests, errors, rps, &h)
+        })
+        .collect();
+    Ok(out)
+}
+
+/// Builds a timeline point from its counts and histogram.
+pub fn timeline_point(
+    second: u32,
+    requests: u64,
+    errors: u64,
+    rps: f64,
+    h: &LatencyHistogram,
+) -> TimelinePoint {
+    let l = LatencyMs::from_histogram(h);
+    TimelinePoint {
+        second,
+        requests,
+        errors,
+        rps,
+        p50_ms: l.p50,
+        p99_ms: l.p99,
+        histogram: histogram::encode(h),
+    }
+}
+
+impl RunResult {
+    /// Total successful requests over all phases and streams (the CLI's exit code uses this).
+    pub fn successful_requests(&self) -> u64 {
+        self.phases
+            .iter()
+            .flat_map(|p| &p.streams)
+            .map(|s| s.requests.saturating_sub(s.errors))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::{PHASE_SIGFIG, TIMELINE_SIGFIG, new_histogram, record};
+
+    fn stream(endpoint: &str, samples: &[u64], errors: u64) -> StreamResult {
+        let mut h = new_histogram(PHASE_SIGFIG);
+        let mut t = new_histogram(TIMELINE_SIGFIG);
+        for &v in samples {
+            record(&mut h, v);
+            record(&mut t, v);
+        }
+        StreamResult {
+            endpoint: endpoint.into(),
+            requests: samples.len() as u64 + errors,
+            errors,
+            rps: samples.len() as f64,
+            latency_ms: LatencyMs::from_histogram(&h),
+            errors_by_kind: ErrorsByKind {
+                status5xx: errors,
+                ..Default::default()
+            },
+            histogram: histogram::encode(&h),
+            timeline: vec![timeline_point(
+                0,
+                samples.len() as u64,
+                errors,
+                samples.len() as f64,
+                &t,
+            )],
+            ..Default::default()
+        }
+    }
+
+    fn doc(samples: &[u64], errors: u64) -> RunResult {
+        RunResult {
+            version: RESULT_VERSION,
+            target: "http://t".into(),
+            threads: 1,
+            generators: 1,
+            phases: vec![PhaseResult {
+                name: "p".into(),
+                duration_secs: 1.0,
+                streams: vec![stream("fast", samples, errors)],
+                target_stats: vec![],
+            }],
+        }
+    }
+
+    #[test]
+    fn merge_equals_the_histogram_of_the_combined_samples() {
+        let a: Vec<u64> = (1..=1000).map(|i| i * 37 % 5000 + 100).collect();
+        let b: Vec<u64> = (1..=700).map(|i| i * 911 % 90_000 + 20_000).collect();
+        let merged = merge(&[doc(&a, 3), doc(&b, 4)]).unwrap();
+        let all: Vec<u64> = a.iter().chain(&b).copied().collect();
+        let truth = stream("fast", &all, 7);
+        let m = &merged.phases[0].streams[0];
+        assert_eq!(m.requests, truth.requests);
+        assert_eq!(m.errors, 7);
+        assert_eq!(m.errors_by_kind.status5xx, 7);
+        assert_eq!(m.latency_ms, truth.latency_ms);
+        assert_eq!(m.histogram, truth.histogram);
+        assert_eq!(m.timeline[0].histogram, truth.timeline[0].histogram);
+        assert_eq!(m.timeline[0].p99_ms, truth.timeline[0].p99_ms);
+        assert_eq!(merged.generators, 2);
+        assert_eq!(merged.threads, 2);
+    }
+
+    #[test]
+    fn merge_refuses_different_phases() {
+        let mut other = doc(&[1], 0);
+        other.phases[0].name = "q".into();
+        assert!(matches!(
+            merge(&[doc(&[1], 0), other]),
+            Err(MergeError::Phases(_))
+        ));
+        assert!(matches!(merge(&[]), Err(MergeError::Empty)));
+    }
+
+    #[test]
+    fn documents_round_trip_through_json_in_camel_case() {
+        let d = doc(&[1500, 2500], 1);
+        let json = serde_json::to_string(&d).unwrap();
+        for name in [
+            "\"latencyMs\"",
+            "\"errorsByKind\"",
+            "\"durationSecs\"",
+            "\"p999\"",
+            "\"status5xx\"",
+        ] {
+            assert!(json.contains(name), "{name} missing in {json}");
+        }
+        let back: RunResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn status_codes_map_to_kinds() {
+        assert_eq!(ErrorKind::from_status(204), None);
+        assert_eq!(ErrorKind::from_status(404), Some(ErrorKind::Status4xx));
+        assert_eq!(ErrorKind::from_status(503), Some(ErrorKind::Status5xx));
+        assert_eq!(ErrorKind::from_status(302), Some(ErrorKind::StatusOther));
+    }
+}
