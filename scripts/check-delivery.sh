@@ -67,6 +67,29 @@ for path in sys.argv[1:]:
     print(f"ok: {path} ({len(docs)} document(s))")
 PY
 
+step "shellcheck on the workflows' run: steps"
+# Each `run:` block becomes a bash script (GitHub's ${{ ... }} expressions replaced by a word),
+# so quoting mistakes in the workflows are caught here rather than on a runner.
+steps_dir="$(mktemp -d)"
+trap 'rm -rf "${steps_dir}"' EXIT
+python3 - "${steps_dir}" .github/workflows/*.yml <<'PY'
+import re, sys, yaml
+out = sys.argv[1]
+for path in sys.argv[2:]:
+    wf = yaml.safe_load(open(path))
+    for job_name, job in wf["jobs"].items():
+        for i, step in enumerate(job.get("steps", [])):
+            if "run" not in step:
+                continue
+            body = re.sub(r"\$\{\{.*?\}\}", "GHA_EXPR", step["run"])
+            name = f"{out}/{path.split('/')[-1]}-{job_name}-{i}.sh"
+            with open(name, "w") as f:
+                f.write("#!/usr/bin/env bash\nset -eo pipefail\n" + body)
+            print(f"{path} job {job_name} step {i}")
+PY
+shellcheck "${steps_dir}"/*.sh
+echo "ok: workflow run steps"
+
 step "manifests/install.yaml matches the chart"
 scripts/gen-install.sh --check
 
