@@ -26,6 +26,7 @@ export function runPrimary({ config, processes, throttling }) {
   const restarts = [];
   let announced = false;
   let shuttingDown = false;
+  let exitCode = 0; // 1 when the primary gives up rather than being asked to stop
   let collectSeq = 0;
   const collecting = new Map(); // collect id -> { waiting: Set<worker id>, snaps: Map, done }
 
@@ -94,7 +95,7 @@ export function runPrimary({ config, processes, throttling }) {
     if (shuttingDown) {
       if (liveWorkers().length === 0) {
         log('all workers stopped');
-        process.exit(0);
+        process.exit(exitCode);
       }
       return;
     }
@@ -115,9 +116,10 @@ export function runPrimary({ config, processes, throttling }) {
     fork();
   });
 
-  function shutdown(exitCode = 0) {
+  function shutdown(code = 0) {
     if (shuttingDown) return;
     shuttingDown = true;
+    exitCode = code;
     log('stopping: asking workers to finish their requests');
     for (const w of liveWorkers()) w.send({ type: 'shutdown' });
     if (liveWorkers().length === 0) process.exit(exitCode);
@@ -127,7 +129,6 @@ export function runPrimary({ config, processes, throttling }) {
       log('workers did not stop within the grace period; killed');
       process.exit(1);
     }, config.gracePeriodMs + 2000).unref();
-    if (exitCode !== 0) process.exitCode = exitCode;
   }
 
   process.on('SIGTERM', () => shutdown(0));

@@ -69,8 +69,14 @@ export async function serve({ config, poolSize, stats, quiet = false }) {
    * Graceful stop: refuse keep-alive for new responses, stop accepting, let in-flight requests
    * finish for up to the grace period, then cut what is left and stop the pool.
    */
-  async function drain() {
-    if (draining) return;
+  let drained = null;
+  function drain() {
+    // A stop can be asked twice (the primary's message and a process-group signal): both callers
+    // must wait for the same drain, not see the second call return at once.
+    drained ??= drainOnce();
+    return drained;
+  }
+  async function drainOnce() {
     draining = true;
     const closed = new Promise((resolve) => server.close(resolve));
     // Connections that finish their request during the drain become idle: close them as they do.
