@@ -1,5 +1,10 @@
 //! `benchmatrix run FILE`: the whole matrix on this machine.
 
+pub mod cgroup;
+pub mod http;
+pub mod replicas;
+pub mod signals;
+
 /// Arguments of `benchmatrix run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {

@@ -1,0 +1,679 @@
+//! Real CPU limits for local processes: one cgroup per replica (and one for the load
+//! generator), with the quota written before the child runs its first instruction.
+//!
+//! Order of preference, decided once per run by [`Backend::detect`]:
+//! 1. cgroup v2, where the unified hierarchy has the `cpu` controller and we may delegate it;
+//! 2. cgroup v1, where a `cpu` hierarchy is mounted and writable (`cpuacct` for usage when
+//!    mounted, combined or separately);
+//! 3. CPU affinity (`sched_setaffinity`) to ceil(cores) CPUs: coarse, said so once, and
+//!    recorded per limit in the status as how it was enforced.
+//!
+//! Requests equal limits: a replica with cpu "0.5" gets a CFS quota of 50 ms per 100 ms period
+//! and nothing else, exactly what a Guaranteed pod gets from the kubelet.
+//!
+//! Every cgroup created is registered in a process-wide list, so the signal path and `Drop`
+//! both remove them; cgroups left behind by a runner that was SIGKILLed are removed by the
+//! next run (their owner pid is in the folder name).
+
+use std::fs;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// CFS period used for every quota, in microseconds (the kubelet's default too).
+pub const CFS_PERIOD_US: u64 = 100_000;
+
+/// Prefix of the per-run parent cgroup folder; the runner's pid follows it.
+const RUN_PREFIX: &str = "benchmatrix-";
+
+/// Cgroup folders created by this process and not yet removed, for the signal path.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// How CPU limits can be enforced on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// cgroup v2: `dir` is this run's parent cgroup, with `+cpu` in its subtree control.
+    V2 {
+        /// The run's parent cgroup folder.
+        dir: PathBuf,
+    },
+    /// cgroup v1: parents for this run in the `cpu` hierarchy and, when mounted apart or
+    /// together, the `cpuacct` hierarchy.
+    V1 {
+        /// The run's parent folder in the `cpu` hierarchy.
+        cpu_dir: PathBuf,
+        /// The run's parent folder in the `cpuacct` hierarchy (same as `cpu_dir` when the
+        /// two controllers share a mount; `None` when cpuacct is not mounted).
+        acct_dir: Option<PathBuf>,
+    },
+    /// No writable cgroup: pin each process to ceil(cores) CPUs.
+    Affinity {
+        /// Why cgroups could not be used, for the one-time notice and the report.
+        reason: String,
+    },
+}
+
+/// How one limit was actually enforced; goes into the status and the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enforcement {
+    /// A cgroup v2 `cpu.max` quota.
+    CgroupV2 {
+        /// The cgroup folder.
+        path: PathBuf,
+    },
+    /// A cgroup v1 `cpu.cfs_quota_us` quota.
+    CgroupV1 {
+        /// The cgroup folder in the cpu hierarchy.
+        path: PathBuf,
+    },
+    /// CPU affinity to these CPUs: limits parallelism, not CPU time.
+    Affinity {
+        /// CPU numbers the process may run on.
+        cpus: Vec<usize>,
+    },
+    /// No limit was asked for.
+    Unlimited,
+}
+
+impl Enforcement {
+    /// One line for the status and the report, e.g. `cgroup v1 cpu.cfs_quota_us=50000/100000`.
+    pub fn describe(&self, cores: Option<f64>) -> String {
+        match (self, cores) {
+            (Enforcement::CgroupV2 { path }, Some(c)) => format!(
+                "cgroup v2 cpu.max \"{} {CFS_PERIOD_US}\" ({})",
+                quota_us(c),
+                path.display()
+            ),
+            (Enforcement::CgroupV1 { path }, Some(c)) => format!(
+                "cgroup v1 cpu.cfs_quota_us={}/{CFS_PERIOD_US} ({})",
+                quota_us(c),
+                path.display()
+            ),
+            (Enforcement::Affinity { cpus }, _) => format!(
+                "CPU affinity to cpus {:?} (no writable cgroup: parallelism is limited, CPU time is not)",
+                cpus
+            ),
+            (_, None) | (Enforcement::Unlimited, _) => "unlimited".to_string(),
+        }
+    }
+}
+
+/// Quota in microseconds per [`CFS_PERIOD_US`] for `cores` CPUs (at least 1 ms, the kernel's floor).
+pub fn quota_us(cores: f64) -> u64 {
+    ((cores * CFS_PERIOD_US as f64).round() as u64).max(1000)
+}
+
+impl Backend {
+    /// Finds the best way to enforce CPU limits here and creates this run's parent cgroup.
+    pub fn detect() -> Backend {
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        remove_stale(&mountinfo);
+        let run_name = format!("{RUN_PREFIX}{}", std::process::id());
+        let mut reasons = Vec::new();
+        match try_v2(&mountinfo, &own, &run_name) {
+            Ok(dir) => return Backend::V2 { dir },
+            Err(e) => reasons.push(format!("cgroup v2: {e}")),
+        }
+        match try_v1(&mountinfo, &own, &run_name) {
+            Ok((cpu_dir, acct_dir)) => return Backend::V1 { cpu_dir, acct_dir },
+            Err(e) => reasons.push(format!("cgroup v1: {e}")),
+        }
+        Backend::Affinity {
+            reason: reasons.join("; "),
+        }
+    }
+
+    /// A short name for messages: `cgroup v2`, `cgroup v1` or `CPU affinity`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::V2 { .. } => "cgroup v2",
+            Backend::V1 { .. } => "cgroup v1",
+            Backend::Affinity { .. } => "CPU affinity",
+        }
+    }
+
+    /// Creates a leaf cgroup `name` limited to `cores` CPUs (`None`: measured, not limited).
+    /// With the affinity backend, `first_cpu` picks where the pinned CPU range starts, so
+    /// replicas spread over the machine instead of sharing CPU 0.
+    pub fn create(&self, name: &str, cores: Option<f64>, first_cpu: usize) -> io::Result<Cgroup> {
+        match self {
+            Backend::V2 { dir } => {
+                let path = dir.join(name);
+                make_dir(&path)?;
+                let cg = Cgroup {
+                    cpu_dir: Some(path.clone()),
+                    acct_dir: None,
+                    v2: true,
+                    cores,
+                    affinity: None,
+                    enforcement: if cores.is_some() {
+                        Enforcement::CgroupV2 { path: path.clone() }
+                    } else {
+                        Enforcement::Unlimited
+                    },
+                };
+                if let Some(c) = cores {
+                    fs::write(
+                        path.join("cpu.max"),
+                        format!("{} {CFS_PERIOD_US}", quota_us(c)),
+                    )?;
+                }
+                Ok(cg)
+            }
+            Backend::V1 { cpu_dir, acct_dir } => {
+                let path = cpu_dir.join(name);
+                make_dir(&path)?;
+                let acct = match acct_dir {
+                    Some(a) if a == cpu_dir => Some(path.clone()),
+                    Some(a) => {
+                        let p = a.join(name);
+                        make_dir(&p)?;
+                        Some(p)
+                    }
+                    None => None,
+                };
+                let cg = Cgroup {
+                    cpu_dir: Some(path.clone()),
+                    acct_dir: acct,
+                    v2: false,
+                    cores,
+                    affinity: None,
+                    enforcement: if cores.is_some() {
+                        Enforcement::CgroupV1 { path: path.clone() }
+                    } else {
+                        Enforcement::Unlimited
+                    },
+                };
+                // The period first: the kernel checks the quota against the current period.
+                fs::write(path.join("cpu.cfs_period_us"), CFS_PERIOD_US.to_string())?;
+                let quota = cores.map(|c| quota_us(c) as i64).unwrap_or(-1);
+                fs::write(path.join("cpu.cfs_quota_us"), quota.to_string())?;
+                Ok(cg)
+            }
+            Backend::Affinity { .. } => {
+                let host = host_cpus();
+                let cpus: Vec<usize> = match cores {
+                    Some(c) => {
+                        let n = (c.ceil() as usize).clamp(1, host);
+                        (0..n).map(|i| (first_cpu + i) % host).collect()
+                    }
+                    None => (0..host).collect(),
+                };
+                Ok(Cgroup {
+                    cpu_dir: None,
+                    acct_dir: None,
+                    v2: false,
+                    cores,
+                    enforcement: if cores.is_some() {
+                        Enforcement::Affinity { cpus: cpus.clone() }
+                    } else {
+                        Enforcement::Unlimited
+                    },
+                    affinity: Some(cpus),
+                })
+            }
+        }
+    }
+
+    /// Removes this run's parent cgroup (after every leaf has been dropped).
+    pub fn remove(&self) {
+        match self {
+            Backend::V2 { dir } => remove_dir(dir),
+            Backend::V1 { cpu_dir, acct_dir } => {
+                remove_dir(cpu_dir);
+                if let Some(a) = acct_dir {
+                    remove_dir(a);
+                }
+            }
+            Backend::Affinity { .. } => {}
+        }
+    }
+}
+
+/// Number of CPUs the host has online.
+pub fn host_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// CPU time and throttling of one cgroup (or, with affinity, of its tracked processes).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuUsage {
+    /// CPU seconds used.
+    pub usage_secs: f64,
+    /// CFS periods elapsed while runnable (cgroups only).
+    pub nr_periods: u64,
+    /// Periods in which the quota ran out.
+    pub nr_throttled: u64,
+    /// Time spent throttled, in seconds.
+    pub throttled_secs: f64,
+}
+
+/// One leaf cgroup (or affinity set) for one process tree. Removed on drop.
+#[derive(Debug)]
+pub struct Cgroup {
+    cpu_dir: Option<PathBuf>,
+    acct_dir: Option<PathBuf>,
+    v2: bool,
+    cores: Option<f64>,
+    affinity: Option<Vec<usize>>,
+    enforcement: Enforcement,
+}
+
+impl Cgroup {
+    /// How the limit is enforced.
+    pub fn enforcement(&self) -> &Enforcement {
+        &self.enforcement
+    }
+
+    /// The requested limit in cores (`None`: unlimited).
+    pub fn cores(&self) -> Option<f64> {
+        self.cores
+    }
+
+    /// Arranges for a child started from `cmd` to enter this cgroup between fork and exec,
+    /// so the child's own quota detection sees the limit from its first instruction.
+    pub fn apply_to(&self, cmd: &mut Command) {
+        let procs: Vec<std::ffi::CString> = [&self.cpu_dir, &self.acct_dir]
+            .into_iter()
+            .flatten()
+            .filter_map(|d| {
+                std::ffi::CString::new(d.join("cgroup.procs").as_os_str().as_encoded_bytes()).ok()
+            })
+            .collect();
+        let affinity = self.affinity.clone();
+        // SAFETY: the closure runs in the forked child before exec; it only calls
+        // async-signal-safe functions (open, write, close, sched_setaffinity) on data
+        // prepared before the fork, and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                for p in &procs {
+                    let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    // "0" moves the writing process itself (v1 and v2 alike).
+                    let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+                    let err = io::Error::last_os_error();
+                    libc::close(fd);
+                    if n != 1 {
+                        return Err(err);
+                    }
+                }
+                if let Some(cpus) = &affinity {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    for &c in cpus {
+                        libc::CPU_SET(c, &mut set);
+                    }
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+                    {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// CPU used so far by every process that has been in this cgroup. With the affinity
+    /// backend there is no cgroup to ask, so `pids` are summed from /proc (live ones only).
+    pub fn usage(&self, pids: &[u32]) -> Option<CpuUsage> {
+        let mut u = CpuUsage::default();
+        if self.v2 {
+            let stat = fs::read_to_string(self.cpu_dir.as_ref()?.join("cpu.stat")).ok()?;
+            let get = |k: &str| stat_field(&stat, k).unwrap_or(0);
+            u.usage_secs = get("usage_usec") as f64 / 1e6;
+            u.nr_periods = get("nr_periods");
+            u.nr_throttled = get("nr_throttled");
+            u.throttled_secs = get("throttled_usec") as f64 / 1e6;
+            return Some(u);
+        }
+        if let Some(cpu) = &self.cpu_dir {
+            if let Ok(stat) = fs::read_to_string(cpu.join("cpu.stat")) {
+                u.nr_periods = stat_field(&stat, "nr_periods").unwrap_or(0);
+                u.nr_throttled = stat_field(&stat, "nr_throttled").unwrap_or(0);
+                u.throttled_secs = stat_field(&stat, "throttled_time").unwrap_or(0) as f64 / 1e9;
+            }
+            if let Some(acct) = &self.acct_dir {
+                let ns: u64 = fs::read_to_string(acct.join("cpuacct.usage"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                u.usage_secs = ns as f64 / 1e9;
+                return Some(u);
+            }
+        }
+        u.usage_secs = pids.iter().filter_map(|&p| proc_cpu_secs(p)).sum();
+        Some(u)
+    }
+
+    /// Kills whatever is still inside and removes the folders. Idempotent.
+    pub fn remove(&mut self) {
+        for d in [self.cpu_dir.take(), self.acct_dir.take()]
+            .into_iter()
+            .flatten()
+        {
+            kill_members(&d);
+            remove_dir(&d);
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// CPU seconds (user + system) a live process has used, from /proc/PID/stat.
+pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the full line, 11 and 12 after the name.
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(ticks as f64 / hz)
+}
+
+/// Removes every cgroup folder this process created and has not removed yet, killing
+/// their members first. Used by the SIGINT/SIGTERM path; safe to call twice.
+pub fn remove_all_live() {
+    let dirs: Vec<PathBuf> = match LIVE.lock() {
+        Ok(mut l) => std::mem::take(&mut *l),
+        Err(p) => std::mem::take(&mut *p.into_inner()),
+    };
+    // Leaves were registered after their parents: remove in reverse.
+    for d in dirs.iter().rev() {
+        kill_members(d);
+        let _ = fs::remove_dir(d);
+    }
+}
+
+fn stat_field(stat: &str, key: &str) -> Option<u64> {
+    stat.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        (it.next()? == key).then(|| it.next()?.parse().ok())?
+    })
+}
+
+fn make_dir(path: &Path) -> io::Result<()> {
+    match fs::create_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot create cgroup {}: {e}", path.display()),
+            ));
+        }
+    }
+    if let Ok(mut l) = LIVE.lock() {
+        if !l.contains(&path.to_path_buf()) {
+            l.push(path.to_path_buf());
+        }
+    }
+    Ok(())
+}
+
+fn remove_dir(path: &Path) {
+    // A cgroup folder can only be removed once empty, and a killed process leaves it a few
+    // milliseconds after the signal: retry briefly.
+    for _ in 0..50 {
+        match fs::remove_dir(path) {
+            Ok(()) => break,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    if let Ok(mut l) = LIVE.lock() {
+        l.retain(|p| p != path);
+    }
+}
+
+fn kill_members(dir: &Path) {
+    let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) else {
+        return;
+    };
+    for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Mount points of cgroup hierarchies: (fs type, super options, mount point).
+fn cgroup_mounts(mountinfo: &str) -> Vec<(String, String, PathBuf)> {
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let mount_point = left.split_whitespace().nth(4)?;
+            let mut r = right.split_whitespace();
+            let fstype = r.next()?;
+            let _source = r.next()?;
+            let opts = r.next().unwrap_or("");
+            (fstype == "cgroup" || fstype == "cgroup2").then(|| {
+                (
+                    fstype.to_string(),
+                    opts.to_string(),
+                    PathBuf::from(mount_point),
+                )
+            })
+        })
+        .collect()
+}
+
+/// This process's path in the hierarchy whose controller list contains `controller`
+/// (`""` for the unified hierarchy's `0::` line).
+fn own_path(own: &str, controller: &str) -> Option<String> {
+    own.lines().find_map(|l| {
+        let mut it = l.splitn(3, ':');
+        let _id = it.next()?;
+        let ctrls = it.next()?;
+        let path = it.next()?;
+        let hit = if controller.is_empty() {
+            ctrls.is_empty()
+        } else {
+            ctrls.split(',').any(|c| c == controller)
+        };
+        hit.then(|| path.to_string())
+    })
+}
+
+fn join_rel(mount: &Path, rel: &str) -> PathBuf {
+    mount.join(rel.trim_start_matches('/'))
+}
+
+fn try_v2(mountinfo: &str, own: &str, run_name: &str) -> Result<PathBuf, String> {
+    let mount = cgroup_mounts(mountinfo)
+        .into_iter()
+        .find(|(t, _, _)| t == "cgroup2")
+        .map(|(_, _, m)| m)
+        .ok_or("not mounted")?;
+    let base = join_rel(&mount, &own_path(own, "").unwrap_or_default());
+    let controllers = fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
+    if !controllers.split_whitespace().any(|c| c == "cpu") {
+        return Err(format!(
+            "the cpu controller is not available in {}",
+            base.display()
+        ));
+    }
+    let subtree = fs::read_to_string(base.join("cgroup.subtree_control")).unwrap_or_default();
+    if !subtree.split_whitespace().any(|c| c == "cpu") {
+        fs::write(base.join("cgroup.subtree_control"), "+cpu")
+            .map_err(|e| format!("cannot delegate cpu below {}: {e}", base.display()))?;
+    }
+    let dir = base.join(run_name);
+    make_dir(&dir).map_err(|e| e.to_string())?;
+    if let Err(e) = fs::write(dir.join("cgroup.subtree_control"), "+cpu") {
+        remove_dir(&dir);
+        return Err(format!("cannot delegate cpu below {}: {e}", dir.display()));
+    }
+    Ok(dir)
+}
+
+fn try_v1(
+    mountinfo: &str,
+    own: &str,
+    run_name: &str,
+) -> Result<(PathBuf, Option<PathBuf>), String> {
+    let mounts = cgroup_mounts(mountinfo);
+    let find = |ctrl: &str| {
+        mounts
+            .iter()
+            .find(|(t, o, _)| t == "cgroup" && o.split(',').any(|x| x == ctrl))
+            .map(|(_, _, m)| m.clone())
+    };
+    let cpu_mount = find("cpu").ok_or("no cpu hierarchy mounted")?;
+    let cpu_dir = join_rel(&cpu_mount, &own_path(own, "cpu").unwrap_or_default()).join(run_name);
+    make_dir(&cpu_dir).map_err(|e| e.to_string())?;
+    // Probe that quotas are writable here, not just folders.
+    let probe = cpu_dir.join("cpu.cfs_quota_us");
+    if let Err(e) = fs::write(&probe, "-1") {
+        remove_dir(&cpu_dir);
+        return Err(format!("{} is not writable: {e}", probe.display()));
+    }
+    let acct_dir = match find("cpuacct") {
+        Some(m) if m == cpu_mount => Some(cpu_dir.clone()),
+        Some(m) => {
+            let d = join_rel(&m, &own_path(own, "cpuacct").unwrap_or_default()).join(run_name);
+            make_dir(&d).ok().map(|_| d)
+        }
+        None => None,
+    };
+    Ok((cpu_dir, acct_dir))
+}
+
+/// Removes run folders whose runner is gone (SIGKILL leaves them behind).
+fn remove_stale(mountinfo: &str) {
+    for (_, _, mount) in cgroup_mounts(mountinfo) {
+        let Ok(entries) = fs::read_dir(&mount) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let Some(pid) = name
+                .strip_prefix(RUN_PREFIX)
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            if let Ok(leaves) = fs::read_dir(e.path()) {
+                for leaf in leaves.flatten().filter(|l| l.path().is_dir()) {
+                    kill_members(&leaf.path());
+                    remove_dir(&leaf.path());
+                }
+            }
+            remove_dir(&e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn parses_mountinfo_and_own_paths() {
+        let mi = "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
+                  33 31 0:30 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n\
+                  41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n\
+                  22 1 8:1 / / rw - ext4 /dev/sda rw\n";
+        let m = cgroup_mounts(mi);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[2].2, PathBuf::from("/sys/fs/cgroup/unified"));
+        let own = "4:memory:/a/b\n2:cpuacct:/\n1:cpu,cpuacct:/x\n0::/user.slice\n";
+        assert_eq!(own_path(own, "cpu").as_deref(), Some("/x"));
+        assert_eq!(own_path(own, "memory").as_deref(), Some("/a/b"));
+        assert_eq!(own_path(own, "").as_deref(), Some("/user.slice"));
+        assert_eq!(
+            join_rel(Path::new("/sys/fs/cgroup/cpu"), "/x"),
+            PathBuf::from("/sys/fs/cgroup/cpu/x")
+        );
+    }
+
+    #[test]
+    fn quota_is_cores_times_period_with_a_floor() {
+        assert_eq!(quota_us(0.5), 50_000);
+        assert_eq!(quota_us(2.0), 200_000);
+        assert_eq!(quota_us(0.001), 1000);
+    }
+
+    #[test]
+    fn reads_stat_fields() {
+        let s = "nr_periods 12\nnr_throttled 3\nthrottled_time 4500000\n";
+        assert_eq!(stat_field(s, "nr_throttled"), Some(3));
+        assert_eq!(stat_field(s, "nr_periods"), Some(12));
+        assert_eq!(stat_field(s, "missing"), None);
+    }
+
+    /// Ground truth for the quota: two busy loops in a 0.5-CPU cgroup use about half a core
+    /// per second of wall time, measured both by cpuacct and by /proc/PID/stat.
+    #[test]
+    fn timing_half_cpu_cgroup_limits_a_busy_child_to_half_a_core() {
+        let backend = Backend::detect();
+        assert!(
+            !matches!(backend, Backend::Affinity { .. }),
+            "this machine has writable cgroups; detection fell back: {backend:?}"
+        );
+        let mut cg = backend
+            .create("test-half", Some(0.5), 0)
+            .expect("create cgroup");
+        let mut cmd = Command::new("sh");
+        // Two busy loops: without the quota this would use up to 2 cores.
+        cmd.args(["-c", "while :; do :; done & while :; do :; done"]);
+        cg.apply_to(&mut cmd);
+        let mut child = cmd.spawn().expect("spawn busy child");
+        std::thread::sleep(Duration::from_millis(300));
+        let start = Instant::now();
+        let u0 = cg.usage(&[]).expect("usage");
+        std::thread::sleep(Duration::from_secs(3));
+        let u1 = cg.usage(&[]).expect("usage");
+        let wall = start.elapsed().as_secs_f64();
+        let cores = (u1.usage_secs - u0.usage_secs) / wall;
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            (0.35..=0.6).contains(&cores),
+            "expected ~0.5 cores, used {cores:.3} (usage {u0:?} -> {u1:?})"
+        );
+        assert!(u1.nr_throttled > 0, "the quota must have throttled: {u1:?}");
+        let path = match cg.enforcement() {
+            Enforcement::CgroupV1 { path } | Enforcement::CgroupV2 { path } => path.clone(),
+            other => panic!("unexpected enforcement {other:?}"),
+        };
+        cg.remove();
+        assert!(!path.exists(), "cgroup folder must be removed");
+        backend.remove();
+    }
+
+    #[test]
+    fn proc_stat_reports_cpu_of_a_busy_process() {
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 5",
+            ])
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(Duration::from_millis(1500));
+        let secs = proc_cpu_secs(child.id()).expect("stat");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(secs > 0.05, "a busy loop used {secs} s");
+    }
+}

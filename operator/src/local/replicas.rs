@@ -1,0 +1,415 @@
+//! N target processes sharing one port (SO_REUSEPORT, so the kernel spreads connections as a
+//! Service does), each in its own cgroup; readiness, resource readings and stopping.
+//!
+//! Everything here is blocking and polls at 50 ms: the runner starts a handful of processes,
+//! and its own CPU use competes with the target's, so no async runtime is spun up for it.
+
+use std::fs::{self, File};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::cgroup::{Backend, Cgroup, CpuUsage, Enforcement};
+use super::http;
+use super::signals;
+
+/// How long a stopped process gets between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// What to start: the built-in target (this binary re-executed) or any local program.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// Name of the cell; names the cgroups and log files.
+    pub cell: String,
+    /// The argv to run; empty means the built-in target (`current_exe() target ...`).
+    pub command: Vec<String>,
+    /// Concurrency mode (flag `--mode` for the built-in target, env BENCH_MODE for all).
+    pub mode: String,
+    /// Worker pool size, "auto" or a number (env BENCH_POOL_SIZE).
+    pub pool_size: String,
+    /// Extra environment, in order (later wins).
+    pub env: Vec<(String, String)>,
+    /// Number of processes.
+    pub replicas: u32,
+    /// CPU limit per process, in cores.
+    pub cpu: Option<f64>,
+    /// Port they all listen on.
+    pub port: u16,
+    /// Path that answers 200 when ready.
+    pub readiness_path: String,
+    /// How long readiness may take.
+    pub ready_timeout: Duration,
+    /// Folder for each replica's stdout/stderr.
+    pub log_dir: PathBuf,
+}
+
+/// Why the replicas could not be brought up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartError {
+    /// A word for the status' `reason`: NeverReady, SpawnFailed, Exited, CgroupFailed, Interrupted.
+    pub reason: &'static str,
+    /// A sentence, with the process' own last words where there are some.
+    pub message: String,
+}
+
+/// One running replica.
+#[derive(Debug)]
+struct Replica {
+    child: Child,
+    cgroup: Cgroup,
+    log: PathBuf,
+    exited: Option<ExitStatus>,
+}
+
+/// The running replicas of one cell. Dropping it stops them and removes their cgroups.
+#[derive(Debug)]
+pub struct ReplicaSet {
+    replicas: Vec<Replica>,
+    /// The shared address they listen on.
+    pub addr: SocketAddr,
+}
+
+/// Picks a free local TCP port (bind to port 0, read it, release it). Locally each cell gets its
+/// own port so a previous cell's sockets in TIME_WAIT or another program on 8080 cannot interfere.
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+impl ReplicaSet {
+    /// Starts every replica in its own cgroup and waits until all are ready.
+    pub fn start(launch: &Launch, backend: &Backend) -> Result<ReplicaSet, StartError> {
+        fs::create_dir_all(&launch.log_dir).map_err(|e| StartError {
+            reason: "SpawnFailed",
+            message: format!("cannot create {}: {e}", launch.log_dir.display()),
+        })?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], launch.port));
+        let mut set = ReplicaSet {
+            replicas: Vec::new(),
+            addr,
+        };
+        for i in 0..launch.replicas {
+            let name = format!("{}-r{i}", launch.cell);
+            let cgroup = backend
+                .create(
+                    &name,
+                    launch.cpu,
+                    i as usize * launch.cpu.unwrap_or(1.0).ceil() as usize,
+                )
+                .map_err(|e| StartError {
+                    reason: "CgroupFailed",
+                    message: e.to_string(),
+                })?;
+            let log = launch.log_dir.join(format!("{name}.log"));
+            let mut cmd = target_command(launch)?;
+            let out = File::create(&log).map_err(|e| StartError {
+                reason: "SpawnFailed",
+                message: format!("cannot create {}: {e}", log.display()),
+            })?;
+            let err = out.try_clone().map_err(|e| StartError {
+                reason: "SpawnFailed",
+                message: e.to_string(),
+            })?;
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::from(out))
+                .stderr(Stdio::from(err));
+            cgroup.apply_to(&mut cmd);
+            let child = cmd.spawn().map_err(|e| StartError {
+                reason: "SpawnFailed",
+                message: format!("cannot start {:?}: {e}", cmd.get_program()),
+            })?;
+            set.replicas.push(Replica {
+                child,
+                cgroup,
+                log,
+                exited: None,
+            });
+        }
+        set.wait_ready(launch)?;
+        Ok(set)
+    }
+
+    /// Waits until every replica is alive, the built-in target has printed its `listening on`
+    /// line in each, and GET readinessPath answers 200 (which replica answers is the kernel's
+    /// choice, so with the built-in target the per-process line is what proves each is bound).
+    fn wait_ready(&mut self, launch: &Launch) -> Result<(), StartError> {
+        let deadline = Instant::now() + launch.ready_timeout;
+        let builtin = launch.command.is_empty();
+        let mut last_probe;
+        loop {
+            if signals::interrupted() {
+                return Err(StartError {
+                    reason: "Interrupted",
+                    message: "interrupted while waiting for readiness".into(),
+                });
+            }
+            for r in &mut self.replicas {
+                if let Ok(Some(status)) = r.child.try_wait() {
+                    r.exited = Some(status);
+                    return Err(StartError {
+                        reason: "Exited",
+                        message: format!(
+                            "target replica {} exited before it was ready ({status}); its last output: {}",
+                            r.log.display(),
+                            tail(&r.log, 5)
+                        ),
+                    });
+                }
+            }
+            let bound = !builtin
+                || self.replicas.iter().all(|r| {
+                    fs::read_to_string(&r.log)
+                        .map(|t| t.contains("listening on "))
+                        .unwrap_or(false)
+                });
+            if bound {
+                match http::get(
+                    self.addr,
+                    &launch.readiness_path,
+                    Duration::from_millis(500),
+                ) {
+                    Ok(r) if r.status == 200 => return Ok(()),
+                    Ok(r) => {
+                        last_probe = format!("GET {} answered {}", launch.readiness_path, r.status)
+                    }
+                    Err(e) => last_probe = format!("GET {} failed: {e}", launch.readiness_path),
+                }
+            } else {
+                last_probe = "not every replica printed its `listening on` line".into();
+            }
+            if Instant::now() >= deadline {
+                return Err(StartError {
+                    reason: "NeverReady",
+                    message: format!(
+                        "the target was not ready on {} within {:?} ({last_probe}); last output: {}",
+                        self.addr,
+                        launch.ready_timeout,
+                        self.replicas
+                            .first()
+                            .map(|r| tail(&r.log, 3))
+                            .unwrap_or_default()
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Process ids of the replicas.
+    pub fn pids(&self) -> Vec<u32> {
+        self.replicas.iter().map(|r| r.child.id()).collect()
+    }
+
+    /// How each replica's limit is enforced (they are all alike; the first speaks for all).
+    pub fn enforcement(&self) -> Option<&Enforcement> {
+        self.replicas.first().map(|r| r.cgroup.enforcement())
+    }
+
+    /// CPU used by all replicas so far, from their cgroups (or /proc with affinity only).
+    pub fn usage(&self) -> CpuUsage {
+        let mut sum = CpuUsage::default();
+        for r in &self.replicas {
+            if let Some(u) = r.cgroup.usage(&[r.child.id()]) {
+                sum.usage_secs += u.usage_secs;
+                sum.nr_periods += u.nr_periods;
+                sum.nr_throttled += u.nr_throttled;
+                sum.throttled_secs += u.throttled_secs;
+            }
+        }
+        sum
+    }
+
+    /// Resident memory now and at its peak (VmRSS, VmHWM), summed over live replicas.
+    pub fn rss(&self) -> (u64, u64) {
+        self.replicas
+            .iter()
+            .filter_map(|r| proc_rss(r.child.id()))
+            .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+    }
+
+    /// The first replica that has died, with its exit status and last output.
+    pub fn dead(&mut self) -> Option<String> {
+        for r in &mut self.replicas {
+            if let Ok(Some(status)) = r.child.try_wait() {
+                r.exited = Some(status);
+                return Some(format!(
+                    "target replica exited ({status}); its last output: {}",
+                    tail(&r.log, 5)
+                ));
+            }
+        }
+        None
+    }
+
+    /// SIGTERM to every replica, SIGKILL after [`STOP_GRACE`], then removes their cgroups.
+    pub fn stop(mut self) {
+        self.stop_all();
+    }
+
+    fn stop_all(&mut self) {
+        let mut procs: Vec<&mut Child> = self
+            .replicas
+            .iter_mut()
+            .filter(|r| r.exited.is_none())
+            .map(|r| &mut r.child)
+            .collect();
+        stop_children(&mut procs, STOP_GRACE);
+        for r in &mut self.replicas {
+            r.cgroup.remove();
+        }
+        self.replicas.clear();
+    }
+}
+
+impl Drop for ReplicaSet {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+/// Sends SIGTERM to every child, waits up to `grace` for all, then SIGKILLs the rest and reaps them.
+pub fn stop_children(children: &mut [&mut Child], grace: Duration) {
+    for c in children.iter() {
+        // SAFETY: kill has no memory-safety preconditions; the pid is our own unreaped child.
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + grace;
+    loop {
+        let mut alive = 0;
+        for c in children.iter_mut() {
+            if matches!(c.try_wait(), Ok(None)) {
+                alive += 1;
+            }
+        }
+        if alive == 0 {
+            return;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for c in children.iter_mut() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+fn target_command(launch: &Launch) -> Result<Command, StartError> {
+    let mut cmd = if launch.command.is_empty() {
+        let exe = std::env::current_exe().map_err(|e| StartError {
+            reason: "SpawnFailed",
+            message: format!("cannot find this program to re-execute it as the target: {e}"),
+        })?;
+        let mut c = Command::new(exe);
+        c.args([
+            "target",
+            "--mode",
+            &launch.mode,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &launch.port.to_string(),
+        ]);
+        c
+    } else {
+        let mut c = Command::new(&launch.command[0]);
+        c.args(&launch.command[1..]);
+        c
+    };
+    cmd.env("PORT", launch.port.to_string())
+        .env("BENCH_MODE", &launch.mode)
+        .env("BENCH_POOL_SIZE", &launch.pool_size)
+        .env("BENCH_HOST", "127.0.0.1");
+    for (k, v) in &launch.env {
+        cmd.env(k, v);
+    }
+    Ok(cmd)
+}
+
+/// (VmRSS, VmHWM) in bytes of a live process.
+pub fn proc_rss(pid: u32) -> Option<(u64, u64)> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = |key: &str| -> Option<u64> {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    Some((kb("VmRSS:")? * 1024, kb("VmHWM:")? * 1024))
+}
+
+/// The last `n` non-empty lines of a log file, joined with " | ".
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(n);
+    let joined = lines[start..].join(" | ");
+    if joined.is_empty() {
+        "(nothing)".into()
+    } else {
+        joined
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(cell: &str, dir: &Path, command: Vec<String>, timeout_ms: u64) -> Launch {
+        Launch {
+            cell: cell.into(),
+            command,
+            mode: "single".into(),
+            pool_size: "auto".into(),
+            env: vec![],
+            replicas: 2,
+            cpu: Some(0.5),
+            port: free_port().unwrap(),
+            readiness_path: "/healthz".into(),
+            ready_timeout: Duration::from_millis(timeout_ms),
+            log_dir: dir.to_path_buf(),
+        }
+    }
+
+    #[test]
+    fn a_target_that_never_listens_is_never_ready_and_is_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        let l = launch("never", dir.path(), vec!["sleep".into(), "30".into()], 600);
+        let started = Instant::now();
+        let err = ReplicaSet::start(&l, &backend).unwrap_err();
+        assert_eq!(err.reason, "NeverReady", "{err:?}");
+        assert!(err.message.contains("not ready"), "{}", err.message);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        backend.remove();
+    }
+
+    #[test]
+    fn a_target_that_exits_reports_its_last_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "echo boom-from-target >&2; exit 3".into(),
+        ];
+        let err = ReplicaSet::start(&launch("exits", dir.path(), cmd, 5000), &backend).unwrap_err();
+        assert_eq!(err.reason, "Exited", "{err:?}");
+        assert!(err.message.contains("boom-from-target"), "{}", err.message);
+        backend.remove();
+    }
+
+    #[test]
+    fn reads_rss_of_a_live_process() {
+        let (rss, hwm) = proc_rss(std::process::id()).unwrap();
+        assert!(rss > 0 && hwm >= rss);
+    }
+}
