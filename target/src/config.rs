@@ -121,7 +121,12 @@ pub struct Args {
     #[arg(long, env = "BENCH_MODE", value_enum, default_value = "single")]
     pub mode: Mode,
     /// TCP port to listen on (0 = any free port; the chosen one is printed).
-    #[arg(long, env = "PORT", default_value_t = 8080)]
+    #[arg(
+        long,
+        env = "PORT",
+        default_value_t = 8080,
+        allow_negative_numbers = true
+    )]
     pub port: u16,
     /// Address to listen on.
     #[arg(long, env = "BENCH_HOST", default_value = "0.0.0.0")]
