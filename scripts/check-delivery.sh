@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The delivery checks that run without a cluster or a Docker engine: helm lint and template over
-# the chart's value combinations, shellcheck on every script, YAML parsing of the workflows and
-# the e2e config, and the manifests/install.yaml drift check. .ci/run calls it; so can you.
+# the chart's value combinations, shellcheck on every script (and the workflows' run: steps),
+# YAML parsing of the workflows and the e2e config, the e2e script's flow against stand-ins,
+# and the manifests/install.yaml drift check. .ci/run calls it; so can you.
 #
 # The Rust test tests/tests/chart.rs goes further (every rendered object parses as its
 # Kubernetes type, Pod Security "restricted", RBAC coverage); it runs with the test suite.
@@ -89,6 +90,9 @@ for path in sys.argv[2:]:
 PY
 shellcheck "${steps_dir}"/*.sh
 echo "ok: workflow run steps"
+
+step "tests/e2e/kind.sh flow, against recording stand-ins for kind, docker, helm and kubectl"
+tests/e2e/selftest.sh
 
 step "manifests/install.yaml matches the chart"
 scripts/gen-install.sh --check
