@@ -416,10 +416,10 @@ fn make_dir(path: &Path) -> io::Result<()> {
             ));
         }
     }
-    if let Ok(mut l) = LIVE.lock() {
-        if !l.contains(&path.to_path_buf()) {
-            l.push(path.to_path_buf());
-        }
+    if let Ok(mut l) = LIVE.lock()
+        && !l.contains(&path.to_path_buf())
+    {
+        l.push(path.to_path_buf());
     }
     Ok(())
 }

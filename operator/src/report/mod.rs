@@ -1,1 +1,282 @@
-//! Tables and charts rendered from a BenchmarkRun status.
+//! Tables and charts rendered from a BenchmarkRun status (plus, when at hand, the load
+//! generator's raw result per cell for the latency-over-time charts). Pure functions from
+//! documents to text; `write_report` is the only one that touches the disk.
+
+pub mod markdown;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+use benchmatrix_loadgen::result::RunResult;
+
+use crate::api::{BenchmarkRunStatus, CellPhase, CellResult};
+
+/// The load generator's raw result of one cell (kept in `DIR/results/<cell>.json`).
+#[derive(Debug, Clone)]
+pub struct RawCell {
+    /// Cell name.
+    pub cell: String,
+    /// The result document.
+    pub result: RunResult,
+}
+
+/// Every (phase, endpoint) pair in the order the cells report them.
+pub fn phase_endpoints(status: &BenchmarkRunStatus) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in &status.cells {
+        for r in &c.results {
+            let key = (r.phase.clone(), r.endpoint.clone());
+            if !out.contains(&key) {
+                out.push(key);
+            }
+        }
+    }
+    out
+}
+
+/// The result of `cell` for (phase, endpoint), if that cell measured it.
+pub fn result_of<'a>(
+    status: &'a BenchmarkRunStatus,
+    cell: &str,
+    phase: &str,
+    endpoint: &str,
+) -> Option<&'a CellResult> {
+    status
+        .cells
+        .iter()
+        .find(|c| c.name == cell)?
+        .results
+        .iter()
+        .find(|r| r.phase == phase && r.endpoint == endpoint)
+}
+
+/// The comparison table printed at the end of `benchmatrix run`: one row per phase, endpoint
+/// and cell, with p99 relative to the best cell of that row group.
+pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
+    let mut rows: Vec<[String; 9]> = vec![[
+        "phase".into(),
+        "endpoint".into(),
+        "configuration".into(),
+        "rps".into(),
+        "p50 ms".into(),
+        "p99 ms".into(),
+        "max ms".into(),
+        "errors".into(),
+        "p99 vs best".into(),
+    ]];
+    for (phase, endpoint) in phase_endpoints(status) {
+        let best = status
+            .cells
+            .iter()
+            .filter_map(|c| result_of(status, &c.name, &phase, &endpoint))
+            .map(|r| r.latency_ms.p99)
+            .filter(|p| *p > 0.0)
+            .fold(f64::MAX, f64::min);
+        for c in &status.cells {
+            let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
+                continue;
+            };
+            let ratio = if best < f64::MAX && best > 0.0 {
+                format!("{:.1}x", r.latency_ms.p99 / best)
+            } else {
+                "-".into()
+            };
+            rows.push([
+                phase.clone(),
+                endpoint.clone(),
+                c.name.clone(),
+                format!("{:.1}", r.rps),
+                format!("{:.1}", r.latency_ms.p50),
+                format!("{:.1}", r.latency_ms.p99),
+                format!("{:.1}", r.latency_ms.max),
+                r.errors.to_string(),
+                ratio,
+            ]);
+        }
+    }
+    let failed: Vec<String> = status
+        .cells
+        .iter()
+        .filter(|c| c.phase != CellPhase::Succeeded)
+        .map(|c| {
+            format!(
+                "{}: {}{}",
+                c.name,
+                c.phase,
+                c.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    let widths: Vec<usize> = (0..9)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                if i < 3 {
+                    format!("{v:<w$}", w = widths[i])
+                } else {
+                    format!("{v:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    for f in failed {
+        out.push_str(&format!("not measured: {f}\n"));
+    }
+    out
+}
+
+/// Chart files for a status: (file name, SVG text).
+pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, String)> {
+    let series: Vec<String> = status.cells.iter().map(|c| c.name.clone()).collect();
+    let mut out = Vec::new();
+    for (phase, endpoint) in phase_endpoints(status) {
+        let group = svg::BarGroup {
+            label: format!("{phase} / {endpoint}"),
+            values: status
+                .cells
+                .iter()
+                .map(|c| result_of(status, &c.name, &phase, &endpoint).map(|r| r.latency_ms.p99))
+                .collect(),
+        };
+        out.push((
+            format!("p99-{}-{}.svg", file_part(&phase), file_part(&endpoint)),
+            svg::bar_chart(
+                &format!("p99 latency, {endpoint} in phase {phase} (lower is better)"),
+                "p99 latency (ms)",
+                &series,
+                &[group],
+            ),
+        ));
+    }
+    let groups: Vec<svg::BarGroup> = phase_endpoints(status)
+        .into_iter()
+        .map(|(phase, endpoint)| svg::BarGroup {
+            values: status
+                .cells
+                .iter()
+                .map(|c| result_of(status, &c.name, &phase, &endpoint).map(|r| r.rps))
+                .collect(),
+            label: format!("{phase} / {endpoint}"),
+        })
+        .collect();
+    if !groups.is_empty() {
+        out.push((
+            "throughput.svg".into(),
+            svg::bar_chart(
+                "Throughput per configuration (higher is better)",
+                "requests per second",
+                &series,
+                &groups,
+            ),
+        ));
+    }
+    let mut endpoints: Vec<String> = Vec::new();
+    for r in raw {
+        for p in &r.result.phases {
+            for s in &p.streams {
+                if !endpoints.contains(&s.endpoint) {
+                    endpoints.push(s.endpoint.clone());
+                }
+            }
+        }
+    }
+    for endpoint in endpoints {
+        let mut lines = Vec::new();
+        let mut markers = Vec::new();
+        for r in raw {
+            let mut offset = 0.0;
+            let mut points = Vec::new();
+            for p in &r.result.phases {
+                if lines.is_empty() {
+                    markers.push((offset, p.name.clone()));
+                }
+                if let Some(s) = p.streams.iter().find(|s| s.endpoint == endpoint) {
+                    points.extend(
+                        s.timeline
+                            .iter()
+                            .filter(|t| t.requests > 0)
+                            .map(|t| (offset + f64::from(t.second) + 0.5, t.p99_ms)),
+                    );
+                }
+                offset += p.duration_secs;
+            }
+            lines.push(svg::Line {
+                label: r.cell.clone(),
+                points,
+            });
+        }
+        out.push((
+            format!("latency-over-time-{}.svg", file_part(&endpoint)),
+            svg::line_chart(
+                &format!("p99 latency of {endpoint}, second by second"),
+                "p99 of the second (ms, log scale)",
+                &lines,
+                &markers,
+            ),
+        ));
+    }
+    out
+}
+
+/// A file-name-safe version of a phase or endpoint name.
+pub fn file_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes `report.md` and the charts into `dir`; returns the files written.
+pub fn write_report(
+    dir: &Path,
+    status: &BenchmarkRunStatus,
+    raw: &[RawCell],
+    notes: &markdown::Notes,
+) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    let charts = charts(status, raw);
+    for (name, svg) in &charts {
+        let p = dir.join(name);
+        std::fs::write(&p, svg)?;
+        written.push(p);
+    }
+    let names: Vec<String> = charts.into_iter().map(|(n, _)| n).collect();
+    let p = dir.join("report.md");
+    std::fs::write(&p, markdown::render(status, raw, &names, notes))?;
+    written.push(p);
+    Ok(written)
+}
+
+/// Reads the raw results that `benchmatrix run` keeps in `dir/results/<cell>.json`, for the
+/// cells of `status`; cells without one are skipped.
+pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
+    status
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let text =
+                std::fs::read_to_string(dir.join("results").join(format!("{}.json", c.name)))
+                    .ok()?;
+            Some(RawCell {
+                cell: c.name.clone(),
+                result: serde_json::from_str(&text).ok()?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,517 @@
+//! The matrix on this machine: for each cell, start the replicas, run the load generator,
+//! collect, stop, move on; then write `status.yaml`, `report.md` and the charts.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use benchmatrix_loadgen::plan::PlanFile;
+use benchmatrix_loadgen::result::RunResult;
+
+use super::cgroup::{Backend, Enforcement as Enforced, host_cpus};
+use super::http;
+use super::loadgen::Loadgen;
+use super::progress::Display;
+use super::replicas::{Launch, ReplicaSet, free_port};
+use super::signals;
+use crate::api::conditions::now;
+use crate::api::{
+    BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, Enforcement, RunPhase, TargetStats,
+};
+use crate::plan::{self, Cell};
+use crate::report::{self, RawCell, markdown::Notes};
+use crate::results;
+
+/// How a whole run ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every cell measured.
+    AllSucceeded,
+    /// Some cell failed; the others ran.
+    SomeFailed,
+    /// Stopped by SIGINT/SIGTERM.
+    Interrupted,
+}
+
+impl Outcome {
+    /// 0, 1, or 130 (the shell's code for an interrupt).
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Outcome::AllSucceeded => ExitCode::SUCCESS,
+            Outcome::SomeFailed => ExitCode::from(1),
+            Outcome::Interrupted => ExitCode::from(130),
+        }
+    }
+}
+
+/// Everything one run needs besides the spec.
+pub struct Runner {
+    run: BenchmarkRun,
+    source: PathBuf,
+    out: PathBuf,
+    backend: Backend,
+    display: Display,
+    status: BenchmarkRunStatus,
+    raw: Vec<RawCell>,
+    fallback_notice: Option<String>,
+}
+
+impl Runner {
+    /// Prepares a run of `run` (already validated) writing into `out`.
+    pub fn new(run: BenchmarkRun, source: PathBuf, out: PathBuf) -> std::io::Result<Runner> {
+        fs::create_dir_all(out.join("logs"))?;
+        fs::create_dir_all(out.join("results"))?;
+        fs::create_dir_all(out.join("plans"))?;
+        let cells = plan::cells(&run.spec);
+        let backend = Backend::detect();
+        let mut display = Display::new(cells.len());
+        let fallback_notice = match &backend {
+            Backend::Affinity { reason } => {
+                let n = format!(
+                    "note: no writable cgroup for CPU limits ({reason}); falling back to CPU \
+                     affinity, which limits parallelism but not CPU time. Every cell records this."
+                );
+                display.line(&n);
+                Some(n)
+            }
+            _ => None,
+        };
+        let status = BenchmarkRunStatus {
+            phase: RunPhase::Running,
+            start_time: Some(now()),
+            cells: cells
+                .iter()
+                .map(|c| CellStatus {
+                    name: c.name.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        Ok(Runner {
+            run,
+            source,
+            out,
+            backend,
+            display,
+            status,
+            raw: Vec::new(),
+            fallback_notice,
+        })
+    }
+
+    /// Runs every cell and writes the outputs; returns how it ended.
+    pub fn run_all(mut self) -> Outcome {
+        let cells = plan::cells(&self.run.spec);
+        let mut outcome = Outcome::AllSucceeded;
+        for cell in &cells {
+            if signals::interrupted() {
+                outcome = Outcome::Interrupted;
+                break;
+            }
+            self.status.message = Some(format!("running cell {}", cell.name));
+            let cs = self.run_cell(cell);
+            let failed = cs.phase == CellPhase::Failed;
+            let interrupted = cs.reason.as_deref() == Some("Interrupted");
+            self.status.cells[cell.index] = cs;
+            self.status.progress = Some(results::progress(&self.status));
+            // Results so far reach the disk after every cell, so a crash loses at most one.
+            self.write_status();
+            if interrupted {
+                outcome = Outcome::Interrupted;
+                break;
+            }
+            if failed {
+                outcome = Outcome::SomeFailed;
+                if self.run.spec.stop_on_failure {
+                    for c in self.status.cells.iter_mut().skip(cell.index + 1) {
+                        c.phase = CellPhase::Skipped;
+                        c.message = Some("an earlier cell failed and stopOnFailure is set".into());
+                    }
+                    break;
+                }
+            }
+        }
+        self.finish(outcome);
+        outcome
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        let summary = results::summarize(&self.status.cells);
+        self.status.headline = results::headline(&summary);
+        self.status.summary = Some(summary);
+        self.status.completion_time = Some(now());
+        self.status.progress = Some(results::progress(&self.status));
+        let (phase, message) = match outcome {
+            Outcome::AllSucceeded => (RunPhase::Succeeded, "every cell measured".to_string()),
+            Outcome::SomeFailed => {
+                let failed: Vec<&str> = self
+                    .status
+                    .cells
+                    .iter()
+                    .filter(|c| c.phase == CellPhase::Failed)
+                    .map(|c| c.name.as_str())
+                    .collect();
+                if self.run.spec.stop_on_failure {
+                    (
+                        RunPhase::Failed,
+                        format!("stopped at failed cell {}", failed.join(", ")),
+                    )
+                } else {
+                    (
+                        RunPhase::Succeeded,
+                        format!("finished; failed cells: {}", failed.join(", ")),
+                    )
+                }
+            }
+            Outcome::Interrupted => (
+                RunPhase::Failed,
+                "interrupted (SIGINT/SIGTERM); cells finished before it are kept".to_string(),
+            ),
+        };
+        self.status.phase = phase;
+        self.status.message = Some(message);
+        self.write_status();
+        let notes = Notes {
+            source: self.source.display().to_string(),
+            machine: machine_line(),
+            workload: workload_line(&self.run),
+            extra: self.fallback_notice.iter().cloned().collect(),
+        };
+        match report::write_report(&self.out, &self.status, &self.raw, &notes) {
+            Ok(files) => {
+                self.display.line("");
+                self.display
+                    .line(report::comparison_table(&self.status).trim_end());
+                self.display.line(&format!(
+                    "\nwrote {} and {} more file(s) in {}",
+                    self.out.join("status.yaml").display(),
+                    files.len(),
+                    self.out.display()
+                ));
+            }
+            Err(e) => eprintln!("benchmatrix run: cannot write the report: {e}"),
+        }
+        self.backend.remove();
+    }
+
+    fn write_status(&self) {
+        let path = self.out.join("status.yaml");
+        match serde_yaml::to_string(&self.status) {
+            Ok(text) => {
+                // Write then rename, so an interrupted write never leaves half a document.
+                let tmp = path.with_extension("yaml.tmp");
+                if let Err(e) = fs::write(&tmp, text).and_then(|_| fs::rename(&tmp, &path)) {
+                    eprintln!("benchmatrix run: cannot write {}: {e}", path.display());
+                }
+            }
+            Err(e) => eprintln!("benchmatrix run: cannot serialize the status: {e}"),
+        }
+    }
+
+    fn run_cell(&mut self, cell: &Cell) -> CellStatus {
+        let started = Instant::now();
+        let spec = &self.run.spec;
+        let mut cs = CellStatus {
+            name: cell.name.clone(),
+            phase: CellPhase::Deploying,
+            start_time: Some(now()),
+            ..Default::default()
+        };
+        let cpu = cell.cpu.cpu_cores().ok();
+        let fail = |mut cs: CellStatus, reason: &str, message: String, started: Instant| {
+            cs.phase = CellPhase::Failed;
+            cs.reason = Some(reason.to_string());
+            cs.message = Some(message);
+            cs.completion_time = Some(now());
+            cs.overhead_seconds = Some(round2(started.elapsed().as_secs_f64()));
+            cs
+        };
+        let port = match free_port() {
+            Ok(p) => p,
+            Err(e) => return fail(cs, "SpawnFailed", format!("no free port: {e}"), started),
+        };
+        let launch = Launch {
+            cell: cell.name.clone(),
+            command: spec.target.command.clone(),
+            mode: cell.mode.as_str().to_string(),
+            pool_size: cell.pool_size.env_value(),
+            env: cell
+                .env
+                .iter()
+                .map(|e| (e.name.clone(), e.value.clone()))
+                .collect(),
+            replicas: cell.replicas,
+            cpu,
+            port,
+            readiness_path: spec.target.readiness_path.clone(),
+            ready_timeout: spec.timeouts.ready.0,
+            log_dir: self.out.join("logs"),
+        };
+        self.display.cell(
+            cell.index,
+            &cell.name,
+            &format!(
+                "starting {} x {} replica(s), cpu {} each ({}), port {port}",
+                cell.mode,
+                cell.replicas,
+                cell.cpu.as_str(),
+                self.backend.name()
+            ),
+        );
+        let set = match ReplicaSet::start(&launch, &self.backend) {
+            Ok(s) => s,
+            Err(e) => {
+                self.display
+                    .cell(cell.index, &cell.name, &format!("FAILED: {}", e.message));
+                return fail(cs, e.reason, e.message, started);
+            }
+        };
+        let enforcement_target = set
+            .enforcement()
+            .map(|e| (mechanism(e), e.describe(cpu)))
+            .unwrap_or(("none", "unlimited".into()));
+        let self_report: Option<benchmatrix_loadgen::result::TargetStats> =
+            http::get(set.addr, &spec.target.stats_path, Duration::from_secs(2))
+                .ok()
+                .filter(|r| r.status == 200)
+                .and_then(|r| serde_json::from_slice(&r.body).ok());
+        let idle_rss = set.rss().0;
+
+        // The load generator.
+        let plan_path = self.out.join("plans").join(format!("{}.json", cell.name));
+        let result_path = self.out.join("results").join(format!("{}.json", cell.name));
+        let _ = fs::remove_file(&result_path);
+        let plan = PlanFile {
+            target: format!("http://{}", set.addr),
+            replicas: vec![set.addr.to_string()],
+            stats_path: Some(spec.target.stats_path.clone()),
+            threads: spec.loadgen.threads,
+            workload: spec.workload.clone(),
+        };
+        if let Err(e) = serde_json::to_string_pretty(&plan)
+            .map_err(std::io::Error::other)
+            .and_then(|t| fs::write(&plan_path, t))
+        {
+            return fail(
+                cs,
+                "LoadgenFailed",
+                format!("cannot write {}: {e}", plan_path.display()),
+                started,
+            );
+        }
+        let lg_cpu = spec.loadgen.cpu.cpu_cores().ok();
+        // The load generator's CPUs come after the target's in the affinity fallback.
+        let first_cpu = (cell.replicas as usize * cpu.unwrap_or(1.0).ceil() as usize) % host_cpus();
+        let lg_cgroup =
+            match self
+                .backend
+                .create(&format!("{}-loadgen", cell.name), lg_cpu, first_cpu)
+            {
+                Ok(c) => c,
+                Err(e) => return fail(cs, "CgroupFailed", e.to_string(), started),
+            };
+        let enforcement_loadgen = mechanism(lg_cgroup.enforcement());
+        let lg_detail = lg_cgroup.enforcement().describe(lg_cpu);
+        cs.enforcement = Some(Enforcement {
+            target: enforcement_target.0.to_string(),
+            loadgen: Some(enforcement_loadgen.to_string()),
+            detail: Some(format!(
+                "target replicas: {}; load generator: {}",
+                enforcement_target.1, lg_detail
+            )),
+        });
+        let log = self
+            .out
+            .join("logs")
+            .join(format!("{}-loadgen.log", cell.name));
+        let warmup = spec.workload.warmup.0;
+        let measured: Duration = spec.workload.phases.iter().map(|p| p.duration.0).sum();
+        let deadline = warmup + measured + spec.timeouts.run_slack.0;
+        let mut lg = match Loadgen::start(&plan_path, &result_path, &log, lg_cgroup) {
+            Ok(l) => l,
+            Err(e) => {
+                return fail(
+                    cs,
+                    "LoadgenFailed",
+                    format!("cannot start the load generator: {e}"),
+                    started,
+                );
+            }
+        };
+        cs.phase = CellPhase::Running;
+        cs.load_start_time = Some(now());
+        let load_started = Instant::now();
+        let mut cpu_at_warmup_end = None;
+        let mut target_died = None;
+        let exit = loop {
+            while let Ok(p) = lg.progress.try_recv() {
+                self.display.live(cell.index, &cell.name, &p);
+            }
+            if cpu_at_warmup_end.is_none() && load_started.elapsed() >= warmup {
+                cpu_at_warmup_end = Some(set.usage());
+            }
+            if let Some(status) = lg.try_wait() {
+                break Ok(status);
+            }
+            if signals::interrupted() {
+                break Err(("Interrupted", "interrupted by SIGINT/SIGTERM".to_string()));
+            }
+            if load_started.elapsed() > deadline {
+                break Err((
+                    "Timeout",
+                    format!(
+                        "the load generator ran longer than warm-up + phases + runSlack ({deadline:?})"
+                    ),
+                ));
+            }
+            if target_died.is_none() {
+                target_died = self_dead(&set);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let load_wall = load_started.elapsed();
+        let cpu_end = set.usage();
+        let peak_rss = set.rss().1;
+        lg.stop();
+        set.stop();
+        let status = match exit {
+            Ok(s) => s,
+            Err((reason, message)) => {
+                self.display.cell(cell.index, &cell.name, &message);
+                return fail(cs, reason, message, started);
+            }
+        };
+        let doc: Result<RunResult, String> = fs::read_to_string(&result_path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+        let result = match (status.success(), doc) {
+            (true, Ok(r)) => r,
+            (ok, doc) => {
+                let why = match doc {
+                    Err(e) if ok => {
+                        format!("its result {} is unreadable: {e}", result_path.display())
+                    }
+                    _ => format!("it exited with {status}"),
+                };
+                let msg = format!(
+                    "the load generator failed: {why}; its last output: {}{}",
+                    lg.last_words(),
+                    target_died
+                        .map(|d| format!("; also: {d}"))
+                        .unwrap_or_default()
+                );
+                self.display
+                    .cell(cell.index, &cell.name, &format!("FAILED: {msg}"));
+                return fail(
+                    cs,
+                    if ok {
+                        "ResultUnparsable"
+                    } else {
+                        "LoadgenFailed"
+                    },
+                    msg,
+                    started,
+                );
+            }
+        };
+        cs.results = results::cell_results(&result);
+        let mut target = results::target_stats(&result).unwrap_or_default();
+        merge_self_report(&mut target, self_report.as_ref());
+        target.replicas = Some(cell.replicas);
+        target.idle_rss_bytes = Some(idle_rss);
+        target.peak_rss_bytes = Some(peak_rss);
+        if let Some(u0) = cpu_at_warmup_end {
+            target.cpu_seconds_used = Some(round3(cpu_end.usage_secs - u0.usage_secs));
+            target.throttled_periods = Some(cpu_end.nr_throttled - u0.nr_throttled);
+            target.throttled_seconds = Some(round3(cpu_end.throttled_secs - u0.throttled_secs));
+        }
+        cs.target = Some(target);
+        cs.phase = CellPhase::Succeeded;
+        cs.completion_time = Some(now());
+        let overhead = started.elapsed().saturating_sub(warmup + measured);
+        cs.overhead_seconds = Some(round2(overhead.as_secs_f64()));
+        cs.message = Some(format!(
+            "measured {:.1} s of load in {:.1} s; runner overhead {:.2} s",
+            (warmup + measured).as_secs_f64(),
+            load_wall.as_secs_f64(),
+            overhead.as_secs_f64()
+        ));
+        self.display.cell(
+            cell.index,
+            &cell.name,
+            &format!("done ({})", cs.message.as_deref().unwrap_or_default()),
+        );
+        self.raw.push(RawCell {
+            cell: cell.name.clone(),
+            result,
+        });
+        cs
+    }
+}
+
+fn self_dead(set: &ReplicaSet) -> Option<String> {
+    // `dead` needs &mut to record the status; a cheap /proc check suffices mid-run.
+    set.pids()
+        .into_iter()
+        .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+        .map(|p| format!("target replica pid {p} died during the load"))
+}
+
+/// Fills what the per-phase snapshots did not carry from the target's own report at readiness.
+fn merge_self_report(t: &mut TargetStats, r: Option<&benchmatrix_loadgen::result::TargetStats>) {
+    let Some(r) = r else { return };
+    let u = |v: Option<f64>| v.map(|v| v.round() as u32);
+    t.host_cpus = t.host_cpus.or(u(r.host_cpus));
+    t.detected_cpus = t.detected_cpus.or(u(r.detected_cpus));
+    t.cpu_quota = t.cpu_quota.or(r.cpu_quota);
+    t.quota_source = t.quota_source.clone().or(r.quota_source.clone());
+    t.mode = t.mode.clone().or(r.mode.clone());
+    t.pool_size = t.pool_size.or(u(r.pool_size));
+}
+
+/// The status word for a mechanism.
+fn mechanism(e: &Enforced) -> &'static str {
+    match e {
+        Enforced::CgroupV2 { .. } => "cgroup-v2",
+        Enforced::CgroupV1 { .. } => "cgroup-v1",
+        Enforced::Affinity { .. } => "affinity",
+        Enforced::Unlimited => "none",
+    }
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// "2 CPUs, Linux 6.1.0 (x86_64)".
+pub fn machine_line() -> String {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{} CPUs, Linux {} ({})",
+        host_cpus(),
+        release.trim(),
+        std::env::consts::ARCH
+    )
+}
+
+/// "warm-up 15s, then fast-only 30s, mixed 75s".
+pub fn workload_line(run: &BenchmarkRun) -> String {
+    let w = &run.spec.workload;
+    let phases: Vec<String> = w
+        .phases
+        .iter()
+        .map(|p| format!("{} {:?}", p.name, p.duration.0))
+        .collect();
+    format!(
+        "warm-up {:?}, then {}; load generator cpu {}",
+        w.warmup.0,
+        phases.join(", "),
+        run.spec.loadgen.cpu.as_str()
+    )
+}

@@ -1,0 +1,326 @@
+//! `report.md`: per phase and endpoint latency and throughput tables, the target's resource
+//! use, the runner's own overhead, and how every figure was measured.
+
+use std::fmt::Write;
+
+use super::{RawCell, phase_endpoints, result_of};
+use crate::api::{BenchmarkRunStatus, CellPhase};
+
+/// Context the status does not carry: where the run came from and on what machine.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Notes {
+    /// The BenchmarkRun file (or resource) the report is about.
+    pub source: String,
+    /// A line about the machine, e.g. "2 CPUs, Linux 6.1".
+    pub machine: String,
+    /// How the workload was shaped, e.g. "warm-up 15s, then fast-only 30s, mixed 75s".
+    pub workload: String,
+    /// Extra sentences (e.g. a fallback notice), each a paragraph.
+    pub extra: Vec<String>,
+}
+
+fn bytes(b: Option<u64>) -> String {
+    b.map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}
+
+fn f1(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
+}
+
+/// Renders the whole report. `charts` are file names next to report.md.
+pub fn render(
+    status: &BenchmarkRunStatus,
+    raw: &[RawCell],
+    charts: &[String],
+    notes: &Notes,
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# Benchmark report\n");
+    if !notes.source.is_empty() {
+        let _ = writeln!(o, "- run: `{}`", notes.source);
+    }
+    if !notes.machine.is_empty() {
+        let _ = writeln!(o, "- machine: {}", notes.machine);
+    }
+    if !notes.workload.is_empty() {
+        let _ = writeln!(o, "- workload: {}", notes.workload);
+    }
+    let _ = writeln!(
+        o,
+        "- outcome: {}{}",
+        status.phase,
+        status
+            .message
+            .as_deref()
+            .map(|m| format!(" — {m}"))
+            .unwrap_or_default()
+    );
+    if let Some(h) = &status.headline {
+        let _ = writeln!(o, "- headline: {h}");
+    }
+    for e in &notes.extra {
+        let _ = writeln!(o, "\n{e}");
+    }
+
+    let _ = writeln!(o, "\n## Cells\n");
+    let _ = writeln!(
+        o,
+        "| configuration | outcome | CPU limit enforced by | runner overhead (s) | message |\n|---|---|---|---:|---|"
+    );
+    for c in &status.cells {
+        let enf = c
+            .enforcement
+            .as_ref()
+            .map(|e| {
+                let mut s = format!("target: {}", e.target);
+                if let Some(l) = &e.loadgen {
+                    s.push_str(&format!("; load generator: {l}"));
+                }
+                s
+            })
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "| {} | {}{} | {} | {} | {} |",
+            c.name,
+            c.phase,
+            c.reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default(),
+            enf,
+            f1(c.overhead_seconds),
+            c.message.as_deref().unwrap_or("").replace('|', "\\|")
+        );
+    }
+
+    let _ = writeln!(o, "\n## Latency and throughput\n");
+    for (phase, endpoint) in phase_endpoints(status) {
+        let _ = writeln!(o, "### {endpoint} in phase {phase}\n");
+        let _ = writeln!(
+            o,
+            "| configuration | requests | errors | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | p99 vs best |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        let best = status
+            .cells
+            .iter()
+            .filter_map(|c| result_of(status, &c.name, &phase, &endpoint))
+            .map(|r| r.latency_ms.p99)
+            .filter(|p| *p > 0.0)
+            .fold(f64::MAX, f64::min);
+        for c in &status.cells {
+            let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
+                continue;
+            };
+            let l = &r.latency_ms;
+            let ratio = if best < f64::MAX {
+                format!("{:.1}x", l.p99 / best)
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+                c.name, r.requests, r.errors, r.rps, l.p50, l.p90, l.p99, l.p999, l.max, ratio
+            );
+        }
+        let p99_chart = format!(
+            "p99-{}-{}.svg",
+            super::file_part(&phase),
+            super::file_part(&endpoint)
+        );
+        if charts.contains(&p99_chart) {
+            let _ = writeln!(o, "\n![p99 of {endpoint} in {phase}]({p99_chart})");
+        }
+        o.push('\n');
+    }
+    for c in charts.iter().filter(|c| !c.starts_with("p99-")) {
+        let _ = writeln!(o, "![{c}]({c})\n");
+    }
+
+    let _ = writeln!(o, "## Target resources\n");
+    let _ = writeln!(
+        o,
+        "| configuration | replicas | CPU quota/replica | detected CPUs | quota source | mode | pool size | idle RSS | peak RSS | CPU s used | avg cores | throttled periods | throttled s | loop lag max ms |\n|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for c in &status.cells {
+        let Some(t) = &c.target else {
+            continue;
+        };
+        let measured: f64 = raw
+            .iter()
+            .find(|r| r.cell == c.name)
+            .map(|r| r.result.phases.iter().map(|p| p.duration_secs).sum())
+            .unwrap_or(0.0);
+        let avg = match (t.cpu_seconds_used, measured > 0.0) {
+            (Some(s), true) => format!("{:.2}", s / measured),
+            _ => "-".into(),
+        };
+        let lag = raw.iter().find(|r| r.cell == c.name).and_then(|r| {
+            r.result
+                .phases
+                .iter()
+                .flat_map(|p| p.target_stats.iter())
+                .filter_map(|s| s.end.as_ref()?.loop_lag_max_ms)
+                .reduce(f64::max)
+        });
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.name,
+            opt(t.replicas),
+            t.cpu_quota
+                .map(|q| format!("{q:.2}"))
+                .unwrap_or_else(|| "unlimited".into()),
+            opt(t.detected_cpus),
+            t.quota_source.as_deref().unwrap_or("-"),
+            t.mode.as_deref().unwrap_or("-"),
+            opt(t.pool_size),
+            bytes(t.idle_rss_bytes),
+            bytes(t.peak_rss_bytes),
+            f1(t.cpu_seconds_used),
+            avg,
+            opt(t.throttled_periods),
+            f1(t.throttled_seconds),
+            f1(lag)
+        );
+    }
+
+    if let Some(summary) = &status.summary
+        && !summary.interference.is_empty()
+    {
+        let _ = writeln!(o, "\n## Interference (mixed p99 over solo p99)\n");
+        let _ = writeln!(
+            o,
+            "| configuration | endpoint | solo p99 ms | mixed p99 ms | ratio |\n|---|---|---:|---:|---:|"
+        );
+        for i in &summary.interference {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {:.1} | {:.1} | {:.1}x |",
+                i.cell, i.endpoint, i.solo_p99_ms, i.mixed_p99_ms, i.ratio
+            );
+        }
+    }
+
+    let failed = status
+        .cells
+        .iter()
+        .filter(|c| c.phase == CellPhase::Failed)
+        .count();
+    if failed > 0 {
+        let _ = writeln!(
+            o,
+            "\n{failed} cell(s) failed; their rows are missing above and their reasons are in the Cells table."
+        );
+    }
+
+    o.push_str(MEASUREMENT);
+    o
+}
+
+/// How each figure was measured; part of every report.
+const MEASUREMENT: &str = "
+## How each figure was measured
+
+- **Latency percentiles** (p50, p90, p99, p99.9, max): the load generator records every
+  response time in an HDR histogram (microsecond unit, 3 significant figures) per phase and
+  endpoint; percentiles are read from the histogram, never averaged across workers or replicas
+  (histograms are merged). Closed-loop streams time each request from send to last byte of the
+  answer; open-loop (rate) streams time from the intended send time, which corrects coordinated
+  omission. Warm-up is driven but not reported.
+- **rps**: requests completed in the phase divided by the phase's measured duration. Errors
+  (connect, timeout, non-2xx) are counted separately and included in `errors`.
+- **CPU quota / detected CPUs / quota source / mode / pool size**: what the target itself reports
+  on its `/stats` endpoint (its own reading of cgroup `cpu.max` or `cpu.cfs_quota_us`, or the
+  affinity mask).
+- **CPU s used, throttled periods, throttled s**: locally, read by the runner from each replica's
+  cgroup (`cpuacct.usage` and `cpu.stat` on cgroup v1, `cpu.stat` on v2), summed over replicas,
+  between the end of warm-up and the end of the last phase (sampled every 50 ms); in a cluster,
+  from the target's `/stats`. **avg cores** = CPU seconds / measured seconds.
+- **idle RSS / peak RSS**: locally, `VmRSS` of each replica (from `/proc/PID/status`) once ready
+  and before load, and `VmHWM` (the kernel's high-water mark) at the end, summed over replicas.
+- **loop lag max**: the target's own measurement of how late a periodic timer fired on its event
+  loop (its `/stats`, `loopLagMaxMs`, since start). With several replicas on one port, `/stats`
+  reaches whichever replica the kernel picks, so this is one replica's figure.
+- **CPU limit enforced by**: how the runner put the limit into force for this cell (cgroup v2
+  `cpu.max`, cgroup v1 CFS quota with a 100 ms period, or CPU affinity as a weaker fallback when
+  no cgroup was writable); requests equal limits.
+- **runner overhead**: wall time the runner spent on a cell outside the configured warm-up and
+  phases: starting replicas, waiting for readiness, starting the load generator, collecting
+  results and stopping the replicas.
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{CellResult, CellStatus, LatencyMs, TargetStats};
+
+    #[test]
+    fn renders_tables_ratios_and_measurement_notes() {
+        let cell = |name: &str, p99: f64, rps: f64| CellStatus {
+            name: name.into(),
+            phase: CellPhase::Succeeded,
+            results: vec![CellResult {
+                phase: "mixed".into(),
+                endpoint: "fast".into(),
+                requests: 100,
+                errors: 0,
+                rps,
+                latency_ms: LatencyMs {
+                    p50: 1.0,
+                    p90: 2.0,
+                    p99,
+                    p999: p99,
+                    max: p99,
+                    mean: 1.0,
+                },
+            }],
+            target: Some(TargetStats {
+                replicas: Some(1),
+                detected_cpus: Some(2),
+                ..Default::default()
+            }),
+            overhead_seconds: Some(0.42),
+            ..Default::default()
+        };
+        let status = BenchmarkRunStatus {
+            cells: vec![
+                cell("single-x1", 1600.0, 3.0),
+                cell("pool-x1", 48.0, 80.0),
+                CellStatus {
+                    name: "broken".into(),
+                    phase: CellPhase::Failed,
+                    reason: Some("NeverReady".into()),
+                    message: Some("not ready | in 5s".into()),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let md = render(
+            &status,
+            &[],
+            &["p99-mixed-fast.svg".into()],
+            &Notes::default(),
+        );
+        assert!(md.contains("| single-x1 | 100 | 0 | 3.0 | 1.0 | 2.0 | 1600.0 |"));
+        assert!(md.contains("33.3x"), "{md}");
+        assert!(md.contains("| pool-x1 | 100 | 0 | 80.0 |"));
+        assert!(md.contains("![p99 of fast in mixed](p99-mixed-fast.svg)"));
+        assert!(md.contains("Failed (NeverReady)") && md.contains("not ready \\| in 5s"));
+        assert!(md.contains("| 0.42 |"));
+        assert!(md.contains("## How each figure was measured"));
+        let table = super::super::comparison_table(&status);
+        assert!(
+            table.contains("single-x1") && table.contains("33.3x"),
+            "{table}"
+        );
+        assert!(table.contains("not measured: broken: Failed"), "{table}");
+    }
+}

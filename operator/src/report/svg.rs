@@ -1,0 +1,310 @@
+//! Hand-written SVG charts: grouped bars (p99 or throughput per configuration) and lines
+//! (latency over time). Plain text with no dependencies; every chart is a standalone,
+//! well-formed XML document that GitHub and browsers render inline in report.md.
+
+use std::fmt::Write;
+
+const WIDTH: f64 = 760.0;
+const HEIGHT: f64 = 360.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 170.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 50.0;
+
+/// Colours per series (configuration), colour-blind friendly (Okabe-Ito).
+const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+];
+
+/// One group of bars (e.g. a phase/endpoint) with one value per series (configuration).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarGroup {
+    /// Label under the group.
+    pub label: String,
+    /// Value per series, in series order; `None` draws no bar (cell failed).
+    pub values: Vec<Option<f64>>,
+}
+
+/// One line of a line chart: (x, y) points in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// Legend label.
+    pub label: String,
+    /// Points (x, y).
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Escapes text for XML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A "nice" axis maximum and step for values up to `max` (1, 2 or 5 times a power of ten).
+pub fn nice_axis(max: f64) -> (f64, f64) {
+    if max <= 0.0 || !max.is_finite() {
+        return (1.0, 0.25);
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+fn fmt_num(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn header(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
+         viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\" text-anchor=\"middle\">{}</text>\n",
+        WIDTH / 2.0,
+        esc(title)
+    );
+}
+
+fn legend(out: &mut String, series: &[String]) {
+    for (i, s) in series.iter().enumerate() {
+        let y = TOP + 10.0 + i as f64 * 20.0;
+        let x = WIDTH - RIGHT + 15.0;
+        let _ = writeln!(
+            out,
+            "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\
+             <text x=\"{}\" y=\"{}\">{}</text>",
+            y - 10.0,
+            PALETTE[i % PALETTE.len()],
+            x + 18.0,
+            y,
+            esc(s)
+        );
+    }
+}
+
+fn y_axis(out: &mut String, label: &str, ticks: &[(f64, String)]) {
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    for (frac, text) in ticks {
+        let y = TOP + plot_h * (1.0 - frac);
+        let _ = writeln!(
+            out,
+            "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            esc(text)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"16\" y=\"{:.1}\" transform=\"rotate(-90 16 {:.1})\" text-anchor=\"middle\">{}</text>\n\
+         <line x1=\"{LEFT}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#333\"/>",
+        TOP + plot_h / 2.0,
+        TOP + plot_h / 2.0,
+        esc(label),
+        HEIGHT - BOTTOM,
+        WIDTH - RIGHT,
+        HEIGHT - BOTTOM
+    );
+}
+
+/// Grouped bar chart: one group per `groups` entry, one coloured bar per series.
+pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGroup]) -> String {
+    let mut out = String::new();
+    header(&mut out, title);
+    let max = groups
+        .iter()
+        .flat_map(|g| g.values.iter().flatten())
+        .fold(0.0f64, |a, &b| a.max(b));
+    let (top, step) = nice_axis(max);
+    let ticks: Vec<(f64, String)> = (0..=((top / step).round() as usize))
+        .map(|i| (i as f64 * step / top, fmt_num(i as f64 * step)))
+        .collect();
+    y_axis(&mut out, y_label, &ticks);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let group_w = plot_w / groups.len().max(1) as f64;
+    let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
+    for (gi, g) in groups.iter().enumerate() {
+        let gx = LEFT + gi as f64 * group_w + group_w * 0.1;
+        for (si, v) in g.values.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let h = if top > 0.0 { plot_h * v / top } else { 0.0 };
+            let x = gx + si as f64 * bar_w;
+            let _ = writeln!(
+                out,
+                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\">\
+                 <title>{}: {}</title></rect>",
+                TOP + plot_h - h,
+                (bar_w - 2.0).max(1.0),
+                PALETTE[si % PALETTE.len()],
+                esc(series.get(si).map(String::as_str).unwrap_or("")),
+                fmt_num(*v)
+            );
+            let _ = writeln!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                x + bar_w / 2.0 - 1.0,
+                TOP + plot_h - h - 3.0,
+                fmt_num(*v)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            LEFT + gi as f64 * group_w + group_w / 2.0,
+            HEIGHT - BOTTOM + 18.0,
+            esc(&g.label)
+        );
+    }
+    legend(&mut out, series);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Line chart with a logarithmic y axis (latencies span orders of magnitude between
+/// configurations), x in seconds; `markers` are labelled vertical lines (phase boundaries).
+pub fn line_chart(title: &str, y_label: &str, lines: &[Line], markers: &[(f64, String)]) -> String {
+    let mut out = String::new();
+    header(&mut out, title);
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let (mut lo, mut hi) = ys.fold((f64::MAX, 0.0f64), |(a, b), y| {
+        if y > 0.0 {
+            (a.min(y), b.max(y))
+        } else {
+            (a, b)
+        }
+    });
+    if hi <= 0.0 {
+        lo = 1.0;
+        hi = 10.0;
+    }
+    let lo_exp = lo.log10().floor() as i32;
+    let hi_exp = (hi.log10().ceil() as i32).max(lo_exp + 1);
+    let span = f64::from(hi_exp - lo_exp);
+    let ticks: Vec<(f64, String)> = (lo_exp..=hi_exp)
+        .map(|e| (f64::from(e - lo_exp) / span, fmt_num(10f64.powi(e))))
+        .collect();
+    y_axis(&mut out, y_label, &ticks);
+    let x_max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .chain(markers.iter().map(|m| m.0))
+        .fold(1.0f64, f64::max);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let px = |x: f64| LEFT + plot_w * x / x_max;
+    let py = |y: f64| {
+        let f = (y.max(10f64.powi(lo_exp)).log10() - f64::from(lo_exp)) / span;
+        TOP + plot_h * (1.0 - f)
+    };
+    for (x, label) in markers {
+        let _ = writeln!(
+            out,
+            "<line x1=\"{0:.1}\" y1=\"{TOP}\" x2=\"{0:.1}\" y2=\"{1:.1}\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\
+             <text x=\"{2:.1}\" y=\"{3:.1}\" font-size=\"10\">{4}</text>",
+            px(*x),
+            HEIGHT - BOTTOM,
+            px(*x) + 3.0,
+            TOP + 10.0,
+            esc(label)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">seconds since the end of warm-up</text>",
+        LEFT + plot_w / 2.0,
+        HEIGHT - 12.0
+    );
+    for (i, l) in lines.iter().enumerate() {
+        let pts: Vec<String> = l
+            .points
+            .iter()
+            .filter(|p| p.1 > 0.0)
+            .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"{}\"/>",
+            PALETTE[i % PALETTE.len()],
+            pts.join(" ")
+        );
+    }
+    let labels: Vec<String> = lines.iter().map(|l| l.label.clone()).collect();
+    legend(&mut out, &labels);
+    out.push_str("</svg>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_axis_rounds_up_to_1_2_5_steps() {
+        assert_eq!(nice_axis(1600.0), (2000.0, 500.0));
+        assert_eq!(nice_axis(48.0), (50.0, 10.0));
+        assert_eq!(nice_axis(0.0), (1.0, 0.25));
+    }
+
+    #[test]
+    fn bar_chart_is_escaped_and_draws_one_bar_per_value() {
+        let svg = bar_chart(
+            "p99 <mixed>",
+            "ms",
+            &["a&b".into(), "c".into()],
+            &[
+                BarGroup {
+                    label: "fast".into(),
+                    values: vec![Some(10.0), None],
+                },
+                BarGroup {
+                    label: "slow".into(),
+                    values: vec![Some(5.0), Some(7.0)],
+                },
+            ],
+        );
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("p99 &lt;mixed&gt;") && svg.contains("a&amp;b"));
+        // 3 bars + 2 legend swatches + the background.
+        assert_eq!(svg.matches("<rect").count(), 6);
+    }
+
+    #[test]
+    fn line_chart_uses_a_log_axis() {
+        let svg = line_chart(
+            "latency",
+            "p99 ms",
+            &[Line {
+                label: "x".into(),
+                points: vec![(0.0, 12.0), (1.0, 1600.0)],
+            }],
+            &[(1.0, "mixed".into())],
+        );
+        for tick in [">10<", ">100<", ">1000<", ">10000<"] {
+            assert!(svg.contains(tick), "missing tick {tick}");
+        }
+        assert_eq!(svg.matches("<polyline").count(), 1);
+    }
+}
