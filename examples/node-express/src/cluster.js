@@ -80,7 +80,7 @@ export function runPrimary({ config, processes, throttling }) {
     listening.add(worker.id);
     if (!announced && listening.size >= processes) {
       announced = true;
-      log(`${processes} workers listening`);
+      log(`${processes} worker${processes === 1 ? '' : 's'} listening`);
       // The one line on stdout: runners wait for it (and then for /healthz).
       process.stdout.write(`listening on http://${hostPort({ ...address, address: address.address ?? config.host })}\n`);
     }

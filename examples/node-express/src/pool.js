@@ -2,6 +2,7 @@
 // request is refused (503 + Retry-After) rather than queued into an ever-growing latency and
 // memory problem. Counts what /stats reports: queue depth and peak, rejections, deadline misses.
 import { Piscina } from 'piscina';
+import { log } from './log.js';
 
 /** The pool's queue is full; the handler answers 503 with Retry-After. */
 export class PoolFullError extends Error {}
@@ -39,6 +40,9 @@ export class FibPool {
       // available" whenever every thread is busy). The test suite checks that this still maps to 503.
       maxQueue: queueDepth,
     });
+    // piscina emits 'error' for a failure outside any task (an idle thread crashing); without a
+    // listener that would throw and take the server down. piscina replaces the thread itself.
+    this.#pool.on('error', (err) => log(`pool thread error: ${err?.stack ?? err}`));
   }
 
   /** Tasks currently waiting for a thread. */
