@@ -23,6 +23,8 @@ struct Cli {
 enum Command {
     /// Run a BenchmarkRun YAML on this machine, with no cluster.
     Run(crate::local::RunArgs),
+    /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
+    Crd,
     /// Run the built-in target service (the same program as `benchmatrix-target`).
     #[command(disable_help_flag = true)]
     Target {
@@ -54,6 +56,10 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     };
     match cli.command {
         Command::Run(run) => crate::local::run(run),
+        Command::Crd => {
+            print!("{}", crate::crdgen::crd_yaml());
+            ExitCode::SUCCESS
+        }
         Command::Target { args } => {
             benchmatrix_target::cli::main(with_program("benchmatrix target", args))
         }

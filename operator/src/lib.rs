@@ -2,5 +2,9 @@
 
 pub mod api;
 pub mod cli;
+pub mod crdgen;
 pub mod local;
+pub mod plan;
 pub mod report;
+pub mod results;
+pub mod validate;

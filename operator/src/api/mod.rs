@@ -1,1 +1,19 @@
-//! The `BenchmarkRun` resource: spec, status and conditions.
+//! The `BenchmarkRun` resource: spec, status and conditions, plus resource quantities.
+//!
+//! Shared by the operator and the local runner: both read the same spec and write the same
+//! status document.
+
+pub mod conditions;
+pub mod quantity;
+pub mod spec;
+pub mod status;
+
+pub use quantity::Quantity;
+pub use spec::{
+    Axes, BenchmarkRun, BenchmarkRunSpec, CleanupPolicy, Configuration, Duration, EnvVar,
+    LoadgenSpec, Mode, Placement, PoolSize, TargetSpec, Timeouts, Workload,
+};
+pub use status::{
+    BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Enforcement,
+    Interference, LatencyMs, RunPhase, Summary, TargetStats,
+};

@@ -1,0 +1,172 @@
+//! Condition types, reasons, and the one function that sets a condition.
+//!
+//! `lastTransitionTime` moves only when a condition's status changes, as the API conventions
+//! require; a changed reason or message alone keeps the time. Callers use the returned flag to
+//! skip a status patch when nothing but timestamps would change.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+/// The spec passed validation (False: the message names the field).
+pub const SPEC_VALID: &str = "SpecValid";
+/// The run is doing work (True while a cell is deployed or measured, False when queued or done).
+pub const PROGRESSING: &str = "Progressing";
+/// Every cell has ended.
+pub const COMPLETE: &str = "Complete";
+/// At least one cell failed (the message names the most recent one and its cause).
+pub const CELL_FAILED: &str = "CellFailed";
+
+/// Reasons (CamelCase words, as the API conventions ask).
+pub mod reason {
+    /// The spec is valid.
+    pub const VALID: &str = "Valid";
+    /// The spec is invalid.
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    /// Waiting for another run to finish (max active runs reached).
+    pub const QUEUED: &str = "Queued";
+    /// A cell is running.
+    pub const CELL_RUNNING: &str = "CellRunning";
+    /// The run has finished.
+    pub const FINISHED: &str = "Finished";
+    /// Every cell succeeded.
+    pub const ALL_SUCCEEDED: &str = "AllCellsSucceeded";
+    /// Some cells failed.
+    pub const SOME_FAILED: &str = "SomeCellsFailed";
+    /// The run stopped at a failed cell.
+    pub const STOPPED: &str = "StoppedOnFailure";
+    /// No cell has failed.
+    pub const NO_FAILURES: &str = "NoFailures";
+    /// The spec changed while the run was running (the change is refused until it ends).
+    pub const SPEC_CHANGED: &str = "SpecChangedWhileRunning";
+}
+
+/// Condition status strings.
+pub mod status {
+    /// The condition holds.
+    pub const TRUE: &str = "True";
+    /// The condition does not hold.
+    pub const FALSE: &str = "False";
+}
+
+/// Sets condition `type_` in `conditions`, returning whether anything but timestamps changed.
+///
+/// `lastTransitionTime` is `now` for a new condition or a changed status, otherwise kept.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: impl Into<String>,
+    observed_generation: Option<i64>,
+    now: &Time,
+) -> bool {
+    let message = message.into();
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(existing) => {
+            let changed = existing.status != status
+                || existing.reason != reason
+                || existing.message != message
+                || existing.observed_generation != observed_generation;
+            if existing.status != status {
+                existing.last_transition_time = now.clone();
+            }
+            existing.status = status.to_owned();
+            existing.reason = reason.to_owned();
+            existing.message = message;
+            existing.observed_generation = observed_generation;
+            changed
+        }
+        None => {
+            conditions.push(Condition {
+                type_: type_.to_owned(),
+                status: status.to_owned(),
+                reason: reason.to_owned(),
+                message,
+                observed_generation,
+                last_transition_time: now.clone(),
+            });
+            true
+        }
+    }
+}
+
+/// The condition of type `type_`, if set.
+pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Current wall-clock time as a Kubernetes `Time` (whole microseconds would be finer than the
+/// API server keeps; it stores seconds).
+pub fn now() -> Time {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    time_from_secs(since_epoch.as_secs() as i64)
+}
+
+/// A `Time` at `secs` seconds since the Unix epoch (clamped to the representable range).
+pub fn time_from_secs(secs: i64) -> Time {
+    let ts = k8s_openapi::jiff::Timestamp::from_second(secs)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    Time(ts)
+}
+
+/// Seconds since the Unix epoch of a `Time`.
+pub fn secs_of(time: &Time) -> i64 {
+    time.0.as_second()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_changes() {
+        let mut conds = Vec::new();
+        let t1 = time_from_secs(100);
+        let t2 = time_from_secs(200);
+        let t3 = time_from_secs(300);
+        assert!(set_condition(
+            &mut conds,
+            PROGRESSING,
+            status::TRUE,
+            reason::CELL_RUNNING,
+            "cell a",
+            Some(1),
+            &t1
+        ));
+        // New message, same status: changed, time kept.
+        assert!(set_condition(
+            &mut conds,
+            PROGRESSING,
+            status::TRUE,
+            reason::CELL_RUNNING,
+            "cell b",
+            Some(1),
+            &t2
+        ));
+        assert_eq!(conds[0].last_transition_time, t1);
+        // Nothing new: not changed.
+        assert!(!set_condition(
+            &mut conds,
+            PROGRESSING,
+            status::TRUE,
+            reason::CELL_RUNNING,
+            "cell b",
+            Some(1),
+            &t3
+        ));
+        assert_eq!(conds[0].last_transition_time, t1);
+        // Status flips: time moves.
+        assert!(set_condition(
+            &mut conds,
+            PROGRESSING,
+            status::FALSE,
+            reason::FINISHED,
+            "done",
+            Some(1),
+            &t3
+        ));
+        assert_eq!(conds[0].last_transition_time, t3);
+        assert_eq!(conds.len(), 1);
+    }
+}

@@ -1,0 +1,316 @@
+//! `BenchmarkRun.status`: the state machine's only memory, and the results.
+//!
+//! The operator resumes from this document after a restart, and the local runner writes the very
+//! same document to `status.yaml`, so reports render from either.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use benchmatrix_loadgen::result::LatencyMs;
+
+/// Observed state of a BenchmarkRun.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchmarkRunStatus {
+    /// Pending (queued or not started), Running, Succeeded (every cell ran; some may have
+    /// failed, see cells) or Failed (the run could not run at all, e.g. an invalid spec).
+    #[serde(default)]
+    pub phase: RunPhase,
+
+    /// A sentence about the current state: why it is queued, which cell runs, why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+
+    /// The metadata.generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// When the first cell started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+
+    /// When the run finished (Succeeded or Failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+
+    /// Cells finished out of cells in the matrix, e.g. "2/4" (a printer column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+
+    /// One line for `kubectl get`: the best cell of the last phase's first endpoint by p99.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<String>,
+
+    /// Standard conditions: SpecValid, Progressing, Complete, CellFailed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+
+    /// One entry per cell of the matrix, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellStatus>,
+
+    /// Comparison across cells, written when the run finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+}
+
+/// Phase of a whole run.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum RunPhase {
+    /// Accepted, not started (possibly queued behind other runs).
+    #[default]
+    Pending,
+    /// A cell is being deployed or measured.
+    Running,
+    /// Every cell has ended; cells that failed say so individually.
+    Succeeded,
+    /// The run cannot run (invalid spec) or stopped at a failed cell (stopOnFailure).
+    Failed,
+}
+
+impl RunPhase {
+    /// True once the run will not change any more.
+    pub fn is_finished(self) -> bool {
+        matches!(self, RunPhase::Succeeded | RunPhase::Failed)
+    }
+}
+
+impl std::fmt::Display for RunPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunPhase::Pending => "Pending",
+            RunPhase::Running => "Running",
+            RunPhase::Succeeded => "Succeeded",
+            RunPhase::Failed => "Failed",
+        })
+    }
+}
+
+/// Phase of one cell.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum CellPhase {
+    /// Not started yet.
+    #[default]
+    Pending,
+    /// The target is being deployed; waiting for every replica to be available.
+    Deploying,
+    /// The load generator is running against the target.
+    Running,
+    /// Measured; results are present.
+    Succeeded,
+    /// Ended without results; `message` says why.
+    Failed,
+    /// Not run, because an earlier cell failed and the spec says stopOnFailure.
+    Skipped,
+}
+
+impl CellPhase {
+    /// True once the cell will not change any more.
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped
+        )
+    }
+}
+
+impl std::fmt::Display for CellPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CellPhase::Pending => "Pending",
+            CellPhase::Deploying => "Deploying",
+            CellPhase::Running => "Running",
+            CellPhase::Succeeded => "Succeeded",
+            CellPhase::Failed => "Failed",
+            CellPhase::Skipped => "Skipped",
+        })
+    }
+}
+
+/// State and results of one configuration.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellStatus {
+    /// The configuration's name.
+    pub name: String,
+
+    /// Where the cell is.
+    #[serde(default)]
+    pub phase: CellPhase,
+
+    /// Why the cell failed (a machine-readable word such as ImagePullBackOff, NeverReady,
+    /// OOMKilled, LoadgenFailed, ResultUnparsable, Timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+
+    /// What happened, in a sentence (the cause of a failure, with the pod's own words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+
+    /// When the cell started deploying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+
+    /// When the load generator was started (the run timeout counts from here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_start_time: Option<Time>,
+
+    /// When the cell ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+
+    /// What the target saw and used (from its /stats, summed or maxed over replicas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetStats>,
+
+    /// One entry per measured phase and endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<CellResult>,
+
+    /// How the CPU limits of this cell were enforced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<Enforcement>,
+
+    /// Seconds the runner spent on this cell outside warm-up and phases (deploy, readiness,
+    /// collection, cleanup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_seconds: Option<f64>,
+}
+
+/// What the target reported about itself. Null fields were not reported.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetStats {
+    /// Replicas that reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
+    /// CPUs of the machine the target ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<u32>,
+    /// CPUs the target believed it could use (from its quota), per replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected_cpus: Option<u32>,
+    /// The CPU quota in cores per replica; null when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<f64>,
+    /// Where the quota was read from (a cgroup file, "affinity" or "host").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_source: Option<String>,
+    /// The concurrency mode the target ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Worker pool size (0 when the mode has no pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<u32>,
+    /// Resident memory when idle, summed over replicas (before the first phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_rss_bytes: Option<u64>,
+    /// Peak resident memory, summed over replicas' peaks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
+    /// CPU seconds used during the measured phases, summed over replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds_used: Option<f64>,
+    /// CFS periods in which the target was throttled, summed over replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    /// Seconds the target was throttled, summed over replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_seconds: Option<f64>,
+}
+
+/// Results of one endpoint in one phase.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellResult {
+    /// Phase name.
+    pub phase: String,
+    /// Endpoint name.
+    pub endpoint: String,
+    /// Requests completed (answered, successfully or not).
+    pub requests: u64,
+    /// Requests that failed (connect, timeout, non-2xx).
+    pub errors: u64,
+    /// Completed requests per second over the phase.
+    pub rps: f64,
+    /// Latency percentiles in milliseconds (open loop: corrected for coordinated omission).
+    pub latency_ms: LatencyMs,
+}
+
+/// How CPU limits were put into force for a cell.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Enforcement {
+    /// Mechanism for the target: "kubernetes" (pod limits), "cgroup-v2", "cgroup-v1",
+    /// "affinity" (CPU pinning only: a weaker stand-in) or "none".
+    pub target: String,
+    /// Mechanism for the load generator, same words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loadgen: Option<String>,
+    /// Details a reader needs to trust the figure, e.g. the cgroup path or why a fallback was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Comparison across the cells of a finished run.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Per phase and endpoint: the best cell by p99 latency and every cell's ratio to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<Comparison>,
+    /// Per cell: how much the light endpoint suffers from the heavy one (mixed p99 over solo p99).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interference: Vec<Interference>,
+}
+
+/// The cells compared on one phase and endpoint.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    /// Phase name.
+    pub phase: String,
+    /// Endpoint name.
+    pub endpoint: String,
+    /// The cell with the lowest p99 (ties: the higher throughput, then the earlier cell).
+    pub best_cell: String,
+    /// Every measured cell, in matrix order.
+    pub cells: Vec<CellRatio>,
+}
+
+/// One cell's figures relative to the best cell.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellRatio {
+    /// Cell name.
+    pub cell: String,
+    /// This cell's p99 in milliseconds.
+    pub p99_ms: f64,
+    /// p99 over the best cell's p99 (1.0 for the best; higher is worse).
+    pub p99_ratio: f64,
+    /// This cell's throughput.
+    pub rps: f64,
+    /// Throughput over the best cell's throughput.
+    pub rps_ratio: f64,
+}
+
+/// Interference of a heavy endpoint on a light one within one cell.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Interference {
+    /// Cell name.
+    pub cell: String,
+    /// The light endpoint (the one measured alone in `soloPhase`).
+    pub endpoint: String,
+    /// The phase where the endpoint ran alone.
+    pub solo_phase: String,
+    /// The phase where it ran alongside other endpoints.
+    pub mixed_phase: String,
+    /// p99 alone, milliseconds.
+    pub solo_p99_ms: f64,
+    /// p99 mixed, milliseconds.
+    pub mixed_p99_ms: f64,
+    /// mixed over solo (1.0 = no interference).
+    pub ratio: f64,
+}

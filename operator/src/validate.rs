@@ -1,0 +1,597 @@
+//! The operator's own validation of a BenchmarkRun, with field paths, shared with the local
+//! runner.
+//!
+//! The CRD schema and its CEL rules refuse most bad specs at apply time, but a run can still
+//! reach the operator unchecked (an older CRD, a client that skips validation) and the local
+//! runner has no API server at all. Every message names the field the way a user would find it
+//! in their YAML: `spec.configurations[2].name: duplicate name "x"`.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::api::{BenchmarkRun, BenchmarkRunSpec, Configuration, EnvVar, Quantity};
+use crate::plan;
+
+/// The apiVersion a BenchmarkRun document must carry.
+pub const API_VERSION: &str = "benchmatrix.dev/v1alpha1";
+/// The kind a BenchmarkRun document must carry.
+pub const KIND: &str = "BenchmarkRun";
+
+/// Most cells one run may have (a guard against an axes typo expanding to thousands).
+pub const MAX_CELLS: usize = 64;
+
+/// One problem with a spec, tied to the field that causes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Path of the field, e.g. `spec.configurations[2].name`.
+    pub path: String,
+    /// What is wrong and, where it helps, what would be right.
+    pub message: String,
+    /// 1-based line in the YAML document, where known.
+    pub line: Option<usize>,
+    /// 1-based column in the YAML document, where known.
+    pub column: Option<usize>,
+}
+
+impl FieldError {
+    /// An error at `path` with no known location.
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+            line: None,
+            column: None,
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.column) {
+            (Some(line), Some(col)) => {
+                write!(
+                    f,
+                    "{}: {} (line {line}, column {col})",
+                    self.path, self.message
+                )
+            }
+            (Some(line), None) => write!(f, "{}: {} (line {line})", self.path, self.message),
+            _ => write!(f, "{}: {}", self.path, self.message),
+        }
+    }
+}
+
+/// Everything wrong with a spec, one line per problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct SpecError {
+    /// The problems, in document order where known.
+    pub errors: Vec<FieldError>,
+}
+
+impl SpecError {
+    fn one(error: FieldError) -> Self {
+        Self {
+            errors: vec![error],
+        }
+    }
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses and validates a BenchmarkRun YAML (or JSON) document.
+///
+/// Reports, in this order of precedence: YAML syntax errors with line and column; type errors
+/// with the field path (and location); unknown fields with their path (a misspelt field would
+/// otherwise silently fall back to its default); then every semantic problem at once.
+pub fn parse_benchmark_run(yaml: &str) -> Result<BenchmarkRun, SpecError> {
+    // Syntax first, so a broken document gets a line and column rather than a type error.
+    let raw = match serde_yaml::from_str::<serde_yaml::Value>(yaml) {
+        Ok(raw) => raw,
+        Err(err) => {
+            let mut fe = FieldError::new(
+                "(document)",
+                format!("YAML syntax error: {}", strip_location(&err.to_string())),
+            );
+            if let Some(loc) = err.location() {
+                fe.line = Some(loc.line());
+                fe.column = Some(loc.column());
+            }
+            return Err(SpecError::one(fe));
+        }
+    };
+    // The derived type does not keep apiVersion and kind, so they are checked on the raw value.
+    let mut errors = Vec::new();
+    for (field, want) in [("apiVersion", API_VERSION), ("kind", KIND)] {
+        let got = raw.get(field).and_then(|v| v.as_str());
+        if got != Some(want) {
+            errors.push(FieldError::new(
+                field,
+                format!(
+                    "expected {want:?}, got {}",
+                    got.map_or("nothing".to_owned(), |g| format!("{g:?}"))
+                ),
+            ));
+        }
+    }
+
+    let mut unknown = Vec::new();
+    let mut record = |path: serde_ignored::Path<'_>| unknown.push(ignored_path(&path));
+    let de = serde_yaml::Deserializer::from_str(yaml);
+    let ignoring = serde_ignored::Deserializer::new(de, &mut record);
+    let run: BenchmarkRun = match serde_path_to_error::deserialize(ignoring) {
+        Ok(run) => run,
+        Err(err) => {
+            let path = err.path().to_string();
+            let path = if path == "." {
+                "(document)".to_owned()
+            } else {
+                path
+            };
+            let inner = err.into_inner();
+            let mut fe = FieldError::new(path, strip_location(&inner.to_string()));
+            if let Some(loc) = inner.location() {
+                fe.line = Some(loc.line());
+                fe.column = Some(loc.column());
+            }
+            return Err(SpecError::one(fe));
+        }
+    };
+
+    errors.extend(
+        unknown
+            .into_iter()
+            // apiVersion and kind were checked above; the status is written by the operator, and
+            // a document copied from `kubectl get -o yaml` carries it, which is fine.
+            .filter(|p| p != "apiVersion" && p != "kind" && !p.starts_with("status"))
+            .map(|p| FieldError::new(p, "unknown field")),
+    );
+    errors.extend(validate_spec(&run.spec));
+    if errors.is_empty() {
+        Ok(run)
+    } else {
+        Err(SpecError { errors })
+    }
+}
+
+/// Validates a run the operator received (already deserialized by the API client).
+pub fn validate_run(run: &BenchmarkRun) -> Result<(), SpecError> {
+    let errors = validate_spec(&run.spec);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SpecError { errors })
+    }
+}
+
+/// Checks everything the types cannot express. Paths start with `spec.`.
+pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+
+    // Target.
+    if spec.target.port == 0 {
+        errors.push(FieldError::new("spec.target.port", "must be 1..65535"));
+    }
+    for (field, path) in [
+        ("readinessPath", &spec.target.readiness_path),
+        ("statsPath", &spec.target.stats_path),
+    ] {
+        if !path.starts_with('/') {
+            errors.push(FieldError::new(
+                format!("spec.target.{field}"),
+                format!("must start with \"/\", got {path:?}"),
+            ));
+        }
+    }
+    if let Some(image) = &spec.target.image
+        && image.trim().is_empty()
+    {
+        errors.push(FieldError::new(
+            "spec.target.image",
+            "must not be empty (leave it out for the built-in target)",
+        ));
+    }
+    if spec.target.command.iter().any(|a| a.is_empty())
+        || spec
+            .target
+            .command
+            .first()
+            .is_some_and(|p| p.trim().is_empty())
+    {
+        errors.push(FieldError::new(
+            "spec.target.command",
+            "the program and its arguments must not be empty strings",
+        ));
+    }
+    check_env(&spec.target.env, "spec.target.env", &mut errors);
+
+    // Configurations.
+    if spec.configurations.is_empty() && spec.axes.is_none() {
+        errors.push(FieldError::new(
+            "spec.configurations",
+            "give at least one configuration (or an axes block)",
+        ));
+    }
+    let mut first_seen: HashMap<&str, usize> = HashMap::new();
+    for (i, c) in spec.configurations.iter().enumerate() {
+        let at = format!("spec.configurations[{i}]");
+        check_configuration(c, &at, &mut errors);
+        if let Some(first) = first_seen.get(c.name.as_str()) {
+            errors.push(FieldError::new(
+                format!("{at}.name"),
+                format!(
+                    "duplicate name {:?} (also spec.configurations[{first}].name)",
+                    c.name
+                ),
+            ));
+        } else {
+            first_seen.insert(&c.name, i);
+        }
+    }
+
+    // Axes.
+    if let Some(axes) = &spec.axes {
+        if axes.modes.is_empty() {
+            errors.push(FieldError::new("spec.axes.modes", "list at least one mode"));
+        }
+        if axes.replicas.is_empty() {
+            errors.push(FieldError::new(
+                "spec.axes.replicas",
+                "list at least one replica count",
+            ));
+        }
+        for (i, r) in axes.replicas.iter().enumerate() {
+            if *r == 0 {
+                errors.push(FieldError::new(
+                    format!("spec.axes.replicas[{i}]"),
+                    "must be at least 1",
+                ));
+            }
+        }
+        match (axes.cpu.is_empty(), &axes.total_cpu) {
+            (true, None) => errors.push(FieldError::new(
+                "spec.axes.cpu",
+                "list CPU values per replica, or set totalCpu",
+            )),
+            (false, Some(_)) => errors.push(FieldError::new(
+                "spec.axes.totalCpu",
+                "set either cpu (per replica) or totalCpu (shared budget), not both",
+            )),
+            _ => {}
+        }
+        for (i, q) in axes.cpu.iter().enumerate() {
+            check_cpu(q, &format!("spec.axes.cpu[{i}]"), &mut errors);
+        }
+        if let Some(total) = &axes.total_cpu {
+            check_cpu(total, "spec.axes.totalCpu", &mut errors);
+        }
+        check_memory(&axes.memory, "spec.axes.memory", &mut errors);
+        check_env(&axes.env, "spec.axes.env", &mut errors);
+        // Names the axes generate must not collide with each other or with configurations.
+        let expanded = plan::axes_cells(axes);
+        if spec.configurations.len() + expanded.len() > MAX_CELLS {
+            errors.push(FieldError::new(
+                "spec.axes",
+                format!(
+                    "the matrix would have {} cells; at most {MAX_CELLS} are allowed",
+                    spec.configurations.len() + expanded.len()
+                ),
+            ));
+        } else {
+            for c in &expanded {
+                if let Some(first) = first_seen.get(c.name.as_str()) {
+                    errors.push(FieldError::new(
+                        "spec.axes",
+                        format!(
+                            "generates cell {:?}, which spec.configurations[{first}] already names",
+                            c.name
+                        ),
+                    ));
+                }
+            }
+        }
+    } else if spec.configurations.len() > MAX_CELLS {
+        errors.push(FieldError::new(
+            "spec.configurations",
+            format!(
+                "{} configurations; at most {MAX_CELLS} are allowed",
+                spec.configurations.len()
+            ),
+        ));
+    }
+
+    // Workload: the load generator's own rules, prefixed with `spec.`.
+    if let Err(errs) = spec.workload.validate() {
+        errors.extend(
+            errs.into_iter()
+                .map(|e| FieldError::new(format!("spec.{}", e.path), e.message)),
+        );
+    }
+
+    // Load generator.
+    check_cpu(&spec.loadgen.cpu, "spec.loadgen.cpu", &mut errors);
+    check_memory(&spec.loadgen.memory, "spec.loadgen.memory", &mut errors);
+    if spec.loadgen.parallelism == 0 {
+        errors.push(FieldError::new(
+            "spec.loadgen.parallelism",
+            "must be at least 1",
+        ));
+    }
+    if spec.loadgen.threads == Some(0) {
+        errors.push(FieldError::new(
+            "spec.loadgen.threads",
+            "must be at least 1",
+        ));
+    }
+
+    // Timeouts.
+    if spec.timeouts.ready.is_zero() {
+        errors.push(FieldError::new(
+            "spec.timeouts.ready",
+            "must be greater than 0",
+        ));
+    }
+    if let Some(ttl) = spec.ttl_after_finished
+        && ttl.is_zero()
+    {
+        errors.push(FieldError::new(
+            "spec.ttlAfterFinished",
+            "must be greater than 0 (leave it out to keep the run)",
+        ));
+    }
+    errors
+}
+
+fn check_configuration(c: &Configuration, at: &str, errors: &mut Vec<FieldError>) {
+    if let Err(why) = plan::check_cell_name(&c.name) {
+        errors.push(FieldError::new(format!("{at}.name"), why));
+    }
+    if c.replicas == 0 {
+        errors.push(FieldError::new(
+            format!("{at}.replicas"),
+            "must be at least 1",
+        ));
+    }
+    check_cpu(&c.cpu, &format!("{at}.cpu"), errors);
+    check_memory(&c.memory, &format!("{at}.memory"), errors);
+    check_env(&c.env, &format!("{at}.env"), errors);
+}
+
+fn check_cpu(q: &Quantity, at: &str, errors: &mut Vec<FieldError>) {
+    match q.cpu_cores() {
+        Err(e) => errors.push(FieldError::new(at, e.to_string())),
+        Ok(cores) if cores < 0.001 => errors.push(FieldError::new(
+            at,
+            format!(
+                "must be at least 1m (one millicore), got {q:?}",
+                q = q.as_str()
+            ),
+        )),
+        Ok(_) => {}
+    }
+}
+
+fn check_memory(q: &Quantity, at: &str, errors: &mut Vec<FieldError>) {
+    // Below a few MiB no target or load generator starts; say so now rather than OOMKilled later.
+    const MIN: u64 = 4 * 1024 * 1024;
+    match q.bytes() {
+        Err(e) => errors.push(FieldError::new(at, e.to_string())),
+        Ok(b) if b < MIN => errors.push(FieldError::new(
+            at,
+            format!("must be at least 4Mi, got {:?}", q.as_str()),
+        )),
+        Ok(_) => {}
+    }
+}
+
+fn check_env(env: &[EnvVar], at: &str, errors: &mut Vec<FieldError>) {
+    for (i, var) in env.iter().enumerate() {
+        let valid = !var.name.is_empty()
+            && !var.name.starts_with(|c: char| c.is_ascii_digit())
+            && var
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+        if !valid {
+            errors.push(FieldError::new(
+                format!("{at}[{i}].name"),
+                format!(
+                    "invalid environment variable name {:?} (letters, digits, '_', '-', '.'; not starting with a digit)",
+                    var.name
+                ),
+            ));
+        }
+    }
+}
+
+/// Renders a serde_ignored path the way serde_path_to_error does: `spec.configurations[0].nme`.
+fn ignored_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", ignored_path(parent)),
+        Path::Map { parent, key } => {
+            let parent = ignored_path(parent);
+            if parent.is_empty() {
+                key.clone()
+            } else {
+                format!("{parent}.{key}")
+            }
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => ignored_path(parent),
+    }
+}
+
+/// serde_yaml appends " at line L column C" to its messages; the location is reported in its
+/// own fields, so drop the duplicate.
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(idx) => message[..idx].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: quickstart
+spec:
+  configurations:
+    - name: single-x1
+      mode: single
+      replicas: 1
+      cpu: 2
+    - name: pool-x2
+      mode: pool
+      replicas: 2
+      cpu: "1"
+      memory: 128Mi
+      poolSize: auto
+  workload:
+    endpoints: [{name: fast, path: /fast}, {name: slow, path: /slow}]
+    warmup: 2s
+    phases:
+      - name: fast-only
+        duration: 5s
+        load: [{endpoint: fast, connections: 2}]
+      - name: mixed
+        duration: 5s
+        load: [{endpoint: fast, connections: 2}, {endpoint: slow, rate: 4}]
+"#;
+
+    fn errors_of(yaml: &str) -> Vec<String> {
+        match parse_benchmark_run(yaml) {
+            Ok(_) => vec![],
+            Err(e) => e.errors.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    fn assert_error(yaml: &str, expected: &str) {
+        let errs = errors_of(yaml);
+        assert!(
+            errs.iter().any(|e| e.contains(expected)),
+            "expected an error containing {expected:?}, got {errs:#?}"
+        );
+    }
+
+    #[test]
+    fn a_good_spec_parses_with_defaults() {
+        let run = parse_benchmark_run(GOOD).unwrap();
+        assert_eq!(run.spec.configurations.len(), 2);
+        assert_eq!(run.spec.configurations[0].memory.as_str(), "256Mi");
+        assert_eq!(run.spec.target.port, 8080);
+        assert_eq!(run.spec.loadgen.parallelism, 1);
+    }
+
+    #[test]
+    fn yaml_syntax_errors_have_line_and_column() {
+        let broken = GOOD.replace("    - name: pool-x2", "    - name: [pool-x2");
+        let err = parse_benchmark_run(&broken).unwrap_err();
+        let e = &err.errors[0];
+        assert!(e.message.contains("YAML syntax error"), "{e}");
+        assert!(e.line.is_some() && e.column.is_some(), "{e}");
+    }
+
+    #[test]
+    fn unknown_fields_are_named_with_their_path() {
+        let typo = GOOD.replace("      poolSize: auto", "      poolsize: auto");
+        assert_error(&typo, "spec.configurations[1].poolsize: unknown field");
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let bad = GOOD.replace("replicas: 2", "replicas: two");
+        assert_error(&bad, "spec.configurations[1].replicas");
+    }
+
+    #[test]
+    fn duplicate_configuration_names_are_refused() {
+        let dup = GOOD.replace("name: pool-x2", "name: single-x1");
+        assert_error(
+            &dup,
+            "spec.configurations[1].name: duplicate name \"single-x1\" (also spec.configurations[0].name)",
+        );
+    }
+
+    #[test]
+    fn streams_must_name_known_endpoints() {
+        let bad = GOOD.replace("{endpoint: slow, rate: 4}", "{endpoint: slwo, rate: 4}");
+        assert_error(
+            &bad,
+            "spec.workload.phases[1].load[1].endpoint: unknown endpoint",
+        );
+    }
+
+    #[test]
+    fn connections_and_rate_are_exclusive() {
+        let bad = GOOD.replace(
+            "{endpoint: slow, rate: 4}",
+            "{endpoint: slow, rate: 4, connections: 1}",
+        );
+        assert_error(&bad, "spec.workload.phases[1].load[1]");
+    }
+
+    #[test]
+    fn zero_and_negative_durations_are_refused() {
+        assert_error(
+            &GOOD.replace("duration: 5s", "duration: 0s"),
+            "spec.workload.phases[0].duration: must be greater than 0",
+        );
+        assert_error(
+            &GOOD.replace("duration: 5s", "duration: -5s"),
+            "spec.workload.phases[0].duration",
+        );
+    }
+
+    #[test]
+    fn cpu_must_be_positive_and_fractions_quoted() {
+        assert_error(
+            &GOOD.replace("cpu: 2", "cpu: \"0\""),
+            "spec.configurations[0].cpu: must be at least 1m",
+        );
+        assert_error(&GOOD.replace("cpu: 2", "cpu: 0.5"), "must be quoted");
+        assert_error(
+            &GOOD.replace("cpu: 2", "cpu: lots"),
+            "spec.configurations[0].cpu",
+        );
+    }
+
+    #[test]
+    fn wrong_kind_is_refused() {
+        assert_error(
+            &GOOD.replace("kind: BenchmarkRun", "kind: Job"),
+            "kind: expected",
+        );
+    }
+
+    #[test]
+    fn axes_names_must_not_collide_with_configurations() {
+        let yaml =
+            format!("{GOOD}  axes:\n    modes: [single]\n    replicas: [1]\n    totalCpu: 2\n");
+        assert_error(&yaml, "generates cell \"single-x1\"");
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let bad = GOOD
+            .replace("name: pool-x2", "name: single-x1")
+            .replace("replicas: 2", "replicas: 0");
+        assert!(errors_of(&bad).len() >= 2, "{:#?}", errors_of(&bad));
+    }
+}
