@@ -1,6 +1,388 @@
-//! Command line (placeholder until this crate's issue lands).
+//! Command line: one-off use like wrk or oha, or `--plan FILE` for a phased workload.
+//!
+//! Exit codes: 0 when at least one request succeeded, 1 when none did (or the run could not be
+//! carried out), 2 for bad input (the message names the field or flag).
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
+use crate::plan::{self, Duration, Endpoint, FieldError, Phase, Stream, Workload};
+use crate::result::RunResult;
+use crate::summary;
+use crate::target_url::TargetUrl;
+
+/// Default closed-loop connections for one-off use (wrk's default).
+const DEFAULT_CONNECTIONS: u32 = 10;
+
+/// HTTP/1.1 load generator: closed loop (-c) or open loop (-R), HDR percentiles.
+#[derive(Parser, Debug)]
+#[command(name = "benchmatrix-loadgen", version, about, long_about = None)]
+struct Args {
+    /// Target URL for one-off use, e.g. http://127.0.0.1:8080/fast.
+    url: Option<String>,
+
+    /// Run a plan file (YAML or JSON: target, replicas, statsPath, threads, workload).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["url", "connections", "duration", "rate", "timeout", "warmup"])]
+    plan: Option<PathBuf>,
+
+    /// Closed loop: keep-alive connections (default 10). With -R: the most connections the
+    /// open loop may open (default 1000).
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    connections: Option<u32>,
+
+    /// How long to run, e.g. 10s, 1m30s (a bare number means seconds).
+    #[arg(
+        short = 'd',
+        long = "duration",
+        value_name = "DURATION",
+        default_value = "10s"
+    )]
+    duration: String,
+
+    /// Open loop: requests per second on a fixed schedule (latency from the intended send time).
+    #[arg(short = 'R', long = "rate", value_name = "RATE")]
+    rate: Option<f64>,
+
+    /// Worker threads (default: what this process's CPU quota allows).
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    threads: Option<u32>,
+
+    /// Per-request timeout, e.g. 2s (default 10s).
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+
+    /// Warm-up before measuring, not reported, e.g. 2s (default none).
+    #[arg(long, value_name = "DURATION")]
+    warmup: Option<String>,
+
+    /// Print the result document as one line of JSON on stdout instead of the summary.
+    #[arg(long)]
+    json: bool,
+
+    /// Also write the result document (JSON) to this file.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+
+    /// Write one JSON progress line per second to stderr.
+    #[arg(long = "progress-json")]
+    progress_json: bool,
+
+    /// Read the target's statistics from this path at phase boundaries (one-off use; plans
+    /// default to /stats).
+    #[arg(long = "stats-path", value_name = "PATH")]
+    stats_path: Option<String>,
+}
 
 /// Parses `args` (program name first) and runs.
-pub fn main(_args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
-    std::process::ExitCode::from(2)
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let args = match Args::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
+    let cfg = match config(&args) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    raise_fd_limit();
+    let progress_json = args.progress_json;
+    let mut on_progress = |p: &crate::timeline::Progress| {
+        if progress_json && let Ok(line) = serde_json::to_string(p) {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{line}");
+        }
+    };
+    let result = match engine::run(&cfg, &mut on_progress) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(code) = emit(&args, &result) {
+        return code;
+    }
+    if result.successful_requests() > 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: no request succeeded");
+        ExitCode::from(1)
+    }
+}
+
+fn emit(args: &Args, result: &RunResult) -> Result<(), ExitCode> {
+    let json = serde_json::to_string(result).map_err(|e| {
+        eprintln!("error: cannot encode the result: {e}");
+        ExitCode::from(1)
+    })?;
+    if let Some(path) = &args.out
+        && let Err(e) = std::fs::write(path, format!("{json}\n"))
+    {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        return Err(ExitCode::from(1));
+    }
+    let mut out = std::io::stdout().lock();
+    let text = if args.json {
+        format!("{json}\n")
+    } else {
+        summary::render(result)
+    };
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(())
+}
+
+/// A duration flag: the usual string forms, or a bare number of seconds as wrk accepts.
+fn cli_duration(flag: &str, text: &str) -> Result<Duration, FieldError> {
+    let parsed = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{text}s").parse::<Duration>()
+    } else {
+        text.parse::<Duration>()
+    };
+    parsed.map_err(|e| FieldError {
+        path: flag.into(),
+        message: e.to_string(),
+    })
+}
+
+fn field(path: &str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+fn default_threads() -> usize {
+    benchmatrix_quota::detect().detected_cpus.max(1)
+}
+
+fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
+    if let Some(path) = &args.plan {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![field(
+                "--plan",
+                format!("cannot read {}: {e}", path.display()),
+            )]
+        })?;
+        let plan = plan::parse_plan_file(&text)?;
+        let target: TargetUrl = plan
+            .target
+            .parse()
+            .map_err(|e: crate::target_url::ParseUrlError| vec![field("target", e.to_string())])?;
+        let threads = match (args.threads, plan.threads) {
+            (Some(0), _) => return Err(vec![field("--threads", "must be at least 1")]),
+            (Some(t), _) | (None, Some(t)) => t as usize,
+            (None, None) => default_threads(),
+        };
+        return Ok(RunConfig {
+            target,
+            workload: plan.workload,
+            threads,
+            replicas: plan.replicas,
+            stats_path: Some(
+                args.stats_path
+                    .clone()
+                    .or(plan.stats_path)
+                    .unwrap_or_else(|| "/stats".into()),
+            ),
+            open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
+        });
+    }
+    let mut errors = Vec::new();
+    let url = match &args.url {
+        None => {
+            return Err(vec![field(
+                "URL",
+                "give a target URL (e.g. http://127.0.0.1:8080/) or --plan FILE",
+            )]);
+        }
+        Some(u) => u
+            .parse::<TargetUrl>()
+            .map_err(|e| errors.push(field("URL", e.to_string())))
+            .ok(),
+    };
+    let duration = cli_duration("--duration", &args.duration)
+        .map_err(|e| errors.push(e))
+        .ok();
+    let timeout = args
+        .timeout
+        .as_deref()
+        .map(|t| cli_duration("--timeout", t))
+        .transpose()
+        .map_err(|e| errors.push(e))
+        .ok()
+        .flatten();
+    let warmup = args
+        .warmup
+        .as_deref()
+        .map(|t| cli_duration("--warmup", t))
+        .transpose()
+        .map_err(|e| errors.push(e))
+        .ok()
+        .flatten();
+    if args.connections == Some(0) {
+        errors.push(field("--connections", "must be at least 1"));
+    }
+    if let Some(r) = args.rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        errors.push(field("--rate", "must be a number greater than 0"));
+    }
+    if args.threads == Some(0) {
+        errors.push(field("--threads", "must be at least 1"));
+    }
+    if matches!(duration, Some(d) if d.is_zero()) {
+        errors.push(field("--duration", "must be greater than 0"));
+    }
+    if matches!(timeout, Some(d) if d.is_zero()) {
+        errors.push(field("--timeout", "must be greater than 0"));
+    }
+    if let Some(p) = &args.stats_path
+        && !p.starts_with('/')
+    {
+        errors.push(field("--stats-path", "must start with \"/\""));
+    }
+    let (Some(url), Some(duration), true) = (url, duration, errors.is_empty()) else {
+        return Err(errors);
+    };
+    // The URL's path is the one endpoint; the base is the bare host.
+    let path = if url.base_path.is_empty() {
+        "/".to_owned()
+    } else {
+        url.base_path.clone()
+    };
+    let target = TargetUrl {
+        base_path: String::new(),
+        ..url
+    };
+    let (stream, open_max_connections) = match args.rate {
+        Some(rate) => (
+            Stream {
+                endpoint: path.clone(),
+                connections: None,
+                rate: Some(rate),
+            },
+            args.connections
+                .map(|c| c as usize)
+                .unwrap_or(DEFAULT_OPEN_MAX_CONNECTIONS),
+        ),
+        None => (
+            Stream {
+                endpoint: path.clone(),
+                connections: Some(args.connections.unwrap_or(DEFAULT_CONNECTIONS)),
+                rate: None,
+            },
+            DEFAULT_OPEN_MAX_CONNECTIONS,
+        ),
+    };
+    let workload = Workload {
+        endpoints: vec![Endpoint {
+            name: path.clone(),
+            path,
+        }],
+        warmup: warmup.unwrap_or_default(),
+        phases: vec![Phase {
+            name: "run".into(),
+            duration,
+            load: vec![stream],
+        }],
+        timeout,
+    };
+    workload.validate()?;
+    Ok(RunConfig {
+        target,
+        workload,
+        threads: args
+            .threads
+            .map(|t| t as usize)
+            .unwrap_or_else(default_threads),
+        replicas: Vec::new(),
+        stats_path: args.stats_path.clone(),
+        open_max_connections,
+    })
+}
+
+/// Lifts the open-file limit to its hard maximum: an open loop against a stalled target may
+/// need many sockets, and the soft default (often 1024) is an accident of history.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<RunConfig, Vec<FieldError>> {
+        let mut v = vec!["benchmatrix-loadgen"];
+        v.extend_from_slice(args);
+        config(&Args::try_parse_from(v).unwrap())
+    }
+
+    #[test]
+    fn one_off_flags_build_a_single_phase() {
+        let c = parse(&[
+            "-c",
+            "64",
+            "-d",
+            "3",
+            "-t",
+            "2",
+            "http://127.0.0.1:9/healthz",
+        ])
+        .unwrap();
+        assert_eq!(c.threads, 2);
+        assert_eq!(c.workload.phases[0].duration, Duration::from_secs(3));
+        assert_eq!(c.workload.phases[0].load[0].connections, Some(64));
+        assert_eq!(c.workload.endpoints[0].path, "/healthz");
+        let c = parse(&["-R", "50", "-c", "7", "http://127.0.0.1:9"]).unwrap();
+        assert_eq!(c.workload.phases[0].load[0].rate, Some(50.0));
+        assert_eq!(c.open_max_connections, 7);
+        assert_eq!(c.workload.endpoints[0].path, "/");
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        let paths = |args: &[&str]| -> Vec<String> {
+            parse(args)
+                .unwrap_err()
+                .into_iter()
+                .map(|e| e.path)
+                .collect()
+        };
+        assert_eq!(paths(&["-c", "0", "http://h:1"]), ["--connections"]);
+        assert_eq!(paths(&["-R", "0", "http://h:1"]), ["--rate"]);
+        assert_eq!(paths(&["ftp://h"]), ["URL"]);
+        assert_eq!(paths(&["-d", "ten", "http://h:1"]), ["--duration"]);
+        assert_eq!(paths(&["--timeout", "0s", "http://h:1"]), ["--timeout"]);
+        assert_eq!(paths(&[]), ["URL"]);
+    }
 }

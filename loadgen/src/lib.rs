@@ -5,8 +5,14 @@
 //! [`plan::Workload`] in its CRD and reuses [`result::LatencyMs`] in its status.
 
 pub mod cli;
+pub mod conn;
 pub mod duration;
+pub mod engine;
 pub mod histogram;
 pub mod plan;
+pub mod probe;
+pub mod recorder;
 pub mod result;
+pub mod summary;
 pub mod target_url;
+pub mod timeline;

@@ -94,7 +94,7 @@ pub struct StreamResult {
     /// Open loop only: the requests per second the schedule asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_rps: Option<f64>,
-    /// Open loop only: sends that started more than 1 ms after their intended time (no free
+    /// Open loop only: sends that started more than 2 ms after their intended time (no free
     /// connection, or the generator itself was behind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_sends: Option<u64>,

@@ -1,0 +1,27 @@
+//! A minimal axum server for benchmarks and manual checks: `GET /` and `/healthz` answer "ok".
+//!
+//! `cargo run --release -p benchmatrix-loadgen --example hello_server -- [PORT] [THREADS]`
+//! prints `listening on http://127.0.0.1:PORT` once bound (PORT 0 picks a free one). THREADS
+//! (default 1) sizes tokio's worker pool, so the peers benchmark can leave the other core to the
+//! load generator under test.
+
+use axum::Router;
+use axum::routing::get;
+
+fn main() -> std::io::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let port: u16 = args.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let threads: usize = args.next().and_then(|t| t.parse().ok()).unwrap_or(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .route("/healthz", get(|| async { "ok" }));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        println!("listening on http://{}", listener.local_addr()?);
+        axum::serve(listener, app).await
+    })
+}

@@ -1,0 +1,101 @@
+//! Closed loop: one keep-alive connection sends its next request as soon as the previous answer
+//! arrives (wrk, autocannon). Latency runs from the write of the request to the last byte of the
+//! answer; connection setup is not part of it.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::StreamCtx;
+use crate::conn::Conn;
+use crate::recorder::Recorder;
+use crate::result::ErrorKind;
+
+/// Pause after a failed connect, so a closed port is not hammered in a busy loop.
+pub(crate) const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(10);
+
+/// Opens a connection before `deadline`; failures are recorded (as connect errors) and `None`
+/// returned. `None` is also returned without recording when `end` comes first.
+pub(crate) async fn connect_until(
+    ctx: &StreamCtx,
+    rec: &RefCell<Recorder>,
+    end: Instant,
+) -> Option<Conn> {
+    let deadline = (Instant::now() + ctx.timeout).min(end);
+    match tokio::time::timeout_at(deadline, Conn::connect(ctx.addr)).await {
+        Ok(Ok(c)) => {
+            rec.borrow_mut().totals.connections_opened += 1;
+            Some(c)
+        }
+        Ok(Err(_)) => {
+            rec.borrow_mut().failure(ErrorKind::Connect);
+            let pause = (Instant::now() + CONNECT_RETRY_PAUSE).min(end);
+            tokio::time::sleep_until(pause).await;
+            None
+        }
+        Err(_) if deadline < end => {
+            rec.borrow_mut().failure(ErrorKind::Connect);
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+/// Runs one closed-loop connection until `end`.
+pub(crate) async fn run_connection(ctx: &StreamCtx, rec: &RefCell<Recorder>, end: Instant) {
+    let mut conn: Option<Conn> = None;
+    let sleep = tokio::time::sleep_until(end);
+    tokio::pin!(sleep);
+    loop {
+        if Instant::now() >= end {
+            return;
+        }
+        let c = match conn.as_mut() {
+            Some(c) => c,
+            None => match connect_until(ctx, rec, end).await {
+                Some(c) => conn.insert(c),
+                None => continue,
+            },
+        };
+        let sent = Instant::now();
+        let deadline = (sent + ctx.timeout).min(end);
+        sleep.as_mut().reset(deadline);
+        let outcome = tokio::select! {
+            biased;
+            r = c.exchange(&ctx.request) => Some(r),
+            _ = &mut sleep => None,
+        };
+        let mut rec = rec.borrow_mut();
+        match outcome {
+            Some(Ok(resp)) => {
+                match ErrorKind::from_status(resp.status) {
+                    None => rec.success(micros(Instant::now() - sent), None),
+                    Some(kind) => rec.failure(kind),
+                }
+                if !resp.keep_alive {
+                    conn = None;
+                }
+            }
+            Some(Err(kind)) => {
+                rec.failure(kind);
+                conn = None;
+            }
+            None if deadline >= end => {
+                // The phase ended first: the request is neither a success nor an error.
+                rec.totals.in_flight_at_end += 1;
+                return;
+            }
+            None => {
+                rec.failure(ErrorKind::Timeout);
+                conn = None;
+            }
+        }
+    }
+}
+
+/// Whole microseconds of `d`, saturating.
+#[inline]
+pub(crate) fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,484 @@
+//! The engine: worker threads, phases back to back, and the result document.
+//!
+//! Each worker is an OS thread with its own current-thread tokio runtime (no work stealing, no
+//! cross-thread wake-ups on the request path). The coordinating thread hands each worker its
+//! share of a phase (connections round-robin; open-loop schedules interleaved), merges the
+//! per-second reports into progress lines and timelines, adds the workers' histograms when the
+//! phase ends, and takes the target's `/stats` between phases.
+
+mod closed;
+mod open;
+
+use std::cell::RefCell;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use tokio::task::LocalSet;
+
+use crate::conn::build_request;
+use crate::histogram;
+use crate::plan::{LoadMode, Phase, Workload};
+use crate::probe;
+use crate::recorder::{Recorder, SecondCounts, StreamTotals};
+use crate::result::{
+    LatencyMs, PhaseResult, RESULT_VERSION, ReplicaStats, RunResult, StreamMode, StreamResult,
+};
+use crate::target_url::TargetUrl;
+use crate::timeline::{Progress, TimelineBuilder};
+
+/// Name of the warm-up in progress lines.
+pub const WARMUP_PHASE: &str = "warmup";
+
+/// Default cap on the connections one open-loop stream may hold open, across all workers.
+pub const DEFAULT_OPEN_MAX_CONNECTIONS: usize = 1000;
+
+/// How long the coordinator waits for workers past a phase's end before giving up on them.
+const WORKER_GRACE: Duration = Duration::from_secs(5);
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Where to send requests.
+    pub target: TargetUrl,
+    /// What to send.
+    pub workload: Workload,
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// Replica addresses whose `/stats` are read; empty means the target itself.
+    pub replicas: Vec<String>,
+    /// Path of the statistics endpoint; `None` turns snapshots off.
+    pub stats_path: Option<String>,
+    /// Cap on the connections of each open-loop stream (all workers together).
+    pub open_max_connections: usize,
+}
+
+/// Why a run could not be carried out (as opposed to requests failing, which are results).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The target's host name did not resolve.
+    #[error("cannot resolve target {0}: {1}")]
+    Resolve(String, String),
+    /// A worker thread could not start or stopped answering.
+    #[error("load-generator worker failed: {0}")]
+    Worker(String),
+}
+
+/// What one stream needs on a worker.
+pub(crate) struct StreamCtx {
+    pub addr: SocketAddr,
+    pub request: Vec<u8>,
+    pub timeout: Duration,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum WorkerMode {
+    Closed { connections: u32 },
+    Open(open::Schedule),
+}
+
+struct WorkerStream {
+    index: usize,
+    request: Arc<Vec<u8>>,
+    mode: WorkerMode,
+}
+
+struct PhaseCmd {
+    addr: SocketAddr,
+    timeout: Duration,
+    start: Instant,
+    end: Instant,
+    streams: Vec<WorkerStream>,
+}
+
+enum Msg {
+    Second {
+        second: u32,
+        streams: Vec<(usize, SecondCounts)>,
+    },
+    Done {
+        totals: Vec<(usize, StreamTotals)>,
+    },
+}
+
+struct Worker {
+    commands: Sender<PhaseCmd>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// Runs the whole workload and returns the result document; `on_progress` gets one line per
+/// second per phase (warm-up included, under [`WARMUP_PHASE`]).
+pub fn run(
+    cfg: &RunConfig,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    let authority = cfg.target.socket_authority();
+    let addr = authority
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Resolve(authority.clone(), e.to_string()))?
+        .next()
+        .ok_or_else(|| EngineError::Resolve(authority.clone(), "no address".into()))?;
+    let threads = cfg.threads.max(1);
+    let (msg_tx, msg_rx) = mpsc::channel::<Msg>();
+    let mut workers = Vec::with_capacity(threads);
+    for id in 0..threads {
+        let (cmd_tx, cmd_rx) = mpsc::channel::<PhaseCmd>();
+        let tx = msg_tx.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("loadgen-{id}"))
+            .spawn(move || worker_main(cmd_rx, tx))
+            .map_err(|e| EngineError::Worker(e.to_string()))?;
+        workers.push(Worker {
+            commands: cmd_tx,
+            thread,
+        });
+    }
+    drop(msg_tx);
+
+    let w = &cfg.workload;
+    let timeout = w.timeout_or_default().get();
+    let requests: Vec<Arc<Vec<u8>>> = w
+        .endpoints
+        .iter()
+        .map(|e| {
+            Arc::new(build_request(
+                &cfg.target.host_header(),
+                &cfg.target.join(&e.path),
+            ))
+        })
+        .collect();
+    let ctx = PhaseCtx {
+        cfg,
+        addr,
+        timeout,
+        requests: &requests,
+        workers: &workers,
+        msgs: &msg_rx,
+    };
+
+    let mut result = RunResult {
+        version: RESULT_VERSION,
+        target: cfg.target.to_string(),
+        threads: threads as u32,
+        generators: 1,
+        phases: Vec::with_capacity(w.phases.len()),
+    };
+    let outcome = (|| {
+        if let Some(first) = w.phases.first()
+            && !w.warmup.is_zero()
+        {
+            let warm = Phase {
+                name: WARMUP_PHASE.into(),
+                duration: w.warmup,
+                load: first.load.clone(),
+            };
+            ctx.run_phase(&warm, on_progress)?;
+        }
+        for phase in &w.phases {
+            let start_stats = ctx.snapshots();
+            let mut pr = ctx.run_phase(phase, on_progress)?;
+            let end_stats = ctx.snapshots();
+            pr.target_stats = pair_snapshots(start_stats, end_stats);
+            result.phases.push(pr);
+        }
+        Ok(())
+    })();
+    // Closing the command channels ends the workers.
+    for wk in workers {
+        drop(wk.commands);
+        let _ = wk.thread.join();
+    }
+    outcome.map(|()| result)
+}
+
+struct PhaseCtx<'a> {
+    cfg: &'a RunConfig,
+    addr: SocketAddr,
+    timeout: Duration,
+    requests: &'a [Arc<Vec<u8>>],
+    workers: &'a [Worker],
+    msgs: &'a Receiver<Msg>,
+}
+
+type Snapshots = Vec<(String, Result<crate::result::TargetStats, String>)>;
+
+impl PhaseCtx<'_> {
+    fn snapshots(&self) -> Snapshots {
+        let Some(path) = &self.cfg.stats_path else {
+            return Vec::new();
+        };
+        let addresses: Vec<String> = if self.cfg.replicas.is_empty() {
+            vec![self.cfg.target.socket_authority()]
+        } else {
+            self.cfg.replicas.clone()
+        };
+        addresses
+            .into_iter()
+            .map(|a| {
+                let s = probe::snapshot(&a, path);
+                (a, s)
+            })
+            .collect()
+    }
+
+    fn run_phase(
+        &self,
+        phase: &Phase,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<PhaseResult, EngineError> {
+        let endpoints = &self.cfg.workload.endpoints;
+        let threads = self.workers.len();
+        // A short lead so every worker starts on the same instant.
+        let start = Instant::now() + Duration::from_millis(20);
+        let end = start + phase.duration.get();
+        let mut per_worker: Vec<Vec<WorkerStream>> = (0..threads).map(|_| Vec::new()).collect();
+        let mut next_worker = 0usize;
+        let mut names = Vec::with_capacity(phase.load.len());
+        let mut modes = Vec::with_capacity(phase.load.len());
+        for (i, stream) in phase.load.iter().enumerate() {
+            let ep = endpoints
+                .iter()
+                .position(|e| e.name == stream.endpoint)
+                .ok_or_else(|| {
+                    EngineError::Worker(format!("unknown endpoint {}", stream.endpoint))
+                })?;
+            names.push(stream.endpoint.clone());
+            let mode = stream
+                .mode()
+                .ok_or_else(|| EngineError::Worker("stream without a mode".into()))?;
+            modes.push(mode);
+            match mode {
+                LoadMode::Closed { connections } => {
+                    let mut shares = vec![0u32; threads];
+                    for _ in 0..connections {
+                        shares[next_worker % threads] += 1;
+                        next_worker += 1;
+                    }
+                    for (wi, n) in shares.into_iter().enumerate() {
+                        if n > 0 {
+                            per_worker[wi].push(WorkerStream {
+                                index: i,
+                                request: self.requests[ep].clone(),
+                                mode: WorkerMode::Closed { connections: n },
+                            });
+                        }
+                    }
+                }
+                LoadMode::Open { rate } => {
+                    let cap = self.cfg.open_max_connections.max(threads);
+                    for (wi, list) in per_worker.iter_mut().enumerate() {
+                        list.push(WorkerStream {
+                            index: i,
+                            request: self.requests[ep].clone(),
+                            mode: WorkerMode::Open(open::Schedule {
+                                origin: tokio::time::Instant::from_std(start),
+                                interval_nanos: 1e9 / rate,
+                                first: wi as u64,
+                                stride: threads as u64,
+                                max_connections: cap.div_ceil(threads),
+                            }),
+                        });
+                    }
+                }
+            }
+        }
+        for (wk, streams) in self.workers.iter().zip(per_worker) {
+            wk.commands
+                .send(PhaseCmd {
+                    addr: self.addr,
+                    timeout: self.timeout,
+                    start,
+                    end,
+                    streams,
+                })
+                .map_err(|_| EngineError::Worker("a worker thread has stopped".into()))?;
+        }
+
+        let mut timeline = TimelineBuilder::new(&phase.name, names.clone(), threads);
+        let mut totals: Vec<StreamTotals> = modes
+            .iter()
+            .map(|m| StreamTotals::new(matches!(m, LoadMode::Open { .. })))
+            .collect();
+        let mut done = 0;
+        let give_up = end + self.timeout.min(WORKER_GRACE) + WORKER_GRACE;
+        while done < threads {
+            let wait = give_up.saturating_duration_since(Instant::now());
+            match self.msgs.recv_timeout(wait) {
+                Ok(Msg::Second { second, streams }) => {
+                    for line in timeline.add(second, streams) {
+                        on_progress(&line);
+                    }
+                }
+                Ok(Msg::Done { totals: worker }) => {
+                    for (i, t) in worker {
+                        totals[i].add(&t);
+                    }
+                    done += 1;
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(EngineError::Worker(format!(
+                        "workers did not finish phase {:?} in time",
+                        phase.name
+                    )));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(EngineError::Worker("a worker thread has stopped".into()));
+                }
+            }
+        }
+        let duration_secs = (end - start).as_secs_f64();
+        let streams = totals
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| stream_result(&names[i], modes[i], t, duration_secs, &timeline, i))
+            .collect();
+        Ok(PhaseResult {
+            name: phase.name.clone(),
+            duration_secs,
+            streams,
+            target_stats: Vec::new(),
+        })
+    }
+}
+
+fn stream_result(
+    endpoint: &str,
+    mode: LoadMode,
+    t: StreamTotals,
+    duration_secs: f64,
+    timeline: &TimelineBuilder,
+    index: usize,
+) -> StreamResult {
+    let open = matches!(mode, LoadMode::Open { .. });
+    StreamResult {
+        endpoint: endpoint.to_owned(),
+        mode: if open {
+            StreamMode::Open
+        } else {
+            StreamMode::Closed
+        },
+        requests: t.requests,
+        errors: t.errors,
+        rps: (t.requests - t.errors) as f64 / duration_secs,
+        latency_ms: LatencyMs::from_histogram(&t.hist),
+        errors_by_kind: t.by_kind,
+        in_flight_at_end: t.in_flight_at_end,
+        connections_opened: t.connections_opened,
+        timeline: timeline.points(index, duration_secs),
+        histogram: histogram::encode(&t.hist),
+        offered_rps: match mode {
+            LoadMode::Open { rate } => Some(rate),
+            LoadMode::Closed { .. } => None,
+        },
+        late_sends: open.then_some(t.late_sends),
+        uncorrected_latency_ms: t.uncorrected.as_ref().map(LatencyMs::from_histogram),
+        uncorrected_histogram: t.uncorrected.as_ref().map(histogram::encode),
+    }
+}
+
+fn pair_snapshots(start: Snapshots, end: Snapshots) -> Vec<ReplicaStats> {
+    start
+        .into_iter()
+        .zip(end)
+        .map(|((address, s), (_, e))| {
+            let error = match (&s, &e) {
+                (Err(a), _) => Some(a.clone()),
+                (_, Err(b)) => Some(b.clone()),
+                _ => None,
+            };
+            let (s, e) = (s.ok(), e.ok());
+            let delta = |f: fn(&crate::result::TargetStats) -> Option<f64>| match (&s, &e) {
+                (Some(a), Some(b)) => Some(f(b)? - f(a)?),
+                _ => None,
+            };
+            ReplicaStats {
+                cpu_seconds_in_phase: delta(|t| t.cpu_seconds_used),
+                requests_served_in_phase: delta(|t| t.requests_served),
+                address,
+                start: s,
+                end: e,
+                error,
+            }
+        })
+        .collect()
+}
+
+fn worker_main(commands: Receiver<PhaseCmd>, msgs: Sender<Msg>) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start a worker runtime: {e}");
+            return;
+        }
+    };
+    while let Ok(cmd) = commands.recv() {
+        let local = LocalSet::new();
+        let totals = rt.block_on(local.run_until(run_worker_phase(cmd, &msgs)));
+        if msgs.send(Msg::Done { totals }).is_err() {
+            return;
+        }
+    }
+}
+
+async fn run_worker_phase(cmd: PhaseCmd, msgs: &Sender<Msg>) -> Vec<(usize, StreamTotals)> {
+    let start = tokio::time::Instant::from_std(cmd.start);
+    let end = tokio::time::Instant::from_std(cmd.end);
+    tokio::time::sleep_until(start).await;
+    let mut recorders: Vec<(usize, Rc<RefCell<Recorder>>)> = Vec::new();
+    let mut tasks = Vec::new();
+    for ws in cmd.streams {
+        let ctx = Rc::new(StreamCtx {
+            addr: cmd.addr,
+            request: ws.request.as_ref().clone(),
+            timeout: cmd.timeout,
+        });
+        let open = matches!(ws.mode, WorkerMode::Open(_));
+        let rec = Rc::new(RefCell::new(Recorder::new(open)));
+        recorders.push((ws.index, rec.clone()));
+        match ws.mode {
+            WorkerMode::Closed { connections } => {
+                for _ in 0..connections {
+                    let (ctx, rec) = (ctx.clone(), rec.clone());
+                    tasks.push(tokio::task::spawn_local(async move {
+                        closed::run_connection(&ctx, &rec, end).await
+                    }));
+                }
+            }
+            WorkerMode::Open(schedule) => {
+                tasks.push(tokio::task::spawn_local(open::run_stream(
+                    ctx, rec, schedule, end,
+                )));
+            }
+        }
+    }
+    let flush = |second: u32| Msg::Second {
+        second,
+        streams: recorders
+            .iter()
+            .map(|(i, r)| (*i, r.borrow_mut().take_second()))
+            .collect(),
+    };
+    let mut second = 0u32;
+    loop {
+        let tick = start + Duration::from_secs(u64::from(second) + 1);
+        if tick >= end {
+            break;
+        }
+        tokio::time::sleep_until(tick).await;
+        let _ = msgs.send(flush(second));
+        second += 1;
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let _ = msgs.send(flush(second));
+    recorders
+        .into_iter()
+        .map(|(i, r)| (i, r.borrow().totals.clone()))
+        .collect()
+}

@@ -1,0 +1,181 @@
+//! Open loop: requests are due on a fixed schedule computed from one origin
+//! (`origin + k * interval`), whatever the target does. A due request waits for an idle
+//! connection, or a new one is opened (up to a cap), and its latency runs from the intended time,
+//! so a stalled target shows up in the percentiles instead of quietly slowing the senders down
+//! (coordinated omission). The latency from the actual send is recorded beside it.
+//!
+//! Timers are tokio's, with 1 ms granularity: a send may start up to about 1 ms after its
+//! intended time, and that delay is part of the corrected latency, as it should be.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::StreamCtx;
+use super::closed::{connect_until, micros};
+use crate::conn::Conn;
+use crate::recorder::{LATE_SEND_THRESHOLD, Recorder};
+use crate::result::ErrorKind;
+
+/// This worker's share of an open-loop schedule.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Schedule {
+    /// Time of send number 0 of the whole stream.
+    pub origin: Instant,
+    /// Time between consecutive sends of the whole stream, in nanoseconds.
+    pub interval_nanos: f64,
+    /// This worker sends numbers `first`, `first + stride`, `first + 2 * stride`, ...
+    pub first: u64,
+    /// Number of workers sharing the stream.
+    pub stride: u64,
+    /// Most connections this worker may open for the stream at once.
+    pub max_connections: usize,
+}
+
+impl Schedule {
+    /// Intended time of this worker's `k`-th send.
+    fn due(&self, k: u64) -> Instant {
+        let n = (self.first + k * self.stride) as f64;
+        self.origin + std::time::Duration::from_nanos((n * self.interval_nanos) as u64)
+    }
+}
+
+/// State shared by the scheduler and the connection tasks of one stream on one worker.
+struct Shared {
+    due: RefCell<VecDeque<Instant>>,
+    wake: Notify,
+    idle: Cell<usize>,
+    open: Cell<usize>,
+}
+
+/// Runs the schedule until `end`, then waits for the connection tasks, which stop by `end`.
+pub(crate) async fn run_stream(
+    ctx: Rc<StreamCtx>,
+    rec: Rc<RefCell<Recorder>>,
+    schedule: Schedule,
+    end: Instant,
+) {
+    let shared = Rc::new(Shared {
+        due: RefCell::new(VecDeque::new()),
+        wake: Notify::new(),
+        idle: Cell::new(0),
+        open: Cell::new(0),
+    });
+    let mut tasks = Vec::new();
+    let sleep = tokio::time::sleep_until(end);
+    tokio::pin!(sleep);
+    let mut k = 0u64;
+    loop {
+        let due = schedule.due(k);
+        if due >= end {
+            break;
+        }
+        k += 1;
+        if due > Instant::now() {
+            sleep.as_mut().reset(due);
+            (&mut sleep).await;
+        }
+        shared.due.borrow_mut().push_back(due);
+        if shared.idle.get() == 0 && shared.open.get() < schedule.max_connections {
+            shared.open.set(shared.open.get() + 1);
+            tasks.push(tokio::task::spawn_local(run_connection(
+                ctx.clone(),
+                rec.clone(),
+                shared.clone(),
+                end,
+            )));
+        } else {
+            shared.wake.notify_one();
+        }
+    }
+    // Wake every idle task so each sees the end and returns.
+    sleep.as_mut().reset(end);
+    (&mut sleep).await;
+    shared.wake.notify_waiters();
+    for t in tasks {
+        let _ = t.await;
+    }
+    // Sends that were due but never started were waiting for a connection at the end: they
+    // count as cut, like requests in flight.
+    let left = shared.due.borrow().len() as u64;
+    rec.borrow_mut().totals.in_flight_at_end += left;
+}
+
+async fn run_connection(
+    ctx: Rc<StreamCtx>,
+    rec: Rc<RefCell<Recorder>>,
+    shared: Rc<Shared>,
+    end: Instant,
+) {
+    let mut conn: Option<Conn> = None;
+    let sleep = tokio::time::sleep_until(end);
+    tokio::pin!(sleep);
+    loop {
+        // Take the oldest due send, or wait for one.
+        let due = loop {
+            if Instant::now() >= end {
+                return;
+            }
+            if let Some(d) = shared.due.borrow_mut().pop_front() {
+                break d;
+            }
+            shared.idle.set(shared.idle.get() + 1);
+            sleep.as_mut().reset(end);
+            tokio::select! {
+                biased;
+                _ = shared.wake.notified() => {}
+                _ = &mut sleep => {}
+            }
+            shared.idle.set(shared.idle.get() - 1);
+        };
+        let c = match conn.as_mut() {
+            Some(c) => c,
+            None => match connect_until(&ctx, &rec, end).await {
+                Some(c) => conn.insert(c),
+                None => {
+                    // The connect failure was counted against this send.
+                    continue;
+                }
+            },
+        };
+        let sent = Instant::now();
+        if sent.saturating_duration_since(due) > LATE_SEND_THRESHOLD {
+            rec.borrow_mut().totals.late_sends += 1;
+        }
+        let deadline = (sent + ctx.timeout).min(end);
+        sleep.as_mut().reset(deadline);
+        let outcome = tokio::select! {
+            biased;
+            r = c.exchange(&ctx.request) => Some(r),
+            _ = &mut sleep => None,
+        };
+        let done = Instant::now();
+        let mut r = rec.borrow_mut();
+        match outcome {
+            Some(Ok(resp)) => {
+                match ErrorKind::from_status(resp.status) {
+                    None => r.success(micros(done - due), Some(micros(done - sent))),
+                    Some(kind) => r.failure(kind),
+                }
+                if !resp.keep_alive {
+                    conn = None;
+                }
+            }
+            Some(Err(kind)) => {
+                r.failure(kind);
+                conn = None;
+            }
+            None if deadline >= end => {
+                r.totals.in_flight_at_end += 1;
+                return;
+            }
+            None => {
+                r.failure(ErrorKind::Timeout);
+                conn = None;
+            }
+        }
+    }
+}

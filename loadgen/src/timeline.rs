@@ -1,0 +1,169 @@
+//! Per-second timelines: workers send each second's counts; this merges them across workers,
+//! yields progress lines as soon as every worker has reported a second, and builds the
+//! timeline points of the result.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::histogram::{self, LatencyHistogram, TIMELINE_SIGFIG};
+use crate::recorder::SecondCounts;
+use crate::result::{LatencyMs, TimelinePoint, timeline_point};
+
+/// One line of `--progress-json`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Phase name (`"warmup"` during warm-up).
+    pub phase: String,
+    /// Whole seconds since the phase started, at the end of the reported second.
+    pub elapsed_secs: u32,
+    /// One entry per stream.
+    pub streams: Vec<StreamProgress>,
+}
+
+/// A stream's state in a progress line.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamProgress {
+    /// Endpoint name.
+    pub endpoint: String,
+    /// Requests finished since the phase started.
+    pub requests: u64,
+    /// Successful requests per second in the last second.
+    pub rps: f64,
+    /// 99th percentile latency in the last second, milliseconds.
+    pub p99_ms: f64,
+    /// Failed requests since the phase started.
+    pub errors: u64,
+}
+
+struct Second {
+    reports: usize,
+    streams: Vec<SecondCounts>,
+}
+
+/// Merges per-worker seconds for one phase.
+pub struct TimelineBuilder {
+    phase: String,
+    endpoints: Vec<String>,
+    workers: usize,
+    seconds: BTreeMap<u32, Second>,
+    totals: Vec<(u64, u64)>,
+    next_progress: u32,
+}
+
+impl TimelineBuilder {
+    /// A builder for a phase with these stream endpoints and worker count.
+    pub fn new(phase: &str, endpoints: Vec<String>, workers: usize) -> Self {
+        let n = endpoints.len();
+        Self {
+            phase: phase.to_owned(),
+            endpoints,
+            workers,
+            seconds: BTreeMap::new(),
+            totals: vec![(0, 0); n],
+            next_progress: 0,
+        }
+    }
+
+    /// Adds one worker's report for `second`; returns the progress lines that became complete.
+    pub fn add(&mut self, second: u32, streams: Vec<(usize, SecondCounts)>) -> Vec<Progress> {
+        let n = self.endpoints.len();
+        let entry = self.seconds.entry(second).or_insert_with(|| Second {
+            reports: 0,
+            streams: (0..n).map(|_| SecondCounts::new()).collect(),
+        });
+        entry.reports += 1;
+        for (i, s) in streams {
+            let slot = &mut entry.streams[i];
+            slot.requests += s.requests;
+            slot.errors += s.errors;
+            // Same precision and bounds, so this is exact and cannot fail.
+            let _ = slot.hist.add(&s.hist);
+        }
+        let mut out = Vec::new();
+        while let Some(sec) = self.seconds.get(&self.next_progress) {
+            if sec.reports < self.workers {
+                break;
+            }
+            let mut streams = Vec::with_capacity(n);
+            for (i, s) in sec.streams.iter().enumerate() {
+                self.totals[i].0 += s.requests;
+                self.totals[i].1 += s.errors;
+                streams.push(StreamProgress {
+                    endpoint: self.endpoints[i].clone(),
+                    requests: self.totals[i].0,
+                    rps: (s.requests - s.errors) as f64,
+                    p99_ms: LatencyMs::from_histogram(&s.hist).p99,
+                    errors: self.totals[i].1,
+                });
+            }
+            self.next_progress += 1;
+            out.push(Progress {
+                phase: self.phase.clone(),
+                elapsed_secs: self.next_progress,
+                streams,
+            });
+        }
+        out
+    }
+
+    /// The timeline points of stream `i`; `duration_secs` sizes the last, partial second.
+    pub fn points(&self, i: usize, duration_secs: f64) -> Vec<TimelinePoint> {
+        let empty: LatencyHistogram = histogram::new_histogram(TIMELINE_SIGFIG);
+        let last = duration_secs.ceil().max(1.0) as u32;
+        (0..last)
+            .map(|second| {
+                let width = (duration_secs - second as f64).clamp(1e-3, 1.0);
+                match self.seconds.get(&second) {
+                    Some(s) => {
+                        let c = &s.streams[i];
+                        timeline_point(
+                            second,
+                            c.requests,
+                            c.errors,
+                            (c.requests - c.errors) as f64 / width,
+                            &c.hist,
+                        )
+                    }
+                    None => timeline_point(second, 0, 0, 0.0, &empty),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::record;
+
+    fn counts(requests: u64, errors: u64, latency: u64) -> SecondCounts {
+        let mut c = SecondCounts::new();
+        c.requests = requests;
+        c.errors = errors;
+        for _ in 0..requests - errors {
+            record(&mut c.hist, latency);
+        }
+        c
+    }
+
+    #[test]
+    fn progress_waits_for_every_worker_and_points_merge() {
+        let mut b = TimelineBuilder::new("p", vec!["a".into()], 2);
+        assert!(b.add(0, vec![(0, counts(10, 1, 1000))]).is_empty());
+        let lines = b.add(0, vec![(0, counts(5, 0, 3000))]);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].streams[0].requests, 15);
+        assert_eq!(lines[0].streams[0].errors, 1);
+        assert_eq!(lines[0].elapsed_secs, 1);
+        b.add(1, vec![(0, counts(4, 0, 1000))]);
+        let points = b.points(0, 2.5);
+        assert_eq!(points.len(), 3);
+        assert_eq!(points[0].requests, 15);
+        assert_eq!(points[0].rps, 14.0);
+        assert_eq!(points[1].requests, 4);
+        assert_eq!(points[2].requests, 0);
+    }
+}
