@@ -9,8 +9,11 @@ const SERVER = fileURLToPath(new URL('../server.js', import.meta.url));
  * Starts `node server.js` with PORT=0 and the given env; resolves once it printed its
  * `listening on` line, with { url, child, stderr(), exited }.
  */
-export function startServer(env = {}, { timeoutMs = 15_000 } = {}) {
-  const child = spawn(process.execPath, [SERVER], {
+export function startServer(env = {}, { timeoutMs = 15_000, command = [] } = {}) {
+  // `command` wraps the start (e.g. a shell that first joins a cgroup); it gets node and
+  // server.js as its last two arguments.
+  const [program, ...args] = [...command, process.execPath, SERVER];
+  const child = spawn(program, args, {
     env: { ...process.env, PORT: '0', BENCH_HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
