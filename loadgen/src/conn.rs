@@ -89,11 +89,6 @@ impl Conn {
             if (100..200).contains(&status) {
                 continue;
             }
-            let framing = if status == 204 || status == 304 {
-                Framing::Length(0)
-            } else {
-                framing
-            };
             match framing {
                 Framing::Length(n) => self.skip(n).await?,
                 Framing::Chunked => self.skip_chunked().await?,
@@ -283,6 +278,10 @@ fn parse_head(data: &[u8]) -> Result<Option<(u16, Framing, bool, usize)>, ErrorK
                 keep_alive = true;
             }
         }
+    }
+    // These answers never carry a body, whatever their headers say.
+    if status == 204 || status == 304 || (100..200).contains(&status) {
+        framing = Framing::Length(0);
     }
     if framing == Framing::UntilClose {
         keep_alive = false;

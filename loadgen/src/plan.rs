@@ -322,7 +322,10 @@ pub struct Parsed<T> {
 
 /// Parses YAML or JSON (JSON is read as YAML, of which it is a subset) into `T`, naming the field
 /// path on error and collecting unknown fields.
-pub fn parse_document<T: DeserializeOwned>(text: &str) -> Result<Parsed<T>, FieldError> {
+///
+/// On error the list holds the failure and, before it, any unknown fields seen so far (a
+/// misspelt field is often why a required one is "missing").
+pub fn parse_document<T: DeserializeOwned>(text: &str) -> Result<Parsed<T>, Vec<FieldError>> {
     let mut unknown_fields = Vec::new();
     let de = serde_yaml::Deserializer::from_str(text);
     let mut on_unknown =
@@ -335,12 +338,18 @@ pub fn parse_document<T: DeserializeOwned>(text: &str) -> Result<Parsed<T>, Fiel
         }),
         Err(err) => {
             let path = err.path().to_string();
-            let path = if path == "." {
+            // "." is the root; "?" means the text is not valid YAML at all.
+            let path = if path == "." || path == "?" {
                 "(document)".to_owned()
             } else {
                 path
             };
-            Err(FieldError::new(path, err.into_inner().to_string()))
+            let mut errors: Vec<FieldError> = unknown_fields
+                .into_iter()
+                .map(|p| FieldError::new(p, "unknown field"))
+                .collect();
+            errors.push(FieldError::new(path, err.into_inner().to_string()));
+            Err(errors)
         }
     }
 }
@@ -366,7 +375,7 @@ fn bracket_indices(dotted: &str) -> String {
 /// Parses and validates a plan file; every problem comes back as a field error, unknown fields
 /// included.
 pub fn parse_plan_file(text: &str) -> Result<PlanFile, Vec<FieldError>> {
-    let parsed = parse_document::<PlanFile>(text).map_err(|e| vec![e])?;
+    let parsed = parse_document::<PlanFile>(text)?;
     let mut errors: Vec<FieldError> = parsed
         .unknown_fields
         .iter()
@@ -427,6 +436,13 @@ workload:
         let errs = parse_plan_file(&bad).unwrap_err();
         assert_eq!(errs[0].path, "workload.phases[0].duration", "{errs:?}");
         assert!(errs[0].message.contains("duration"), "{errs:?}");
+        let misspelt = SAMPLE.replace("phases:", "phasez:");
+        let errs = parse_plan_file(&misspelt).unwrap_err();
+        assert_eq!(errs[0].path, "workload.phasez", "{errs:?}");
+        assert!(
+            errs[1].message.contains("missing field `phases`"),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -48,11 +48,27 @@ pub fn snapshot(authority: &str, path: &str) -> Result<TargetStats, String> {
                 if data.len() > MAX_BYTES {
                     return Err(format!("{authority}{path} answer is larger than 1 MiB"));
                 }
+                // Not every server honours `Connection: close`; stop once the body is whole.
+                if body_complete(&data) {
+                    break;
+                }
             }
             Err(e) => return Err(format!("reading {authority}{path}: {e}")),
         }
     }
     parse_stats_response(&data).map_err(|e| format!("{authority}{path}: {e}"))
+}
+
+/// True when `data` holds a head with `Content-Length` and that many body bytes.
+fn body_complete(data: &[u8]) -> bool {
+    let Some(head_end) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).to_ascii_lowercase();
+    head.lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .is_some_and(|len| data.len() >= head_end + 4 + len)
 }
 
 /// Parses a whole HTTP/1.1 response (read until close) whose body is the stats JSON.

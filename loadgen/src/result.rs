@@ -78,8 +78,8 @@ pub struct StreamResult {
     pub latency_ms: LatencyMs,
     /// Failed requests by kind.
     pub errors_by_kind: ErrorsByKind,
-    /// Requests still waiting for an answer when the phase ended; they were cut and are not
-    /// counted in `requests`.
+    /// Requests still waiting for an answer (or, open loop, for a free connection) when the
+    /// phase ended; they were cut and are not counted in `requests`.
     #[serde(default)]
     pub in_flight_at_end: u64,
     /// TCP connections opened during the phase (reconnects after errors included).

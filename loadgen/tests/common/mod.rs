@@ -1,0 +1,163 @@
+//! Test servers with known behaviour: the ground truth the engine is checked against.
+//!
+//! Thread-per-connection blocking servers, on purpose: `std::thread::sleep` keeps a 20 ms delay
+//! within a fraction of a millisecond, and each behaviour is a few obvious lines.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// What a test server does with each request.
+#[derive(Clone, Copy, Debug)]
+pub enum Behaviour {
+    /// Answers 200 "ok" after `delay`.
+    Ok { delay: Duration },
+    /// Answers with this status at once.
+    Status(u16),
+    /// Reads the request, then resets the connection (RST, via SO_LINGER 0).
+    Reset,
+    /// Reads the request and never answers.
+    Hang,
+}
+
+/// A running server; its threads live until the test process ends.
+pub struct TestServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Requests read (complete heads).
+    pub received: Arc<AtomicU64>,
+    /// Answers fully written.
+    pub answered: Arc<AtomicU64>,
+    paused: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl TestServer {
+    /// Starts a server on 127.0.0.1 with an ephemeral port. It also serves `/stats` (JSON with
+    /// `requestsServed` and `cpuSecondsUsed`) unless `behaviour` is an error behaviour.
+    pub fn start(behaviour: Behaviour) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received = Arc::new(AtomicU64::new(0));
+        let answered = Arc::new(AtomicU64::new(0));
+        let paused = Arc::new((Mutex::new(false), Condvar::new()));
+        let (r, a, p) = (received.clone(), answered.clone(), paused.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let (r, a, p) = (r.clone(), a.clone(), p.clone());
+                std::thread::spawn(move || serve(conn, behaviour, &r, &a, &p));
+            }
+        });
+        Self {
+            addr,
+            received,
+            answered,
+            paused,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Freezes the server: requests are still accepted and read by the kernel, none is answered.
+    pub fn pause(&self) {
+        *self.paused.0.lock().unwrap() = true;
+    }
+
+    /// Lets it answer again.
+    pub fn resume(&self) {
+        *self.paused.0.lock().unwrap() = false;
+        self.paused.1.notify_all();
+    }
+}
+
+fn serve(
+    mut s: TcpStream,
+    behaviour: Behaviour,
+    received: &AtomicU64,
+    answered: &AtomicU64,
+    paused: &(Mutex<bool>, Condvar),
+) {
+    s.set_nodelay(true).ok();
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let path = String::from_utf8_lossy(&buf[..head_end])
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("/")
+            .to_owned();
+        buf.drain(..head_end);
+        // A frozen process reads nothing; the kernel keeps the bytes. Waiting here after the
+        // read is the same from the client's side.
+        {
+            let mut p = paused.0.lock().unwrap();
+            while *p {
+                p = paused.1.wait(p).unwrap();
+            }
+        }
+        if path == "/stats" && matches!(behaviour, Behaviour::Ok { .. }) {
+            let n = answered.load(Ordering::SeqCst);
+            let body = format!(
+                "{{\"mode\":\"test\",\"requestsServed\":{n},\"cpuSecondsUsed\":{},\"rssPeakBytes\":1048576}}",
+                n as f64 / 1000.0
+            );
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if s.write_all(reply.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        }
+        received.fetch_add(1, Ordering::SeqCst);
+        let reply: &[u8] = match behaviour {
+            Behaviour::Ok { delay } => {
+                std::thread::sleep(delay);
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            }
+            Behaviour::Status(500) => {
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\noops"
+            }
+            Behaviour::Status(404) => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+            Behaviour::Status(_) => b"HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n",
+            Behaviour::Reset => {
+                socket2::SockRef::from(&s)
+                    .set_linger(Some(Duration::ZERO))
+                    .ok();
+                return;
+            }
+            Behaviour::Hang => loop {
+                std::thread::park();
+            },
+        };
+        if s.write_all(reply).is_err() {
+            return;
+        }
+        answered.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A port on 127.0.0.1 where nothing listens.
+pub fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    port
+}
