@@ -25,6 +25,8 @@ enum Command {
     Run(crate::local::RunArgs),
     /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
     Crd,
+    /// Run the Kubernetes operator that reconciles BenchmarkRuns.
+    Operator(crate::controller::OperatorArgs),
     /// Run the built-in target service (the same program as `benchmatrix-target`).
     #[command(disable_help_flag = true)]
     Target {
@@ -56,6 +58,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     };
     match cli.command {
         Command::Run(run) => crate::local::run(run),
+        Command::Operator(args) => crate::controller::main(args),
         Command::Crd => {
             print!("{}", crate::crdgen::crd_yaml());
             ExitCode::SUCCESS

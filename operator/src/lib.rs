@@ -1,10 +1,14 @@
 //! benchmatrix: the BenchmarkRun resource, its operator, the local matrix runner and reports.
 
+pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod controller;
 pub mod crdgen;
 pub mod local;
+pub mod metrics;
 pub mod plan;
 pub mod report;
 pub mod results;
+pub mod telemetry;
 pub mod validate;

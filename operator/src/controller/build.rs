@@ -1,0 +1,407 @@
+//! Pure builders of a cell's child objects: Deployment, Service, ConfigMap (the load plan) and
+//! the load generator Job.
+//!
+//! Every object carries the run as its controlling owner (deleting the run deletes everything),
+//! the same labels (so the operator finds pods by selector), and a Pod Security "restricted"
+//! security context.
+
+use std::collections::BTreeMap;
+
+use benchmatrix_loadgen::plan::{PlanFile, Stream, Workload};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort,
+    EnvVar as K8sEnvVar, HTTPGetAction, PodAffinityTerm, PodAntiAffinity, PodSecurityContext,
+    PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext,
+    Service, ServicePort, ServiceSpec, Volume, VolumeMount, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{Resource, ResourceExt};
+
+use crate::api::spec::{DEFAULT_LOADGEN_IMAGE, DEFAULT_TARGET_IMAGE};
+use crate::api::{BenchmarkRun, Quantity};
+use crate::plan::{Cell, child_name};
+
+/// Label naming the run an object belongs to.
+pub const RUN_LABEL: &str = "benchmatrix.dev/run";
+/// Label naming the cell an object belongs to.
+pub const CELL_LABEL: &str = "benchmatrix.dev/cell";
+/// Label saying whether a pod is the target or the load generator.
+pub const ROLE_LABEL: &str = "benchmatrix.dev/role";
+/// The standard managed-by label, used to scope the operator's watches.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Value of the managed-by label.
+pub const MANAGED_BY: &str = "benchmatrix";
+/// Role label value of target pods.
+pub const ROLE_TARGET: &str = "target";
+/// Role label value of load generator pods.
+pub const ROLE_LOADGEN: &str = "loadgen";
+/// Name of the target container.
+pub const TARGET_CONTAINER: &str = "target";
+/// Name of the load generator container.
+pub const LOADGEN_CONTAINER: &str = "loadgen";
+/// Where the plan ConfigMap is mounted in the load generator.
+const PLAN_DIR: &str = "/plan";
+/// Unprivileged UID the pods run as (the distroless "nonroot" user).
+const NON_ROOT_UID: i64 = 65532;
+
+/// The name of a cell's children (they share it; kinds differ).
+pub fn cell_child_name(run: &BenchmarkRun, cell: &str) -> String {
+    child_name(&run.name_any(), run.metadata.uid.as_deref(), cell)
+}
+
+/// Labels of a cell's objects with the given role.
+pub fn labels(run: &BenchmarkRun, cell: &str, role: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (RUN_LABEL.to_owned(), run.name_any()),
+        (CELL_LABEL.to_owned(), cell.to_owned()),
+        (ROLE_LABEL.to_owned(), role.to_owned()),
+        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+    ])
+}
+
+/// The selector string for a cell's pods of a role, for LIST calls.
+pub fn selector(run: &BenchmarkRun, cell: &str, role: &str) -> String {
+    format!(
+        "{RUN_LABEL}={},{CELL_LABEL}={cell},{ROLE_LABEL}={role}",
+        run.name_any()
+    )
+}
+
+fn meta(run: &BenchmarkRun, cell: &str, role: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(cell_child_name(run, cell)),
+        namespace: run.namespace(),
+        labels: Some(labels(run, cell, role)),
+        owner_references: run.controller_owner_ref(&()).map(|o| vec![o]),
+        ..ObjectMeta::default()
+    }
+}
+
+fn k8s_quantity(q: &Quantity) -> K8sQuantity {
+    K8sQuantity(q.as_str().to_owned())
+}
+
+/// requests == limits, so pods get the Guaranteed QoS class and a hard CPU quota.
+fn resources(cpu: &Quantity, memory: &Quantity) -> ResourceRequirements {
+    let both = BTreeMap::from([
+        ("cpu".to_owned(), k8s_quantity(cpu)),
+        ("memory".to_owned(), k8s_quantity(memory)),
+    ]);
+    ResourceRequirements {
+        limits: Some(both.clone()),
+        requests: Some(both),
+        ..ResourceRequirements::default()
+    }
+}
+
+fn pod_security() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(NON_ROOT_UID),
+        run_as_group: Some(NON_ROOT_UID),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..SeccompProfile::default()
+        }),
+        ..PodSecurityContext::default()
+    }
+}
+
+/// The container security context Pod Security "restricted" asks for.
+pub fn container_security() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Capabilities::default()
+        }),
+        ..SecurityContext::default()
+    }
+}
+
+fn env(name: &str, value: impl Into<String>) -> K8sEnvVar {
+    K8sEnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..K8sEnvVar::default()
+    }
+}
+
+/// The target Deployment of a cell.
+pub fn deployment(run: &BenchmarkRun, cell: &Cell) -> Deployment {
+    let spec = &run.spec;
+    let pod_labels = labels(run, &cell.name, ROLE_TARGET);
+    let mut env_vars = vec![
+        env("BENCH_MODE", cell.mode.as_str()),
+        env("BENCH_POOL_SIZE", cell.pool_size.env_value()),
+        env("PORT", spec.target.port.to_string()),
+    ];
+    env_vars.extend(cell.env.iter().map(|v| env(&v.name, v.value.clone())));
+    let port = i32::from(spec.target.port);
+    Deployment {
+        metadata: meta(run, &cell.name, ROLE_TARGET),
+        spec: DeploymentSpec {
+            replicas: Some(cell.replicas as i32),
+            selector: LabelSelector {
+                match_labels: Some(pod_labels.clone()),
+                ..LabelSelector::default()
+            },
+            // Replace rather than roll: a benchmark never wants two generations side by side.
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".into()),
+                ..DeploymentStrategy::default()
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: TARGET_CONTAINER.into(),
+                        image: Some(
+                            spec.target
+                                .image
+                                .clone()
+                                .unwrap_or_else(|| DEFAULT_TARGET_IMAGE.into()),
+                        ),
+                        ports: Some(vec![ContainerPort {
+                            name: Some("http".into()),
+                            container_port: port,
+                            ..ContainerPort::default()
+                        }]),
+                        env: Some(env_vars),
+                        resources: Some(resources(&cell.cpu, &cell.memory)),
+                        readiness_probe: Some(Probe {
+                            http_get: Some(HTTPGetAction {
+                                path: Some(spec.target.readiness_path.clone()),
+                                port: IntOrString::Int(port),
+                                ..HTTPGetAction::default()
+                            }),
+                            period_seconds: Some(1),
+                            failure_threshold: Some(3),
+                            ..Probe::default()
+                        }),
+                        security_context: Some(container_security()),
+                        ..Container::default()
+                    }],
+                    security_context: Some(pod_security()),
+                    automount_service_account_token: Some(false),
+                    // Service links would add env vars for every Service in the namespace.
+                    enable_service_links: Some(false),
+                    node_selector: non_empty(spec.placement.node_selector.clone()),
+                    tolerations: non_empty_vec(spec.placement.tolerations.clone()),
+                    termination_grace_period_seconds: Some(10),
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        },
+        ..Deployment::default()
+    }
+}
+
+/// The ClusterIP Service in front of a cell's replicas.
+pub fn service(run: &BenchmarkRun, cell: &Cell) -> Service {
+    let port = i32::from(run.spec.target.port);
+    let mut selector = labels(run, &cell.name, ROLE_TARGET);
+    selector.remove(MANAGED_BY_LABEL);
+    Service {
+        metadata: meta(run, &cell.name, ROLE_TARGET),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            selector: Some(selector),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port,
+                target_port: Some(IntOrString::Int(port)),
+                protocol: Some("TCP".into()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// The plan file of load generator `index` of `parallelism`: its share of the connections
+/// (a remainder goes to the lower indices) and of the rate.
+pub fn plan_share(
+    run: &BenchmarkRun,
+    target: &str,
+    replicas: &[String],
+    index: u32,
+    parallelism: u32,
+) -> PlanFile {
+    let workload = share_workload(&run.spec.workload, index, parallelism);
+    PlanFile {
+        target: target.to_owned(),
+        replicas: replicas.to_vec(),
+        stats_path: Some(run.spec.target.stats_path.clone()),
+        threads: run.spec.loadgen.threads,
+        workload,
+    }
+}
+
+fn share_workload(workload: &Workload, index: u32, n: u32) -> Workload {
+    let mut w = workload.clone();
+    if n <= 1 {
+        return w;
+    }
+    for phase in &mut w.phases {
+        for s in &mut phase.load {
+            *s = Stream {
+                endpoint: s.endpoint.clone(),
+                connections: s.connections.map(|c| c / n + u32::from(index < c % n)),
+                rate: s.rate.map(|r| r / f64::from(n)),
+            };
+        }
+    }
+    w
+}
+
+/// The ConfigMap holding one plan file per load generator (`plan-<index>.yaml`).
+pub fn plan_config_map(
+    run: &BenchmarkRun,
+    cell: &Cell,
+    target: &str,
+    replicas: &[String],
+) -> ConfigMap {
+    let n = run.spec.loadgen.parallelism.max(1);
+    let data = (0..n)
+        .map(|i| {
+            let plan = plan_share(run, target, replicas, i, n);
+            (
+                format!("plan-{i}.yaml"),
+                serde_yaml::to_string(&plan).unwrap_or_default(),
+            )
+        })
+        .collect();
+    ConfigMap {
+        metadata: meta(run, &cell.name, ROLE_LOADGEN),
+        data: Some(data),
+        ..ConfigMap::default()
+    }
+}
+
+/// Seconds the load generator is expected to run: warm-up plus phases.
+pub fn planned_load_secs(run: &BenchmarkRun) -> u64 {
+    let w = &run.spec.workload;
+    w.warmup.get().as_secs()
+        + w.phases
+            .iter()
+            .map(|p| p.duration.get().as_secs())
+            .sum::<u64>()
+}
+
+/// The load generator Job of a cell.
+///
+/// `backoffLimit: 0`: a retried load generator would measure twice and hide the failure.
+/// Indexed completions give each pod its own plan file through `$(JOB_COMPLETION_INDEX)`.
+/// The result travels in the pod log's last line (see `controller::observe`), not in the
+/// termination message, which is cut at 4 KiB; `FallbackToLogsOnError` still puts the last log
+/// lines of a failed pod there, which is where the failure cause is read from.
+pub fn job(run: &BenchmarkRun, cell: &Cell) -> Job {
+    let spec = &run.spec;
+    let n = spec.loadgen.parallelism.max(1) as i32;
+    let pod_labels = labels(run, &cell.name, ROLE_LOADGEN);
+    let deadline = planned_load_secs(run) + spec.timeouts.run_slack.get().as_secs().max(1);
+    let affinity = spec.placement.separate_loadgen.then(|| {
+        let mut target = labels(run, &cell.name, ROLE_TARGET);
+        target.remove(MANAGED_BY_LABEL);
+        Affinity {
+            pod_anti_affinity: Some(PodAntiAffinity {
+                preferred_during_scheduling_ignored_during_execution: Some(vec![
+                    WeightedPodAffinityTerm {
+                        weight: 100,
+                        pod_affinity_term: PodAffinityTerm {
+                            label_selector: Some(LabelSelector {
+                                match_labels: Some(target),
+                                ..LabelSelector::default()
+                            }),
+                            topology_key: "kubernetes.io/hostname".into(),
+                            ..PodAffinityTerm::default()
+                        },
+                    },
+                ]),
+                ..PodAntiAffinity::default()
+            }),
+            ..Affinity::default()
+        }
+    });
+    let name = cell_child_name(run, &cell.name);
+    Job {
+        metadata: meta(run, &cell.name, ROLE_LOADGEN),
+        spec: Some(JobSpec {
+            backoff_limit: Some(0),
+            completions: Some(n),
+            parallelism: Some(n),
+            completion_mode: Some("Indexed".into()),
+            active_deadline_seconds: Some(deadline as i64),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    restart_policy: Some("Never".into()),
+                    containers: vec![Container {
+                        name: LOADGEN_CONTAINER.into(),
+                        image: Some(
+                            spec.loadgen
+                                .image
+                                .clone()
+                                .unwrap_or_else(|| DEFAULT_LOADGEN_IMAGE.into()),
+                        ),
+                        args: Some(vec![
+                            "--plan".into(),
+                            format!("{PLAN_DIR}/plan-$(JOB_COMPLETION_INDEX).yaml"),
+                            "--json".into(),
+                        ]),
+                        resources: Some(resources(&spec.loadgen.cpu, &spec.loadgen.memory)),
+                        volume_mounts: Some(vec![VolumeMount {
+                            name: "plan".into(),
+                            mount_path: PLAN_DIR.into(),
+                            read_only: Some(true),
+                            ..VolumeMount::default()
+                        }]),
+                        termination_message_policy: Some("FallbackToLogsOnError".into()),
+                        security_context: Some(container_security()),
+                        ..Container::default()
+                    }],
+                    volumes: Some(vec![Volume {
+                        name: "plan".into(),
+                        config_map: Some(ConfigMapVolumeSource {
+                            name: name.clone(),
+                            ..ConfigMapVolumeSource::default()
+                        }),
+                        ..Volume::default()
+                    }]),
+                    security_context: Some(pod_security()),
+                    automount_service_account_token: Some(false),
+                    enable_service_links: Some(false),
+                    affinity,
+                    node_selector: non_empty(spec.placement.node_selector.clone()),
+                    tolerations: non_empty_vec(spec.placement.tolerations.clone()),
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    }
+}
+
+fn non_empty(map: BTreeMap<String, String>) -> Option<BTreeMap<String, String>> {
+    (!map.is_empty()).then_some(map)
+}
+
+fn non_empty_vec<T>(v: Vec<T>) -> Option<Vec<T>> {
+    (!v.is_empty()).then_some(v)
+}

@@ -1,0 +1,904 @@
+//! The reconcile state machine, pure: (run, observation, now) -> the next status, the objects to
+//! apply or delete, the Events to publish and when to look again.
+//!
+//! The status is the machine's only memory. Each call looks at the current cell (the first one
+//! not finished) and moves it at most one step, so a restarted operator fed the same status and
+//! cluster state takes the same step, and child names are deterministic, so a step repeated
+//! after a crash applies the same objects again instead of creating new ones.
+
+use std::time::Duration;
+
+use benchmatrix_loadgen::result::RunResult;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+
+use super::build;
+use crate::api::conditions::{self, reason, set_condition, status as cs};
+use crate::api::{
+    BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, CleanupPolicy, Enforcement, RunPhase,
+};
+use crate::plan::{self, Cell};
+use crate::results;
+use crate::validate;
+
+/// What the operator saw of the current cell's children.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    /// The cell's target Deployment, when it exists (read while deploying).
+    pub deployment: Option<Deployment>,
+    /// The cell's Service, when it exists (read while deploying).
+    pub service: Option<Service>,
+    /// The cell's load generator Job, when it exists (read while running).
+    pub job: Option<Job>,
+    /// The cell's target pods.
+    pub target_pods: Vec<Pod>,
+    /// The result document (merged over load generators) or why it could not be had; read once
+    /// the Job has completed.
+    pub result: Option<Result<RunResult, String>>,
+    /// The last log line of a failed load generator pod.
+    pub loadgen_failure: Option<String>,
+    /// The admission queue, from the operator's cache of all runs.
+    pub queue: QueueView,
+}
+
+/// Where this run stands among all runs of the cluster.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueView {
+    /// Runs other than this one that are Running.
+    pub active: usize,
+    /// Pending runs created before this one (they go first).
+    pub ahead: usize,
+    /// The most runs allowed to be Running at once.
+    pub max_active: usize,
+}
+
+/// One change to the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Server-side apply of a child object.
+    Apply(Child),
+    /// Delete a child object of this kind and name (gone already is fine).
+    Delete(ChildKind, String),
+    /// Delete the BenchmarkRun itself (its TTL has passed).
+    DeleteRun,
+}
+
+/// A child object to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Child {
+    /// The target Deployment.
+    Deployment(Box<Deployment>),
+    /// The target Service.
+    Service(Box<Service>),
+    /// The load plan.
+    ConfigMap(Box<ConfigMap>),
+    /// The load generator Job.
+    Job(Box<Job>),
+}
+
+/// Kinds of child objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildKind {
+    /// apps/v1 Deployment.
+    Deployment,
+    /// v1 Service.
+    Service,
+    /// v1 ConfigMap.
+    ConfigMap,
+    /// batch/v1 Job.
+    Job,
+}
+
+/// An Event to publish on the run (only on transitions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventNote {
+    /// True for a Warning, false for Normal.
+    pub warning: bool,
+    /// CamelCase reason.
+    pub reason: String,
+    /// Human sentence.
+    pub note: String,
+}
+
+/// The outcome of one decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The status to write (written only when it differs from the current one).
+    pub status: BenchmarkRunStatus,
+    /// Changes to the cluster, in order.
+    pub actions: Vec<Action>,
+    /// Events to publish.
+    pub events: Vec<EventNote>,
+    /// When to look again even if nothing is watched to change (a safety net for timeouts).
+    pub requeue: Option<Duration>,
+}
+
+/// Which phase of its life the current cell is in, so `observe` reads only what matters.
+pub fn current_cell(status: Option<&BenchmarkRunStatus>) -> Option<(usize, CellPhase)> {
+    let status = status?;
+    if status.phase != RunPhase::Running {
+        return None;
+    }
+    status
+        .cells
+        .iter()
+        .enumerate()
+        .find(|(_, c)| !c.phase.is_finished())
+        .map(|(i, c)| (i, c.phase))
+}
+
+/// Failure reasons written into a cell.
+pub mod cause {
+    /// The image could not be pulled.
+    pub const IMAGE_PULL: &str = "ImagePullBackOff";
+    /// The target did not become ready in time.
+    pub const NEVER_READY: &str = "NeverReady";
+    /// A container ran out of memory.
+    pub const OOM_KILLED: &str = "OOMKilled";
+    /// The target container keeps crashing.
+    pub const CRASH_LOOP: &str = "CrashLoopBackOff";
+    /// The load generator failed.
+    pub const LOADGEN_FAILED: &str = "LoadgenFailed";
+    /// The result document could not be read.
+    pub const RESULT_UNPARSABLE: &str = "ResultUnparsable";
+    /// The load generator ran past its deadline.
+    pub const TIMEOUT: &str = "Timeout";
+    /// A child object was found in a state the operator cannot use (e.g. no ClusterIP).
+    pub const CHILD_BROKEN: &str = "ChildBroken";
+}
+
+/// Decides the next step for `run`.
+pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time) -> Decision {
+    let old = run.status.clone().unwrap_or_default();
+    let mut d = Decision {
+        status: old.clone(),
+        actions: Vec::new(),
+        events: Vec::new(),
+        requeue: None,
+    };
+    let generation = run.metadata.generation;
+
+    // Finished runs only wait for their TTL.
+    if old.phase.is_finished() {
+        if let (Some(ttl), Some(done)) = (run.spec.ttl_after_finished, &old.completion_time) {
+            let expires = conditions::secs_of(done) + ttl.get().as_secs() as i64;
+            let left = expires - conditions::secs_of(now);
+            if left <= 0 {
+                d.actions.push(Action::DeleteRun);
+            } else {
+                d.requeue = Some(Duration::from_secs(left as u64));
+            }
+        }
+        return d;
+    }
+
+    // A spec that cannot run fails the run once, with the field named; nothing is created and
+    // nothing is retried until the spec changes (which re-triggers the reconcile).
+    if let Err(err) = validate_for_cluster(run) {
+        let message = format!("invalid spec: {err}");
+        let st = &mut d.status;
+        st.phase = RunPhase::Failed;
+        st.message = Some(message.clone());
+        st.observed_generation = generation;
+        st.completion_time.get_or_insert_with(|| now.clone());
+        set_condition(
+            &mut st.conditions,
+            conditions::SPEC_VALID,
+            cs::FALSE,
+            reason::INVALID_SPEC,
+            message.clone(),
+            generation,
+            now,
+        );
+        set_condition(
+            &mut st.conditions,
+            conditions::PROGRESSING,
+            cs::FALSE,
+            reason::INVALID_SPEC,
+            "the run cannot start",
+            generation,
+            now,
+        );
+        d.events.push(EventNote {
+            warning: true,
+            reason: reason::INVALID_SPEC.into(),
+            note: message,
+        });
+        return d;
+    }
+
+    let cells = plan::cells(&run.spec);
+
+    // The spec is immutable by a CEL rule; should it change anyway (an older CRD without the
+    // rule), the results of two specs must not mix: the run fails, saying so.
+    if old.phase == RunPhase::Running
+        && let (Some(seen), Some(current)) = (old.observed_generation, generation)
+        && seen != current
+    {
+        let message = format!(
+            "the spec changed while the run was running (generation {seen} -> {current}); \
+             delete the run and apply it again"
+        );
+        d.actions.extend(current_children_cleanup(run, &old));
+        let st = &mut d.status;
+        st.phase = RunPhase::Failed;
+        st.message = Some(message.clone());
+        st.completion_time = Some(now.clone());
+        set_condition(
+            &mut st.conditions,
+            conditions::PROGRESSING,
+            cs::FALSE,
+            reason::SPEC_CHANGED,
+            message.clone(),
+            generation,
+            now,
+        );
+        d.events.push(EventNote {
+            warning: true,
+            reason: reason::SPEC_CHANGED.into(),
+            note: message,
+        });
+        return d;
+    }
+
+    if old.phase == RunPhase::Pending {
+        let q = obs.queue;
+        if q.active >= q.max_active.max(1) || q.ahead > 0 {
+            let message = format!(
+                "queued: {} run(s) active, at most {} at once{}",
+                q.active,
+                q.max_active.max(1),
+                if q.ahead > 0 {
+                    format!("; {} older run(s) go first", q.ahead)
+                } else {
+                    String::new()
+                }
+            );
+            let st = &mut d.status;
+            st.message = Some(message.clone());
+            st.observed_generation = generation;
+            st.progress = Some(format!("0/{}", cells.len()));
+            set_condition(
+                &mut st.conditions,
+                conditions::SPEC_VALID,
+                cs::TRUE,
+                reason::VALID,
+                "",
+                generation,
+                now,
+            );
+            set_condition(
+                &mut st.conditions,
+                conditions::PROGRESSING,
+                cs::FALSE,
+                reason::QUEUED,
+                message,
+                generation,
+                now,
+            );
+            // Other runs finishing do not trigger this one; look again now and then.
+            d.requeue = Some(Duration::from_secs(15));
+            return d;
+        }
+        let st = &mut d.status;
+        st.phase = RunPhase::Running;
+        st.start_time = Some(now.clone());
+        st.observed_generation = generation;
+        st.cells = cells
+            .iter()
+            .map(|c| CellStatus {
+                name: c.name.clone(),
+                ..CellStatus::default()
+            })
+            .collect();
+        set_condition(
+            &mut st.conditions,
+            conditions::SPEC_VALID,
+            cs::TRUE,
+            reason::VALID,
+            "",
+            generation,
+            now,
+        );
+        set_condition(
+            &mut st.conditions,
+            conditions::CELL_FAILED,
+            cs::FALSE,
+            reason::NO_FAILURES,
+            "",
+            generation,
+            now,
+        );
+    }
+
+    step_cell(run, &cells, obs, now, &mut d);
+    d.status.progress = Some(results::progress(&d.status));
+    d
+}
+
+/// Moves the current cell one step, or finishes the run when no cell is left.
+fn step_cell(run: &BenchmarkRun, cells: &[Cell], obs: &Observation, now: &Time, d: &mut Decision) {
+    let generation = run.metadata.generation;
+    let Some(index) = d.status.cells.iter().position(|c| !c.phase.is_finished()) else {
+        finish(run, now, d);
+        return;
+    };
+    let Some(cell) = cells.get(index) else {
+        finish(run, now, d);
+        return;
+    };
+    let phase = d.status.cells[index].phase;
+    match phase {
+        CellPhase::Pending => {
+            d.actions.push(Action::Apply(Child::Deployment(Box::new(
+                build::deployment(run, cell),
+            ))));
+            d.actions
+                .push(Action::Apply(Child::Service(Box::new(build::service(
+                    run, cell,
+                )))));
+            let c = &mut d.status.cells[index];
+            c.phase = CellPhase::Deploying;
+            c.start_time = Some(now.clone());
+            c.message = Some(format!(
+                "deploying {} replica(s) with {} CPU each",
+                cell.replicas, cell.cpu
+            ));
+            let message = format!("cell {} ({}/{})", cell.name, index + 1, cells.len());
+            d.status.message = Some(format!("running {message}"));
+            set_condition(
+                &mut d.status.conditions,
+                conditions::PROGRESSING,
+                cs::TRUE,
+                reason::CELL_RUNNING,
+                message,
+                generation,
+                now,
+            );
+            d.events.push(EventNote {
+                warning: false,
+                reason: "CellStarted".into(),
+                note: format!("deploying cell {}", cell.name),
+            });
+            d.requeue = Some(run.spec.timeouts.ready.get());
+        }
+        CellPhase::Deploying => {
+            if let Some((why, message)) = pod_failure(&obs.target_pods) {
+                fail_cell(run, index, why, message, now, d);
+                return;
+            }
+            let started = d.status.cells[index]
+                .start_time
+                .as_ref()
+                .map_or(conditions::secs_of(now), conditions::secs_of);
+            let waited = conditions::secs_of(now) - started;
+            let limit = run.spec.timeouts.ready.get().as_secs() as i64;
+            if obs.deployment.is_none() || obs.service.is_none() {
+                // Deleted behind our back, or a crash before the first apply: apply again.
+                d.actions.push(Action::Apply(Child::Deployment(Box::new(
+                    build::deployment(run, cell),
+                ))));
+                d.actions
+                    .push(Action::Apply(Child::Service(Box::new(build::service(
+                        run, cell,
+                    )))));
+            } else if let Some(ready) = ready_target(run, cell, obs) {
+                match ready {
+                    Ok((target, replicas)) => {
+                        d.actions.push(Action::Apply(Child::ConfigMap(Box::new(
+                            build::plan_config_map(run, cell, &target, &replicas),
+                        ))));
+                        d.actions
+                            .push(Action::Apply(Child::Job(Box::new(build::job(run, cell)))));
+                        let c = &mut d.status.cells[index];
+                        c.phase = CellPhase::Running;
+                        c.load_start_time = Some(now.clone());
+                        c.message = Some(format!(
+                            "load generator running against {target} ({} replica(s) ready)",
+                            replicas.len()
+                        ));
+                        d.requeue = Some(load_deadline(run));
+                    }
+                    Err(message) => fail_cell(run, index, cause::CHILD_BROKEN, message, now, d),
+                }
+                return;
+            }
+            if waited >= limit {
+                let detail = readiness_detail(&obs.target_pods);
+                fail_cell(
+                    run,
+                    index,
+                    cause::NEVER_READY,
+                    format!(
+                        "the target was not ready within {}: {detail}",
+                        run.spec.timeouts.ready
+                    ),
+                    now,
+                    d,
+                );
+                return;
+            }
+            d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
+        }
+        CellPhase::Running => {
+            if let Some(res) = &obs.result {
+                match res {
+                    Ok(doc) => succeed_cell(run, index, cell, doc, now, d),
+                    Err(why) => {
+                        fail_cell(run, index, cause::RESULT_UNPARSABLE, why.clone(), now, d)
+                    }
+                }
+                return;
+            }
+            if let Some(job) = &obs.job
+                && let Some(message) = job_failure(job)
+            {
+                let (why, detail) = match &obs.loadgen_failure {
+                    Some(line) if line.contains("OOMKilled") => (cause::OOM_KILLED, line.clone()),
+                    Some(line) => (cause::LOADGEN_FAILED, line.clone()),
+                    None => (cause::LOADGEN_FAILED, String::from("no log")),
+                };
+                fail_cell(
+                    run,
+                    index,
+                    why,
+                    format!("load generator failed: {message}; last log line: {detail}"),
+                    now,
+                    d,
+                );
+                return;
+            }
+            if let Some(message) = target_oom(&obs.target_pods) {
+                fail_cell(run, index, cause::OOM_KILLED, message, now, d);
+                return;
+            }
+            let started = d.status.cells[index]
+                .load_start_time
+                .as_ref()
+                .map_or(conditions::secs_of(now), conditions::secs_of);
+            let waited = conditions::secs_of(now) - started;
+            let limit = load_deadline(run).as_secs() as i64;
+            if waited >= limit {
+                fail_cell(
+                    run,
+                    index,
+                    cause::TIMEOUT,
+                    format!(
+                        "the load generator did not finish within {limit}s (warm-up, phases and timeouts.runSlack)"
+                    ),
+                    now,
+                    d,
+                );
+                return;
+            }
+            if obs.job.is_none() {
+                // The Job vanished (deleted by hand, or a crash before it was created): the
+                // ConfigMap and Job are applied again under the same name, so never twice.
+                match ready_target(run, cell, obs) {
+                    Some(Ok((target, replicas))) => {
+                        d.actions.push(Action::Apply(Child::ConfigMap(Box::new(
+                            build::plan_config_map(run, cell, &target, &replicas),
+                        ))));
+                        d.actions
+                            .push(Action::Apply(Child::Job(Box::new(build::job(run, cell)))));
+                    }
+                    _ => {
+                        // The target went away too: deploy again from the start of the cell.
+                        let c = &mut d.status.cells[index];
+                        c.phase = CellPhase::Pending;
+                        c.load_start_time = None;
+                    }
+                }
+            }
+            d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
+        }
+        CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
+    }
+}
+
+/// The spec checks plus what only a cluster needs (the run name becomes a label value).
+fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), validate::SpecError> {
+    let mut errors = match validate::validate_run(run) {
+        Ok(()) => Vec::new(),
+        Err(e) => e.errors,
+    };
+    let name = run.name_any();
+    if name.len() > 63 {
+        errors.push(validate::FieldError::new(
+            "metadata.name",
+            "at most 63 characters (it is used as a label value)",
+        ));
+    }
+    let n = run.spec.loadgen.parallelism;
+    if n > 1 {
+        for (p, phase) in run.spec.workload.phases.iter().enumerate() {
+            for (s, stream) in phase.load.iter().enumerate() {
+                if stream.connections.is_some_and(|c| c < n) {
+                    errors.push(validate::FieldError::new(
+                        format!("spec.workload.phases[{p}].load[{s}].connections"),
+                        format!(
+                            "must be at least spec.loadgen.parallelism ({n}): each load generator gets a share"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(validate::SpecError { errors })
+    }
+}
+
+/// How long the load generator may run: warm-up + phases + slack.
+fn load_deadline(run: &BenchmarkRun) -> Duration {
+    Duration::from_secs(build::planned_load_secs(run)) + run.spec.timeouts.run_slack.get()
+}
+
+/// The Service address and the ready replicas' addresses, once every replica is available.
+/// `None` while waiting; `Some(Err)` when the objects are unusable.
+fn ready_target(
+    run: &BenchmarkRun,
+    cell: &Cell,
+    obs: &Observation,
+) -> Option<Result<(String, Vec<String>), String>> {
+    let port = run.spec.target.port;
+    let ready_ips: Vec<String> = obs
+        .target_pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
+        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+        .map(|ip| join_host_port(&ip, port))
+        .collect();
+    let available = obs
+        .deployment
+        .as_ref()
+        .and_then(|d| d.status.as_ref())
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0);
+    if available < cell.replicas as i32 || ready_ips.len() < cell.replicas as usize {
+        return None;
+    }
+    let cluster_ip = obs
+        .service
+        .as_ref()
+        .and_then(|s| s.spec.as_ref())
+        .and_then(|s| s.cluster_ip.clone())
+        .filter(|ip| !ip.is_empty() && ip != "None");
+    Some(match cluster_ip {
+        Some(ip) => Ok((format!("http://{}", join_host_port(&ip, port)), ready_ips)),
+        None => Err("the target Service has no ClusterIP".into()),
+    })
+}
+
+fn join_host_port(ip: &str, port: u16) -> String {
+    if ip.contains(':') {
+        format!("[{ip}]:{port}")
+    } else {
+        format!("{ip}:{port}")
+    }
+}
+
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// A target pod stuck in a state that will not fix itself: image pull errors, bad config,
+/// crash loops (OOMKilled named as such).
+fn pod_failure(pods: &[Pod]) -> Option<(&'static str, String)> {
+    for pod in pods {
+        for cs in pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            let waiting = cs.state.as_ref().and_then(|s| s.waiting.as_ref());
+            let Some(w) = waiting else { continue };
+            let reason = w.reason.as_deref().unwrap_or("");
+            let msg = w.message.as_deref().unwrap_or("");
+            let said = format!(
+                "pod {} container {}: {reason}{}{msg}",
+                pod.name_any(),
+                cs.name,
+                if msg.is_empty() { "" } else { ": " }
+            );
+            match reason {
+                "ImagePullBackOff" | "ErrImagePull" | "InvalidImageName" | "ErrImageNeverPull" => {
+                    return Some((cause::IMAGE_PULL, said));
+                }
+                "CreateContainerConfigError" | "CreateContainerError" => {
+                    return Some((cause::CHILD_BROKEN, said));
+                }
+                "CrashLoopBackOff" => {
+                    let oom = cs
+                        .last_state
+                        .as_ref()
+                        .and_then(|s| s.terminated.as_ref())
+                        .is_some_and(|t| t.reason.as_deref() == Some("OOMKilled"));
+                    return Some(if oom {
+                        (
+                            cause::OOM_KILLED,
+                            format!("{said} (last exit: OOMKilled; raise the cell's memory)"),
+                        )
+                    } else {
+                        (cause::CRASH_LOOP, said)
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// A target container that was OOMKilled while under load.
+fn target_oom(pods: &[Pod]) -> Option<String> {
+    pods.iter().find_map(|pod| {
+        pod.status
+            .as_ref()?
+            .container_statuses
+            .as_ref()?
+            .iter()
+            .find(|cs| {
+                cs.last_state
+                    .as_ref()
+                    .and_then(|s| s.terminated.as_ref())
+                    .is_some_and(|t| t.reason.as_deref() == Some("OOMKilled"))
+            })
+            .map(|cs| {
+                format!(
+                    "target pod {} container {} was OOMKilled under load; raise the cell's memory",
+                    pod.name_any(),
+                    cs.name
+                )
+            })
+    })
+}
+
+/// Why the target pods are not ready, in the pods' own words.
+fn readiness_detail(pods: &[Pod]) -> String {
+    if pods.is_empty() {
+        return "no target pod exists (check the Deployment's events: quota, scheduling)".into();
+    }
+    let mut parts = Vec::new();
+    for pod in pods {
+        let status = pod.status.as_ref();
+        let waiting = status
+            .and_then(|s| s.container_statuses.as_ref())
+            .into_iter()
+            .flatten()
+            .find_map(|cs| cs.state.as_ref()?.waiting.as_ref()?.reason.clone());
+        let unscheduled = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .map(|c| c.message.clone().unwrap_or_else(|| "unschedulable".into()));
+        let phase = status.and_then(|s| s.phase.clone()).unwrap_or_default();
+        let why = waiting
+            .map(|w| format!("waiting: {w}"))
+            .or(unscheduled.map(|u| format!("not scheduled: {u}")))
+            .unwrap_or_else(|| format!("phase {phase}, readiness probe not passing"));
+        parts.push(format!("pod {} {why}", pod.name_any()));
+    }
+    parts.join("; ")
+}
+
+/// The Job's Failed condition message, if it failed.
+fn job_failure(job: &Job) -> Option<String> {
+    let status = job.status.as_ref()?;
+    if let Some(c) = status
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Failed" && c.status == "True")
+    {
+        return Some(format!(
+            "{}: {}",
+            c.reason.as_deref().unwrap_or("Failed"),
+            c.message.as_deref().unwrap_or("")
+        ));
+    }
+    None
+}
+
+/// True when every completion of the Job succeeded.
+pub fn job_complete(job: &Job) -> bool {
+    let want = job.spec.as_ref().and_then(|s| s.completions).unwrap_or(1);
+    job.status
+        .as_ref()
+        .is_some_and(|s| s.succeeded.unwrap_or(0) >= want)
+}
+
+/// True when the Job has failed.
+pub fn job_failed(job: &Job) -> bool {
+    job_failure(job).is_some()
+}
+
+fn succeed_cell(
+    run: &BenchmarkRun,
+    index: usize,
+    cell: &Cell,
+    doc: &RunResult,
+    now: &Time,
+    d: &mut Decision,
+) {
+    let c = &mut d.status.cells[index];
+    c.phase = CellPhase::Succeeded;
+    c.reason = None;
+    c.message = Some(format!(
+        "measured {} phase(s) with {} load generator(s)",
+        doc.phases.len(),
+        doc.generators.max(1)
+    ));
+    c.completion_time = Some(now.clone());
+    c.results = results::cell_results(doc);
+    c.target = results::target_stats(doc);
+    c.enforcement = Some(Enforcement {
+        target: "kubernetes".into(),
+        loadgen: Some("kubernetes".into()),
+        detail: Some(format!(
+            "pod resources: cpu {} and memory {} per replica, requests == limits (CFS quota by the kubelet)",
+            cell.cpu, cell.memory
+        )),
+    });
+    d.events.push(EventNote {
+        warning: false,
+        reason: "CellSucceeded".into(),
+        note: format!("cell {} measured", cell.name),
+    });
+    d.actions.extend(cleanup(run, &cell.name, false));
+}
+
+fn fail_cell(
+    run: &BenchmarkRun,
+    index: usize,
+    why: &str,
+    message: String,
+    now: &Time,
+    d: &mut Decision,
+) {
+    let generation = run.metadata.generation;
+    let name = d.status.cells[index].name.clone();
+    let c = &mut d.status.cells[index];
+    c.phase = CellPhase::Failed;
+    c.reason = Some(why.to_owned());
+    c.message = Some(message.clone());
+    c.completion_time = Some(now.clone());
+    set_condition(
+        &mut d.status.conditions,
+        conditions::CELL_FAILED,
+        cs::TRUE,
+        why,
+        format!("cell {name}: {message}"),
+        generation,
+        now,
+    );
+    d.events.push(EventNote {
+        warning: true,
+        reason: "CellFailed".into(),
+        note: format!("cell {name}: {why}: {message}"),
+    });
+    d.actions.extend(cleanup(run, &name, true));
+    if run.spec.stop_on_failure {
+        for later in d.status.cells.iter_mut().skip(index + 1) {
+            later.phase = CellPhase::Skipped;
+            later.message = Some(format!(
+                "skipped: cell {name} failed and stopOnFailure is set"
+            ));
+        }
+    }
+}
+
+/// Deletions after a cell, per the cleanup policy.
+fn cleanup(run: &BenchmarkRun, cell: &str, failed: bool) -> Vec<Action> {
+    let keep = match run.spec.cleanup {
+        CleanupPolicy::Always => false,
+        CleanupPolicy::KeepFailed => failed,
+        CleanupPolicy::Never => true,
+    };
+    if keep {
+        return Vec::new();
+    }
+    let name = build::cell_child_name(run, cell);
+    [
+        ChildKind::Job,
+        ChildKind::ConfigMap,
+        ChildKind::Service,
+        ChildKind::Deployment,
+    ]
+    .into_iter()
+    .map(|k| Action::Delete(k, name.clone()))
+    .collect()
+}
+
+/// Deletions of the current cell's children when the run is abandoned mid-cell.
+fn current_children_cleanup(run: &BenchmarkRun, status: &BenchmarkRunStatus) -> Vec<Action> {
+    status
+        .cells
+        .iter()
+        .find(|c| matches!(c.phase, CellPhase::Deploying | CellPhase::Running))
+        .map(|c| cleanup(run, &c.name, false))
+        .unwrap_or_default()
+}
+
+fn finish(run: &BenchmarkRun, now: &Time, d: &mut Decision) {
+    let generation = run.metadata.generation;
+    let st = &mut d.status;
+    let failed: Vec<&str> = st
+        .cells
+        .iter()
+        .filter(|c| c.phase == CellPhase::Failed)
+        .map(|c| c.name.as_str())
+        .collect();
+    let stopped = st.cells.iter().any(|c| c.phase == CellPhase::Skipped);
+    let summary = results::summarize(&st.cells);
+    st.headline = results::headline(&summary);
+    st.summary = Some(summary);
+    st.completion_time = Some(now.clone());
+    let (phase, why, message) = if stopped {
+        (
+            RunPhase::Failed,
+            reason::STOPPED,
+            format!("stopped at failed cell {}", failed.join(", ")),
+        )
+    } else if failed.is_empty() {
+        (
+            RunPhase::Succeeded,
+            reason::ALL_SUCCEEDED,
+            format!("all {} cells measured", st.cells.len()),
+        )
+    } else {
+        (
+            RunPhase::Succeeded,
+            reason::SOME_FAILED,
+            format!(
+                "{} of {} cells measured; failed: {}",
+                st.cells.len() - failed.len(),
+                st.cells.len(),
+                failed.join(", ")
+            ),
+        )
+    };
+    st.phase = phase;
+    st.message = Some(message.clone());
+    set_condition(
+        &mut st.conditions,
+        conditions::PROGRESSING,
+        cs::FALSE,
+        reason::FINISHED,
+        "",
+        generation,
+        now,
+    );
+    set_condition(
+        &mut st.conditions,
+        conditions::COMPLETE,
+        cs::TRUE,
+        why,
+        message.clone(),
+        generation,
+        now,
+    );
+    d.events.push(EventNote {
+        warning: phase == RunPhase::Failed,
+        reason: if phase == RunPhase::Failed {
+            "RunFailed".into()
+        } else {
+            "RunSucceeded".into()
+        },
+        note: message,
+    });
+    if let Some(ttl) = run.spec.ttl_after_finished {
+        d.requeue = Some(ttl.get());
+    }
+}

@@ -1,0 +1,79 @@
+//! Reconcile errors: what went wrong, whether retrying can help, and a label for metrics.
+
+/// Why a reconcile could not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call to the Kubernetes API failed.
+    #[error("kubernetes API call failed: {0}")]
+    Kube(#[from] kube::Error),
+
+    /// The object could not be read as a BenchmarkRun (it does not match the types at all).
+    #[error("the BenchmarkRun cannot be read: {0}")]
+    Malformed(String),
+
+    /// An object could not be turned into JSON for a patch.
+    #[error("cannot serialize {what}: {source}")]
+    Serialize {
+        /// What was being serialized.
+        what: &'static str,
+        /// The underlying error.
+        source: serde_json::Error,
+    },
+
+    /// The object lacks a field every stored object has (namespace, name).
+    #[error("the object has no {0}")]
+    MissingObjectKey(&'static str),
+}
+
+impl Error {
+    /// True when retrying the same object cannot succeed until it changes: the reconciler then
+    /// waits for a change instead of requeueing.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Error::Kube(kube::Error::Api(status)) => {
+                // Conflicts, throttling and server errors pass; a refused request (bad
+                // request, forbidden by RBAC, invalid) will be refused again.
+                !(status.code == 409 || status.code == 429 || status.code >= 500)
+            }
+            Error::Kube(_) => false,
+            Error::Malformed(_) | Error::Serialize { .. } | Error::MissingObjectKey(_) => true,
+        }
+    }
+
+    /// A short stable label for the `benchmatrix_reconcile_errors_total` metric.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(kube::Error::Api(s)) if s.code == 409 => "conflict",
+            Error::Kube(kube::Error::Api(s)) if s.code == 403 => "forbidden",
+            Error::Kube(kube::Error::Api(s)) if s.code == 404 => "not_found",
+            Error::Kube(kube::Error::Api(_)) => "api",
+            Error::Kube(_) => "transport",
+            Error::Malformed(_) => "malformed",
+            Error::Serialize { .. } => "serialize",
+            Error::MissingObjectKey(_) => "missing_key",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> Error {
+        Error::Kube(kube::Error::Api(
+            kube::core::Status::failure("x", "y")
+                .with_code(code)
+                .boxed(),
+        ))
+    }
+
+    #[test]
+    fn conflicts_and_server_errors_are_retried_refusals_are_not() {
+        assert!(!api(409).is_permanent());
+        assert!(!api(503).is_permanent());
+        assert!(api(403).is_permanent());
+        assert!(api(422).is_permanent());
+        assert_eq!(api(409).metric_label(), "conflict");
+        assert_eq!(api(403).metric_label(), "forbidden");
+    }
+}

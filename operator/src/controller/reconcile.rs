@@ -1,0 +1,215 @@
+//! One reconcile: observe -> decide -> apply -> status, and the error policy.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tracing::{Instrument, field, info_span};
+
+use super::decide::{self, QueueView};
+use super::error::Error;
+use super::{apply, observe};
+use crate::api::{BenchmarkRun, CellPhase, RunPhase, conditions};
+use crate::metrics::Metrics;
+
+/// What every reconcile shares.
+pub struct Context {
+    /// The API client.
+    pub client: kube::Client,
+    /// Publishes Events.
+    pub recorder: Recorder,
+    /// The controller's cache of every BenchmarkRun (for the admission queue).
+    pub runs: Store<DeserializeGuard<BenchmarkRun>>,
+    /// Most runs active at once.
+    pub max_active: usize,
+    /// The operator's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Consecutive failures per object, for the error backoff.
+    pub failures: Mutex<HashMap<ObjectRef<DeserializeGuard<BenchmarkRun>>, u32>>,
+}
+
+impl Context {
+    /// A context over `client` with a fresh recorder and an empty failure table.
+    pub fn new(
+        client: kube::Client,
+        runs: Store<DeserializeGuard<BenchmarkRun>>,
+        max_active: usize,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let reporter = kube::runtime::events::Reporter {
+            controller: "benchmatrix-operator".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            runs,
+            max_active,
+            metrics,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Reconciles one BenchmarkRun.
+pub async fn reconcile(
+    guard: Arc<DeserializeGuard<BenchmarkRun>>,
+    ctx: Arc<Context>,
+) -> Result<Requeue, Error> {
+    let metrics = ctx.metrics.clone();
+    let _timer = metrics.reconcile();
+    let span = info_span!(
+        "reconcile",
+        run = field::Empty,
+        namespace = field::Empty,
+        phase = field::Empty
+    );
+    async move {
+        let run = match &guard.0 {
+            Ok(run) => run,
+            Err(invalid) => {
+                // The object does not even match the types. It cannot be run or written with
+                // the typed client; it is reported and left alone until it changes.
+                return Err(Error::Malformed(format!(
+                    "{}/{}: {}",
+                    invalid.metadata.namespace.as_deref().unwrap_or(""),
+                    invalid.metadata.name.as_deref().unwrap_or(""),
+                    invalid.error
+                )));
+            }
+        };
+        tracing::Span::current().record("run", run.name_any());
+        tracing::Span::current().record("namespace", run.namespace().unwrap_or_default());
+        let result = reconcile_run(run, &ctx).await;
+        let key = ObjectRef::from_obj(guard.as_ref());
+        if result.is_ok()
+            && let Ok(mut failures) = ctx.failures.lock()
+        {
+            failures.remove(&key);
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Error> {
+    let queue = queue_view(run, ctx);
+    let obs = observe::observe(&ctx.client, run, queue).await?;
+    let now = conditions::now();
+    let decision = decide::decide(run, &obs, &now);
+    tracing::Span::current().record("phase", decision.status.phase.to_string());
+    ctx.metrics
+        .set_active_runs(queue.active + usize::from(decision.status.phase == RunPhase::Running));
+
+    apply::apply_actions(&ctx.client, run, &decision.actions).await?;
+    let deleted = decision
+        .actions
+        .iter()
+        .any(|a| matches!(a, decide::Action::DeleteRun));
+    let old = run.status.clone().unwrap_or_default();
+    if !deleted && decision.status != old {
+        apply::patch_status(&ctx.client, run, &decision.status).await?;
+        record_cells(&ctx.metrics, &old, &decision.status);
+    }
+    apply::publish_events(&ctx.recorder, run, &decision.events).await;
+    Ok(match decision.requeue {
+        Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
+        None => Requeue::await_change(),
+    })
+}
+
+/// Where this run stands in the admission queue, from the controller's cache (no API call).
+fn queue_view(run: &BenchmarkRun, ctx: &Context) -> QueueView {
+    let me = (run.namespace(), run.name_any());
+    let created = run.metadata.creation_timestamp.clone();
+    let mut active = 0;
+    let mut ahead = 0;
+    for other in ctx.runs.state() {
+        let Ok(other) = &other.0 else { continue };
+        if (other.namespace(), other.name_any()) == me {
+            continue;
+        }
+        let phase = other.status.as_ref().map(|s| s.phase).unwrap_or_default();
+        match phase {
+            RunPhase::Running => active += 1,
+            RunPhase::Pending => {
+                let older = match (&other.metadata.creation_timestamp, &created) {
+                    (Some(a), Some(b)) => (a, other.name_any()) < (b, me.1.clone()),
+                    _ => false,
+                };
+                // Runs that will fail validation do not hold the queue.
+                if older && crate::validate::validate_run(other).is_ok() {
+                    ahead += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    QueueView {
+        active,
+        ahead,
+        max_active: ctx.max_active,
+    }
+}
+
+fn record_cells(
+    metrics: &Metrics,
+    old: &crate::api::BenchmarkRunStatus,
+    new: &crate::api::BenchmarkRunStatus,
+) {
+    for cell in &new.cells {
+        let was = old
+            .cells
+            .iter()
+            .find(|c| c.name == cell.name)
+            .map(|c| c.phase);
+        if matches!(cell.phase, CellPhase::Succeeded | CellPhase::Failed)
+            && was != Some(cell.phase)
+            && let (Some(start), Some(end)) = (&cell.start_time, &cell.completion_time)
+        {
+            metrics.cell_finished(
+                &cell.phase.to_string(),
+                (conditions::secs_of(end) - conditions::secs_of(start)) as f64,
+            );
+        }
+    }
+}
+
+/// Permanent errors wait for the object to change (no hot loop); transient ones back off
+/// exponentially per object, from 1 s to 5 minutes.
+pub fn error_policy(
+    guard: Arc<DeserializeGuard<BenchmarkRun>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Requeue {
+    ctx.metrics.reconcile_failure(error.metric_label());
+    if error.is_permanent() {
+        tracing::warn!(%error, "reconcile failed permanently; waiting for the object to change");
+        return Requeue::await_change();
+    }
+    let key = ObjectRef::from_obj(guard.as_ref());
+    let attempt = ctx
+        .failures
+        .lock()
+        .map(|mut f| {
+            let n = f.entry(key).or_insert(0);
+            *n += 1;
+            *n
+        })
+        .unwrap_or(1);
+    let delay = backoff(attempt);
+    tracing::warn!(%error, attempt, delay_secs = delay.as_secs(), "reconcile failed; retrying");
+    Requeue::requeue(delay)
+}
+
+/// 1 s, 2 s, 4 s ... capped at 5 minutes.
+pub fn backoff(attempt: u32) -> Duration {
+    let secs = 1u64 << attempt.saturating_sub(1).min(9);
+    Duration::from_secs(secs.min(300))
+}

@@ -1,0 +1,25 @@
+//! One place that sets up logging: an env filter (RUST_LOG, default info) and either compact
+//! human-readable lines or JSON lines for log collectors.
+
+use tracing_subscriber::EnvFilter;
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Compact human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Installs the global subscriber; a second call (tests) is a no-op.
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.compact().try_init(),
+    };
+}
