@@ -9,6 +9,8 @@
 //! The detection is a pure function over a filesystem root ([`detect_in`]), so it is tested
 //! against fake cgroup trees; [`detect`] applies it to the live process.
 
+#![warn(missing_docs)]
+
 mod cgroup;
 mod stat;
 

@@ -4,6 +4,8 @@
 //! it actually has (never the host's core count), reporting what it detected and how it is
 //! doing at `/stats` and `/metrics`. See DESIGN.md, "Target".
 
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod cli;
 pub mod config;
