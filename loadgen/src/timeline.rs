@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::histogram::{self, LatencyHistogram, TIMELINE_SIGFIG};
 use crate::recorder::SecondCounts;
-use crate::result::{LatencyMs, TimelinePoint, timeline_point};
+use crate::result::{TimelinePoint, timeline_point};
 
 /// One line of `--progress-json`.
 #[derive(Clone, Debug, Serialize)]
@@ -44,11 +44,16 @@ struct Second {
 }
 
 /// Merges per-worker seconds for one phase.
+///
+/// A second's histograms are kept only until every worker has reported it; then it becomes a
+/// timeline point (a few hundred bytes), so memory grows with seconds, not with requests, and
+/// only by the size of the finished points.
 pub struct TimelineBuilder {
     phase: String,
     endpoints: Vec<String>,
     workers: usize,
     seconds: BTreeMap<u32, Second>,
+    finished: BTreeMap<u32, Vec<TimelinePoint>>,
     totals: Vec<(u64, u64)>,
     next_progress: u32,
 }
@@ -62,6 +67,7 @@ impl TimelineBuilder {
             endpoints,
             workers,
             seconds: BTreeMap::new(),
+            finished: BTreeMap::new(),
             totals: vec![(0, 0); n],
             next_progress: 0,
         }
@@ -83,22 +89,32 @@ impl TimelineBuilder {
             let _ = slot.hist.add(&s.hist);
         }
         let mut out = Vec::new();
-        while let Some(sec) = self.seconds.get(&self.next_progress) {
-            if sec.reports < self.workers {
+        while self
+            .seconds
+            .get(&self.next_progress)
+            .is_some_and(|sec| sec.reports >= self.workers)
+        {
+            let second = self.next_progress;
+            let Some(sec) = self.seconds.remove(&second) else {
                 break;
-            }
+            };
             let mut streams = Vec::with_capacity(n);
+            let mut points = Vec::with_capacity(n);
             for (i, s) in sec.streams.iter().enumerate() {
                 self.totals[i].0 += s.requests;
                 self.totals[i].1 += s.errors;
+                let ok = (s.requests - s.errors) as f64;
+                let point = timeline_point(second, s.requests, s.errors, ok, &s.hist);
                 streams.push(StreamProgress {
                     endpoint: self.endpoints[i].clone(),
                     requests: self.totals[i].0,
-                    rps: (s.requests - s.errors) as f64,
-                    p99_ms: LatencyMs::from_histogram(&s.hist).p99,
+                    rps: ok,
+                    p99_ms: point.p99_ms,
                     errors: self.totals[i].1,
                 });
+                points.push(point);
             }
+            self.finished.insert(second, points);
             self.next_progress += 1;
             out.push(Progress {
                 phase: self.phase.clone(),
@@ -116,19 +132,17 @@ impl TimelineBuilder {
         (0..last)
             .map(|second| {
                 let width = (duration_secs - second as f64).clamp(1e-3, 1.0);
-                match self.seconds.get(&second) {
-                    Some(s) => {
-                        let c = &s.streams[i];
-                        timeline_point(
-                            second,
-                            c.requests,
-                            c.errors,
-                            (c.requests - c.errors) as f64 / width,
-                            &c.hist,
-                        )
-                    }
-                    None => timeline_point(second, 0, 0, 0.0, &empty),
-                }
+                let mut p = if let Some(points) = self.finished.get(&second) {
+                    points[i].clone()
+                } else if let Some(s) = self.seconds.get(&second) {
+                    // Not every worker reported this second (only if one failed): use what came.
+                    let c = &s.streams[i];
+                    timeline_point(second, c.requests, c.errors, 0.0, &c.hist)
+                } else {
+                    timeline_point(second, 0, 0, 0.0, &empty)
+                };
+                p.rps = (p.requests - p.errors) as f64 / width;
+                p
             })
             .collect()
     }

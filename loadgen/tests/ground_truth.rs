@@ -78,10 +78,18 @@ fn timing_p50_of_a_20ms_server_is_20ms_and_counts_match_the_server() {
     let r = run(&config(&server, workload(3, closed(connections)), 2));
     let s = &r.phases[0].streams[0];
     assert_eq!(s.errors, 0, "{s:?}");
+    // The truth is the delay the server actually served, which on a busy 2-core box is 20 ms
+    // plus however late its sleeping thread was woken; on a quiet box it is 20.0x ms.
     let p50 = s.latency_ms.p50;
+    let truth = server.service_p50_ms();
+    assert!(truth >= 20.0, "server p50 {truth} ms");
     assert!(
-        (20.0..=21.0).contains(&p50),
-        "p50 {p50} ms is not within 5% of 20 ms"
+        p50 >= truth,
+        "reported p50 {p50} ms is below the server's own {truth} ms"
+    );
+    assert!(
+        p50 - truth <= 0.05 * 20.0,
+        "reported p50 {p50} ms is not within 5% (1 ms) of the server's {truth} ms"
     );
     // 8 connections x 3 s / ~20 ms: about 1200 requests.
     assert!(s.requests > 900, "only {} requests", s.requests);

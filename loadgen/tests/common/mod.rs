@@ -32,6 +32,9 @@ pub struct TestServer {
     pub received: Arc<AtomicU64>,
     /// Answers fully written.
     pub answered: Arc<AtomicU64>,
+    /// For `Ok`: microseconds from the end of reading each request to the end of writing its
+    /// answer, as the server saw them (the delay plus the box's scheduling noise).
+    pub service_micros: Arc<Mutex<Vec<u64>>>,
     paused: Arc<(Mutex<bool>, Condvar)>,
 }
 
@@ -44,18 +47,25 @@ impl TestServer {
         let received = Arc::new(AtomicU64::new(0));
         let answered = Arc::new(AtomicU64::new(0));
         let paused = Arc::new((Mutex::new(false), Condvar::new()));
-        let (r, a, p) = (received.clone(), answered.clone(), paused.clone());
+        let service_micros = Arc::new(Mutex::new(Vec::new()));
+        let shared = Shared {
+            received: received.clone(),
+            answered: answered.clone(),
+            service: service_micros.clone(),
+            paused: paused.clone(),
+        };
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let (r, a, p) = (r.clone(), a.clone(), p.clone());
-                std::thread::spawn(move || serve(conn, behaviour, &r, &a, &p));
+                let shared = shared.clone();
+                std::thread::spawn(move || serve(conn, behaviour, &shared));
             }
         });
         Self {
             addr,
             received,
             answered,
+            service_micros,
             paused,
         }
     }
@@ -75,15 +85,25 @@ impl TestServer {
         *self.paused.0.lock().unwrap() = false;
         self.paused.1.notify_all();
     }
+
+    /// Median of `service_micros`, in milliseconds.
+    pub fn service_p50_ms(&self) -> f64 {
+        let mut v = self.service_micros.lock().unwrap().clone();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 1000.0
+    }
 }
 
-fn serve(
-    mut s: TcpStream,
-    behaviour: Behaviour,
-    received: &AtomicU64,
-    answered: &AtomicU64,
-    paused: &(Mutex<bool>, Condvar),
-) {
+#[derive(Clone)]
+struct Shared {
+    received: Arc<AtomicU64>,
+    answered: Arc<AtomicU64>,
+    service: Arc<Mutex<Vec<u64>>>,
+    paused: Arc<(Mutex<bool>, Condvar)>,
+}
+
+fn serve(mut s: TcpStream, behaviour: Behaviour, shared: &Shared) {
+    let (received, answered, paused) = (&shared.received, &shared.answered, &shared.paused);
     s.set_nodelay(true).ok();
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
@@ -127,6 +147,7 @@ fn serve(
             continue;
         }
         received.fetch_add(1, Ordering::SeqCst);
+        let read_at = std::time::Instant::now();
         let reply: &[u8] = match behaviour {
             Behaviour::Ok { delay } => {
                 std::thread::sleep(delay);
@@ -149,6 +170,10 @@ fn serve(
         };
         if s.write_all(reply).is_err() {
             return;
+        }
+        if matches!(behaviour, Behaviour::Ok { .. }) {
+            let took = read_at.elapsed().as_micros() as u64;
+            shared.service.lock().unwrap().push(took);
         }
         answered.fetch_add(1, Ordering::SeqCst);
     }
