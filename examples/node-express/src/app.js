@@ -3,7 +3,7 @@
 // the same routes serve every mode ("no route changed, only the machinery underneath").
 import express from 'express';
 import { FIB_MAX_N } from './fib.js';
-import { PoolFullError, TaskTimeoutError } from './pool.js';
+import { PoolClosedError, PoolFullError, TaskTimeoutError } from './pool.js';
 
 /** fib(30): the seeds' light request, ~12 ms of CPU. */
 export const FAST_N = 30;
@@ -80,7 +80,7 @@ export function buildApp({ work, stats, counters, isDraining }) {
   // eslint-disable-next-line no-unused-vars
   app.use((err, req, res, next) => {
     if (err instanceof HttpError) return res.status(err.status).json({ error: err.message, ...err.extra });
-    if (err instanceof PoolFullError) {
+    if (err instanceof PoolFullError || err instanceof PoolClosedError) {
       return res.status(503).set('Retry-After', '1').json({ error: err.message });
     }
     if (err instanceof TaskTimeoutError) return res.status(504).json({ error: err.message });

@@ -8,6 +8,8 @@ import { log } from './log.js';
 export class PoolFullError extends Error {}
 /** A task ran past BENCH_TASK_DEADLINE_MS and was aborted; the handler answers 504. */
 export class TaskTimeoutError extends Error {}
+/** The pool was stopped during shutdown with this task unfinished; the handler answers 503. */
+export class PoolClosedError extends Error {}
 
 const WORK_URL = new URL('./work.js', import.meta.url).href;
 
@@ -16,6 +18,7 @@ export class FibPool {
   #pool;
   #queueDepth;
   #deadlineMs;
+  #closed = false;
 
   /** Number of pool threads. */
   size;
@@ -58,6 +61,7 @@ export class FibPool {
     try {
       return await task;
     } catch (err) {
+      if (this.#closed) throw new PoolClosedError('the server is shutting down');
       if (signal?.aborted) {
         this.timedOut++;
         throw new TaskTimeoutError(`task fib(${n}) ran past its ${this.#deadlineMs} ms deadline`);
@@ -70,8 +74,13 @@ export class FibPool {
     }
   }
 
-  /** Lets running tasks finish, then stops the threads. */
+  /**
+   * Stops the threads. Called once the HTTP server has closed, i.e. when no client is waiting
+   * any more: what is still queued or running was abandoned (a client timed out and left), so
+   * it is dropped rather than computed for nobody.
+   */
   async close() {
-    await this.#pool.close();
+    this.#closed = true;
+    await this.#pool.destroy();
   }
 }
