@@ -12,6 +12,9 @@ pub mod error;
 pub mod observe;
 pub mod reconcile;
 
+#[cfg(test)]
+mod tests;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

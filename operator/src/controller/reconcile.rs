@@ -31,7 +31,13 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Consecutive failures per object, for the error backoff.
     pub failures: Mutex<HashMap<ObjectRef<DeserializeGuard<BenchmarkRun>>, u32>>,
+    /// The clock (tests substitute one they can advance).
+    pub clock: Clock,
 }
+
+/// A source of the current time.
+pub type Clock =
+    Arc<dyn Fn() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time + Send + Sync>;
 
 impl Context {
     /// A context over `client` with a fresh recorder and an empty failure table.
@@ -52,6 +58,7 @@ impl Context {
             max_active,
             metrics,
             failures: Mutex::new(HashMap::new()),
+            clock: Arc::new(conditions::now),
         }
     }
 }
@@ -101,7 +108,7 @@ pub async fn reconcile(
 async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Error> {
     let queue = queue_view(run, ctx);
     let obs = observe::observe(&ctx.client, run, queue).await?;
-    let now = conditions::now();
+    let now = (ctx.clock)();
     let decision = decide::decide(run, &obs, &now);
     tracing::Span::current().record("phase", decision.status.phase.to_string());
     ctx.metrics

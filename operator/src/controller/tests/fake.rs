@@ -1,0 +1,377 @@
+//! A small stateful fake of the Kubernetes API server, as a tower service behind a real
+//! `kube::Client`.
+//!
+//! It stores objects per resource, namespace and name, and answers what the operator calls:
+//! GET (one object, a list filtered by label selector, a pod log), PATCH (server-side apply,
+//! creating or merging; the status subresource; a merge patch for Events), POST (Events) and
+//! DELETE. Every call is recorded, so tests count them and check that nothing unexpected
+//! happened; every first apply of a name is recorded as a creation, so tests can assert that
+//! nothing was created twice. Tests play the cluster's other controllers by editing objects
+//! (Deployment availability, pods, Job completion, logs).
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::{self as http, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+/// One request the fake answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// HTTP method.
+    pub method: String,
+    /// Resource plural, e.g. "deployments".
+    pub resource: String,
+    /// Object name, when the call addressed one.
+    pub name: Option<String>,
+    /// Subresource ("status", "log").
+    pub sub: Option<String>,
+}
+
+impl Call {
+    /// e.g. "PATCH deployments/x", "GET pods" (a list), "PATCH benchmarkruns/x/status".
+    pub fn short(&self) -> String {
+        let mut s = format!("{} {}", self.method, self.resource);
+        if let Some(n) = &self.name {
+            s.push('/');
+            s.push_str(n);
+        }
+        if let Some(sub) = &self.sub {
+            s.push('/');
+            s.push_str(sub);
+        }
+        s
+    }
+}
+
+/// Key of a stored object: resource plural, namespace, name.
+pub type Key = (String, String, String);
+
+#[derive(Default)]
+struct State {
+    objects: BTreeMap<Key, Value>,
+    logs: HashMap<(String, String), String>,
+    calls: Vec<Call>,
+    creations: Vec<(String, String)>,
+    next: u64,
+}
+
+/// The fake API server; clone it freely (the state is shared).
+#[derive(Clone, Default)]
+pub struct FakeApi {
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeApi {
+    /// A `kube::Client` whose requests this fake answers.
+    pub fn client(&self) -> kube::Client {
+        let state = self.state.clone();
+        let service = tower::service_fn(move |req: Request<kube::client::Body>| {
+            let state = state.clone();
+            async move {
+                let (parts, body) = req.into_parts();
+                let body = body
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                let response = handle(&state, &parts.method, &parts.uri, &body);
+                Ok::<_, Infallible>(response)
+            }
+        });
+        kube::Client::new(service, "default")
+    }
+
+    /// Stores an object (as a user's `kubectl apply` would), filling server-side metadata.
+    pub fn insert(&self, resource: &str, object: Value) {
+        let mut st = self.state.lock().unwrap();
+        let ns = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_owned();
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        let object = st.stamp_new(object);
+        st.objects.insert((resource.into(), ns, name), object);
+    }
+
+    /// The stored object, if any.
+    pub fn get(&self, resource: &str, ns: &str, name: &str) -> Option<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .get(&(resource.into(), ns.into(), name.into()))
+            .cloned()
+    }
+
+    /// All stored objects of a resource.
+    pub fn list(&self, resource: &str) -> Vec<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .iter()
+            .filter(|((r, _, _), _)| r == resource)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Changes a stored object in place (playing another controller or the kubelet).
+    pub fn edit(&self, resource: &str, ns: &str, name: &str, f: impl FnOnce(&mut Value)) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(obj) = st
+            .objects
+            .get_mut(&(resource.into(), ns.into(), name.into()))
+        {
+            f(obj);
+        }
+    }
+
+    /// Removes an object behind the operator's back.
+    pub fn remove(&self, resource: &str, ns: &str, name: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .remove(&(resource.into(), ns.into(), name.into()));
+    }
+
+    /// Sets a pod's log.
+    pub fn set_log(&self, ns: &str, pod: &str, log: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .logs
+            .insert((ns.into(), pod.into()), log.into());
+    }
+
+    /// Every call so far.
+    pub fn calls(&self) -> Vec<Call> {
+        self.state.lock().unwrap().calls.clone()
+    }
+
+    /// Every creation (first apply or POST of a name) so far, as (resource, name).
+    pub fn creations(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().creations.clone()
+    }
+}
+
+impl State {
+    fn stamp_new(&mut self, mut object: Value) -> Value {
+        self.next += 1;
+        let n = self.next;
+        let meta = object["metadata"].as_object_mut().expect("metadata");
+        meta.entry("uid").or_insert(json!(format!("uid-{n}")));
+        meta.entry("creationTimestamp")
+            .or_insert(json!(format!("2026-01-01T00:00:{:02}Z", n % 60)));
+        meta.entry("generation").or_insert(json!(1));
+        meta.insert("resourceVersion".into(), json!(n.to_string()));
+        meta.entry("namespace").or_insert(json!("default"));
+        object
+    }
+
+    fn bump(&mut self, object: &mut Value) {
+        self.next += 1;
+        object["metadata"]["resourceVersion"] = json!(self.next.to_string());
+    }
+}
+
+fn handle(
+    state: &Mutex<State>,
+    method: &http::Method,
+    uri: &http::Uri,
+    body: &Bytes,
+) -> Response<Full<Bytes>> {
+    let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    // /api/v1/namespaces/{ns}/{resource}[/{name}[/{sub}]]
+    // /apis/{group}/{version}/namespaces/{ns}/{resource}[/{name}[/{sub}]]
+    let rest = match segments.as_slice() {
+        ["api", _, rest @ ..] => rest,
+        ["apis", _, _, rest @ ..] => rest,
+        _ => return status(StatusCode::NOT_FOUND, "unknown path"),
+    };
+    let (ns, resource, name, sub) = match rest {
+        ["namespaces", ns, resource] => (*ns, *resource, None, None),
+        ["namespaces", ns, resource, name] => (*ns, *resource, Some(*name), None),
+        ["namespaces", ns, resource, name, sub] => (*ns, *resource, Some(*name), Some(*sub)),
+        _ => return status(StatusCode::NOT_FOUND, "cluster-scoped paths are not faked"),
+    };
+    let mut st = state.lock().unwrap();
+    st.calls.push(Call {
+        method: method.to_string(),
+        resource: resource.into(),
+        name: name.map(str::to_owned),
+        sub: sub.map(str::to_owned),
+    });
+    let key = |n: &str| (resource.to_owned(), ns.to_owned(), n.to_owned());
+    let payload: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    match (method.as_str(), name, sub) {
+        ("GET", Some(n), Some("log")) => match st.logs.get(&(ns.to_owned(), n.to_owned())) {
+            Some(log) => {
+                let tail = query(uri, "tailLines").and_then(|t| t.parse::<usize>().ok());
+                let lines: Vec<&str> = log.lines().collect();
+                let from = tail.map_or(0, |t| lines.len().saturating_sub(t));
+                text(lines[from..].join("\n"))
+            }
+            None => status(StatusCode::NOT_FOUND, "no log"),
+        },
+        ("GET", Some(n), None) => match st.objects.get(&key(n)) {
+            Some(obj) => ok(obj.clone()),
+            None => status(StatusCode::NOT_FOUND, "not found"),
+        },
+        ("GET", None, None) => {
+            let selector = query(uri, "labelSelector").unwrap_or_default();
+            let items: Vec<Value> = st
+                .objects
+                .iter()
+                .filter(|((r, o_ns, _), obj)| {
+                    r == resource && o_ns == ns && matches_selector(obj, &selector)
+                })
+                .map(|(_, v)| v.clone())
+                .collect();
+            ok(json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "metadata": {"resourceVersion": st.next.to_string()},
+                "items": items,
+            }))
+        }
+        ("PATCH", Some(n), Some("status")) => {
+            let Some(mut obj) = st.objects.get(&key(n)).cloned() else {
+                return status(StatusCode::NOT_FOUND, "not found");
+            };
+            obj["status"] = payload["status"].clone();
+            st.bump(&mut obj);
+            st.objects.insert(key(n), obj.clone());
+            ok(obj)
+        }
+        ("PATCH", Some(n), None) => {
+            let existing = st.objects.get(&key(n)).cloned();
+            let obj = match existing {
+                Some(mut obj) => {
+                    for (k, v) in payload.as_object().into_iter().flatten() {
+                        if k == "metadata" {
+                            for (mk, mv) in v.as_object().into_iter().flatten() {
+                                obj["metadata"][mk] = mv.clone();
+                            }
+                        } else if k != "status" {
+                            obj[k] = v.clone();
+                        }
+                    }
+                    st.bump(&mut obj);
+                    obj
+                }
+                None => {
+                    let is_apply = payload.get("apiVersion").is_some();
+                    if !is_apply {
+                        return status(StatusCode::NOT_FOUND, "not found");
+                    }
+                    st.creations.push((resource.into(), n.into()));
+                    let mut obj = payload.clone();
+                    if let Some(s) = obj.as_object_mut() {
+                        s.remove("status");
+                    }
+                    st.stamp_new(obj)
+                }
+            };
+            st.objects.insert(key(n), obj.clone());
+            ok(obj)
+        }
+        ("POST", None, None) => {
+            let mut obj = payload.clone();
+            let n = obj["metadata"]["name"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| {
+                    format!(
+                        "{}{}",
+                        obj["metadata"]["generateName"].as_str().unwrap_or("obj-"),
+                        st.next
+                    )
+                });
+            obj["metadata"]["name"] = json!(n);
+            st.creations.push((resource.into(), n.clone()));
+            let obj = st.stamp_new(obj);
+            st.objects.insert(key(&n), obj.clone());
+            ok(obj)
+        }
+        ("DELETE", Some(n), None) => match st.objects.remove(&key(n)) {
+            Some(obj) => ok(obj),
+            None => status(StatusCode::NOT_FOUND, "not found"),
+        },
+        _ => status(StatusCode::METHOD_NOT_ALLOWED, "not faked"),
+    }
+}
+
+fn query(uri: &http::Uri, name: &str) -> Option<String> {
+    uri.query()?.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == name).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn matches_selector(obj: &Value, selector: &str) -> bool {
+    selector.split(',').filter(|s| !s.is_empty()).all(|term| {
+        let (k, v) = term.split_once('=').unwrap_or((term, ""));
+        obj["metadata"]["labels"][k].as_str() == Some(v)
+    })
+}
+
+fn ok(value: Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(value.to_string())))
+        .unwrap()
+}
+
+fn text(body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap()
+}
+
+fn status(code: StatusCode, message: &str) -> Response<Full<Bytes>> {
+    let reason = match code {
+        StatusCode::NOT_FOUND => "NotFound",
+        _ => "MethodNotAllowed",
+    };
+    let body = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code.as_u16(),
+    });
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}

@@ -1,0 +1,800 @@
+//! The reconciler against a faked API server: whole runs, restarts, failures, bad specs.
+//!
+//! Each test drives `reconcile` the way the controller would after each watch event, plays
+//! the cluster's other controllers (Deployment availability, pods, Job completion, logs)
+//! through the fake, and checks objects, status, and the calls made. Every test has a timeout.
+
+mod fake;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use benchmatrix_loadgen::result::{LatencyMs, PhaseResult, RunResult, StreamResult};
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::watcher;
+use serde_json::{Value, json};
+
+use super::error::Error;
+use super::reconcile::{Context, error_policy, reconcile};
+use crate::api::conditions;
+use crate::api::{BenchmarkRun, CellPhase, RunPhase};
+use crate::metrics::Metrics;
+use fake::FakeApi;
+
+const NS: &str = "bench";
+const TEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the simulated cluster treats a cell.
+#[derive(Clone)]
+enum Behaviour {
+    /// Replicas become ready; the Job succeeds printing this log.
+    Healthy(String),
+    /// Target pods stuck in ImagePullBackOff.
+    ImagePull,
+    /// Target pods run but never pass the readiness probe.
+    NeverReady,
+    /// The Job fails; its pod's last words.
+    JobFails(String),
+    /// Replicas become ready; the Job keeps running.
+    Busy,
+}
+
+struct Harness {
+    fake: FakeApi,
+    ctx: Arc<Context>,
+    now: Arc<AtomicI64>,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let fake = FakeApi::default();
+        let now = Arc::new(AtomicI64::new(1_800_000_000));
+        let ctx = Self::context(&fake, &now, 1, Writer::default());
+        Self { fake, ctx, now }
+    }
+
+    fn context(
+        fake: &FakeApi,
+        now: &Arc<AtomicI64>,
+        max_active: usize,
+        runs: Writer<DeserializeGuard<BenchmarkRun>>,
+    ) -> Arc<Context> {
+        let mut ctx = Context::new(
+            fake.client(),
+            runs.as_reader(),
+            max_active,
+            Arc::new(Metrics::default()),
+        );
+        let clock = now.clone();
+        ctx.clock = Arc::new(move || conditions::time_from_secs(clock.load(Ordering::SeqCst)));
+        Arc::new(ctx)
+    }
+
+    /// A new controller process over the same cluster: nothing but the API state carries over.
+    fn restart(&mut self) {
+        self.ctx = Self::context(&self.fake, &self.now, 1, Writer::default());
+    }
+
+    fn advance(&self, secs: i64) {
+        self.now.fetch_add(secs, Ordering::SeqCst);
+    }
+
+    fn guard(&self, name: &str) -> DeserializeGuard<BenchmarkRun> {
+        let value = self
+            .fake
+            .get("benchmarkruns", NS, name)
+            .expect("the run exists");
+        serde_json::from_value(value).expect("a guard always deserializes")
+    }
+
+    fn run(&self, name: &str) -> BenchmarkRun {
+        self.guard(name).0.expect("a well-formed run")
+    }
+
+    async fn reconcile(&self, name: &str) -> Result<Requeue, Error> {
+        reconcile(Arc::new(self.guard(name)), self.ctx.clone()).await
+    }
+
+    /// Plays the Deployment controller, the scheduler, the kubelet and the Job controller.
+    fn simulate(&self, behaviour: &dyn Fn(&str) -> Behaviour) {
+        for svc in self.fake.list("services") {
+            let name = svc["metadata"]["name"].as_str().unwrap().to_owned();
+            self.fake.edit("services", NS, &name, |s| {
+                s["spec"]["clusterIP"] = json!("10.96.0.10");
+            });
+        }
+        for dep in self.fake.list("deployments") {
+            let name = dep["metadata"]["name"].as_str().unwrap().to_owned();
+            let cell = dep["metadata"]["labels"]["benchmatrix.dev/cell"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let replicas = dep["spec"]["replicas"].as_i64().unwrap();
+            let labels = dep["spec"]["template"]["metadata"]["labels"].clone();
+            let b = behaviour(&cell);
+            for i in 0..replicas {
+                let pod = format!("{name}-pod{i}");
+                let (ready, container_state) = match &b {
+                    Behaviour::ImagePull => (
+                        false,
+                        json!({"waiting": {"reason": "ImagePullBackOff",
+                            "message": "Back-off pulling image \"nope:1\""}}),
+                    ),
+                    Behaviour::NeverReady => (false, json!({"running": {}})),
+                    _ => (true, json!({"running": {}})),
+                };
+                if self.fake.get("pods", NS, &pod).is_none() {
+                    self.fake.insert(
+                        "pods",
+                        json!({
+                            "apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": pod, "namespace": NS, "labels": labels},
+                            "spec": {"containers": [{"name": "target"}]},
+                            "status": {
+                                "phase": "Running",
+                                "podIP": format!("10.1.0.{}", i + 1),
+                                "conditions": [{"type": "Ready",
+                                    "status": if ready { "True" } else { "False" }}],
+                                "containerStatuses": [{"name": "target", "ready": ready,
+                                    "restartCount": 0, "image": "x", "imageID": "",
+                                    "state": container_state}],
+                            },
+                        }),
+                    );
+                }
+            }
+            let available = if matches!(
+                b,
+                Behaviour::Healthy(_) | Behaviour::JobFails(_) | Behaviour::Busy
+            ) {
+                replicas
+            } else {
+                0
+            };
+            self.fake.edit("deployments", NS, &name, |d| {
+                d["status"] = json!({"replicas": replicas, "availableReplicas": available});
+            });
+        }
+        for job in self.fake.list("jobs") {
+            let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+            if job["status"]["succeeded"].is_number() || job["status"]["failed"].is_number() {
+                continue;
+            }
+            let cell = job["metadata"]["labels"]["benchmatrix.dev/cell"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let labels = job["spec"]["template"]["metadata"]["labels"].clone();
+            let pod = format!("{name}-0-abcde");
+            let (phase, terminated, status) = match behaviour(&cell) {
+                Behaviour::Healthy(log) => {
+                    self.fake.set_log(NS, &pod, &log);
+                    (
+                        "Succeeded",
+                        json!({"exitCode": 0, "reason": "Completed"}),
+                        json!({"succeeded": 1}),
+                    )
+                }
+                Behaviour::JobFails(words) => (
+                    "Failed",
+                    json!({"exitCode": 2, "reason": "Error", "message": words}),
+                    json!({"failed": 1, "conditions": [{"type": "Failed", "status": "True",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "Job has reached the specified backoff limit"}]}),
+                ),
+                Behaviour::Busy => {
+                    self.fake
+                        .edit("jobs", NS, &name, |j| j["status"] = json!({"active": 1}));
+                    continue;
+                }
+                _ => continue,
+            };
+            self.fake.insert(
+                "pods",
+                json!({
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": pod, "namespace": NS, "labels": labels},
+                    "spec": {"containers": [{"name": "loadgen"}]},
+                    "status": {"phase": phase, "containerStatuses": [{"name": "loadgen",
+                        "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+                        "state": {"terminated": terminated}}]},
+                }),
+            );
+            self.fake.edit("jobs", NS, &name, |j| j["status"] = status);
+        }
+    }
+
+    /// Reconciles and simulates until the run finishes; returns the run phases seen.
+    async fn drive(&self, name: &str, behaviour: &dyn Fn(&str) -> Behaviour) -> Vec<RunPhase> {
+        let mut phases = vec![self.phase(name)];
+        for _ in 0..60 {
+            self.reconcile(name).await.expect("reconcile succeeds");
+            let phase = self.phase(name);
+            if phases.last() != Some(&phase) {
+                phases.push(phase);
+            }
+            if phase.is_finished() {
+                return phases;
+            }
+            self.simulate(behaviour);
+            self.advance(1);
+        }
+        panic!(
+            "the run did not finish; status: {:#?}",
+            self.run(name).status
+        );
+    }
+
+    fn phase(&self, name: &str) -> RunPhase {
+        self.run(name)
+            .status
+            .map(|s| s.phase)
+            .unwrap_or(RunPhase::Pending)
+    }
+}
+
+/// A run with the given cells, a two-phase workload and short timeouts.
+fn sample(name: &str, cells: &[&str]) -> Value {
+    let configurations: Vec<Value> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            json!({"name": c, "mode": if i % 2 == 0 { "single" } else { "pool" },
+                   "replicas": i + 1, "cpu": "500m", "memory": "128Mi",
+                   "env": [{"name": "WEB_CONCURRENCY", "value": "2"}]})
+        })
+        .collect();
+    json!({
+        "apiVersion": "benchmatrix.dev/v1alpha1",
+        "kind": "BenchmarkRun",
+        "metadata": {"name": name, "namespace": NS, "generation": 1},
+        "spec": {
+            "configurations": configurations,
+            "workload": {
+                "endpoints": [{"name": "fast", "path": "/fast"}, {"name": "slow", "path": "/slow"}],
+                "warmup": "1s",
+                "phases": [
+                    {"name": "fast-only", "duration": "5s",
+                     "load": [{"endpoint": "fast", "connections": 2}]},
+                    {"name": "mixed", "duration": "5s",
+                     "load": [{"endpoint": "fast", "connections": 2},
+                              {"endpoint": "slow", "connections": 2}]}
+                ]
+            },
+            "timeouts": {"ready": "30s", "runSlack": "20s"}
+        }
+    })
+}
+
+/// A canned load generator log: a stderr line, then the result document as the last line.
+fn canned_log(fast_mixed_p99: f64) -> String {
+    let stream = |endpoint: &str, p99: f64| StreamResult {
+        endpoint: endpoint.into(),
+        requests: 500,
+        errors: 0,
+        rps: 100.0,
+        latency_ms: LatencyMs {
+            p50: p99 / 3.0,
+            p90: p99 / 2.0,
+            p99,
+            p999: p99 * 1.1,
+            max: p99 * 1.2,
+            mean: p99 / 3.0,
+        },
+        ..StreamResult::default()
+    };
+    let doc = RunResult {
+        version: 1,
+        target: "http://10.96.0.10:8080".into(),
+        threads: 1,
+        generators: 1,
+        phases: vec![
+            PhaseResult {
+                name: "fast-only".into(),
+                duration_secs: 5.0,
+                streams: vec![stream("fast", 10.0)],
+                target_stats: vec![],
+            },
+            PhaseResult {
+                name: "mixed".into(),
+                duration_secs: 5.0,
+                streams: vec![stream("fast", fast_mixed_p99), stream("slow", 800.0)],
+                target_stats: vec![],
+            },
+        ],
+    };
+    format!(
+        "loadgen: phase mixed done\n{}\n",
+        serde_json::to_string(&doc).unwrap()
+    )
+}
+
+fn healthy(cell: &str) -> Behaviour {
+    Behaviour::Healthy(canned_log(if cell == "a" { 400.0 } else { 20.0 }))
+}
+
+async fn with_timeout<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(TEST_TIMEOUT, f)
+        .await
+        .expect("the test finished within its timeout");
+}
+
+fn assert_only_expected_calls(fake: &FakeApi) {
+    for call in fake.calls() {
+        assert!(
+            [
+                "benchmarkruns",
+                "deployments",
+                "services",
+                "configmaps",
+                "jobs",
+                "pods",
+                "events"
+            ]
+            .contains(&call.resource.as_str()),
+            "unexpected call {}",
+            call.short()
+        );
+    }
+}
+
+#[tokio::test]
+async fn two_cells_walk_pending_running_succeeded_with_the_right_objects() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("demo", &["a", "b"]));
+        let uid = h.fake.get("benchmarkruns", NS, "demo").unwrap()["metadata"]["uid"].clone();
+
+        // First steps by hand, to look at the objects of cell a while it is deployed.
+        h.reconcile("demo").await.unwrap();
+        assert_eq!(h.phase("demo"), RunPhase::Running);
+        let deps = h.fake.list("deployments");
+        assert_eq!(deps.len(), 1);
+        let dep = &deps[0];
+        assert_eq!(dep["spec"]["replicas"], 1);
+        assert_eq!(dep["metadata"]["ownerReferences"][0]["uid"], uid);
+        assert_eq!(dep["metadata"]["ownerReferences"][0]["controller"], true);
+        let container = &dep["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["resources"]["limits"]["cpu"], "500m");
+        assert_eq!(container["resources"]["requests"]["cpu"], "500m");
+        assert_eq!(container["resources"]["limits"]["memory"], "128Mi");
+        let env: Vec<(String, String)> = container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap().into(),
+                    e["value"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert!(
+            env.contains(&("BENCH_MODE".into(), "single".into())),
+            "{env:?}"
+        );
+        assert!(env.contains(&("BENCH_POOL_SIZE".into(), "auto".into())));
+        assert!(env.contains(&("WEB_CONCURRENCY".into(), "2".into())));
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/healthz");
+        let sc = &container["securityContext"];
+        assert_eq!(sc["allowPrivilegeEscalation"], false);
+        assert_eq!(sc["readOnlyRootFilesystem"], true);
+        assert_eq!(sc["capabilities"]["drop"][0], "ALL");
+        assert_eq!(
+            dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"],
+            true
+        );
+        assert_eq!(h.fake.list("services").len(), 1);
+        assert!(
+            h.fake.list("jobs").is_empty(),
+            "no Job before the target is ready"
+        );
+
+        h.simulate(&healthy);
+        h.reconcile("demo").await.unwrap();
+        let jobs = h.fake.list("jobs");
+        assert_eq!(jobs.len(), 1);
+        let job = &jobs[0];
+        assert_eq!(job["spec"]["backoffLimit"], 0);
+        assert_eq!(job["metadata"]["ownerReferences"][0]["uid"], uid);
+        let lg = &job["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(lg["args"][0], "--plan");
+        assert_eq!(lg["securityContext"]["runAsNonRoot"], true);
+        let cm = &h.fake.list("configmaps")[0];
+        let plan = cm["data"]["plan-0.yaml"].as_str().unwrap();
+        assert!(plan.contains("target: http://10.96.0.10:8080"), "{plan}");
+        assert!(
+            plan.contains("10.1.0.1:8080"),
+            "replica addresses for /stats: {plan}"
+        );
+
+        let phases = h.drive("demo", &healthy).await;
+        assert_eq!(phases, [RunPhase::Running, RunPhase::Succeeded]);
+        let run = h.run("demo");
+        let status = run.status.unwrap();
+        assert_eq!(status.progress.as_deref(), Some("2/2"));
+        assert!(status.completion_time.is_some());
+        assert!(status.cells.iter().all(|c| c.phase == CellPhase::Succeeded));
+        let a = &status.cells[0];
+        assert_eq!(a.results.len(), 3);
+        assert_eq!(a.results[1].latency_ms.p99, 400.0);
+        let summary = status.summary.unwrap();
+        let mixed_fast = summary
+            .comparisons
+            .iter()
+            .find(|c| c.phase == "mixed" && c.endpoint == "fast")
+            .unwrap();
+        assert_eq!(mixed_fast.best_cell, "b");
+        assert!((mixed_fast.cells[0].p99_ratio - 20.0).abs() < 1e-9);
+        assert_eq!(summary.interference.len(), 2);
+        let complete = conditions::find(&status.conditions, conditions::COMPLETE).unwrap();
+        assert_eq!(complete.status, "True");
+
+        // Children cleaned up (policy Always); Events published on transitions only.
+        assert!(h.fake.list("deployments").is_empty());
+        assert!(h.fake.list("services").is_empty());
+        assert!(h.fake.list("jobs").is_empty());
+        assert!(h.fake.list("configmaps").is_empty());
+        let reasons: Vec<String> = h
+            .fake
+            .list("events")
+            .iter()
+            .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert!(reasons.contains(&"CellStarted".to_owned()), "{reasons:?}");
+        assert!(reasons.contains(&"RunSucceeded".to_owned()), "{reasons:?}");
+        assert_only_expected_calls(&h.fake);
+
+        let calls = h.fake.calls();
+        let non_event = calls.iter().filter(|c| c.resource != "events").count();
+        eprintln!(
+            "API calls for 2 cells: {} in all, {} without Events ({} per cell)",
+            calls.len(),
+            non_event,
+            non_event / 2
+        );
+        for c in &calls {
+            eprintln!("  {}", c.short());
+        }
+        assert!(non_event / 2 <= 20, "too many calls per cell: {non_event}");
+
+        // A finished run is left alone: no call at all.
+        let before = h.fake.calls().len();
+        let requeue = h.reconcile("demo").await.unwrap();
+        assert_eq!(requeue, Requeue::await_change());
+        assert_eq!(h.fake.calls().len(), before);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_restarted_controller_creates_nothing_twice_and_finishes_the_run() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        h.fake
+            .insert("benchmarkruns", sample("restart", &["a", "b"]));
+        // Cell a done, cell b's Job running.
+        let busy_b = |cell: &str| {
+            if cell == "a" {
+                healthy(cell)
+            } else {
+                Behaviour::Busy
+            }
+        };
+        for _ in 0..20 {
+            h.reconcile("restart").await.unwrap();
+            let status = h.run("restart").status.unwrap_or_default();
+            if status.cells.get(1).map(|c| c.phase) == Some(CellPhase::Running) {
+                break;
+            }
+            h.simulate(&busy_b);
+            h.advance(1);
+        }
+        let captured = h.run("restart").status.unwrap();
+        assert_eq!(captured.cells[0].phase, CellPhase::Succeeded);
+        assert_eq!(captured.cells[1].phase, CellPhase::Running);
+        let jobs_before = h.fake.list("jobs");
+        assert_eq!(jobs_before.len(), 1);
+
+        // A new controller over the captured cluster, reconciling a few times while the Job runs.
+        h.restart();
+        for _ in 0..3 {
+            h.reconcile("restart").await.unwrap();
+            h.simulate(&busy_b);
+            h.advance(1);
+        }
+        assert_eq!(h.fake.list("jobs").len(), 1, "no second Job");
+        assert_eq!(
+            h.fake.list("jobs")[0]["metadata"]["uid"],
+            jobs_before[0]["metadata"]["uid"],
+            "the same Job, not a new one"
+        );
+        // The Job completes; the run finishes with cell a's results intact.
+        for job in h.fake.list("jobs") {
+            let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+            h.fake.edit("jobs", NS, &name, |j| j["status"] = json!({}));
+        }
+        let phases = h.drive("restart", &healthy).await;
+        assert_eq!(phases.last(), Some(&RunPhase::Succeeded));
+        let status = h.run("restart").status.unwrap();
+        assert_eq!(status.cells[0].results, captured.cells[0].results);
+        assert!(status.cells.iter().all(|c| c.phase == CellPhase::Succeeded));
+
+        let mut creations = h.fake.creations();
+        creations.retain(|(r, _)| r != "events");
+        let mut unique = creations.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            creations.len(),
+            unique.len(),
+            "created twice: {creations:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn failures_end_their_cell_with_the_cause_and_the_run_goes_on() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert(
+            "benchmarkruns",
+            sample("failing", &["pull", "never", "jobfail", "garbage", "good"]),
+        );
+        let behaviour = |cell: &str| match cell {
+            "pull" => Behaviour::ImagePull,
+            "never" => Behaviour::NeverReady,
+            "jobfail" => Behaviour::JobFails("error: connect to 10.96.0.10:8080 refused".into()),
+            "garbage" => Behaviour::Healthy("panicked at src/main.rs\n{\"version\": oops".into()),
+            _ => healthy(cell),
+        };
+        // The never-ready cell needs its 30 s readiness timeout to pass.
+        let mut phases = vec![];
+        for _ in 0..200 {
+            h.reconcile("failing").await.unwrap();
+            let phase = h.phase("failing");
+            phases.push(phase);
+            if phase.is_finished() {
+                break;
+            }
+            h.simulate(&behaviour);
+            h.advance(5);
+        }
+        let status = h.run("failing").status.unwrap();
+        assert_eq!(status.phase, RunPhase::Succeeded, "{status:#?}");
+        let by_name = |n: &str| status.cells.iter().find(|c| c.name == n).unwrap();
+
+        let pull = by_name("pull");
+        assert_eq!(pull.phase, CellPhase::Failed);
+        assert_eq!(pull.reason.as_deref(), Some("ImagePullBackOff"));
+        assert!(
+            pull.message
+                .as_ref()
+                .unwrap()
+                .contains("Back-off pulling image")
+        );
+
+        let never = by_name("never");
+        assert_eq!(never.phase, CellPhase::Failed);
+        assert_eq!(never.reason.as_deref(), Some("NeverReady"));
+        assert!(
+            never
+                .message
+                .as_ref()
+                .unwrap()
+                .contains("readiness probe not passing"),
+            "{never:?}"
+        );
+
+        let jobfail = by_name("jobfail");
+        assert_eq!(jobfail.reason.as_deref(), Some("LoadgenFailed"));
+        assert!(
+            jobfail.message.as_ref().unwrap().contains("refused"),
+            "{jobfail:?}"
+        );
+
+        let garbage = by_name("garbage");
+        assert_eq!(garbage.reason.as_deref(), Some("ResultUnparsable"));
+        assert!(garbage.message.as_ref().unwrap().contains("does not parse"));
+
+        assert_eq!(by_name("good").phase, CellPhase::Succeeded);
+        let failed = conditions::find(&status.conditions, conditions::CELL_FAILED).unwrap();
+        assert_eq!(failed.status, "True");
+        assert!(
+            status
+                .message
+                .as_ref()
+                .unwrap()
+                .contains("1 of 5 cells measured")
+        );
+        assert!(
+            h.fake.list("deployments").is_empty(),
+            "failed cells cleaned up too"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn keep_failed_leaves_a_failed_cells_objects_for_debugging() {
+    with_timeout(async {
+        let h = Harness::new();
+        let mut run = sample("keep", &["pull", "good"]);
+        run["spec"]["cleanup"] = json!("KeepFailed");
+        h.fake.insert("benchmarkruns", run);
+        h.drive("keep", &|cell| {
+            if cell == "pull" {
+                Behaviour::ImagePull
+            } else {
+                healthy(cell)
+            }
+        })
+        .await;
+        let deps = h.fake.list("deployments");
+        assert_eq!(deps.len(), 1);
+        assert_eq!(
+            deps[0]["metadata"]["labels"]["benchmatrix.dev/cell"],
+            "pull"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_bad_spec_fails_the_run_naming_the_field_without_children_or_requeue() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake
+            .insert("benchmarkruns", sample("bad", &["same", "same"]));
+        let requeue = h.reconcile("bad").await.unwrap();
+        assert_eq!(requeue, Requeue::await_change(), "no hot requeue");
+        let status = h.run("bad").status.unwrap();
+        assert_eq!(status.phase, RunPhase::Failed);
+        let message = status.message.unwrap();
+        assert!(
+            message.contains("spec.configurations[1].name: duplicate name \"same\""),
+            "{message}"
+        );
+        let valid = conditions::find(&status.conditions, conditions::SPEC_VALID).unwrap();
+        assert_eq!(valid.status, "False");
+        for kind in ["deployments", "services", "jobs", "configmaps"] {
+            assert!(h.fake.list(kind).is_empty(), "{kind} created");
+        }
+        // Reconciling again writes nothing.
+        let before = h.fake.calls().len();
+        h.reconcile("bad").await.unwrap();
+        assert_eq!(h.fake.calls().len(), before);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_malformed_object_is_reported_and_not_retried_hot() {
+    with_timeout(async {
+        let h = Harness::new();
+        let mut run = sample("malformed", &["a"]);
+        run["spec"]["configurations"][0]["replicas"] = json!("many");
+        h.fake.insert("benchmarkruns", run);
+        let guard = Arc::new(h.guard("malformed"));
+        assert!(
+            guard.0.is_err(),
+            "the guard holds the error, the watch goes on"
+        );
+        let err = reconcile(guard.clone(), h.ctx.clone()).await.unwrap_err();
+        assert!(err.to_string().contains("bench/malformed"), "{err}");
+        assert!(err.is_permanent());
+        assert_eq!(
+            error_policy(guard, &err, h.ctx.clone()),
+            Requeue::await_change()
+        );
+        assert!(h.fake.calls().is_empty());
+        assert!(h.ctx.metrics.render().contains("error=\"malformed\""));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn runs_beyond_the_limit_wait_pending_with_a_queue_message() {
+    with_timeout(async {
+        let fake = FakeApi::default();
+        let now = Arc::new(AtomicI64::new(1_800_000_000));
+        fake.insert("benchmarkruns", sample("first", &["a"]));
+        fake.insert("benchmarkruns", sample("second", &["a"]));
+        let mut writer: Writer<DeserializeGuard<BenchmarkRun>> = Writer::default();
+        let load = |name: &str| -> DeserializeGuard<BenchmarkRun> {
+            serde_json::from_value(fake.get("benchmarkruns", NS, name).unwrap()).unwrap()
+        };
+        // The controller's cache sees the first run already Running.
+        h_start(&fake, &now, "first").await;
+        writer.apply_watcher_event(&watcher::Event::Apply(load("first")));
+        writer.apply_watcher_event(&watcher::Event::Apply(load("second")));
+        let ctx = Harness::context(&fake, &now, 1, writer);
+        let requeue = reconcile(Arc::new(load("second")), ctx.clone())
+            .await
+            .unwrap();
+        let second = load("second").0.unwrap().status.unwrap();
+        assert_eq!(second.phase, RunPhase::Pending);
+        assert!(
+            second
+                .message
+                .as_ref()
+                .unwrap()
+                .contains("queued: 1 run(s) active, at most 1"),
+            "{second:?}"
+        );
+        assert_ne!(requeue, Requeue::await_change(), "queued runs look again");
+        assert!(
+            fake.list("deployments").len() == 1,
+            "only the first run deployed"
+        );
+    })
+    .await;
+}
+
+/// Starts `name` with a controller that sees no other run.
+async fn h_start(fake: &FakeApi, now: &Arc<AtomicI64>, name: &str) {
+    let ctx = Harness::context(fake, now, 1, Writer::default());
+    let guard: DeserializeGuard<BenchmarkRun> =
+        serde_json::from_value(fake.get("benchmarkruns", NS, name).unwrap()).unwrap();
+    reconcile(Arc::new(guard), ctx).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_ttl_deletes_the_finished_run() {
+    with_timeout(async {
+        let h = Harness::new();
+        let mut run = sample("ttl", &["a"]);
+        run["spec"]["ttlAfterFinished"] = json!("1m");
+        h.fake.insert("benchmarkruns", run);
+        h.drive("ttl", &healthy).await;
+        let requeue = h.reconcile("ttl").await.unwrap();
+        assert_ne!(requeue, Requeue::await_change());
+        h.advance(61);
+        h.reconcile("ttl").await.unwrap();
+        assert!(h.fake.get("benchmarkruns", NS, "ttl").is_none());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_job_deleted_behind_the_operators_back_is_applied_again_under_the_same_name() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("gone", &["a"]));
+        h.reconcile("gone").await.unwrap();
+        h.simulate(&|_| Behaviour::NeverReady);
+        for pod in h.fake.list("pods") {
+            let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+            h.fake.edit("pods", NS, &name, |p| {
+                p["status"]["conditions"][0]["status"] = json!("True")
+            });
+        }
+        for dep in h.fake.list("deployments") {
+            let name = dep["metadata"]["name"].as_str().unwrap().to_owned();
+            h.fake.edit("deployments", NS, &name, |d| {
+                d["status"]["availableReplicas"] = json!(1)
+            });
+        }
+        h.reconcile("gone").await.unwrap();
+        let job = h.fake.list("jobs").remove(0);
+        let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+        h.fake.remove("jobs", NS, &name);
+        h.reconcile("gone").await.unwrap();
+        let again = h.fake.list("jobs");
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0]["metadata"]["name"], json!(name));
+    })
+    .await;
+}
+
+#[test]
+fn backoff_grows_and_is_capped() {
+    use super::reconcile::backoff;
+    assert_eq!(backoff(1), Duration::from_secs(1));
+    assert_eq!(backoff(3), Duration::from_secs(4));
+    assert_eq!(backoff(30), Duration::from_secs(300));
+}
