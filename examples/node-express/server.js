@@ -41,7 +41,11 @@ if (cluster.isPrimary) {
       `${config.poolSize !== 'auto' && poolSize > 0 ? ' (BENCH_POOL_SIZE)' : ''}` +
       (poolSize > 0 ? `, queue limit ${config.queueDepth} per pool` : ''),
   );
-  if (process.env.BENCH_THREADS) log('BENCH_THREADS is a Rust-target setting; ignored here (use BENCH_WORKERS)');
+  // Rust-target settings a shared configuration may pass to every target: say they do nothing here.
+  const ignored = { BENCH_THREADS: 'use BENCH_WORKERS', BENCH_FAST_MS: '/fast is fib(30)', BENCH_SLOW_MS: '/slow is fib(37)' };
+  for (const [name, why] of Object.entries(ignored)) {
+    if (process.env[name]) log(`${name} is a Rust-target setting, ignored here (${why})`);
+  }
 }
 
 if (usesCluster(config.mode) && cluster.isPrimary) {
