@@ -21,7 +21,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
-use crate::api::spec::{DEFAULT_LOADGEN_IMAGE, DEFAULT_TARGET_IMAGE};
 use crate::api::{BenchmarkRun, Quantity};
 use crate::plan::{Cell, child_name};
 
@@ -134,7 +133,7 @@ fn env(name: &str, value: impl Into<String>) -> K8sEnvVar {
 }
 
 /// The target Deployment of a cell.
-pub fn deployment(run: &BenchmarkRun, cell: &Cell) -> Deployment {
+pub fn deployment(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Deployment {
     let spec = &run.spec;
     let pod_labels = labels(run, &cell.name, ROLE_TARGET);
     let mut env_vars = vec![
@@ -169,7 +168,7 @@ pub fn deployment(run: &BenchmarkRun, cell: &Cell) -> Deployment {
                             spec.target
                                 .image
                                 .clone()
-                                .unwrap_or_else(|| DEFAULT_TARGET_IMAGE.into()),
+                                .unwrap_or_else(|| default_image.into()),
                         ),
                         ports: Some(vec![ContainerPort {
                             name: Some("http".into()),
@@ -307,7 +306,7 @@ pub fn planned_load_secs(run: &BenchmarkRun) -> u64 {
 /// The result travels in the pod log's last line (see `controller::observe`), not in the
 /// termination message, which is cut at 4 KiB; `FallbackToLogsOnError` still puts the last log
 /// lines of a failed pod there, which is where the failure cause is read from.
-pub fn job(run: &BenchmarkRun, cell: &Cell) -> Job {
+pub fn job(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Job {
     let spec = &run.spec;
     let n = spec.loadgen.parallelism.max(1) as i32;
     let pod_labels = labels(run, &cell.name, ROLE_LOADGEN);
@@ -357,7 +356,7 @@ pub fn job(run: &BenchmarkRun, cell: &Cell) -> Job {
                             spec.loadgen
                                 .image
                                 .clone()
-                                .unwrap_or_else(|| DEFAULT_LOADGEN_IMAGE.into()),
+                                .unwrap_or_else(|| default_image.into()),
                         ),
                         args: Some(vec![
                             "--plan".into(),

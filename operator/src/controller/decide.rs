@@ -150,8 +150,26 @@ pub mod cause {
     pub const CHILD_BROKEN: &str = "ChildBroken";
 }
 
+/// Operator-wide settings that shape the objects it builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Target image for runs that do not name one.
+    pub target_image: String,
+    /// Load generator image for runs that do not name one.
+    pub loadgen_image: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            target_image: crate::api::spec::DEFAULT_TARGET_IMAGE.into(),
+            loadgen_image: crate::api::spec::DEFAULT_LOADGEN_IMAGE.into(),
+        }
+    }
+}
+
 /// Decides the next step for `run`.
-pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time) -> Decision {
+pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Settings) -> Decision {
     let old = run.status.clone().unwrap_or_default();
     let mut d = Decision {
         status: old.clone(),
@@ -314,13 +332,20 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time) -> Decision {
         );
     }
 
-    step_cell(run, &cells, obs, now, &mut d);
+    step_cell(run, &cells, obs, now, settings, &mut d);
     d.status.progress = Some(results::progress(&d.status));
     d
 }
 
 /// Moves the current cell one step, or finishes the run when no cell is left.
-fn step_cell(run: &BenchmarkRun, cells: &[Cell], obs: &Observation, now: &Time, d: &mut Decision) {
+fn step_cell(
+    run: &BenchmarkRun,
+    cells: &[Cell],
+    obs: &Observation,
+    now: &Time,
+    settings: &Settings,
+    d: &mut Decision,
+) {
     let generation = run.metadata.generation;
     let Some(index) = d.status.cells.iter().position(|c| !c.phase.is_finished()) else {
         finish(run, now, d);
@@ -334,7 +359,7 @@ fn step_cell(run: &BenchmarkRun, cells: &[Cell], obs: &Observation, now: &Time, 
     match phase {
         CellPhase::Pending => {
             d.actions.push(Action::Apply(Child::Deployment(Box::new(
-                build::deployment(run, cell),
+                build::deployment(run, cell, &settings.target_image),
             ))));
             d.actions
                 .push(Action::Apply(Child::Service(Box::new(build::service(
@@ -379,7 +404,7 @@ fn step_cell(run: &BenchmarkRun, cells: &[Cell], obs: &Observation, now: &Time, 
             if obs.deployment.is_none() || obs.service.is_none() {
                 // Deleted behind our back, or a crash before the first apply: apply again.
                 d.actions.push(Action::Apply(Child::Deployment(Box::new(
-                    build::deployment(run, cell),
+                    build::deployment(run, cell, &settings.target_image),
                 ))));
                 d.actions
                     .push(Action::Apply(Child::Service(Box::new(build::service(
@@ -391,8 +416,11 @@ fn step_cell(run: &BenchmarkRun, cells: &[Cell], obs: &Observation, now: &Time, 
                         d.actions.push(Action::Apply(Child::ConfigMap(Box::new(
                             build::plan_config_map(run, cell, &target, &replicas),
                         ))));
-                        d.actions
-                            .push(Action::Apply(Child::Job(Box::new(build::job(run, cell)))));
+                        d.actions.push(Action::Apply(Child::Job(Box::new(build::job(
+                            run,
+                            cell,
+                            &settings.loadgen_image,
+                        )))));
                         let c = &mut d.status.cells[index];
                         c.phase = CellPhase::Running;
                         c.load_start_time = Some(now.clone());
@@ -482,8 +510,11 @@ fn step_cell(run: &BenchmarkRun, cells: &[Cell], obs: &Observation, now: &Time, 
                         d.actions.push(Action::Apply(Child::ConfigMap(Box::new(
                             build::plan_config_map(run, cell, &target, &replicas),
                         ))));
-                        d.actions
-                            .push(Action::Apply(Child::Job(Box::new(build::job(run, cell)))));
+                        d.actions.push(Action::Apply(Child::Job(Box::new(build::job(
+                            run,
+                            cell,
+                            &settings.loadgen_image,
+                        )))));
                     }
                     _ => {
                         // The target went away too: deploy again from the start of the cell.
@@ -900,5 +931,183 @@ fn finish(run: &BenchmarkRun, now: &Time, d: &mut Decision) {
     });
     if let Some(ttl) = run.spec.ttl_after_finished {
         d.requeue = Some(ttl.get());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::batch::v1::JobStatus;
+
+    fn run_with(status: Option<BenchmarkRunStatus>) -> BenchmarkRun {
+        let mut run = crate::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: r, namespace: ns, uid: u1, generation: 1}
+spec:
+  configurations:
+    - {name: a, cpu: "1"}
+    - {name: b, cpu: "1"}
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: p, duration: 5s, load: [{endpoint: fast, connections: 1}]}]
+"#,
+        )
+        .unwrap();
+        run.status = status;
+        run
+    }
+
+    fn mid_run() -> BenchmarkRunStatus {
+        BenchmarkRunStatus {
+            phase: RunPhase::Running,
+            observed_generation: Some(1),
+            cells: vec![
+                CellStatus {
+                    name: "a".into(),
+                    phase: CellPhase::Succeeded,
+                    ..CellStatus::default()
+                },
+                CellStatus {
+                    name: "b".into(),
+                    phase: CellPhase::Running,
+                    load_start_time: Some(conditions::time_from_secs(100)),
+                    ..CellStatus::default()
+                },
+            ],
+            ..BenchmarkRunStatus::default()
+        }
+    }
+
+    fn running_job() -> Job {
+        Job {
+            status: Some(JobStatus {
+                active: Some(1),
+                ..JobStatus::default()
+            }),
+            ..Job::default()
+        }
+    }
+
+    #[test]
+    fn a_restart_mid_cell_with_the_job_running_changes_nothing() {
+        let run = run_with(Some(mid_run()));
+        let obs = Observation {
+            job: Some(running_job()),
+            ..Observation::default()
+        };
+        let d = decide(
+            &run,
+            &obs,
+            &conditions::time_from_secs(110),
+            &Settings::default(),
+        );
+        assert!(d.actions.is_empty(), "{:?}", d.actions);
+        assert!(d.events.is_empty());
+        let mut expected = mid_run();
+        expected.progress = Some("1/2".into());
+        assert_eq!(d.status, expected);
+        assert!(
+            d.requeue.is_some(),
+            "a safety-net requeue for the run timeout"
+        );
+    }
+
+    #[test]
+    fn a_pending_cell_gets_its_deployment_and_service_and_an_event() {
+        let run = run_with(None);
+        let d = decide(
+            &run,
+            &Observation::default(),
+            &conditions::time_from_secs(1),
+            &Settings::default(),
+        );
+        assert_eq!(d.status.phase, RunPhase::Running);
+        assert_eq!(d.status.cells[0].phase, CellPhase::Deploying);
+        assert!(matches!(d.actions[0], Action::Apply(Child::Deployment(_))));
+        assert!(matches!(d.actions[1], Action::Apply(Child::Service(_))));
+        assert_eq!(d.events[0].reason, "CellStarted");
+    }
+
+    #[test]
+    fn a_run_past_its_deadline_fails_the_cell_with_timeout() {
+        let run = run_with(Some(mid_run()));
+        let obs = Observation {
+            job: Some(running_job()),
+            ..Observation::default()
+        };
+        // 5 s of phases + the default 2 m slack.
+        let d = decide(
+            &run,
+            &obs,
+            &conditions::time_from_secs(100 + 126),
+            &Settings::default(),
+        );
+        assert_eq!(d.status.cells[1].phase, CellPhase::Failed);
+        assert_eq!(d.status.cells[1].reason.as_deref(), Some(cause::TIMEOUT));
+        assert!(
+            d.actions
+                .iter()
+                .any(|a| matches!(a, Action::Delete(ChildKind::Job, _)))
+        );
+    }
+
+    #[test]
+    fn stop_on_failure_skips_the_rest_and_fails_the_run() {
+        let mut run = run_with(None);
+        run.spec.stop_on_failure = true;
+        let mut status = mid_run();
+        status.cells[0].phase = CellPhase::Running;
+        status.cells[0].load_start_time = Some(conditions::time_from_secs(100));
+        status.cells[1].phase = CellPhase::Pending;
+        run.status = Some(status);
+        let mut job = running_job();
+        job.status = Some(JobStatus {
+            failed: Some(1),
+            conditions: Some(vec![k8s_openapi::api::batch::v1::JobCondition {
+                type_: "Failed".into(),
+                status: "True".into(),
+                reason: Some("BackoffLimitExceeded".into()),
+                ..Default::default()
+            }]),
+            ..JobStatus::default()
+        });
+        let obs = Observation {
+            job: Some(job),
+            loadgen_failure: Some("boom".into()),
+            ..Observation::default()
+        };
+        let now = conditions::time_from_secs(101);
+        let d = decide(&run, &obs, &now, &Settings::default());
+        assert_eq!(d.status.cells[1].phase, CellPhase::Skipped);
+        run.status = Some(d.status);
+        let d = decide(&run, &Observation::default(), &now, &Settings::default());
+        assert_eq!(d.status.phase, RunPhase::Failed);
+        assert!(
+            d.status
+                .message
+                .unwrap()
+                .contains("stopped at failed cell a")
+        );
+    }
+
+    #[test]
+    fn a_spec_change_while_running_fails_the_run_instead_of_mixing_results() {
+        let mut run = run_with(Some(mid_run()));
+        run.metadata.generation = Some(2);
+        let d = decide(
+            &run,
+            &Observation::default(),
+            &conditions::time_from_secs(110),
+            &Settings::default(),
+        );
+        assert_eq!(d.status.phase, RunPhase::Failed);
+        assert!(d.status.message.unwrap().contains("generation 1 -> 2"));
+        assert!(
+            d.actions
+                .iter()
+                .any(|a| matches!(a, Action::Delete(ChildKind::Deployment, _)))
+        );
     }
 }

@@ -41,8 +41,19 @@ pub struct OperatorArgs {
     #[arg(long, env = "BENCHMATRIX_MAX_ACTIVE_RUNS", default_value_t = 1)]
     pub max_active_runs: usize,
     /// Address of the /healthz, /readyz and /metrics server.
-    #[arg(long, env = "BENCHMATRIX_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    #[arg(
+        long = "metrics-addr",
+        alias = "admin-addr",
+        env = "BENCHMATRIX_METRICS_ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
     pub admin_addr: SocketAddr,
+    /// Target image for runs whose spec.target.image is not set.
+    #[arg(long, env = "BENCHMATRIX_TARGET_IMAGE", default_value = crate::api::spec::DEFAULT_TARGET_IMAGE)]
+    pub target_image: String,
+    /// Load generator image for runs whose spec.loadgen.image is not set.
+    #[arg(long, env = "BENCHMATRIX_LOADGEN_IMAGE", default_value = crate::api::spec::DEFAULT_LOADGEN_IMAGE)]
+    pub loadgen_image: String,
     /// Log format.
     #[arg(
         long,
@@ -94,12 +105,17 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         build::MANAGED_BY
     ));
     let controller = Controller::new(runs, watcher::Config::default().any_semantic());
-    let ctx = Arc::new(reconcile::Context::new(
+    let mut ctx = reconcile::Context::new(
         client.clone(),
         controller.store(),
         args.max_active_runs,
         metrics,
-    ));
+    );
+    ctx.settings = decide::Settings {
+        target_image: args.target_image.clone(),
+        loadgen_image: args.loadgen_image.clone(),
+    };
+    let ctx = Arc::new(ctx);
     admin_state.ready.store(true, Ordering::Relaxed);
     tracing::info!(
         max_active_runs = args.max_active_runs,

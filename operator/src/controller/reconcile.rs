@@ -33,6 +33,8 @@ pub struct Context {
     pub failures: Mutex<HashMap<ObjectRef<DeserializeGuard<BenchmarkRun>>, u32>>,
     /// The clock (tests substitute one they can advance).
     pub clock: Clock,
+    /// Default images and other operator-wide settings.
+    pub settings: decide::Settings,
 }
 
 /// A source of the current time.
@@ -59,6 +61,7 @@ impl Context {
             metrics,
             failures: Mutex::new(HashMap::new()),
             clock: Arc::new(conditions::now),
+            settings: decide::Settings::default(),
         }
     }
 }
@@ -109,7 +112,7 @@ async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Err
     let queue = queue_view(run, ctx);
     let obs = observe::observe(&ctx.client, run, queue).await?;
     let now = (ctx.clock)();
-    let decision = decide::decide(run, &obs, &now);
+    let decision = decide::decide(run, &obs, &now, &ctx.settings);
     tracing::Span::current().record("phase", decision.status.phase.to_string());
     ctx.metrics
         .set_active_runs(queue.active + usize::from(decision.status.phase == RunPhase::Running));
