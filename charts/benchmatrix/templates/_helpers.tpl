@@ -62,20 +62,8 @@ Call with (dict "image" .Values.image.operator "root" .)
 {{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) }}
 {{- end }}
 
-{{/* The namespaces the operator watches when rbac.scope is "namespace". */}}
-{{- define "benchmatrix.watchNamespaces" -}}
-{{- if .Values.rbac.watchNamespaces }}
-{{- join "," .Values.rbac.watchNamespaces }}
-{{- else }}
-{{- .Release.Namespace }}
-{{- end }}
-{{- end }}
-
 {{/* Fails the render on values that cannot work, with a message saying what to change. */}}
 {{- define "benchmatrix.validate" -}}
-{{- if not (has .Values.rbac.scope (list "cluster" "namespace")) }}
-{{- fail (printf "rbac.scope must be \"cluster\" or \"namespace\", not %q" .Values.rbac.scope) }}
-{{- end }}
 {{- if not (has .Values.operator.logFormat (list "json" "text")) }}
 {{- fail (printf "operator.logFormat must be \"json\" or \"text\", not %q" .Values.operator.logFormat) }}
 {{- end }}
