@@ -135,3 +135,33 @@ pub async fn publish_events(recorder: &Recorder, run: &BenchmarkRun, events: &[E
         }
     }
 }
+
+/// Marks a run that cannot be decoded as Failed, by a merge patch through the untyped API. The
+/// patch is the same every time, and the API server does not write an unchanged object, so
+/// this cannot trigger itself.
+pub async fn mark_malformed(
+    client: &kube::Client,
+    invalid: &kube::core::error_boundary::InvalidObject,
+) -> Result<(), Error> {
+    let ns = invalid
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::MissingObjectKey("namespace"))?;
+    let name = invalid
+        .metadata
+        .name
+        .as_deref()
+        .ok_or(Error::MissingObjectKey("name"))?;
+    let resource = kube::core::ApiResource::erase::<BenchmarkRun>(&());
+    let api: Api<kube::core::DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let body = serde_json::json!({
+        "status": {
+            "phase": "Failed",
+            "message": format!("invalid spec: the object does not match the BenchmarkRun schema: {}", invalid.error),
+        }
+    });
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&body))
+        .await?;
+    Ok(())
+}

@@ -83,14 +83,19 @@ pub async fn reconcile(
         let run = match &guard.0 {
             Ok(run) => run,
             Err(invalid) => {
-                // The object does not even match the types. It cannot be run or written with
-                // the typed client; it is reported and left alone until it changes.
-                return Err(Error::Malformed(format!(
+                // The object does not even match the types. It is marked Failed with the
+                // decoder's words (through the untyped API, since the typed one cannot read
+                // it) and left alone until it changes.
+                let err = Error::Malformed(format!(
                     "{}/{}: {}",
                     invalid.metadata.namespace.as_deref().unwrap_or(""),
                     invalid.metadata.name.as_deref().unwrap_or(""),
                     invalid.error
-                )));
+                ));
+                if let Err(patch_err) = apply::mark_malformed(&ctx.client, invalid).await {
+                    tracing::warn!(error = %patch_err, "could not mark a malformed run Failed");
+                }
+                return Err(err);
             }
         };
         tracing::Span::current().record("run", run.name_any());

@@ -691,7 +691,17 @@ async fn a_malformed_object_is_reported_and_not_retried_hot() {
             error_policy(guard, &err, h.ctx.clone()),
             Requeue::await_change()
         );
-        assert!(h.fake.calls().is_empty());
+        let calls: Vec<String> = h.fake.calls().iter().map(|c| c.short()).collect();
+        assert_eq!(calls, ["PATCH benchmarkruns/malformed/status"]);
+        let stored = h.fake.get("benchmarkruns", NS, "malformed").unwrap();
+        assert_eq!(stored["status"]["phase"], "Failed");
+        assert!(
+            stored["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("invalid spec"),
+            "{stored}"
+        );
         assert!(h.ctx.metrics.render().contains("error=\"malformed\""));
     })
     .await;
