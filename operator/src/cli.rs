@@ -23,6 +23,9 @@ struct Cli {
 enum Command {
     /// Run a BenchmarkRun YAML on this machine, with no cluster.
     Run(crate::local::RunArgs),
+    /// Render report.md, charts and the comparison table from a saved status.yaml (or a
+    /// BenchmarkRun from `kubectl get bmr NAME -o yaml`).
+    Report(crate::report::ReportArgs),
     /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
     Crd,
     /// Run the Kubernetes operator that reconciles BenchmarkRuns.
@@ -58,6 +61,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     };
     match cli.command {
         Command::Run(run) => crate::local::run(run),
+        Command::Report(report) => crate::report::run(report),
         Command::Operator(args) => crate::controller::main(args),
         Command::Crd => {
             print!("{}", crate::crdgen::crd_yaml());

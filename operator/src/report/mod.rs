@@ -11,6 +11,76 @@ use benchmatrix_loadgen::result::RunResult;
 
 use crate::api::{BenchmarkRunStatus, CellPhase, CellResult};
 
+/// Arguments of `benchmatrix report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// A status.yaml written by `benchmatrix run`, or a whole BenchmarkRun (its `.status` is used).
+    pub status: PathBuf,
+    /// Folder for report.md and the charts (default: the status file's folder).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Renders a saved status: report.md and charts into the output folder, the comparison table
+/// to stdout. Exit 2 when the file is unreadable or not a status.
+pub fn run(args: ReportArgs) -> std::process::ExitCode {
+    let text = match std::fs::read_to_string(&args.status) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!(
+                "benchmatrix report: cannot read {}: {e}",
+                args.status.display()
+            );
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let status = match parse_status(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "benchmatrix report: {} is not a BenchmarkRun status: {e}",
+                args.status.display()
+            );
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let dir = args
+        .status
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let out = args.out.unwrap_or_else(|| dir.clone());
+    let raw = read_raw(&dir, &status);
+    let notes = markdown::Notes {
+        source: args.status.display().to_string(),
+        ..Default::default()
+    };
+    match write_report(&out, &status, &raw, &notes) {
+        Ok(files) => {
+            print!("{}", comparison_table(&status));
+            println!("wrote {} file(s) in {}", files.len(), out.display());
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "benchmatrix report: cannot write into {}: {e}",
+                out.display()
+            );
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// A status document, bare or inside a whole BenchmarkRun (`kubectl get -o yaml`).
+pub fn parse_status(text: &str) -> Result<BenchmarkRunStatus, String> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    let inner = match value.get("status") {
+        Some(s) if value.get("spec").is_some() => s.clone(),
+        _ => value,
+    };
+    serde_yaml::from_value(inner).map_err(|e| e.to_string())
+}
+
 /// The load generator's raw result of one cell (kept in `DIR/results/<cell>.json`).
 #[derive(Debug, Clone)]
 pub struct RawCell {

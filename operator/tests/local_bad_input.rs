@@ -1,0 +1,84 @@
+//! `benchmatrix run` refuses a file that cannot run before anything starts: exit code 2, the
+//! field path (and line where known) on stderr, no output folder, no cgroup, no process.
+
+mod local_common;
+
+use local_common::{Cfg, run, spec, text};
+
+const CELLS: &[Cfg] = &[("single-x1", "single", 1, "1"), ("pool-x1", "pool", 1, "1")];
+
+/// Runs `yaml` and asserts exit 2, that every `needles` is in stderr, and that nothing ran.
+fn refused(yaml: &str, needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, out) = run(dir.path(), yaml);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    for n in needles {
+        assert!(stderr.contains(n), "stderr lacks {n:?}:\n{t}");
+    }
+    assert!(
+        !out.exists(),
+        "nothing may start for a bad file, yet {} exists",
+        out.display()
+    );
+}
+
+fn good() -> String {
+    spec(CELLS, "1s", "2s", "2s", "")
+}
+
+#[test]
+fn yaml_syntax_error_names_the_line() {
+    let broken = good().replace("  workload:\n", "  workload: [\n");
+    refused(&broken, &["YAML syntax error", "line "]);
+}
+
+#[test]
+fn unknown_field_is_named_by_its_path() {
+    let y = good().replace(
+        "      replicas: 1\n",
+        "      replicas: 1\n      replica: 3\n",
+    );
+    refused(&y, &["spec.configurations[0].replica", "unknown field"]);
+}
+
+#[test]
+fn duplicate_configuration_name_is_refused() {
+    let y = spec(
+        &[("same", "single", 1, "1"), ("same", "pool", 1, "1")],
+        "1s",
+        "2s",
+        "2s",
+        "",
+    );
+    refused(&y, &["spec.configurations[1].name", "duplicate"]);
+}
+
+#[test]
+fn phase_naming_an_unknown_endpoint_is_refused() {
+    let y = good().replace(
+        "          - endpoint: slow\n",
+        "          - endpoint: slowest\n",
+    );
+    refused(&y, &["spec.workload.phases[1].load[1].endpoint", "slowest"]);
+}
+
+#[test]
+fn negative_duration_is_refused_with_its_path() {
+    let y = good().replace("duration: 2s\n        load:\n          - endpoint: fast\n            connections: 2\n      - name: mixed", "duration: -2s\n        load:\n          - endpoint: fast\n            connections: 2\n      - name: mixed");
+    assert!(y.contains("-2s"));
+    refused(&y, &["spec.workload.phases[0].duration"]);
+}
+
+#[test]
+fn a_missing_file_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(local_common::exe())
+        .args(["run", "/nonexistent/run.yaml", "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
+}

@@ -1,0 +1,302 @@
+//! `benchmatrix run` end to end on this machine: real processes, real cgroups, real load.
+//!
+//! Tests named `timing_*` need the CPU to themselves (nextest runs them one at a time).
+
+mod local_common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use local_common::{cell, exe, figures, leftover_cgroups, run, spec, status, text};
+
+/// What the seeds found, on a matrix short enough for CI: in the mixed phase /fast's p99 in a
+/// single event loop is at least 10x that with a worker pool, and /slow's throughput is about
+/// the same everywhere (the same 2 CPUs do the same heavy work).
+#[test]
+fn timing_short_matrix_shows_what_the_seeds_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let cells = [
+        ("single-x1", "single", 1, "2"),
+        ("single-x2", "single", 2, "1"),
+        ("pool-x1", "pool", 1, "2"),
+        ("pool-x2", "pool", 2, "1"),
+    ];
+    let started = Instant::now();
+    let (o, out) = run(dir.path(), &spec(&cells, "1s", "3s", "8s", ""));
+    let took = started.elapsed();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        took < Duration::from_secs(60),
+        "the short matrix took {took:?}"
+    );
+
+    let st = status(&out);
+    assert_eq!(st["phase"].as_str(), Some("Succeeded"), "{st:?}");
+    let (single_p99, _) = figures(cell(&st, "single-x1"), "mixed", "fast");
+    let (pool_p99, _) = figures(cell(&st, "pool-x1"), "mixed", "fast");
+    assert!(
+        single_p99 >= 10.0 * pool_p99,
+        "mixed /fast p99: single-x1 {single_p99} ms vs pool-x1 {pool_p99} ms\n{t}"
+    );
+    let slow: Vec<f64> = cells
+        .iter()
+        .map(|c| figures(cell(&st, c.0), "mixed", "slow").1)
+        .collect();
+    let (lo, hi) = (
+        slow.iter().cloned().fold(f64::MAX, f64::min),
+        slow.iter().cloned().fold(0.0, f64::max),
+    );
+    assert!(
+        lo > 0.0 && hi < 2.0 * lo,
+        "mixed /slow rps per cell {slow:?}\n{t}"
+    );
+    for c in &cells {
+        let cs = cell(&st, c.0);
+        let overhead = cs["overheadSeconds"].as_f64().unwrap();
+        assert!(overhead < 2.0, "{} overhead {overhead} s", c.0);
+        assert_eq!(cs["enforcement"]["target"].as_str(), Some("cgroup-v1"));
+    }
+
+    // The report and the charts exist and parse.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("### fast in phase mixed") && md.contains("## How each figure was measured")
+    );
+    let svgs: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .collect();
+    for name in [
+        "p99-mixed-fast.svg",
+        "throughput.svg",
+        "latency-over-time-fast.svg",
+    ] {
+        assert!(out.join(name).exists(), "missing {name}");
+    }
+    for svg in &svgs {
+        let text = std::fs::read_to_string(svg).unwrap();
+        assert_well_formed_svg(&text, svg);
+        assert!(
+            md.contains(svg.file_name().unwrap().to_str().unwrap()),
+            "report links {svg:?}"
+        );
+    }
+    // The comparison table is printed at the end.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("p99 vs best") && stdout.contains("pool-x2"),
+        "{t}"
+    );
+}
+
+/// A cell with cpu "0.5": the target itself sees 1 CPU, and the cgroup's CPU accounting shows
+/// it used about half a core per second even though the load would keep 2 cores busy.
+#[test]
+fn timing_half_cpu_cell_is_really_limited() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pool of 2 workers and 4 /slow connections would use 2 cores if nothing limited it.
+    let yaml = spec(&[("half", "pool", 1, "0.5")], "1s", "2s", "6s", "")
+        .replace(
+            "      cpu: \"0.5\"\n",
+            "      cpu: \"0.5\"\n      poolSize: 2\n",
+        )
+        .replace(
+            "          - endpoint: slow\n            connections: 2\n",
+            "          - endpoint: slow\n            connections: 4\n",
+        );
+    let (o, out) = run(dir.path(), &yaml);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let st = status(&out);
+    let target = &cell(&st, "half")["target"];
+    assert_eq!(target["detectedCpus"].as_u64(), Some(1), "{target:?}");
+    assert_eq!(target["cpuQuota"].as_f64(), Some(0.5), "{target:?}");
+    let used = target["cpuSecondsUsed"].as_f64().unwrap();
+    let cores = used / 8.0;
+    assert!(
+        (0.35..=0.6).contains(&cores),
+        "used {used} CPU s in 8 s = {cores:.2} cores\n{target:?}"
+    );
+    assert!(
+        target["throttledPeriods"].as_u64().unwrap() > 0,
+        "{target:?}"
+    );
+}
+
+/// A target that never listens fails its cell with the reason; the other cells still run and
+/// the exit code is 1.
+#[test]
+fn never_ready_cell_fails_and_the_others_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // One program for every cell (spec.target.command is run-wide): the built-in target, except
+    // in the cell whose mode is `threads`, which sleeps and never listens.
+    let script = dir.path().join("target.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$BENCH_MODE\" = threads ]; then exec sleep 60; fi\nexec {} target\n",
+            exe().display()
+        ),
+    )
+    .unwrap();
+    let extra = format!(
+        "  target:\n    command: [\"sh\", \"{}\"]\n  timeouts:\n    ready: 2s\n",
+        script.display()
+    );
+    let cells = [
+        ("first", "single", 1, "1"),
+        ("stuck", "threads", 1, "1"),
+        ("last", "pool", 1, "1"),
+    ];
+    let (o, out) = run(dir.path(), &spec(&cells, "0s", "1s", "1s", &extra));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let st = status(&out);
+    let stuck = cell(&st, "stuck");
+    assert_eq!(stuck["phase"].as_str(), Some("Failed"), "{stuck:?}");
+    assert_eq!(stuck["reason"].as_str(), Some("NeverReady"), "{stuck:?}");
+    assert!(
+        stuck["message"].as_str().unwrap().contains("not ready"),
+        "{stuck:?}"
+    );
+    for name in ["first", "last"] {
+        assert_eq!(cell(&st, name)["phase"].as_str(), Some("Succeeded"), "{t}");
+        figures(cell(&st, name), "mixed", "fast");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Failed (NeverReady)"), "{md}");
+}
+
+/// Ctrl-C in the middle of a cell: children stopped, cgroups removed, the finished cell's
+/// results and the interrupted cell's state written, exit code 130.
+#[test]
+fn ctrl_c_stops_children_removes_cgroups_and_keeps_results_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.yaml");
+    let cells = [
+        ("done-first", "pool", 1, "1"),
+        ("cut-short", "single", 2, "0.5"),
+    ];
+    let mut yaml = spec(&cells, "0s", "1s", "4s", "");
+    // The second cell's phases are long; it will be interrupted.
+    yaml = yaml.replace("  loadgen:", "  timeouts:\n    runSlack: 10s\n  loadgen:");
+    std::fs::write(&file, &yaml).unwrap();
+    // The first cell takes 5 s; the second is interrupted once its replicas exist.
+    let out = dir.path().join("out");
+    let child = Command::new(exe())
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until the second cell's target replicas are up (their cgroups exist).
+    let second = Path::new("/sys/fs/cgroup/cpu")
+        .join(format!("benchmatrix-{pid}"))
+        .join("cut-short-r1");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !second.exists() {
+        assert!(Instant::now() < deadline, "the second cell never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let descendants = descendants_of(pid);
+    assert!(
+        !descendants.is_empty(),
+        "the runner has children while a cell runs"
+    );
+    // SAFETY: kill has no memory-safety preconditions; pid is our child.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGINT);
+    }
+    let sent = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    let t = text(&o);
+    assert!(
+        sent.elapsed() < Duration::from_secs(8),
+        "stopping took {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(130), "{t}");
+    std::thread::sleep(Duration::from_millis(200));
+    for d in &descendants {
+        assert!(!alive(*d), "child {d} survived Ctrl-C\n{t}");
+    }
+    assert!(
+        leftover_cgroups(pid).is_empty(),
+        "cgroups left: {:?}",
+        leftover_cgroups(pid)
+    );
+    let st = status(&out);
+    assert_eq!(st["phase"].as_str(), Some("Failed"));
+    assert_eq!(cell(&st, "done-first")["phase"].as_str(), Some("Succeeded"));
+    figures(cell(&st, "done-first"), "mixed", "fast");
+    let cut = cell(&st, "cut-short");
+    assert_eq!(cut["reason"].as_str(), Some("Interrupted"), "{cut:?}");
+    assert!(out.join("report.md").exists());
+}
+
+fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for t in tasks {
+            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+                found.extend(c.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+            }
+        }
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // A zombie has exited; only its parent's bookkeeping remains.
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn assert_well_formed_svg(text: &str, path: &Path) {
+    assert!(
+        text.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{path:?}"
+    );
+    assert!(text.trim_end().ends_with("</svg>"), "{path:?}");
+    // Balanced elements: every opening tag that is not self-closing has its closing tag.
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('<') {
+        let end = rest[start..]
+            .find('>')
+            .map(|e| start + e)
+            .expect("unclosed tag");
+        let tag = &rest[start + 1..end];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name.trim()), "{path:?}");
+        } else if !tag.ends_with('/') {
+            stack.push(tag.split_whitespace().next().unwrap().to_string());
+        }
+        rest = &rest[end + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed {stack:?} in {path:?}");
+}
