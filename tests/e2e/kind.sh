@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test on a real cluster: build the three images, install the chart, run
-# manifests/samples/ci-smoke.yaml, and check that every cell has percentiles for every phase and
-# endpoint. On failure it dumps diagnostics (events, describe, pod logs) to the terminal and to
+# manifests/samples/ci-smoke.yaml, check that every cell has percentiles for every phase and
+# endpoint, and render its report with `benchmatrix report`. On failure it dumps diagnostics (events, describe, pod logs) to the terminal and to
 # $ARTIFACTS_DIR. Safe to re-run: every step converges (upgrade --install, apply, replace).
 #
 #   tests/e2e/kind.sh                        kind: create cluster, build, load, test, delete
@@ -254,5 +254,25 @@ kubectl get benchmarkrun -n "${RUN_NAMESPACE}" -o wide
 log "results of ${RUN_NAME}"
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RUN_NAME}" -o json >"${work}/run.json"
 python3 tests/e2e/check_results.py "${work}/run.json"
+
+# The report a user renders from a saved run (docs/kubernetes.md). The binary comes out of the
+# operator image just built, so the check costs no second compile; else from PATH.
+report_bin=""
+if [[ "${BUILD_IMAGES}" == "1" ]]; then
+  container="$("${DOCKER}" create "${OPERATOR_IMAGE}")"
+  "${DOCKER}" cp "${container}:/usr/local/bin/benchmatrix" "${work}/benchmatrix"
+  "${DOCKER}" rm "${container}" >/dev/null
+  report_bin="${work}/benchmatrix"
+elif command -v benchmatrix >/dev/null 2>&1; then
+  report_bin="$(command -v benchmatrix)"
+fi
+if [[ -n "${report_bin}" ]]; then
+  log "benchmatrix report (files in ${ARTIFACTS_DIR}/report)"
+  mkdir -p "${ARTIFACTS_DIR}/report"
+  kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RUN_NAME}" -o yaml >"${ARTIFACTS_DIR}/report/${RUN_NAME}.yaml"
+  "${report_bin}" report "${ARTIFACTS_DIR}/report/${RUN_NAME}.yaml" --out "${ARTIFACTS_DIR}/report"
+else
+  log "no benchmatrix binary (BUILD_IMAGES=0 and none on PATH): report step skipped"
+fi
 
 log "PASSED"

@@ -15,7 +15,7 @@ stubs="${tmp}/bin"
 mkdir -p "${stubs}"
 
 # Every stand-in appends "<tool> <args>" to $STUB_LOG.
-for tool in kind docker helm stubload; do
+for tool in kind helm stubload; do
   cat >"${stubs}/${tool}" <<STUB
 #!/usr/bin/env bash
 echo "${tool} \$*" >>"\${STUB_LOG}"
@@ -23,6 +23,20 @@ if [[ "${tool}" == kind && "\$1 \$2" == "get clusters" ]]; then cat "\${STUB_KIN
 exit 0
 STUB
 done
+# docker: `create` prints a container id; `cp` leaves a stand-in benchmatrix binary that records
+# its calls too.
+cat >"${stubs}/docker" <<'STUB'
+#!/usr/bin/env bash
+echo "docker $*" >>"${STUB_LOG}"
+case "$1" in
+  create) echo "stub-container" ;;
+  cp)
+    printf '#!/usr/bin/env bash\necho "benchmatrix $*" >>"${STUB_LOG}"\n' >"$3"
+    chmod +x "$3"
+    ;;
+esac
+exit 0
+STUB
 cat >"${stubs}/kubectl" <<'STUB'
 #!/usr/bin/env bash
 echo "kubectl $*" >>"${STUB_LOG}"
@@ -102,8 +116,11 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^kubectl label namespace benchmatrix-e2e --overwrite pod-security.kubernetes.io/enforce=restricted" \
   "^kubectl apply -n benchmatrix-e2e -f manifests/samples/ci-smoke.yaml" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e -o wide" \
+  "^docker create ghcr.io/benchmatrix/benchmatrix-operator:0.1.0" \
+  "^docker cp stub-container:/usr/local/bin/benchmatrix " \
+  "^benchmatrix report .*/report/ci-smoke.yaml --out .*/report" \
   "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}"; then
-  pass "kind mode: create, build, load, install, run, check, delete"
+  pass "kind mode: create, build, load, install, run, check, report, delete"
 else
   fail "kind mode success (exit ${status})"
   echo "${out}" | tail -n 30
