@@ -2,7 +2,8 @@
 # End-to-end test on a real cluster: build the three images, install the chart, run
 # manifests/samples/ci-smoke.yaml, check that every cell has percentiles for every phase and
 # endpoint, and render its report with `benchmatrix report`. On failure it dumps diagnostics
-# (events, describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step converges (upgrade --install, apply, replace).
+# (events, describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step
+# converges (upgrade --install, apply, replace).
 #
 #   tests/e2e/kind.sh                        kind: create cluster, build, load, test, delete
 #   KEEP_CLUSTER=1 tests/e2e/kind.sh         ... and keep the cluster and the run afterwards
