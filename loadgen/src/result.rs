@@ -661,3 +661,56 @@ mod tests {
         assert_eq!(ErrorKind::from_status(302), Some(ErrorKind::StatusOther));
     }
 }
+
+#[cfg(test)]
+mod schema_tests {
+    use serde_json::Value;
+
+    /// Every property of every object in `schema` has a description (field doc comments become
+    /// `kubectl explain` text in the operator's CRD).
+    fn undocumented(schema: &Value, at: &str, out: &mut Vec<String>, seen: &mut usize) {
+        match schema {
+            Value::Object(map) => {
+                if let Some(Value::Object(props)) = map.get("properties") {
+                    for (name, prop) in props {
+                        *seen += 1;
+                        if prop.get("description").is_none() {
+                            out.push(format!("{at}.{name}"));
+                        }
+                    }
+                }
+                for (k, v) in map {
+                    undocumented(v, &format!("{at}/{k}"), out, seen);
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    undocumented(v, at, out, seen);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_field_of_the_shared_types_is_documented() {
+        for (schema, fields) in [
+            (
+                serde_json::to_value(schemars::schema_for!(crate::plan::PlanFile)).unwrap(),
+                15,
+            ),
+            (
+                serde_json::to_value(schemars::schema_for!(super::RunResult)).unwrap(),
+                60,
+            ),
+        ] {
+            let (mut missing, mut seen) = (Vec::new(), 0);
+            undocumented(&schema, "", &mut missing, &mut seen);
+            assert!(
+                missing.is_empty(),
+                "fields without a doc comment: {missing:?}"
+            );
+            assert!(seen >= fields, "only {seen} properties found: {schema}");
+        }
+    }
+}
