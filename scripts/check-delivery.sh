@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The delivery checks that run without a cluster or a Docker engine: helm lint and template over
-# the chart's value combinations, shellcheck on every script (and the workflows' run: steps),
-# YAML parsing and actionlint of the workflows, YAML parsing of the e2e config and samples, the e2e script's flow against stand-ins,
-# and the manifests/install.yaml drift check. .ci/run calls it; so can you.
+# the chart's value combinations; shellcheck on every script and on the workflows' run: steps;
+# YAML parsing and actionlint of the workflows; YAML parsing of the e2e config and samples; the
+# e2e script's flow against stand-ins; the manifests/install.yaml drift check.
+# .ci/run calls it; so can you.
 #
 # The Rust test tests/tests/chart.rs goes further (every rendered object parses as its
 # Kubernetes type, Pod Security "restricted", RBAC coverage); it runs with the test suite.
