@@ -895,3 +895,55 @@ fn ci_smoke_sample_is_a_benchmark_run() {
         "phases of a few seconds each, {seconds}s in all"
     );
 }
+
+#[test]
+fn docs_show_the_steps_the_e2e_script_runs() {
+    // docs/kubernetes.md and tests/e2e/kind.sh must not drift apart: each install and run step
+    // the docs show is one the script takes (the script spells paths through variables, so
+    // they are expanded here first), and each knob the docs mention is one the script reads.
+    let root = repo_root();
+    let docs = std::fs::read_to_string(root.join("docs/kubernetes.md")).expect("docs");
+    let script = std::fs::read_to_string(root.join("tests/e2e/kind.sh"))
+        .expect("kind.sh")
+        .replace("\"${CHART}/crds/\"", "charts/benchmatrix/crds/")
+        .replace("\"${CHART}\"", "charts/benchmatrix")
+        .replace("\"${RELEASE}\"", "benchmatrix")
+        .replace("\"${RELEASE_NAMESPACE}\"", "benchmatrix-system")
+        .replace("${CHART}", "charts/benchmatrix");
+    for step in [
+        "kubectl apply --server-side --force-conflicts -f charts/benchmatrix/crds/",
+        "upgrade --install benchmatrix charts/benchmatrix",
+        "--namespace benchmatrix-system --create-namespace",
+        "rollout status",
+        "kind load docker-image",
+        "docker build --target",
+        "get bmr",
+        "report",
+    ] {
+        let in_docs = docs.contains(step);
+        let in_script = script.contains(step)
+            || script.contains(&step.replace("bmr", "benchmarkrun"))
+            || script.contains(&step.replace("docker build", "\"${DOCKER}\" build"));
+        assert!(
+            in_docs && in_script,
+            "step {step:?}: in docs {in_docs}, in kind.sh {in_script}"
+        );
+    }
+    for knob in [
+        "KEEP_CLUSTER",
+        "CLUSTER=existing",
+        "LOAD_IMAGES_CMD",
+        "BUILD_IMAGES",
+        "IMAGE_REGISTRY",
+        "IMAGE_TAG",
+        "RUN_NAMESPACE",
+        "RUN_TIMEOUT",
+    ] {
+        let name = knob.split('=').next().unwrap_or(knob);
+        assert!(docs.contains(knob), "docs do not mention {knob}");
+        assert!(
+            script.contains(&format!("{name}=\"${{{name}:-")),
+            "kind.sh does not read {name}"
+        );
+    }
+}
