@@ -24,6 +24,8 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
 
 # ---------------------------------------------------------------------------------------------
 FROM rust:${RUST_VERSION}-bookworm AS builder
+# A failure anywhere in a pipeline fails the step.
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /src
 COPY . .
 # Cargo's output normally goes to ./build (.cargo/config.toml: the crate folder target/ is the

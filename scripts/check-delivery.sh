@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The delivery checks that run without a cluster or a Docker engine: helm lint and template over
-# the chart's value combinations; shellcheck on every script and on the workflows' run: steps;
+# the chart's value combinations; hadolint on the Dockerfile; shellcheck on every script and on the workflows' run: steps;
 # YAML parsing and actionlint of the workflows; YAML parsing of the e2e config and samples; the
 # e2e script's flow against stand-ins; the manifests/install.yaml drift check.
 # .ci/run calls it; so can you.
@@ -37,6 +37,10 @@ if "${HELM}" template benchmatrix "${chart}" --set operator.logFormat=xml >/dev/
   exit 1
 fi
 echo "ok: bad values are refused"
+
+step "hadolint Dockerfile"
+"${tools_dir}/hadolint" Dockerfile
+echo "ok: Dockerfile"
 
 step "shellcheck"
 mapfile -t scripts < <(find scripts tests/e2e .ci -type f \( -name '*.sh' -o -name run \) 2>/dev/null | sort)
