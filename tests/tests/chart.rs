@@ -947,3 +947,45 @@ fn docs_show_the_steps_the_e2e_script_runs() {
         );
     }
 }
+
+#[test]
+fn dockerfile_builds_the_three_images_the_chart_and_e2e_use() {
+    let root = repo_root();
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).expect("Dockerfile");
+    let ignore = std::fs::read_to_string(root.join(".dockerignore")).expect(".dockerignore");
+    // kind.sh builds `--target <component>` for these; the chart names the images after them.
+    for (stage, binary) in [
+        ("operator", "benchmatrix"),
+        ("target", "benchmatrix-target"),
+        ("loadgen", "benchmatrix-loadgen"),
+    ] {
+        assert!(
+            dockerfile.contains(&format!(" AS {stage}\n")),
+            "no stage {stage}"
+        );
+        assert!(
+            dockerfile.contains(&format!(
+                "COPY --from=builder /out/{binary} /usr/local/bin/{binary}"
+            )),
+            "stage {stage} does not ship {binary}"
+        );
+        assert!(
+            dockerfile.contains(&format!("ENTRYPOINT [\"/usr/local/bin/{binary}\"]")),
+            "stage {stage} does not run {binary}"
+        );
+        assert!(
+            dockerfile.contains(&format!("-p {binary}")),
+            "{binary} is not built"
+        );
+    }
+    // Static binaries on a distroless static base, as a numeric non-root user (so the
+    // kubelet can check runAsNonRoot).
+    assert!(dockerfile.contains("-C target-feature=+crt-static"));
+    assert!(dockerfile.contains("gcr.io/distroless/static"));
+    assert!(dockerfile.contains("USER 65532:65532"));
+    // Cargo's output folder and other trees must not be sent as build context.
+    assert!(
+        ignore.lines().any(|l| l.trim() == "/build/"),
+        ".dockerignore lacks /build/"
+    );
+}
