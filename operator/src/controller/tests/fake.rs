@@ -56,6 +56,7 @@ struct State {
     logs: HashMap<(String, String), String>,
     calls: Vec<Call>,
     creations: Vec<(String, String)>,
+    failures: Vec<(String, String, u16)>,
     next: u64,
 }
 
@@ -148,6 +149,16 @@ impl FakeApi {
             .insert((ns.into(), pod.into()), log.into());
     }
 
+    /// Makes the next `method` call on `resource` fail with this HTTP status (409 conflict,
+    /// 403 RBAC denial, 500...), once.
+    pub fn fail_next(&self, method: &str, resource: &str, code: u16) {
+        self.state
+            .lock()
+            .unwrap()
+            .failures
+            .push((method.into(), resource.into(), code));
+    }
+
     /// Every call so far.
     pub fn calls(&self) -> Vec<Call> {
         self.state.lock().unwrap().calls.clone()
@@ -206,6 +217,17 @@ fn handle(
         name: name.map(str::to_owned),
         sub: sub.map(str::to_owned),
     });
+    if let Some(i) = st
+        .failures
+        .iter()
+        .position(|(m, r, _)| m == method.as_str() && r == resource)
+    {
+        let (_, _, code) = st.failures.remove(i);
+        return status(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            "injected failure",
+        );
+    }
     let key = |n: &str| (resource.to_owned(), ns.to_owned(), n.to_owned());
     let payload: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     match (method.as_str(), name, sub) {
@@ -358,7 +380,10 @@ fn text(body: String) -> Response<Full<Bytes>> {
 fn status(code: StatusCode, message: &str) -> Response<Full<Bytes>> {
     let reason = match code {
         StatusCode::NOT_FOUND => "NotFound",
-        _ => "MethodNotAllowed",
+        StatusCode::CONFLICT => "Conflict",
+        StatusCode::FORBIDDEN => "Forbidden",
+        StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",
+        _ => "InternalError",
     };
     let body = json!({
         "kind": "Status",

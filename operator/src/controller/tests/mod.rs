@@ -808,3 +808,46 @@ fn backoff_grows_and_is_capped() {
     assert_eq!(backoff(3), Duration::from_secs(4));
     assert_eq!(backoff(30), Duration::from_secs(300));
 }
+
+#[tokio::test]
+async fn a_conflict_is_retried_with_backoff_and_a_denial_waits_for_a_change() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("conflict", &["a"]));
+
+        // 409 on the status write: transient, retried with a growing delay.
+        h.fake.fail_next("PATCH", "benchmarkruns", 409);
+        let err = h.reconcile("conflict").await.unwrap_err();
+        assert!(!err.is_permanent());
+        let guard = Arc::new(h.guard("conflict"));
+        assert_eq!(
+            error_policy(guard.clone(), &err, h.ctx.clone()),
+            Requeue::requeue(Duration::from_secs(1))
+        );
+        h.fake.fail_next("PATCH", "benchmarkruns", 409);
+        let err = h.reconcile("conflict").await.unwrap_err();
+        assert_eq!(
+            error_policy(guard.clone(), &err, h.ctx.clone()),
+            Requeue::requeue(Duration::from_secs(2))
+        );
+        // The retry succeeds and the Deployment applied twice is still one object.
+        h.reconcile("conflict").await.unwrap();
+        assert_eq!(h.fake.list("deployments").len(), 1);
+        assert_eq!(h.phase("conflict"), RunPhase::Running);
+
+        // 403 (RBAC denies creating the Job): permanent, no hot loop.
+        h.simulate(&healthy);
+        h.fake.fail_next("PATCH", "jobs", 403);
+        let err = h.reconcile("conflict").await.unwrap_err();
+        assert!(err.is_permanent(), "{err}");
+        assert_eq!(err.metric_label(), "forbidden");
+        assert_eq!(
+            error_policy(guard, &err, h.ctx.clone()),
+            Requeue::await_change()
+        );
+        let text = h.ctx.metrics.render();
+        assert!(text.contains("error=\"conflict\"} 2"), "{text}");
+        assert!(text.contains("error=\"forbidden\"} 1"), "{text}");
+    })
+    .await;
+}
