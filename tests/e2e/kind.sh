@@ -23,7 +23,8 @@
 #                     once per image with the image as its last argument, e.g.
 #                     "k3d image import -c mycluster" or "minikube image load". Unset: the
 #                     cluster pulls the images from IMAGE_REGISTRY itself.
-#   RUN_NAMESPACE     namespace of the BenchmarkRun                     [benchmatrix-e2e]
+#   RUN_NAMESPACE     namespace of the BenchmarkRun; a new one per run, so runs on a shared
+#                     cluster never meet                   [benchmatrix-e2e-<UTC timestamp>]
 #   RELEASE_NAMESPACE namespace of the operator                         [benchmatrix-system]
 #   RUN_TIMEOUT       seconds for the run to finish                     [600]
 #   SAMPLE            the BenchmarkRun to apply           [manifests/samples/ci-smoke.yaml]
@@ -39,7 +40,7 @@ readonly IMAGE_REGISTRY="${IMAGE_REGISTRY:-ghcr.io/benchmatrix}"
 readonly BUILD_IMAGES="${BUILD_IMAGES:-1}"
 readonly DOCKER="${DOCKER:-docker}"
 readonly LOAD_IMAGES_CMD="${LOAD_IMAGES_CMD:-}"
-readonly RUN_NAMESPACE="${RUN_NAMESPACE:-benchmatrix-e2e}"
+readonly RUN_NAMESPACE="${RUN_NAMESPACE:-benchmatrix-e2e-$(date -u +%Y%m%d-%H%M%S)}"
 readonly RELEASE_NAMESPACE="${RELEASE_NAMESPACE:-benchmatrix-system}"
 readonly RUN_TIMEOUT="${RUN_TIMEOUT:-600}"
 readonly SAMPLE="${SAMPLE:-manifests/samples/ci-smoke.yaml}"

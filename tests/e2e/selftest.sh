@@ -104,7 +104,7 @@ in_order() {
 }
 
 # 1. kind mode, success: the whole flow in order, cluster deleted at the end.
-run_kind_sh STUB_PHASE=Succeeded
+run_kind_sh STUB_PHASE=Succeeded RUN_NAMESPACE=benchmatrix-e2e
 if [[ ${status} -eq 0 ]] && in_order \
   "^kind create cluster --name benchmatrix-e2e --config tests/e2e/kind-config.yaml" \
   "^docker build --target operator .*-t ghcr.io/benchmatrix/benchmatrix-operator:0.1.0" \
@@ -127,7 +127,7 @@ else
 fi
 
 # 2. A run that ends Failed: non-zero exit, diagnostics printed and saved, cluster still deleted.
-run_kind_sh STUB_PHASE=Failed
+run_kind_sh STUB_PHASE=Failed RUN_NAMESPACE=benchmatrix-e2e
 if [[ ${status} -ne 0 ]] && grep -q "ended Failed: cell pool failed: image pull" <<<"${out}" &&
   grep -q "diagnostics" <<<"${out}" && grep -q "^kubectl logs -n benchmatrix-e2e pod/stub-0" <<<"${log}" &&
   grep -q "^kubectl describe benchmarkrun" <<<"${log}" && [[ -s "${tmp}/artifacts/benchmarkrun.txt" ]] &&
@@ -157,8 +157,9 @@ if [[ ${status} -eq 0 ]] && ! grep -q "^kind " <<<"${log}" && in_order \
   "^stubload image import -c mine reg.example/bench/benchmatrix-target:dev" \
   "^stubload image import -c mine reg.example/bench/benchmatrix-loadgen:dev" \
   "^helm upgrade --install .*image.operator.tag=dev" \
-  "^kubectl delete namespace benchmatrix-e2e"; then
-  pass "existing-cluster mode: user's load command, overridden images, namespace cleaned up"
+  "^kubectl apply -n benchmatrix-e2e-[0-9]\{8\}-[0-9]\{6\} -f manifests/samples/ci-smoke.yaml" \
+  "^kubectl delete namespace benchmatrix-e2e-[0-9]\{8\}-[0-9]\{6\} "; then
+  pass "existing-cluster mode: user's load command, overridden images, a namespace of its own, removed"
 else
   fail "existing-cluster mode (exit ${status})"
   echo "${out}" | tail -n 30
