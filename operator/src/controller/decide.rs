@@ -435,7 +435,10 @@ fn step_cell(
                 return;
             }
             if waited >= limit {
-                let detail = readiness_detail(&obs.target_pods);
+                let mut detail = readiness_detail(&obs.target_pods);
+                if let Some(why) = deployment_trouble(obs.deployment.as_ref()) {
+                    detail = format!("{why}; {detail}");
+                }
                 fail_cell(
                     run,
                     index,
@@ -722,6 +725,32 @@ fn readiness_detail(pods: &[Pod]) -> String {
         parts.push(format!("pod {} {why}", pod.name_any()));
     }
     parts.join("; ")
+}
+
+/// A Deployment condition that explains missing pods (quota, admission), e.g.
+/// `ReplicaFailure: pods "x" is forbidden: exceeded quota`.
+fn deployment_trouble(deployment: Option<&Deployment>) -> Option<String> {
+    deployment?
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| {
+            (c.type_.as_deref() == Some("ReplicaFailure") && c.status.as_deref() == Some("True"))
+                || (c.type_.as_deref() == Some("Progressing")
+                    && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+        })
+        .map(|c| {
+            format!(
+                "Deployment {}: {}",
+                c.reason
+                    .as_deref()
+                    .or(c.type_.as_deref())
+                    .unwrap_or("condition"),
+                c.message.as_deref().unwrap_or("")
+            )
+        })
 }
 
 /// The Job's Failed condition message, if it failed.
@@ -1109,5 +1138,34 @@ spec:
                 .iter()
                 .any(|a| matches!(a, Action::Delete(ChildKind::Deployment, _)))
         );
+    }
+}
+
+#[cfg(test)]
+mod trouble_tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
+
+    #[test]
+    fn a_quota_refusal_is_named_when_the_target_never_becomes_ready() {
+        let dep = Deployment {
+            status: Some(DeploymentStatus {
+                conditions: Some(vec![DeploymentCondition {
+                    type_: Some("ReplicaFailure".into()),
+                    status: Some("True".into()),
+                    reason: Some("FailedCreate".into()),
+                    message: Some("pods \"x\" is forbidden: exceeded quota".into()),
+                    ..DeploymentCondition::default()
+                }]),
+                ..DeploymentStatus::default()
+            }),
+            ..Deployment::default()
+        };
+        let why = deployment_trouble(Some(&dep)).unwrap();
+        assert!(
+            why.contains("FailedCreate") && why.contains("exceeded quota"),
+            "{why}"
+        );
+        assert_eq!(deployment_trouble(None), None);
     }
 }

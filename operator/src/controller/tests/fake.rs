@@ -7,7 +7,13 @@
 //! DELETE. Every call is recorded, so tests count them and check that nothing unexpected
 //! happened; every first apply of a name is recorded as a creation, so tests can assert that
 //! nothing was created twice. Tests play the cluster's other controllers by editing objects
-//! (Deployment availability, pods, Job completion, logs).
+//! (Deployment availability, pods, Job completion, logs), and inject failures (409, 403).
+//!
+//! Why not kube-fake-client: its 0.3 release pins kube 4.2 while this crate is on kube 5, and a
+//! canned-reply mock (`tower_test::mock`) would script the very call sequence under test. The
+//! fake is deliberately simple: server-side apply merges top-level fields (no field-ownership
+//! tracking), there are no watches (tests call `reconcile` as the controller would after each
+//! event), and there is no admission or CEL; the CRD's rules are checked in the tests crate.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
