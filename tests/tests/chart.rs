@@ -989,3 +989,64 @@ fn dockerfile_builds_the_three_images_the_chart_and_e2e_use() {
         ".dockerignore lacks /build/"
     );
 }
+
+/// The `benchmatrix operator` command line, built from the operator's own argument type, so the
+/// flags the chart renders are parsed exactly as the operator binary parses them.
+#[derive(Debug, clap::Parser)]
+#[command(name = "benchmatrix")]
+struct OperatorCommandLine {
+    #[command(subcommand)]
+    command: OperatorSubcommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum OperatorSubcommand {
+    Operator(benchmatrix::controller::OperatorArgs),
+}
+
+#[test]
+fn the_operator_accepts_the_flags_the_chart_renders() {
+    use clap::Parser;
+    let Some(helm) = helm_or_skip("the_operator_accepts_the_flags_the_chart_renders") else {
+        return;
+    };
+    for (set, max_active, addr, format) in [
+        (
+            "",
+            1,
+            "0.0.0.0:8080",
+            benchmatrix::telemetry::LogFormat::Json,
+        ),
+        (
+            "operator.maxActiveRuns=4,operator.metricsPort=9100,operator.logFormat=text",
+            4,
+            "0.0.0.0:9100",
+            benchmatrix::telemetry::LogFormat::Text,
+        ),
+    ] {
+        let extra: Vec<&str> = if set.is_empty() {
+            vec![]
+        } else {
+            vec!["--set", set]
+        };
+        let objects = parse_objects(set, &render(helm, &extra));
+        let args = operator_args(the_deployment(&objects));
+        let line = std::iter::once("benchmatrix".to_string()).chain(args.clone());
+        let parsed = OperatorCommandLine::try_parse_from(line).unwrap_or_else(|err| {
+            panic!("the operator refuses the chart's flags {args:?}:\n{err}")
+        });
+        let OperatorSubcommand::Operator(parsed) = parsed.command;
+        assert_eq!(parsed.max_active_runs, max_active);
+        assert_eq!(parsed.admin_addr.to_string(), addr);
+        assert_eq!(parsed.log_format, format);
+        // The chart's default images are the operator's built-in defaults: the same release.
+        assert_eq!(
+            parsed.target_image,
+            benchmatrix::api::spec::DEFAULT_TARGET_IMAGE
+        );
+        assert_eq!(
+            parsed.loadgen_image,
+            benchmatrix::api::spec::DEFAULT_LOADGEN_IMAGE
+        );
+    }
+}
