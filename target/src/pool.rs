@@ -173,10 +173,11 @@ fn worker(shared: Arc<Shared>) {
             Err(DeadlineExceeded) => {
                 shared.stats.timed_out.fetch_add(1, Relaxed);
                 let _ = job.reply.send(Err(TaskError::DeadlineExceeded));
-                // Hand this worker's place to a fresh thread, then end this one.
+                // Hand this worker's place to a fresh thread, then end this one. Counted
+                // first: the new worker may serve (and be observed) before this thread runs on.
+                shared.stats.workers_replaced.fetch_add(1, Relaxed);
                 match spawn_worker(&shared) {
                     Ok(()) => {
-                        shared.stats.workers_replaced.fetch_add(1, Relaxed);
                         tracing::warn!(
                             deadline_ms = shared.deadline.as_millis() as u64,
                             "a pool task passed its CPU deadline; its worker was replaced"
@@ -184,6 +185,7 @@ fn worker(shared: Arc<Shared>) {
                         return;
                     }
                     Err(e) => {
+                        shared.stats.workers_replaced.fetch_sub(1, Relaxed);
                         // Keeping this thread is better than shrinking the pool.
                         tracing::error!(error = %e, "could not start a replacement worker; keeping the old one");
                     }
