@@ -42,6 +42,8 @@ pub struct Observation {
     pub loadgen_failure: Option<String>,
     /// The admission queue, from the operator's cache of all runs.
     pub queue: QueueView,
+    /// Pods of this run still terminating (read before a cell after the first starts).
+    pub terminating_pods: Vec<String>,
 }
 
 /// Where this run stands among all runs of the cluster.
@@ -357,6 +359,15 @@ fn step_cell(
     };
     let phase = d.status.cells[index].phase;
     match phase {
+        CellPhase::Pending if !obs.terminating_pods.is_empty() => {
+            // The previous cell's pods still hold CPU; starting now would measure interference.
+            d.status.message = Some(format!(
+                "waiting for {} pod(s) of the previous cell to terminate: {}",
+                obs.terminating_pods.len(),
+                obs.terminating_pods.join(", ")
+            ));
+            d.requeue = Some(Duration::from_secs(5));
+        }
         CellPhase::Pending => {
             d.actions.push(Action::Apply(Child::Deployment(Box::new(
                 build::deployment(run, cell, &settings.target_image),

@@ -85,6 +85,22 @@ pub async fn observe(
                     .await?;
             }
         }
+        CellPhase::Pending if index > 0 => {
+            // Pods of the previous cell that are still terminating would take CPU from this
+            // one; they are counted so the next cell waits for them.
+            obs.terminating_pods = pods
+                .list(&ListParams::default().labels(&format!(
+                    "{}={}",
+                    build::RUN_LABEL,
+                    run.name_any()
+                )))
+                .await?
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_some())
+                .map(|p| p.name_any())
+                .collect();
+        }
         _ => {}
     }
     Ok(obs)

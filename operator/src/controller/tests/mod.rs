@@ -851,3 +851,50 @@ async fn a_conflict_is_retried_with_backoff_and_a_denial_waits_for_a_change() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_next_cell_waits_for_the_previous_cells_pods_to_terminate() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("drain", &["a", "b"]));
+        for _ in 0..10 {
+            h.reconcile("drain").await.unwrap();
+            if h.run("drain").status.unwrap().cells[0].phase == CellPhase::Succeeded {
+                break;
+            }
+            h.simulate(&healthy);
+            h.advance(1);
+        }
+        // Cell a's target pod is still shutting down.
+        let pod = h
+            .fake
+            .list("pods")
+            .into_iter()
+            .find(|p| p["metadata"]["labels"]["benchmatrix.dev/role"] == "target")
+            .unwrap();
+        let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+        h.fake.edit("pods", NS, &name, |p| {
+            p["metadata"]["deletionTimestamp"] = json!("2027-01-01T00:00:00Z");
+        });
+        let requeue = h.reconcile("drain").await.unwrap();
+        assert_ne!(requeue, Requeue::await_change());
+        let status = h.run("drain").status.unwrap();
+        assert_eq!(status.cells[1].phase, CellPhase::Pending);
+        assert!(
+            status.message.as_ref().unwrap().contains("to terminate"),
+            "{status:?}"
+        );
+        assert!(
+            h.fake.list("deployments").is_empty(),
+            "cell b not deployed yet"
+        );
+        // Gone: cell b starts.
+        h.fake.remove("pods", NS, &name);
+        h.reconcile("drain").await.unwrap();
+        assert_eq!(
+            h.run("drain").status.unwrap().cells[1].phase,
+            CellPhase::Deploying
+        );
+    })
+    .await;
+}
