@@ -63,8 +63,8 @@ run() {
       ;;
     oha)
       [[ -x "$OHA" ]] || return 0
-      # oha has no thread flag; it runs one tokio worker per core it may use.
       /usr/bin/time -f %M -o "$rss" "$OHA" -c "$CONNS" -z "${DURATION}s" --no-tui \
+        --worker-threads "$THREADS" \
         --output-format json "$URL" >"$out"
       rps=$(jq '.summary.requestsPerSec' "$out")
       p50=$(jq '.latencyPercentiles.p50 * 1000' "$out")
@@ -79,6 +79,7 @@ run() {
       ;;
     autocannon)
       [[ -x "$AUTOCANNON" ]] || return 0
+      # autocannon runs on one Node thread (its -w workers would add more).
       /usr/bin/time -f %M -o "$rss" "$AUTOCANNON" -c "$CONNS" -d "$DURATION" -j "$URL" \
         >"$out" 2>/dev/null
       rps=$(jq '.requests.average' "$out")
