@@ -113,16 +113,43 @@ fn timing_errors_open_loop_against_a_silent_server_ends_on_time() {
 }
 
 #[test]
-fn timing_success_exits_0_and_human_summary_names_percentiles() {
+fn timing_success_exits_0_with_summary_progress_lines_and_out_file() {
     let server = TestServer::start(Behaviour::Ok {
         delay: Duration::from_millis(1),
     });
-    let (out, _) = loadgen(&["-c", "2", "-d", "1", "-t", "1", &server.url("/x")]);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let path = file.path().to_str().unwrap();
+    let (out, _) = loadgen(&[
+        "-c",
+        "2",
+        "-d",
+        "2",
+        "-t",
+        "1",
+        "--progress-json",
+        "--out",
+        path,
+        &server.url("/x"),
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     for word in ["requests", "p50", "p99.9", "max"] {
         assert!(text.contains(word), "{word} missing in {text}");
     }
+    // One progress line per second on stderr.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(lines[1]["elapsedSecs"], 2);
+    assert_eq!(lines[1]["streams"][0]["endpoint"], "/x");
+    assert!(lines[1]["streams"][0]["requests"].as_u64().unwrap() > 100);
+    // --out holds the same document the JSON mode prints.
+    let doc: RunResult = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(doc.phases[0].streams[0].endpoint, "/x");
+    assert!(doc.successful_requests() > 100);
 }
 
 fn expect_exit_2(args: &[&str], field: &str) {
