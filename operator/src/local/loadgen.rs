@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::cgroup::Cgroup;
 use super::progress::ProgressLine;
-use super::replicas::{STOP_GRACE, stop_children, tail};
+use super::replicas::{STOP_GRACE, stop_children, tail, tie_to_runner};
 
 /// A running load generator.
 #[derive(Debug)]
@@ -39,6 +39,7 @@ impl Loadgen {
             .stdout(Stdio::from(log_file.try_clone()?))
             .stderr(Stdio::piped());
         cgroup.apply_to(&mut cmd);
+        tie_to_runner(&mut cmd);
         let mut child = cmd.spawn()?;
         let stderr = child.stderr.take();
         let (tx, rx) = channel();

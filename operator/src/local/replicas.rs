@@ -116,6 +116,7 @@ impl ReplicaSet {
                 .stdout(Stdio::from(out))
                 .stderr(Stdio::from(err));
             cgroup.apply_to(&mut cmd);
+            tie_to_runner(&mut cmd);
             let child = cmd.spawn().map_err(|e| StartError {
                 reason: "SpawnFailed",
                 message: format!("cannot start {:?}: {e}", cmd.get_program()),
@@ -296,6 +297,24 @@ pub fn stop_children(children: &mut [&mut Child], grace: Duration) {
     for c in children.iter_mut() {
         let _ = c.kill();
         let _ = c.wait();
+    }
+}
+
+/// Puts the child in its own process group, so a Ctrl-C at the terminal reaches only the
+/// runner, which then stops children in order and still collects what was measured; and asks
+/// the kernel to SIGKILL the child should the runner die without cleaning up (SIGKILL, crash).
+pub fn tie_to_runner(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    // SAFETY: runs in the forked child before exec; prctl is async-signal-safe and the
+    // closure allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 

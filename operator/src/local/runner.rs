@@ -263,9 +263,15 @@ impl Runner {
         let set = match ReplicaSet::start(&launch, &self.backend) {
             Ok(s) => s,
             Err(e) => {
+                // A replica that died because of the same Ctrl-C is not the cell's fault.
+                let reason = if signals::interrupted() {
+                    "Interrupted"
+                } else {
+                    e.reason
+                };
                 self.display
                     .cell(cell.index, &cell.name, &format!("FAILED: {}", e.message));
-                return fail(cs, e.reason, e.message, started);
+                return fail(cs, reason, e.message, started);
             }
         };
         let enforcement_target = set
@@ -278,6 +284,7 @@ impl Runner {
                 .filter(|r| r.status == 200)
                 .and_then(|r| serde_json::from_slice(&r.body).ok());
         let idle_rss = set.rss().0;
+        let ready_secs = started.elapsed().as_secs_f64();
 
         // The load generator.
         let plan_path = self.out.join("plans").join(format!("{}.json", cell.name));
@@ -371,11 +378,19 @@ impl Runner {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
+        // A load generator that ended because of the same signal was interrupted, not failed.
+        let exit = if signals::interrupted() {
+            Err(("Interrupted", "interrupted by SIGINT/SIGTERM".to_string()))
+        } else {
+            exit
+        };
         let load_wall = load_started.elapsed();
         let cpu_end = set.usage();
         let peak_rss = set.rss().1;
+        let stopping = Instant::now();
         lg.stop();
         set.stop();
+        let stop_secs = stopping.elapsed().as_secs_f64();
         let status = match exit {
             Ok(s) => s,
             Err((reason, message)) => {
@@ -433,7 +448,8 @@ impl Runner {
         let overhead = started.elapsed().saturating_sub(warmup + measured);
         cs.overhead_seconds = Some(round2(overhead.as_secs_f64()));
         cs.message = Some(format!(
-            "measured {:.1} s of load in {:.1} s; runner overhead {:.2} s",
+            "warm-up + phases {:.1} s ran in {:.2} s; runner overhead {:.2} s (replicas ready in \
+             {ready_secs:.2} s, stopped in {stop_secs:.2} s)",
             (warmup + measured).as_secs_f64(),
             load_wall.as_secs_f64(),
             overhead.as_secs_f64()

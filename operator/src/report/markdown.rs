@@ -118,7 +118,8 @@ pub fn render(
                 continue;
             };
             let l = &r.latency_ms;
-            let ratio = if best < f64::MAX {
+            // A cell with no completed request has no p99 to compare.
+            let ratio = if best < f64::MAX && r.requests > 0 {
                 format!("{:.1}x", l.p99 / best)
             } else {
                 "-".into()

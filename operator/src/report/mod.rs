@@ -146,7 +146,8 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
                 continue;
             };
-            let ratio = if best < f64::MAX && best > 0.0 {
+            // A cell with no completed request has no p99 to compare.
+            let ratio = if best < f64::MAX && best > 0.0 && r.requests > 0 {
                 format!("{:.1}x", r.latency_ms.p99 / best)
             } else {
                 "-".into()
@@ -349,4 +350,29 @@ pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_bare_status_and_one_inside_a_benchmark_run() {
+        let bare = "phase: Succeeded\ncells:\n- name: a\n  phase: Failed\n  reason: NeverReady\n";
+        let s = parse_status(bare).unwrap();
+        assert_eq!(s.cells[0].name, "a");
+        assert_eq!(s.cells[0].phase, CellPhase::Failed);
+        let whole = format!(
+            "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nspec: {{}}\nstatus:\n{}",
+            bare.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        );
+        assert_eq!(parse_status(&whole).unwrap(), s);
+        assert!(parse_status("cells: 3").is_err());
+    }
+
+    #[test]
+    fn file_parts_are_safe() {
+        assert_eq!(file_part("fast-only"), "fast-only");
+        assert_eq!(file_part("a/b c"), "a_b_c");
+    }
 }
