@@ -8,7 +8,6 @@
 //! intended time, and that delay is part of the corrected latency, as it should be.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::rc::Rc;
 
 use tokio::sync::Notify;
@@ -44,8 +43,14 @@ impl Schedule {
 }
 
 /// State shared by the scheduler and the connection tasks of one stream on one worker.
+///
+/// Due sends are taken in schedule order, so the backlog is just the range of send numbers
+/// `taken..issued`; its times follow from the schedule. Memory stays constant however far a
+/// stalled target lets the backlog grow.
 struct Shared {
-    due: RefCell<VecDeque<Instant>>,
+    schedule: Schedule,
+    issued: Cell<u64>,
+    taken: Cell<u64>,
     wake: Notify,
     idle: Cell<usize>,
     open: Cell<usize>,
@@ -59,7 +64,9 @@ pub(crate) async fn run_stream(
     end: Instant,
 ) {
     let shared = Rc::new(Shared {
-        due: RefCell::new(VecDeque::new()),
+        schedule,
+        issued: Cell::new(0),
+        taken: Cell::new(0),
         wake: Notify::new(),
         idle: Cell::new(0),
         open: Cell::new(0),
@@ -78,7 +85,7 @@ pub(crate) async fn run_stream(
             sleep.as_mut().reset(due);
             (&mut sleep).await;
         }
-        shared.due.borrow_mut().push_back(due);
+        shared.issued.set(k);
         if shared.idle.get() == 0 && shared.open.get() < schedule.max_connections {
             shared.open.set(shared.open.get() + 1);
             tasks.push(tokio::task::spawn_local(run_connection(
@@ -100,7 +107,7 @@ pub(crate) async fn run_stream(
     }
     // Sends that were due but never started were waiting for a connection at the end: they
     // count as cut, like requests in flight.
-    let left = shared.due.borrow().len() as u64;
+    let left = shared.issued.get() - shared.taken.get();
     rec.borrow_mut().totals.in_flight_at_end += left;
 }
 
@@ -119,8 +126,10 @@ async fn run_connection(
             if Instant::now() >= end {
                 return;
             }
-            if let Some(d) = shared.due.borrow_mut().pop_front() {
-                break d;
+            let taken = shared.taken.get();
+            if taken < shared.issued.get() {
+                shared.taken.set(taken + 1);
+                break shared.schedule.due(taken);
             }
             shared.idle.set(shared.idle.get() + 1);
             sleep.as_mut().reset(end);
