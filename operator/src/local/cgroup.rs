@@ -26,6 +26,16 @@ use std::time::Duration;
 /// CFS period used for every quota, in microseconds (the kubelet's default too).
 pub const CFS_PERIOD_US: u64 = 100_000;
 
+/// cgroup v1 `cpu.shares` of every benchmark cgroup: 16 times a normal process's 1024. The
+/// quota caps what a replica may use; the raised weight makes it win, up to that cap, against
+/// whatever else runs on a shared machine (builds, browsers), so the figures measure the
+/// configuration rather than the neighbours. Not the maximum, so the rest of the machine
+/// (the runner itself included) still gets a slice.
+pub const BENCH_SHARES_V1: u64 = 16 * 1024;
+
+/// cgroup v2 `cpu.weight` counterpart of [`BENCH_SHARES_V1`] (16 times the default 100).
+pub const BENCH_WEIGHT_V2: u64 = 1600;
+
 /// Prefix of the per-run parent cgroup folder; the runner's pid follows it.
 const RUN_PREFIX: &str = "benchmatrix-";
 
@@ -192,6 +202,8 @@ impl Backend {
                 fs::write(path.join("cpu.cfs_period_us"), CFS_PERIOD_US.to_string())?;
                 let quota = cores.map(|c| quota_us(c) as i64).unwrap_or(-1);
                 fs::write(path.join("cpu.cfs_quota_us"), quota.to_string())?;
+                // Best effort: see [`BENCH_SHARES_V1`].
+                let _ = fs::write(path.join("cpu.shares"), BENCH_SHARES_V1.to_string());
                 Ok(cg)
             }
             Backend::Affinity { .. } => {
@@ -515,6 +527,8 @@ fn try_v2(mountinfo: &str, own: &str, run_name: &str) -> Result<PathBuf, String>
     }
     let dir = base.join(run_name);
     make_dir(&dir).map_err(|e| e.to_string())?;
+    // The run's parent competes with its siblings by weight too.
+    let _ = fs::write(dir.join("cpu.weight"), BENCH_WEIGHT_V2.to_string());
     if let Err(e) = fs::write(dir.join("cgroup.subtree_control"), "+cpu") {
         remove_dir(&dir);
         return Err(format!("cannot delegate cpu below {}: {e}", dir.display()));
@@ -537,6 +551,8 @@ fn try_v1(
     let cpu_mount = find("cpu").ok_or("no cpu hierarchy mounted")?;
     let cpu_dir = join_rel(&cpu_mount, &own_path(own, "cpu").unwrap_or_default()).join(run_name);
     make_dir(&cpu_dir).map_err(|e| e.to_string())?;
+    // The run's parent competes with its siblings by weight too.
+    let _ = fs::write(cpu_dir.join("cpu.shares"), BENCH_SHARES_V1.to_string());
     // Probe that quotas are writable here, not just folders.
     let probe = cpu_dir.join("cpu.cfs_quota_us");
     if let Err(e) = fs::write(&probe, "-1") {

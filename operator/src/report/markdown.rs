@@ -251,7 +251,9 @@ const MEASUREMENT: &str = "
   reaches whichever replica the kernel picks, so this is one replica's figure.
 - **CPU limit enforced by**: how the runner put the limit into force for this cell (cgroup v2
   `cpu.max`, cgroup v1 CFS quota with a 100 ms period, or CPU affinity as a weaker fallback when
-  no cgroup was writable); requests equal limits.
+  no cgroup was writable); requests equal limits. Locally every benchmark cgroup also gets 16
+  times a normal process's CPU weight (`cpu.shares` 16384 / `cpu.weight` 1600), so up to its
+  quota it wins against other programs on the machine; the quota decides how much it may use.
 - **runner overhead**: wall time the runner spent on a cell outside the configured warm-up and
   phases: starting replicas, waiting for readiness, starting the load generator, collecting
   results and stopping the replicas.

@@ -60,7 +60,7 @@ pub fn nice_axis(max: f64) -> (f64, f64) {
 fn fmt_num(v: f64) -> String {
     if v == 0.0 {
         "0".into()
-    } else if v.abs() >= 100.0 {
+    } else if v.abs() >= 100.0 || (v.fract() == 0.0 && v.abs() < 1e15) {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")
