@@ -185,10 +185,13 @@ pub fn run(
         }
         Ok(())
     })();
-    // Closing the command channels ends the workers.
+    // Closing the command channels ends the workers. After a failure a worker may be the thing
+    // that is stuck, so it is left behind rather than joined: the run still ends on time.
     for wk in workers {
         drop(wk.commands);
-        let _ = wk.thread.join();
+        if outcome.is_ok() {
+            let _ = wk.thread.join();
+        }
     }
     outcome.map(|()| result)
 }
