@@ -18,13 +18,14 @@ mod tests;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::DeserializeGuard;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 
@@ -62,6 +63,32 @@ pub struct OperatorArgs {
         default_value = "text"
     )]
     pub log_format: LogFormat,
+    /// After SIGTERM, how long reconciles in flight may run before the process exits anyway
+    /// (keep it below the pod's terminationGracePeriodSeconds, 30s by default). A second
+    /// SIGTERM stops at once.
+    #[arg(
+        long,
+        env = "BENCHMATRIX_SHUTDOWN_TIMEOUT",
+        default_value = "20s",
+        value_parser = parse_duration
+    )]
+    pub shutdown_timeout: ShutdownTimeout,
+}
+
+/// `--shutdown-timeout`: a duration written like "20s", "500ms" or "1m".
+#[derive(Debug, Clone, Copy)]
+pub struct ShutdownTimeout(pub Duration);
+
+impl From<ShutdownTimeout> for Duration {
+    fn from(t: ShutdownTimeout) -> Self {
+        t.0
+    }
+}
+
+fn parse_duration(s: &str) -> Result<ShutdownTimeout, String> {
+    s.parse::<benchmatrix_loadgen::duration::Duration>()
+        .map(|d| ShutdownTimeout(d.0))
+        .map_err(|e| format!("{e} (examples: 20s, 500ms, 1m)"))
 }
 
 /// Runs the operator until SIGTERM or Ctrl-C.
@@ -84,6 +111,9 @@ pub fn main(args: OperatorArgs) -> std::process::ExitCode {
 }
 
 async fn run(args: OperatorArgs) -> anyhow::Result<()> {
+    // Signals are watched before anything can block on the API server, so a SIGTERM during
+    // start-up is not lost.
+    let stop = ShutdownSignals::install();
     let client = kube::Client::try_default().await?;
     let metrics = Arc::new(Metrics::default());
     let admin_state = AdminState {
@@ -91,10 +121,11 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         ready: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind(args.admin_addr).await?;
-    tracing::info!(addr = %args.admin_addr, "admin server listening");
+    let admin_addr = listener.local_addr().unwrap_or(args.admin_addr);
+    tracing::info!(addr = %admin_addr, "admin server listening");
     let admin = tokio::spawn(
         axum::serve(listener, admin::app(admin_state.clone()))
-            .with_graceful_shutdown(shutdown_signal())
+            .with_graceful_shutdown(stop.clone().requested())
             .into_future(),
     );
 
@@ -105,12 +136,9 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         build::MANAGED_BY
     ));
     let controller = Controller::new(runs, watcher::Config::default().any_semantic());
-    let mut ctx = reconcile::Context::new(
-        client.clone(),
-        controller.store(),
-        args.max_active_runs,
-        metrics,
-    );
+    let store = controller.store();
+    let mut ctx =
+        reconcile::Context::new(client.clone(), store.clone(), args.max_active_runs, metrics);
     ctx.settings = decide::Settings {
         target_image: args.target_image.clone(),
         loadgen_image: args.loadgen_image.clone(),
@@ -121,7 +149,7 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         max_active_runs = args.max_active_runs,
         "controller starting"
     );
-    controller
+    let drive = controller
         .owns(Api::<Deployment>::all(client.clone()), managed.clone())
         .owns(Api::<Job>::all(client.clone()), managed.clone())
         .watches(Api::<Pod>::all(client.clone()), managed, |pod: Pod| {
@@ -131,36 +159,129 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
                     .within(ns.as_deref().unwrap_or("default"))
             })
         })
-        .shutdown_on_signal()
+        // Not `shutdown_on_signal()`: its graceful drain waits for the BenchmarkRun cache to be
+        // listed once, which never happens while the API server is unreachable (see `drain`).
+        .graceful_shutdown_on(stop.clone().requested())
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "reconcile did not complete");
             }
-        })
-        .await;
-    tracing::info!("controller stopped; draining the admin server");
-    let _ = admin.await;
+        });
+    drain(drive, &store, &stop, args.shutdown_timeout.into()).await;
+    // The admin server began its own graceful shutdown with the first signal; an idle
+    // keep-alive connection (a metrics scraper) must not hold the process either.
+    let mut admin = admin;
+    if tokio::time::timeout(Duration::from_secs(1), &mut admin)
+        .await
+        .is_err()
+    {
+        admin.abort();
+        tracing::debug!("admin server connections closed without waiting");
+    }
+    tracing::info!("operator stopped");
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
+/// Drives the controller until a shutdown signal, then lets reconciles in flight finish for at
+/// most `deadline` (a second signal stops at once).
+///
+/// Why the deadline and the readiness check: kube's controller starts no reconcile before its
+/// BenchmarkRun cache has been listed once, and its graceful shutdown ends only when its
+/// (held-back) runner does. With no API server reachable that list never succeeds, so the
+/// controller future never completes after a graceful-shutdown request: the process kept
+/// running until a second SIGTERM. When the cache was never listed, no reconcile can be in
+/// flight, and we stop at once; otherwise in-flight reconciles (a few API calls each) get
+/// `deadline` to write their status before the process exits anyway.
+async fn drain(
+    drive: impl Future<Output = ()>,
+    store: &Store<DeserializeGuard<BenchmarkRun>>,
+    stop: &ShutdownSignals,
+    deadline: Duration,
+) {
+    tokio::pin!(drive);
+    tokio::select! {
+        () = &mut drive => return,
+        () = stop.clone().requested() => {}
+    }
+    if store.wait_until_ready().now_or_never().is_none() {
+        tracing::info!(
+            "shutdown requested before the first list of BenchmarkRuns succeeded: no reconcile to wait for"
+        );
+        return;
+    }
+    tracing::info!(deadline = ?deadline, "shutdown requested: waiting for reconciles in flight");
+    tokio::select! {
+        () = &mut drive => tracing::info!("controller drained"),
+        () = tokio::time::sleep(deadline) => {
+            tracing::warn!(deadline = ?deadline, "reconciles still running at the shutdown deadline; stopping without them (the next operator resumes from status)");
+        }
+        () = stop.clone().forced() => tracing::warn!("second signal: stopping without waiting for reconciles"),
+    }
+}
+
+/// SIGTERM / Ctrl-C, counted: the first asks for a graceful shutdown, the second forces one.
+#[derive(Clone)]
+struct ShutdownSignals {
+    count: tokio::sync::watch::Receiver<u32>,
+}
+
+impl ShutdownSignals {
+    /// Installs the signal handlers now (a signal that arrives before anyone waits still
+    /// counts) and counts signals on a background task.
+    fn install() -> Self {
+        let (tx, count) = tokio::sync::watch::channel(0u32);
+        #[cfg(unix)]
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        tokio::spawn(async move {
+            #[cfg(unix)]
+            let mut term = match term {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops the operator");
+                    None
                 }
             };
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = term.recv() => {},
-        }
+            loop {
+                #[cfg(unix)]
+                let term_recv = async {
+                    match term.as_mut() {
+                        Some(t) => {
+                            t.recv().await;
+                        }
+                        None => std::future::pending::<()>().await,
+                    }
+                };
+                #[cfg(not(unix))]
+                let term_recv = std::future::pending::<()>();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {},
+                    () = term_recv => {},
+                }
+                let n = *tx.borrow() + 1;
+                if n == 1 {
+                    tracing::info!("graceful shutdown requested; a second signal stops at once");
+                }
+                if tx.send(n).is_err() {
+                    return;
+                }
+            }
+        });
+        Self { count }
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+
+    async fn at_least(mut self, n: u32) {
+        // An error means the counting task ended (runtime shutting down): treat as reached.
+        let _ = self.count.wait_for(|c| *c >= n).await;
+    }
+
+    /// Resolves on the first signal.
+    fn requested(self) -> impl Future<Output = ()> + Send + Sync + 'static {
+        self.at_least(1)
+    }
+
+    /// Resolves on the second signal.
+    fn forced(self) -> impl Future<Output = ()> + Send + Sync + 'static {
+        self.at_least(2)
+    }
 }

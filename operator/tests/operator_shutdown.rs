@@ -1,0 +1,277 @@
+//! `benchmatrix operator` stops on the first SIGTERM within a bounded time, exit code 0.
+//!
+//! These run the real binary against API servers that misbehave in the ways that used to hold
+//! it: none at all (kube's graceful drain waited for a first list that never came), and one
+//! whose answers stop mid-reconcile (the drain waits at most `--shutdown-timeout`). The names
+//! start with `timing_` because each asserts a wall-clock bound (with a wide margin).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long the operator may take to exit after SIGTERM when nothing is in flight. It takes
+/// milliseconds; the margin is for a loaded 2-core CI machine.
+const PROMPT_EXIT: Duration = Duration::from_secs(4);
+
+/// A running operator, with its log file; killed when dropped so a failing test leaves no
+/// process behind.
+struct Operator {
+    child: Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Operator {
+    /// Starts `benchmatrix operator` with a kubeconfig whose server is `server`.
+    fn start(server: &str, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n\
+                 users:\n- name: u\n  user:\n    token: test\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\n\
+                 current-context: c\n"
+            ),
+        )
+        .expect("write kubeconfig");
+        let log = dir.path().join("operator.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_benchmatrix"))
+            .args(["operator", "--metrics-addr", "127.0.0.1:0"])
+            .args(extra)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "info")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start benchmatrix operator");
+        let op = Self {
+            child,
+            log,
+            _dir: dir,
+        };
+        op.wait_for_log("controller starting", Duration::from_secs(30));
+        op
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_for_log(&self, needle: &str, limit: Duration) {
+        let start = Instant::now();
+        while !self.log_text().contains(needle) {
+            assert!(
+                start.elapsed() < limit,
+                "no {needle:?} in the operator log after {limit:?}:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn sigterm(&self) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("pid fits pid_t");
+        // SAFETY: kill(2) with a pid we spawned and still own (not yet reaped).
+        let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill(SIGTERM) failed");
+    }
+
+    /// Waits up to `limit` for the process to exit; returns its status and how long it took.
+    fn wait_exit(&mut self, limit: Duration) -> (ExitStatus, Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return (status, start.elapsed());
+            }
+            assert!(
+                start.elapsed() < limit,
+                "the operator still runs {limit:?} after SIGTERM; log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port on 127.0.0.1 where nothing listens (bound, then released).
+fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+#[test]
+fn timing_sigterm_stops_the_operator_when_no_api_server_answers() {
+    let mut op = Operator::start(&format!("https://127.0.0.1:{}", closed_port()), &[]);
+    // Let the watchers fail and back off at least once, as in the reported case.
+    std::thread::sleep(Duration::from_millis(1500));
+    op.sigterm();
+    let (status, took) = op.wait_exit(PROMPT_EXIT);
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        op.log_text()
+    );
+    eprintln!("exited {took:?} after SIGTERM");
+    assert!(
+        op.log_text().contains("operator stopped"),
+        "{}",
+        op.log_text()
+    );
+}
+
+/// What the fake API server has seen: one request line ("GET /path?query") per request.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A deliberately small HTTP/1.1 API server: lists answer with `items` for BenchmarkRuns and
+/// empty lists for everything else; watches and every other request get no answer at all (the
+/// connection stays open), which is how a hung or partitioned API server looks to a client.
+fn fake_api_server(runs: &'static str) -> (String, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen: Seen = Arc::default();
+    let seen_accept = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = seen_accept.clone();
+            std::thread::spawn(move || serve_connection(stream, runs, &seen));
+        }
+    });
+    (url, seen)
+}
+
+fn serve_connection(stream: TcpStream, runs: &str, seen: &Seen) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut content_length = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                content_length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; content_length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_owned();
+        let target = parts.next().unwrap_or_default().to_owned();
+        seen.lock().unwrap().push(format!("{method} {target}"));
+        let is_list = method == "GET" && !target.contains("watch=true") && {
+            // A list is a GET on a collection: its path ends with the plural resource name.
+            let path = target.split('?').next().unwrap_or_default();
+            ["benchmarkruns", "deployments", "jobs", "pods"]
+                .iter()
+                .any(|r| path.ends_with(r))
+        };
+        if !is_list {
+            // Hold the connection: the client waits until it gives up or the process exits.
+            std::thread::sleep(Duration::from_secs(3600));
+            return;
+        }
+        let items = if target.contains("benchmarkruns") {
+            runs
+        } else {
+            ""
+        };
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"List","metadata":{{"resourceVersion":"1"}},"items":[{items}]}}"#
+        );
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn wait_for_request(seen: &Seen, what: &str, pred: impl Fn(&str) -> bool) {
+    let start = Instant::now();
+    while !seen.lock().unwrap().iter().any(|r| pred(r)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the operator made no {what} request; it made: {:?}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn timing_sigterm_drains_an_idle_operator_after_its_first_list() {
+    let (url, seen) = fake_api_server("");
+    let mut op = Operator::start(&url, &[]);
+    // A watch on BenchmarkRuns starts only after their list succeeded: the cache is ready, so
+    // this shutdown takes the draining path, not the "never listed" shortcut.
+    wait_for_request(&seen, "BenchmarkRun watch", |r| {
+        r.contains("benchmarkruns") && r.contains("watch=true")
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    op.sigterm();
+    let (status, took) = op.wait_exit(PROMPT_EXIT);
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        op.log_text()
+    );
+    eprintln!("exited {took:?} after SIGTERM");
+    let log = op.log_text();
+    assert!(log.contains("controller drained"), "{log}");
+}
+
+/// One BenchmarkRun; its content does not matter (the operator reconciles even a malformed
+/// one, to write its Failed status), only that reconciling it needs the API server.
+const ONE_RUN: &str = r#"{"apiVersion":"benchmatrix.dev/v1alpha1","kind":"BenchmarkRun","metadata":{"name":"stuck","namespace":"default","uid":"6f1c0a8e-0000-4000-8000-000000000001","resourceVersion":"1","generation":1},"spec":{}}"#;
+
+#[test]
+fn timing_sigterm_stops_a_reconcile_stuck_on_the_api_server_at_the_deadline() {
+    let (url, seen) = fake_api_server(ONE_RUN);
+    let mut op = Operator::start(&url, &["--shutdown-timeout", "1s"]);
+    // Any request that is neither a list nor a watch comes from the reconcile, and hangs.
+    wait_for_request(&seen, "reconcile", |r| {
+        !(r.starts_with("GET ") && (r.contains("watch=true") || r.contains("limit=")))
+    });
+    op.sigterm();
+    let (status, took) = op.wait_exit(Duration::from_secs(1) + PROMPT_EXIT);
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        op.log_text()
+    );
+    eprintln!("exited {took:?} after SIGTERM");
+    assert!(
+        took >= Duration::from_millis(900),
+        "exited after {took:?}, before the 1s drain deadline: was the reconcile in flight?"
+    );
+    let log = op.log_text();
+    assert!(log.contains("shutdown deadline"), "{log}");
+}
