@@ -10,6 +10,7 @@
 # and its load average (sampled every 2 s, averaged per cell: the machine may be shared).
 #
 # Usage: bench/node-seeds-table.sh [node|rust|all]        (default all; ~2 min per cell)
+#        OUT=dir bench/node-seeds-table.sh table       print the tables of runs kept in OUT
 # Env:   CELLS="single pool"   only the cells with these names (default: every cell)
 #        WARMUP=15s FAST=30s MIXED=75s     phase lengths (default: the seeds')
 #        OUT=dir               where runs are kept (default: a new temporary folder)
@@ -27,26 +28,27 @@ FAST="${FAST:-30s}"
 MIXED="${MIXED:-75s}"
 OUT="${OUT:-$(mktemp -d)}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/build}"
-case "$WHICH" in node | rust | all) ;; *)
-  echo "usage: $0 [node|rust|all]" >&2
+case "$WHICH" in node | rust | all | table) ;; *)
+  echo "usage: $0 [node|rust|all|table]" >&2
   exit 2
   ;;
 esac
-if [[ "$WHICH" != rust && ! -d examples/node-express/node_modules/express ]]; then
+if [[ "$WHICH" == node || "$WHICH" == all ]] && [[ ! -d examples/node-express/node_modules/express ]]; then
   echo "node-seeds-table: run \`npm ci\` in examples/node-express first" >&2
   exit 2
 fi
-if [[ -z "${BENCHMATRIX:-}" ]]; then
+if [[ "$WHICH" != table && -z "${BENCHMATRIX:-}" ]]; then
   cargo build --release -q -p benchmatrix --bin benchmatrix
   BENCHMATRIX="$CARGO_TARGET_DIR/release/benchmatrix"
 fi
 mkdir -p "$OUT"
-if [[ -n "${SHARES:-}" ]]; then
+if [[ "$WHICH" != table && -n "${SHARES:-}" ]]; then
   CG=/sys/fs/cgroup/cpu/benchmatrix-bench-$$
   mkdir "$CG"
   echo "$SHARES" >"$CG/cpu.shares"
   echo $$ >"$CG/cgroup.procs" # children inherit the group
-  trap 'echo $$ >/sys/fs/cgroup/cpu/cgroup.procs; rmdir "$CG" 2>/dev/null || true' EXIT
+  # The sampler's last `sleep` may linger in the group for up to 2 s after it is killed.
+  trap 'echo $$ >/sys/fs/cgroup/cpu/cgroup.procs; for _ in 1 2 3 4 5; do rmdir "$CG" 2>/dev/null && break; sleep 1; done' EXIT
 fi
 
 # derive SAMPLE DEST: the sample with the chosen phase lengths and cells.
@@ -84,15 +86,20 @@ run() {
   wait "$sampler" 2>/dev/null || true
 }
 
-[[ "$WHICH" != rust ]] && run node manifests/samples/node-express-local.yaml
-[[ "$WHICH" != node ]] && run rust manifests/samples/replicas-vs-pool.yaml
+if [[ "$WHICH" == node || "$WHICH" == all ]]; then
+  run node manifests/samples/node-express-local.yaml
+fi
+if [[ "$WHICH" == rust || "$WHICH" == all ]]; then
+  run rust manifests/samples/replicas-vs-pool.yaml
+fi
 
 echo
+date -u +%FT%TZ
 echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr); node $(node --version 2>/dev/null || echo -)"
 [[ -n "${SHARES:-}" ]] && echo "Measured inside a cgroup v1 cpu group with cpu.shares=$SHARES (no quota from it)"
 echo "Phases: warm-up $WARMUP, fast-only $FAST (2 connections on /fast), mixed $MIXED (2 on /fast + 2 on /slow), closed loop"
 python3 - "$OUT" <<'PY'
-import os, sys, yaml
+import json, os, sys, yaml
 from datetime import datetime
 
 out = sys.argv[1]
@@ -133,17 +140,24 @@ for name in ("node", "rust"):
         samples.append((int(t), float(l)))
     title = "Express app (examples/node-express)" if name == "node" else "Rust built-in target"
     print(f"\n#### {title}\n")
-    print("| Cell | fast-only /fast rps | fast-only /fast p99 | mixed /fast rps | mixed /fast p50 | mixed /fast p99 | mixed /slow rps | mixed /slow p99 | idle RSS | load avg (1 min) during the cell | published (seeds): mixed /fast rps, p99; /slow rps; idle RSS |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| Cell | fast-only /fast rps | fast-only /fast p99 | mixed /fast rps | mixed /fast p50 | mixed /fast p99 | mixed /slow rps | mixed /slow p99 | idle RSS (runner: main process) | RSS after warm-up (/stats: all processes) | load avg (1 min) during the cell | published (seeds): mixed /fast rps, p99; /slow rps; idle RSS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in st["cells"]:
         if c.get("phase") != "Succeeded":
-            print(f"| {c['name']} | failed: {c.get('reason')}: {c.get('message')} |" + " |" * 9)
+            print(f"| {c['name']} | failed: {c.get('reason')}: {c.get('message')} |" + " |" * 10)
             continue
         fo, mf, ms = fig(c, "fast-only", "fast"), fig(c, "mixed", "fast"), fig(c, "mixed", "slow")
         t0, t1 = ts(c["startTime"]), ts(c["completionTime"])
         during = [l for t, l in samples if t0 <= t <= t1]
         load = f"{sum(during) / len(during):.1f} ({min(during):.1f}-{max(during):.1f})" if during else "-"
         rss = (c.get("target") or {}).get("idleRssBytes")
+        warm = None
+        try:
+            res = json.load(open(os.path.join(out, name, "results", c["name"] + ".json")))
+            snaps = [r["start"]["rssBytes"] for r in res["phases"][0]["targetStats"]]
+            warm = sum(snaps) if snaps and None not in snaps else None
+        except (OSError, KeyError, IndexError, TypeError, ValueError):
+            pass
         key = c["name"] if name == "node" else mirror.get(c["name"], "")
         p = published.get(key)
         pub = "-" if p is None else (
@@ -151,6 +165,6 @@ for name in ("node", "rust"):
         print(
             f"| {c['name']} | {fo['rps']:.1f} | {fo['latencyMs']['p99']:.0f} ms | {mf['rps']:.1f} "
             f"| {mf['latencyMs']['p50']:.0f} ms | {mf['latencyMs']['p99']:.0f} ms | {ms['rps']:.2f} "
-            f"| {ms['latencyMs']['p99']:.0f} ms | {f(rss and rss / 2**20, '{:.0f}')} MiB | {load} | {pub} |")
+            f"| {ms['latencyMs']['p99']:.0f} ms | {f(rss and rss / 2**20, '{:.0f}')} MiB | {f(warm and warm / 2**20, '{:.0f}')} MiB | {load} | {pub} |")
 print(f"\nRuns kept in {out}")
 PY
