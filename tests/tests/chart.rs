@@ -355,81 +355,58 @@ fn restricted_violations(pod: &PodSpec) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // RBAC
 
-/// One API call the operator makes: verb, API group ("" is core), resource and subresource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// One API call as an RBAC rule matches it: verb, API group ("" is core) and resource
+/// ("resource/subresource" for a subresource).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Call {
-    verb: &'static str,
-    group: &'static str,
-    resource: &'static str,
+    verb: String,
+    group: String,
+    resource: String,
 }
 
-const fn call(verb: &'static str, group: &'static str, resource: &'static str) -> Call {
+fn call(verb: &str, group: &str, resource: &str) -> Call {
     Call {
-        verb,
-        group,
-        resource,
+        verb: verb.into(),
+        group: group.into(),
+        resource: resource.into(),
     }
 }
 
-/// The operator's API calls, by verb, group and resource ("resource/subresource"), read from
-/// operator/src/controller: the Controller's watches (list + watch on BenchmarkRuns, and on the
-/// owned Deployments and Jobs and the labelled pods, all namespaces), observe.rs (get of the
-/// cell's Deployment, Service and Job; pod lists; the load generator's log), apply.rs
-/// (server-side apply of Deployment, Service, ConfigMap and Job — a PATCH, for which the API
-/// server also checks create when the object is new; deletes per the cleanup policy; the TTL's
-/// delete of the run; the status apply), and kube's event Recorder (create, and patch of a
-/// repeated event). When the operator's faked-API tests export the calls they record, this
-/// table should be checked against that record instead of against a reading of the code.
-const OPERATOR_CALLS: &[Call] = &[
-    call("list", "benchmatrix.dev", "benchmarkruns"),
-    call("watch", "benchmatrix.dev", "benchmarkruns"),
-    call("delete", "benchmatrix.dev", "benchmarkruns"),
-    call("patch", "benchmatrix.dev", "benchmarkruns/status"),
-    call("list", "apps", "deployments"),
-    call("watch", "apps", "deployments"),
-    call("get", "apps", "deployments"),
-    call("create", "apps", "deployments"),
-    call("patch", "apps", "deployments"),
-    call("delete", "apps", "deployments"),
-    call("list", "batch", "jobs"),
-    call("watch", "batch", "jobs"),
-    call("get", "batch", "jobs"),
-    call("create", "batch", "jobs"),
-    call("patch", "batch", "jobs"),
-    call("delete", "batch", "jobs"),
-    call("get", "", "services"),
-    call("create", "", "services"),
-    call("patch", "", "services"),
-    call("delete", "", "services"),
-    call("create", "", "configmaps"),
-    call("patch", "", "configmaps"),
-    call("delete", "", "configmaps"),
-    call("list", "", "pods"),
-    call("watch", "", "pods"),
-    call("get", "", "pods/log"),
-    call("create", "events.k8s.io", "events"),
-    call("patch", "events.k8s.io", "events"),
-];
+/// The operator's API calls: `benchmatrix::controller::API_CALLS`, which the operator's
+/// faked-API tests keep honest (each of their tests fails on a call the list lacks), and which
+/// includes the Controller's list + watch streams that kube's runtime makes. A ClusterRole
+/// grants a call in one namespace and across all of them alike, so the scope is dropped here.
+fn operator_calls() -> Vec<Call> {
+    let mut calls: Vec<Call> = benchmatrix::controller::API_CALLS
+        .iter()
+        .map(|c| call(c.verb, c.group, &c.rbac_resource()))
+        .collect();
+    calls.sort();
+    calls.dedup();
+    calls
+}
 
 /// Permissions the API server checks without the operator calling them: setting
 /// blockOwnerDeletion on a child's owner reference needs update on the owner's finalizers where
 /// the OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift, hardened clusters).
-const ADMISSION_CHECKS: &[Call] = &[call(
-    "update",
-    "benchmatrix.dev",
-    "benchmarkruns/finalizers",
-)];
+fn admission_checks() -> Vec<Call> {
+    vec![call(
+        "update",
+        "benchmatrix.dev",
+        "benchmarkruns/finalizers",
+    )]
+}
 
 /// Whether `rules` allow `call`, with RBAC's matching (including `*` wildcards, so a test of
 /// over-broad rules can see them).
-fn allows(rules: &[PolicyRule], c: Call) -> bool {
+fn allows(rules: &[PolicyRule], c: &Call) -> bool {
     rules.iter().any(|rule| {
         let has = |list: &Option<Vec<String>>, want: &str| {
             list.iter().flatten().any(|x| x == want || x == "*")
         };
-        has(&rule.api_groups, c.group)
-            && has(&rule.resources, c.resource)
-            && rule.verbs.iter().any(|v| v == c.verb || v == "*")
+        has(&rule.api_groups, &c.group)
+            && has(&rule.resources, &c.resource)
+            && rule.verbs.iter().any(|v| *v == c.verb || v == "*")
             && rule.resource_names.as_ref().is_none_or(Vec::is_empty)
     })
 }
@@ -682,11 +659,10 @@ fn rbac_rules_cover_every_call_the_operator_makes() {
     };
     let objects = parse_objects("helm template", &render(helm, &[]));
     let rules = cluster_role_rules(&objects);
-    let missing: Vec<Call> = OPERATOR_CALLS
-        .iter()
-        .chain(ADMISSION_CHECKS)
-        .copied()
-        .filter(|c| !allows(&rules, *c))
+    let missing: Vec<Call> = operator_calls()
+        .into_iter()
+        .chain(admission_checks())
+        .filter(|c| !allows(&rules, c))
         .collect();
     assert!(
         missing.is_empty(),
@@ -701,10 +677,10 @@ fn rbac_rules_grant_nothing_the_operator_does_not_call() {
     };
     let objects = parse_objects("helm template", &render(helm, &[]));
     let rules = cluster_role_rules(&objects);
-    let needed: BTreeSet<(String, String, String)> = OPERATOR_CALLS
-        .iter()
-        .chain(ADMISSION_CHECKS)
-        .map(|c| (c.verb.into(), c.group.into(), c.resource.into()))
+    let needed: BTreeSet<(String, String, String)> = operator_calls()
+        .into_iter()
+        .chain(admission_checks())
+        .map(|c| (c.verb, c.group, c.resource))
         .collect();
     let extra: Vec<_> = grants(&rules)
         .into_iter()
@@ -717,7 +693,10 @@ fn rbac_rules_grant_nothing_the_operator_does_not_call() {
     );
     // Secrets are never readable by the operator, in any form.
     for verb in ["get", "list", "watch"] {
-        assert!(!allows(&rules, call(verb, "", "secrets")), "{verb} secrets");
+        assert!(
+            !allows(&rules, &call(verb, "", "secrets")),
+            "{verb} secrets"
+        );
     }
 }
 
@@ -729,18 +708,18 @@ fn allows_follows_rbac_matching() {
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["one"]},
     ]))
     .expect("rules");
-    assert!(allows(&rules, call("get", "apps", "deployments")));
-    assert!(!allows(&rules, call("delete", "apps", "deployments")));
+    assert!(allows(&rules, &call("get", "apps", "deployments")));
+    assert!(!allows(&rules, &call("delete", "apps", "deployments")));
     assert!(
-        !allows(&rules, call("get", "", "deployments")),
+        !allows(&rules, &call("get", "", "deployments")),
         "group matters"
     );
     assert!(
-        allows(&rules, call("list", "", "pods")),
+        allows(&rules, &call("list", "", "pods")),
         "resource wildcard"
     );
     assert!(
-        !allows(&rules, call("get", "", "secrets")),
+        !allows(&rules, &call("get", "", "secrets")),
         "a rule limited to resourceNames does not allow every object"
     );
 }

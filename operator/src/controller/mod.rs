@@ -7,10 +7,13 @@
 
 pub mod apply;
 pub mod build;
+pub mod calls;
 pub mod decide;
 pub mod error;
 pub mod observe;
 pub mod reconcile;
+
+pub use calls::{API_CALLS, ApiCall};
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,10 @@
 //! creating or merging; the status subresource; a merge patch for Events), POST (Events) and
 //! DELETE. Every call is recorded, so tests count them and check that nothing unexpected
 //! happened; every first apply of a name is recorded as a creation, so tests can assert that
-//! nothing was created twice. Tests play the cluster's other controllers by editing objects
+//! nothing was created twice. Every call is also recorded as RBAC sees it (verb, group,
+//! resource, subresource, namespaced): [`FakeApi::undeclared_calls`] lists those missing from
+//! `controller::API_CALLS`, the list the Helm chart's ClusterRole is checked against, and every
+//! test harness fails on one when it is dropped. Tests play the cluster's other controllers by editing objects
 //! (Deployment availability, pods, Job completion, logs), and inject failures (409, 403).
 //!
 //! Why not kube-fake-client: its 0.3 release pins kube 4.2 while this crate is on kube 5, and a
@@ -23,6 +26,8 @@ use axum::body::Bytes;
 use axum::http::{self as http, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
+
+use crate::controller::calls::{self, ApiCall};
 
 /// One request the fake answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +58,51 @@ impl Call {
     }
 }
 
+/// A call as RBAC sees it; owned strings, as the fake reads them off the request.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordedCall {
+    /// RBAC verb.
+    pub verb: String,
+    /// API group ("" = core).
+    pub group: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Subresource or "".
+    pub subresource: String,
+    /// Made within one namespace.
+    pub namespaced: bool,
+}
+
+impl RecordedCall {
+    /// Whether `controller::API_CALLS` lists this call.
+    pub fn is_declared(&self) -> bool {
+        calls::API_CALLS.iter().any(|c| self.matches(c))
+    }
+
+    fn matches(&self, c: &ApiCall) -> bool {
+        c.verb == self.verb
+            && c.group == self.group
+            && c.resource == self.resource
+            && c.subresource == self.subresource
+            && c.namespaced == self.namespaced
+    }
+}
+
+impl std::fmt::Display for RecordedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} group={:?} {}{}{} namespaced={}",
+            self.verb,
+            self.group,
+            self.resource,
+            if self.subresource.is_empty() { "" } else { "/" },
+            self.subresource,
+            self.namespaced
+        )
+    }
+}
+
 /// Key of a stored object: resource plural, namespace, name.
 pub type Key = (String, String, String);
 
@@ -61,6 +111,7 @@ struct State {
     objects: BTreeMap<Key, Value>,
     logs: HashMap<(String, String), String>,
     calls: Vec<Call>,
+    api_calls: Vec<RecordedCall>,
     creations: Vec<(String, String)>,
     failures: Vec<(String, String, u16)>,
     next: u64,
@@ -170,6 +221,49 @@ impl FakeApi {
         self.state.lock().unwrap().calls.clone()
     }
 
+    /// Every call so far as RBAC sees it, in order.
+    pub fn api_calls(&self) -> Vec<RecordedCall> {
+        self.state.lock().unwrap().api_calls.clone()
+    }
+
+    /// The recorded calls that `controller::API_CALLS` does not list (distinct, sorted).
+    pub fn undeclared_calls(&self) -> Vec<RecordedCall> {
+        let mut out: Vec<RecordedCall> = self
+            .api_calls()
+            .into_iter()
+            .filter(|c| !c.is_declared())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Fails the test when a recorded call is not in `controller::API_CALLS`. With
+    /// `BENCHMATRIX_RECORD_CALLS=FILE` set, also appends the distinct recorded calls to FILE,
+    /// one a line, so the union over a test run can be compared with the list by hand.
+    pub fn check_calls_are_declared(&self) {
+        if let Ok(path) = std::env::var("BENCHMATRIX_RECORD_CALLS") {
+            let mut all = self.api_calls();
+            all.sort();
+            all.dedup();
+            let lines: String = all.iter().map(|c| format!("{c}\n")).collect();
+            use std::io::Write;
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                let _ = f.write_all(lines.as_bytes());
+            }
+        }
+        let undeclared = self.undeclared_calls();
+        assert!(
+            undeclared.is_empty(),
+            "the reconciler made calls that controller::API_CALLS (and so the chart's \
+             ClusterRole) does not list: {undeclared:#?}"
+        );
+    }
+
     /// Every creation (first apply or POST of a name) so far, as (resource, name).
     pub fn creations(&self) -> Vec<(String, String)> {
         self.state.lock().unwrap().creations.clone()
@@ -205,18 +299,22 @@ fn handle(
     let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
     // /api/v1/namespaces/{ns}/{resource}[/{name}[/{sub}]]
     // /apis/{group}/{version}/namespaces/{ns}/{resource}[/{name}[/{sub}]]
-    let rest = match segments.as_slice() {
-        ["api", _, rest @ ..] => rest,
-        ["apis", _, _, rest @ ..] => rest,
+    let (group, rest) = match segments.as_slice() {
+        ["api", _, rest @ ..] => ("", rest),
+        ["apis", group, _, rest @ ..] => (*group, rest),
         _ => return status(StatusCode::NOT_FOUND, "unknown path"),
     };
+    let mut st = state.lock().unwrap();
+    // Recorded before anything can refuse the call: an unfaked path is still a call made.
+    if let Some(recorded) = rbac_view(method, uri, group, rest) {
+        st.api_calls.push(recorded);
+    }
     let (ns, resource, name, sub) = match rest {
         ["namespaces", ns, resource] => (*ns, *resource, None, None),
         ["namespaces", ns, resource, name] => (*ns, *resource, Some(*name), None),
         ["namespaces", ns, resource, name, sub] => (*ns, *resource, Some(*name), Some(*sub)),
         _ => return status(StatusCode::NOT_FOUND, "cluster-scoped paths are not faked"),
     };
-    let mut st = state.lock().unwrap();
     st.calls.push(Call {
         method: method.to_string(),
         resource: resource.into(),
@@ -297,6 +395,11 @@ fn handle(
                     if !is_apply {
                         return status(StatusCode::NOT_FOUND, "not found");
                     }
+                    // An apply that makes a new object is authorized as a create too.
+                    if let Some(mut created) = st.api_calls.last().cloned() {
+                        created.verb = "create".into();
+                        st.api_calls.push(created);
+                    }
                     st.creations.push((resource.into(), n.into()));
                     let mut obj = payload.clone();
                     if let Some(s) = obj.as_object_mut() {
@@ -332,6 +435,45 @@ fn handle(
         },
         _ => status(StatusCode::METHOD_NOT_ALLOWED, "not faked"),
     }
+}
+
+/// The call as an RBAC authorizer sees it: the verb from the method (a GET on a collection is a
+/// list, or a watch with `watch=true`; a DELETE on one is a deletecollection), and the
+/// resource, subresource and scope from the path after `/api/v1` or `/apis/GROUP/VERSION`.
+fn rbac_view(
+    method: &http::Method,
+    uri: &http::Uri,
+    group: &str,
+    rest: &[&str],
+) -> Option<RecordedCall> {
+    let (namespaced, path) = match rest {
+        ["namespaces", _, path @ ..] if !path.is_empty() => (true, path),
+        path => (false, path),
+    };
+    let (resource, has_name, subresource) = match path {
+        [resource] => (*resource, false, ""),
+        [resource, _] => (*resource, true, ""),
+        [resource, _, sub] => (*resource, true, *sub),
+        _ => return None,
+    };
+    let verb = match (method.as_str(), has_name) {
+        ("GET", true) => "get",
+        ("GET", false) if query(uri, "watch").as_deref() == Some("true") => "watch",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        (other, _) => other,
+    };
+    Some(RecordedCall {
+        verb: verb.to_ascii_lowercase(),
+        group: group.into(),
+        resource: resource.into(),
+        subresource: subresource.into(),
+        namespaced,
+    })
 }
 
 fn query(uri: &http::Uri, name: &str) -> Option<String> {

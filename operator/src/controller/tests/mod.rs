@@ -48,6 +48,16 @@ struct Harness {
     now: Arc<AtomicI64>,
 }
 
+/// Whatever a test did, each call it made must be one the chart's ClusterRole is checked
+/// against (`controller::API_CALLS`).
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.fake.check_calls_are_declared();
+        }
+    }
+}
+
 impl Harness {
     fn new() -> Self {
         let fake = FakeApi::default();
@@ -741,6 +751,7 @@ async fn runs_beyond_the_limit_wait_pending_with_a_queue_message() {
             fake.list("deployments").len() == 1,
             "only the first run deployed"
         );
+        fake.check_calls_are_declared();
     })
     .await;
 }
