@@ -679,11 +679,14 @@ mod tests {
 
     #[test]
     fn proc_stat_reports_cpu_of_a_busy_process() {
+        // `exec` keeps the pid (and its CPU times) and leaves no orphaned grandchild behind.
         let mut child = Command::new("sh")
             .args([
                 "-c",
-                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 5",
+                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec sleep 5",
             ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .expect("spawn");
         std::thread::sleep(Duration::from_millis(1500));
