@@ -3,7 +3,9 @@
 //! This is the source of truth for the Helm chart's ClusterRole: tests/tests/chart.rs checks that
 //! the rendered rules allow each of these calls and grant nothing else. The list cannot fall
 //! behind the code: the reconciler's tests record every request their faked API server answers
-//! (operator/src/controller/tests/fake.rs) and fail when one is not listed here.
+//! (operator/src/controller/tests/fake.rs) and fail when one is not listed here; and one of them
+//! (`every_listed_reconciler_call_is_made_by_a_run_with_a_ttl`) fails when a listed reconciler
+//! call is never made, so the list, and the ClusterRole, hold nothing stale.
 
 /// One kind of API call, by what an RBAC authorizer checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -204,8 +204,14 @@ async fn drain(
 ) {
     tokio::pin!(drive);
     tokio::select! {
-        () = &mut drive => return,
+        // The signal first: the controller's own graceful shutdown wakes on the same signal,
+        // and the readiness check below must decide whether to wait for it.
+        biased;
         () = stop.clone().requested() => {}
+        () = &mut drive => {
+            tracing::warn!("the controller stopped without a shutdown signal");
+            return;
+        }
     }
     if store.wait_until_ready().now_or_never().is_none() {
         tracing::info!(

@@ -781,6 +781,51 @@ async fn a_ttl_deletes_the_finished_run() {
     .await;
 }
 
+/// The other direction of `controller::API_CALLS` (every test fails on a call it lacks): each
+/// call listed for the reconciler is one it really makes, so the chart's ClusterRole, checked
+/// against the list, grants nothing stale. One plain run with a TTL makes them all. Only the
+/// all-namespaces list + watch streams are not the reconciler's (kube's Controller makes them).
+#[tokio::test]
+async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
+    with_timeout(async {
+        let h = Harness::new();
+        let mut run = sample("all", &["a", "b"]);
+        run["spec"]["ttlAfterFinished"] = json!("1m");
+        h.fake.insert("benchmarkruns", run);
+        h.drive("all", &healthy).await;
+        h.advance(61);
+        h.reconcile("all").await.unwrap();
+        assert!(h.fake.get("benchmarkruns", NS, "all").is_none());
+        let recorded = h.fake.api_calls();
+        let unused: Vec<String> = crate::controller::API_CALLS
+            .iter()
+            .filter(|c| c.namespaced)
+            .filter(|c| {
+                !recorded.iter().any(|r| {
+                    r.verb == c.verb
+                        && r.group == c.group
+                        && r.resource == c.resource
+                        && r.subresource == c.subresource
+                        && r.namespaced
+                })
+            })
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            unused.is_empty(),
+            "API_CALLS lists calls the reconciler did not make: {unused:#?}"
+        );
+        assert!(
+            crate::controller::API_CALLS
+                .iter()
+                .filter(|c| !c.namespaced)
+                .all(|c| ["list", "watch"].contains(&c.verb)),
+            "only the Controller's watch streams are made across all namespaces"
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_job_deleted_behind_the_operators_back_is_applied_again_under_the_same_name() {
     with_timeout(async {
