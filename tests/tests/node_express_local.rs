@@ -34,7 +34,13 @@ const CELLS: [&str; 4] = ["single", "cluster", "pool", "both"];
 fn timing_node_express_local_matrix_shows_what_the_seeds_found() {
     let root = repo_root();
     check_node_ready(&root);
+    let build = Instant::now();
     let exe = benchmatrix_exe();
+    eprintln!(
+        "benchmatrix binary {} ready in {:?}",
+        exe.display(),
+        build.elapsed()
+    );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
 
@@ -48,6 +54,7 @@ fn timing_node_express_local_matrix_shows_what_the_seeds_found() {
         .output()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
     let took = started.elapsed();
+    eprintln!("benchmatrix run {SAMPLE} took {took:?}");
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "benchmatrix run {SAMPLE}\n{t}");
     assert!(
