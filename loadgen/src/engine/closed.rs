@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::StreamCtx;
-use crate::conn::Conn;
+use crate::conn::{Conn, Response};
 use crate::recorder::Recorder;
 use crate::result::ErrorKind;
 
@@ -66,30 +66,66 @@ pub(crate) async fn run_connection(ctx: &StreamCtx, rec: &RefCell<Recorder>, end
             r = c.exchange(&ctx.request) => Some(r),
             _ = &mut sleep => None,
         };
-        let mut rec = rec.borrow_mut();
-        match outcome {
-            Some(Ok(resp)) => {
-                match ErrorKind::from_status(resp.status) {
-                    None => rec.success(micros(Instant::now() - sent), None),
-                    Some(kind) => rec.failure(kind),
-                }
-                if !resp.keep_alive {
-                    conn = None;
-                }
+        let done = Instant::now();
+        let after = settle(
+            &mut rec.borrow_mut(),
+            outcome,
+            deadline >= end,
+            micros(done - sent),
+            None,
+        );
+        match after {
+            After::Keep => {}
+            After::Reconnect => conn = None,
+            After::PhaseOver => return,
+        }
+    }
+}
+
+/// What a connection loop does once a request's outcome is recorded.
+pub(crate) enum After {
+    /// Send the next request on the same connection.
+    Keep,
+    /// The connection cannot carry another request: open a new one.
+    Reconnect,
+    /// The phase ended while the request was in flight: stop.
+    PhaseOver,
+}
+
+/// Records the outcome of one request, the same way in both loops. `outcome` is `None` when
+/// the request's deadline came first; `phase_over` says whether that deadline was the phase's
+/// end (then the request is neither a success nor an error, only cut). `latency_us` and
+/// `uncorrected_us` are what a success records.
+pub(crate) fn settle(
+    rec: &mut Recorder,
+    outcome: Option<Result<Response, ErrorKind>>,
+    phase_over: bool,
+    latency_us: u64,
+    uncorrected_us: Option<u64>,
+) -> After {
+    match outcome {
+        Some(Ok(resp)) => {
+            match ErrorKind::from_status(resp.status) {
+                None => rec.success(latency_us, uncorrected_us),
+                Some(kind) => rec.failure(kind),
             }
-            Some(Err(kind)) => {
-                rec.failure(kind);
-                conn = None;
+            if resp.keep_alive {
+                After::Keep
+            } else {
+                After::Reconnect
             }
-            None if deadline >= end => {
-                // The phase ended first: the request is neither a success nor an error.
-                rec.totals.in_flight_at_end += 1;
-                return;
-            }
-            None => {
-                rec.failure(ErrorKind::Timeout);
-                conn = None;
-            }
+        }
+        Some(Err(kind)) => {
+            rec.failure(kind);
+            After::Reconnect
+        }
+        None if phase_over => {
+            rec.totals.in_flight_at_end += 1;
+            After::PhaseOver
+        }
+        None => {
+            rec.failure(ErrorKind::Timeout);
+            After::Reconnect
         }
     }
 }

@@ -14,10 +14,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::StreamCtx;
-use super::closed::{connect_until, micros};
+use super::closed::{After, connect_until, micros, settle};
 use crate::conn::Conn;
 use crate::recorder::{LATE_SEND_THRESHOLD, Recorder};
-use crate::result::ErrorKind;
 
 /// This worker's share of an open-loop schedule.
 #[derive(Clone, Copy, Debug)]
@@ -162,29 +161,18 @@ async fn run_connection(
             _ = &mut sleep => None,
         };
         let done = Instant::now();
-        let mut r = rec.borrow_mut();
-        match outcome {
-            Some(Ok(resp)) => {
-                match ErrorKind::from_status(resp.status) {
-                    None => r.success(micros(done - due), Some(micros(done - sent))),
-                    Some(kind) => r.failure(kind),
-                }
-                if !resp.keep_alive {
-                    conn = None;
-                }
-            }
-            Some(Err(kind)) => {
-                r.failure(kind);
-                conn = None;
-            }
-            None if deadline >= end => {
-                r.totals.in_flight_at_end += 1;
-                return;
-            }
-            None => {
-                r.failure(ErrorKind::Timeout);
-                conn = None;
-            }
+        // Latency from the intended send time; the uncorrected figure from the actual write.
+        let after = settle(
+            &mut rec.borrow_mut(),
+            outcome,
+            deadline >= end,
+            micros(done - due),
+            Some(micros(done - sent)),
+        );
+        match after {
+            After::Keep => {}
+            After::Reconnect => conn = None,
+            After::PhaseOver => return,
         }
     }
 }
