@@ -8,11 +8,27 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-/// How the service runs its CPU work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+// The operator's BenchmarkRun spec embeds this very type (`mode`, `axes.modes`): the doc
+// comment on the enum is the CRD's `kubectl explain` text (keep it one line, schemars turns a
+// second paragraph into a title), and the variant docs are the `--mode` help.
+/// Concurrency mode of the built-in target.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// One event-loop thread; CPU work runs inline and blocks it (plain Node).
+    #[default]
     Single,
     /// N event-loop threads, CPU work inline (Node's cluster, in one process).
     Threads,
@@ -28,6 +44,12 @@ impl Mode {
             Mode::Threads => "threads",
             Mode::Pool => "pool",
         }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

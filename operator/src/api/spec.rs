@@ -17,6 +17,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use benchmatrix_loadgen::duration::Duration;
 pub use benchmatrix_loadgen::plan::Workload;
+/// The target's own mode type: the operator passes it on as BENCH_MODE, so one enum keeps the
+/// CRD's values and the target's `--mode` values the same.
+pub use benchmatrix_target::config::Mode;
 
 use super::quantity::Quantity;
 use super::status::BenchmarkRunStatus;
@@ -360,36 +363,6 @@ pub struct Axes {
     /// Environment variables for every cell.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
-}
-
-/// Concurrency mode of the built-in target.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// One event-loop thread; CPU work runs inline (the blocking baseline).
-    #[default]
-    Single,
-    /// Several event-loop threads; CPU work inline.
-    Threads,
-    /// One event loop plus a pool of CPU workers for heavy requests.
-    Pool,
-}
-
-impl Mode {
-    /// The value of env BENCH_MODE.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Single => "single",
-            Mode::Threads => "threads",
-            Mode::Pool => "pool",
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// Size of the target's worker pool: `auto` (from the CPU quota) or a fixed count.
