@@ -106,24 +106,13 @@ pub fn render(
             o,
             "| configuration | requests | errors | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | p99 vs best |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
-        let best = status
-            .cells
-            .iter()
-            .filter_map(|c| result_of(status, &c.name, &phase, &endpoint))
-            .map(|r| r.latency_ms.p99)
-            .filter(|p| *p > 0.0)
-            .fold(f64::MAX, f64::min);
+        let best = super::best_p99(status, &phase, &endpoint);
         for c in &status.cells {
             let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
                 continue;
             };
             let l = &r.latency_ms;
-            // A cell with no completed request has no p99 to compare.
-            let ratio = if best < f64::MAX && r.requests > 0 {
-                format!("{:.1}x", l.p99 / best)
-            } else {
-                "-".into()
-            };
+            let ratio = super::p99_vs_best(r, best);
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",

@@ -120,6 +120,28 @@ pub fn result_of<'a>(
         .find(|r| r.phase == phase && r.endpoint == endpoint)
 }
 
+/// The lowest non-zero p99 any cell reached for (phase, endpoint): the "best" that the
+/// "p99 vs best" columns divide by. None when no cell has one.
+pub fn best_p99(status: &BenchmarkRunStatus, phase: &str, endpoint: &str) -> Option<f64> {
+    status
+        .cells
+        .iter()
+        .filter_map(|c| result_of(status, &c.name, phase, endpoint))
+        .map(|r| r.latency_ms.p99)
+        .filter(|p| *p > 0.0)
+        .min_by(f64::total_cmp)
+}
+
+/// The "p99 vs best" cell: `r`'s p99 over `best` as "2.5x", or "-" when there is nothing to
+/// compare.
+pub fn p99_vs_best(r: &CellResult, best: Option<f64>) -> String {
+    match best {
+        // A cell with no completed request has no p99 to compare.
+        Some(best) if r.requests > 0 => format!("{:.1}x", r.latency_ms.p99 / best),
+        _ => "-".into(),
+    }
+}
+
 /// The comparison table printed at the end of `benchmatrix run`: one row per phase, endpoint
 /// and cell, with p99 relative to the best cell of that row group.
 pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
@@ -135,23 +157,12 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
         "p99 vs best".into(),
     ]];
     for (phase, endpoint) in phase_endpoints(status) {
-        let best = status
-            .cells
-            .iter()
-            .filter_map(|c| result_of(status, &c.name, &phase, &endpoint))
-            .map(|r| r.latency_ms.p99)
-            .filter(|p| *p > 0.0)
-            .fold(f64::MAX, f64::min);
+        let best = best_p99(status, &phase, &endpoint);
         for c in &status.cells {
             let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
                 continue;
             };
-            // A cell with no completed request has no p99 to compare.
-            let ratio = if best < f64::MAX && best > 0.0 && r.requests > 0 {
-                format!("{:.1}x", r.latency_ms.p99 / best)
-            } else {
-                "-".into()
-            };
+            let ratio = p99_vs_best(r, best);
             rows.push([
                 phase.clone(),
                 endpoint.clone(),
