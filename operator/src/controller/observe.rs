@@ -50,25 +50,14 @@ pub async fn observe(
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     match phase {
         CellPhase::Deploying => {
-            obs.deployment = Api::<Deployment>::namespaced(client.clone(), &ns)
-                .get_opt(&name)
-                .await?;
-            obs.service = Api::<Service>::namespaced(client.clone(), &ns)
-                .get_opt(&name)
-                .await?;
-            obs.target_pods = pods
-                .list(&ListParams::default().labels(&build::selector(run, &cell, ROLE_TARGET)))
-                .await?
-                .items;
+            (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
+            obs.target_pods = target_pods(&pods, run, &cell).await?;
         }
         CellPhase::Running => {
             obs.job = Api::<Job>::namespaced(client.clone(), &ns)
                 .get_opt(&name)
                 .await?;
-            obs.target_pods = pods
-                .list(&ListParams::default().labels(&build::selector(run, &cell, ROLE_TARGET)))
-                .await?
-                .items;
+            obs.target_pods = target_pods(&pods, run, &cell).await?;
             if let Some(job) = &obs.job {
                 if decide::job_complete(job) {
                     obs.result = Some(read_results(&pods, run, &cell).await?);
@@ -77,12 +66,7 @@ pub async fn observe(
                 }
             } else {
                 // A missing Job is re-created from the Service address and the pod IPs.
-                obs.deployment = Api::<Deployment>::namespaced(client.clone(), &ns)
-                    .get_opt(&name)
-                    .await?;
-                obs.service = Api::<Service>::namespaced(client.clone(), &ns)
-                    .get_opt(&name)
-                    .await?;
+                (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
             }
         }
         CellPhase::Pending if index > 0 => {
@@ -104,6 +88,29 @@ pub async fn observe(
         _ => {}
     }
     Ok(obs)
+}
+
+/// The cell's Deployment and Service, each if it exists.
+async fn deployment_and_service(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<(Option<Deployment>, Option<Service>), Error> {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await?;
+    let service = Api::<Service>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await?;
+    Ok((deployment, service))
+}
+
+/// The target pods of `cell`.
+async fn target_pods(pods: &Api<Pod>, run: &BenchmarkRun, cell: &str) -> Result<Vec<Pod>, Error> {
+    Ok(pods
+        .list(&ListParams::default().labels(&build::selector(run, cell, ROLE_TARGET)))
+        .await?
+        .items)
 }
 
 /// The merged result document of a completed Job, or why it cannot be had (a cell failure,
