@@ -126,7 +126,7 @@ fn cpu_label(q: &Quantity) -> String {
 }
 
 /// Target env then cell env; a later entry replaces an earlier one of the same name.
-fn merge_env(shared: &[EnvVar], own: &[EnvVar]) -> Vec<EnvVar> {
+pub fn merge_env(shared: &[EnvVar], own: &[EnvVar]) -> Vec<EnvVar> {
     let mut out: Vec<EnvVar> = Vec::new();
     for var in shared.iter().chain(own) {
         match out.iter_mut().find(|v| v.name == var.name) {

@@ -283,6 +283,16 @@ pub struct EnvVar {
     pub value: String,
 }
 
+impl EnvVar {
+    /// A variable from a name and a value.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
 /// One cell of the matrix: how the target is deployed.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

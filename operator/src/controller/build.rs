@@ -21,8 +21,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
-use crate::api::{BenchmarkRun, Quantity};
-use crate::plan::{Cell, child_name};
+use crate::api::{BenchmarkRun, EnvVar, Quantity};
+use crate::plan::{Cell, child_name, merge_env};
 
 /// Label naming the run an object belongs to.
 pub const RUN_LABEL: &str = "benchmatrix.dev/run";
@@ -136,12 +136,17 @@ fn env(name: &str, value: impl Into<String>) -> K8sEnvVar {
 pub fn deployment(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Deployment {
     let spec = &run.spec;
     let pod_labels = labels(run, &cell.name, ROLE_TARGET);
-    let mut env_vars = vec![
-        env("BENCH_MODE", cell.mode.as_str()),
-        env("BENCH_POOL_SIZE", cell.pool_size.env_value()),
-        env("PORT", spec.target.port.to_string()),
+    // The cell's own env comes last and wins, as in the local runner: a Node target's cell may
+    // set BENCH_MODE=cluster itself. Duplicate names would be refused by the API server.
+    let built_in = [
+        EnvVar::new("BENCH_MODE", cell.mode.as_str()),
+        EnvVar::new("BENCH_POOL_SIZE", cell.pool_size.env_value()),
+        EnvVar::new("PORT", spec.target.port.to_string()),
     ];
-    env_vars.extend(cell.env.iter().map(|v| env(&v.name, v.value.clone())));
+    let env_vars: Vec<K8sEnvVar> = merge_env(&built_in, &cell.env)
+        .into_iter()
+        .map(|v| env(&v.name, v.value))
+        .collect();
     let port = i32::from(spec.target.port);
     Deployment {
         metadata: meta(run, &cell.name, ROLE_TARGET),
@@ -403,4 +408,42 @@ fn non_empty(map: BTreeMap<String, String>) -> Option<BTreeMap<String, String>> 
 
 fn non_empty_vec<T>(v: Vec<T>) -> Option<Vec<T>> {
     (!v.is_empty()).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cells_own_env_replaces_a_built_in_variable_instead_of_repeating_it() {
+        let run = crate::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: node, namespace: default, uid: "0000-1111"}
+spec:
+  target: {image: "example/node-express:1"}
+  configurations:
+    - name: cluster
+      mode: threads
+      cpu: "2"
+      env: [{name: BENCH_MODE, value: cluster}, {name: WEB_CONCURRENCY, value: "2"}]
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 1}]}]
+"#,
+        )
+        .expect("the spec is valid");
+        let cell = &crate::plan::cells(&run.spec)[0];
+        let dep = deployment(&run, cell, "default-image");
+        let env = dep.spec.template.spec.unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap();
+        let modes: Vec<_> = env.iter().filter(|e| e.name == "BENCH_MODE").collect();
+        assert_eq!(modes.len(), 1, "{env:?}");
+        assert_eq!(modes[0].value.as_deref(), Some("cluster"));
+        assert!(env.iter().any(|e| e.name == "WEB_CONCURRENCY"));
+        assert!(env.iter().any(|e| e.name == "PORT"));
+    }
 }
