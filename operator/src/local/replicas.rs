@@ -222,11 +222,14 @@ impl ReplicaSet {
         sum
     }
 
-    /// Resident memory now and at its peak (VmRSS, VmHWM), summed over live replicas.
+    /// Resident memory now and at its peak (VmRSS, VmHWM), summed over every process of every
+    /// live replica: a replica may fork workers (node:cluster), and they count as its memory.
+    /// The peak is the sum of each process' own peak, an upper bound of the replica's.
     pub fn rss(&self) -> (u64, u64) {
         self.replicas
             .iter()
-            .filter_map(|r| proc_rss(r.child.id()))
+            .flat_map(|r| process_tree(r.child.id()))
+            .filter_map(proc_rss)
             .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
     }
 
@@ -350,6 +353,46 @@ fn target_command(launch: &Launch) -> Result<Command, StartError> {
     Ok(cmd)
 }
 
+/// `root` and all its live descendants, found through each process' parent in /proc/PID/stat.
+pub fn process_tree(root: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    if let Ok(entries) = fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(ppid) = parent_pid(pid) {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut next = 0;
+    while next < tree.len() {
+        let parent = tree[next];
+        tree.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        next += 1;
+    }
+    tree
+}
+
+/// The parent pid of a live process. The command name in /proc/PID/stat may hold spaces and
+/// parentheses, so the fields are read after its last ')'.
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// (VmRSS, VmHWM) in bytes of a live process.
 pub fn proc_rss(pid: u32) -> Option<(u64, u64)> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -430,5 +473,34 @@ mod tests {
     fn reads_rss_of_a_live_process() {
         let (rss, hwm) = proc_rss(std::process::id()).unwrap();
         assert!(rss > 0 && hwm >= rss);
+    }
+
+    #[test]
+    fn the_process_tree_holds_forked_workers_and_grandchildren() {
+        // A parent with two sleeping children, one of which has a child of its own: the shape of
+        // a node:cluster primary whose memory must be counted with its workers'.
+        let mut parent = Command::new("sh")
+            .arg("-c")
+            .arg("sleep 30 & sh -c 'sleep 30 & wait' & wait")
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut tree = process_tree(parent.id());
+        while tree.len() < 4 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            tree = process_tree(parent.id());
+        }
+        let _ = parent.kill();
+        for pid in &tree[1..] {
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        let _ = parent.wait();
+        assert_eq!(tree[0], parent.id());
+        assert_eq!(
+            tree.len(),
+            4,
+            "parent, two children and a grandchild: {tree:?}"
+        );
+        assert!(!tree.contains(&std::process::id()));
     }
 }
