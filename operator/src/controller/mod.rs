@@ -209,7 +209,13 @@ async fn drain(
         biased;
         () = stop.clone().requested() => {}
         () = &mut drive => {
-            tracing::warn!("the controller stopped without a shutdown signal");
+            // The controller's own copy of the signal can win the race against ours: then it
+            // has already drained, and that is the normal way out, not a surprise.
+            if stop.was_requested() {
+                tracing::info!("controller drained");
+            } else {
+                tracing::warn!("the controller stopped without a shutdown signal");
+            }
             return;
         }
     }
@@ -282,6 +288,11 @@ impl ShutdownSignals {
     async fn at_least(mut self, n: u32) {
         // An error means the counting task ended (runtime shutting down): treat as reached.
         let _ = self.count.wait_for(|c| *c >= n).await;
+    }
+
+    /// Whether the first signal has arrived.
+    fn was_requested(&self) -> bool {
+        *self.count.borrow() >= 1
     }
 
     /// Resolves on the first signal.
