@@ -12,7 +12,7 @@ use local_common::{cell, exe, figures, leftover_cgroups, run, spec, status, text
 
 /// What the seeds found, on a matrix short enough for CI: in the mixed phase /fast's p99 in a
 /// single event loop is at least 10x that with a worker pool, and /slow's throughput is about
-/// the same everywhere (the same 2 CPUs do the same heavy work).
+/// the same with or without a pool (the same 2 CPUs do the same heavy work).
 #[test]
 fn timing_short_matrix_shows_what_the_seeds_found() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,16 +40,24 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
         single_p99 >= 10.0 * pool_p99,
         "mixed /fast p99: single-x1 {single_p99} ms vs pool-x1 {pool_p99} ms\n{t}"
     );
+    // /slow throughput: a pool does not make heavy work faster. Between the one-replica cells
+    // that holds within 2x. With two replicas of 1 CPU each it does not: the kernel's
+    // SO_REUSEPORT hash (like a Service's random pick) often puts both /slow connections on one
+    // replica, which then serves them in turn while its quota keeps the idle replica's CPU out
+    // of reach; in pool mode its one worker also shares that 1 CPU with the loop's /fast work.
+    // Measured in one run: /slow 2.4, 4.6, 2.9 and 0.6 rps. So two-replica cells are only
+    // required to keep serving /slow.
     let slow: Vec<f64> = cells
         .iter()
         .map(|c| figures(cell(&st, c.0), "mixed", "slow").1)
         .collect();
-    let (lo, hi) = (
-        slow.iter().cloned().fold(f64::MAX, f64::min),
-        slow.iter().cloned().fold(0.0, f64::max),
+    let (single_x1, pool_x1) = (slow[0], slow[2]);
+    assert!(
+        single_x1 > 0.0 && pool_x1 > 0.0 && single_x1.max(pool_x1) < 2.0 * single_x1.min(pool_x1),
+        "mixed /slow rps per cell {slow:?}\n{t}"
     );
     assert!(
-        lo > 0.0 && hi < 2.0 * lo,
+        slow.iter().all(|&rps| rps > 0.0),
         "mixed /slow rps per cell {slow:?}\n{t}"
     );
     for c in &cells {
