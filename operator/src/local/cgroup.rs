@@ -11,16 +11,16 @@
 //! Requests equal limits: a replica with cpu "0.5" gets a CFS quota of 50 ms per 100 ms period
 //! and nothing else, exactly what a Guaranteed pod gets from the kubelet.
 //!
-//! Every cgroup created is registered in a process-wide list, so the signal path and `Drop`
-//! both remove them; cgroups left behind by a runner that was SIGKILLed are removed by the
-//! next run (their owner pid is in the folder name).
+//! A replica's cgroup is removed by its `Drop` and the run's parent by `Backend::remove`, on
+//! Ctrl-C too (the signal only raises a flag and the runner unwinds, see `local::signals`);
+//! cgroups left behind by a runner that was SIGKILLed are removed by the next run (their owner
+//! pid is in the folder name).
 
 use std::fs;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// CFS period used for every quota, in microseconds (the kubelet's default too).
@@ -38,9 +38,6 @@ pub const BENCH_WEIGHT_V2: u64 = 1600;
 
 /// Prefix of the per-run parent cgroup folder; the runner's pid follows it.
 const RUN_PREFIX: &str = "benchmatrix-";
-
-/// Cgroup folders created by this process and not yet removed, for the signal path.
-static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// How CPU limits can be enforced on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,20 +393,6 @@ pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
     Some(ticks as f64 / hz)
 }
 
-/// Removes every cgroup folder this process created and has not removed yet, killing
-/// their members first. Used by the SIGINT/SIGTERM path; safe to call twice.
-pub fn remove_all_live() {
-    let dirs: Vec<PathBuf> = match LIVE.lock() {
-        Ok(mut l) => std::mem::take(&mut *l),
-        Err(p) => std::mem::take(&mut *p.into_inner()),
-    };
-    // Leaves were registered after their parents: remove in reverse.
-    for d in dirs.iter().rev() {
-        kill_members(d);
-        let _ = fs::remove_dir(d);
-    }
-}
-
 fn stat_field(stat: &str, key: &str) -> Option<u64> {
     stat.lines().find_map(|l| {
         let mut it = l.split_whitespace();
@@ -419,21 +402,13 @@ fn stat_field(stat: &str, key: &str) -> Option<u64> {
 
 fn make_dir(path: &Path) -> io::Result<()> {
     match fs::create_dir(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot create cgroup {}: {e}", path.display()),
-            ));
-        }
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("cannot create cgroup {}: {e}", path.display()),
+        )),
     }
-    if let Ok(mut l) = LIVE.lock()
-        && !l.contains(&path.to_path_buf())
-    {
-        l.push(path.to_path_buf());
-    }
-    Ok(())
 }
 
 fn remove_dir(path: &Path) {
@@ -445,9 +420,6 @@ fn remove_dir(path: &Path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => break,
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
-    }
-    if let Ok(mut l) = LIVE.lock() {
-        l.retain(|p| p != path);
     }
 }
 
