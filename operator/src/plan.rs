@@ -16,7 +16,7 @@ pub const MAX_CELL_NAME: usize = 40;
 /// resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
-    /// Position in the matrix (0-based); status.cells[index] describes it.
+    /// Position in the matrix (0-based); `status.cells[index]` describes it.
     pub index: usize,
     /// The cell's name.
     pub name: String,
