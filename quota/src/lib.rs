@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use cgroup::{CgroupDir, CgroupVersion, cgroup_dirs_in};
-pub use stat::{CpuStat, read_cpu_stat};
+pub use stat::{CpuStat, parse_cpu_stat, read_cpu_stat};
 
 /// The CPU limit that applies to a process, and where each figure came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -335,18 +335,13 @@ impl Cgroup {
         let mut u = CpuUsage::default();
         if self.v2 {
             let stat = fs::read_to_string(self.cpu_dir.as_ref()?.join("cpu.stat")).ok()?;
-            let get = |k: &str| stat_field(&stat, k).unwrap_or(0);
-            u.usage_secs = get("usage_usec") as f64 / 1e6;
-            u.nr_periods = get("nr_periods");
-            u.nr_throttled = get("nr_throttled");
-            u.throttled_secs = get("throttled_usec") as f64 / 1e6;
+            u.usage_secs = stat_field(&stat, "usage_usec").unwrap_or(0) as f64 / 1e6;
+            u.add_throttling(&stat);
             return Some(u);
         }
         if let Some(cpu) = &self.cpu_dir {
             if let Ok(stat) = fs::read_to_string(cpu.join("cpu.stat")) {
-                u.nr_periods = stat_field(&stat, "nr_periods").unwrap_or(0);
-                u.nr_throttled = stat_field(&stat, "nr_throttled").unwrap_or(0);
-                u.throttled_secs = stat_field(&stat, "throttled_time").unwrap_or(0) as f64 / 1e9;
+                u.add_throttling(&stat);
             }
             if let Some(acct) = &self.acct_dir {
                 let ns: u64 = fs::read_to_string(acct.join("cpuacct.usage"))
@@ -391,6 +386,18 @@ pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Some(ticks as f64 / hz)
+}
+
+impl CpuUsage {
+    /// The throttling counters of a v1 or v2 `cpu.stat`, read by the quota crate's parser (the
+    /// same one the target reports with); a file without them leaves zeros.
+    fn add_throttling(&mut self, cpu_stat: &str) {
+        if let Some(t) = benchmatrix_quota::parse_cpu_stat(cpu_stat) {
+            self.nr_periods = t.periods;
+            self.nr_throttled = t.throttled_periods;
+            self.throttled_secs = t.throttled_seconds;
+        }
+    }
 }
 
 fn stat_field(stat: &str, key: &str) -> Option<u64> {
@@ -599,6 +606,21 @@ mod tests {
         assert_eq!(quota_us(0.5), 50_000);
         assert_eq!(quota_us(2.0), 200_000);
         assert_eq!(quota_us(0.001), 1000);
+    }
+
+    #[test]
+    fn throttling_counts_in_both_cpu_stat_formats() {
+        let mut v1 = CpuUsage::default();
+        v1.add_throttling("nr_periods 12\nnr_throttled 3\nthrottled_time 4500000000\n");
+        assert_eq!((v1.nr_periods, v1.nr_throttled), (12, 3));
+        assert!((v1.throttled_secs - 4.5).abs() < 1e-9);
+        let mut v2 = CpuUsage::default();
+        v2.add_throttling("usage_usec 9\nnr_periods 7\nnr_throttled 2\nthrottled_usec 250000\n");
+        assert_eq!((v2.nr_periods, v2.nr_throttled), (7, 2));
+        assert!((v2.throttled_secs - 0.25).abs() < 1e-9);
+        let mut none = CpuUsage::default();
+        none.add_throttling("usage_usec 9\n");
+        assert_eq!(none, CpuUsage::default());
     }
 
     #[test]
