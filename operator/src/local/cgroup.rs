@@ -442,23 +442,50 @@ fn kill_members(dir: &Path) {
     }
 }
 
-/// Mount points of cgroup hierarchies: (fs type, super options, mount point).
-fn cgroup_mounts(mountinfo: &str) -> Vec<(String, String, PathBuf)> {
+/// A mounted cgroup hierarchy, from one line of /proc/self/mountinfo.
+#[derive(Debug, Clone, PartialEq)]
+struct CgroupMount {
+    /// `cgroup` (v1) or `cgroup2`.
+    fs_type: String,
+    /// Super options: for v1, the controllers of the hierarchy.
+    options: String,
+    /// Where the hierarchy is mounted.
+    point: PathBuf,
+    /// Which cgroup of the hierarchy the mount shows: "/" on a host, the container's own
+    /// cgroup in a container without a cgroup namespace.
+    root: String,
+}
+
+impl CgroupMount {
+    /// The folder of `cgroup` (a path from /proc/self/cgroup, relative to the hierarchy's
+    /// root) under this mount: the part the mount's root already covers is dropped.
+    fn dir_of(&self, cgroup: &str) -> PathBuf {
+        let inside = match cgroup.strip_prefix(self.root.trim_end_matches('/')) {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+            _ => cgroup,
+        };
+        self.point.join(inside.trim_start_matches('/'))
+    }
+}
+
+/// The cgroup hierarchies mounted here.
+fn cgroup_mounts(mountinfo: &str) -> Vec<CgroupMount> {
     mountinfo
         .lines()
         .filter_map(|l| {
             let (left, right) = l.split_once(" - ")?;
-            let mount_point = left.split_whitespace().nth(4)?;
+            let mut fields = left.split_whitespace();
+            let root = fields.nth(3)?;
+            let point = fields.next()?;
             let mut r = right.split_whitespace();
-            let fstype = r.next()?;
+            let fs_type = r.next()?;
             let _source = r.next()?;
-            let opts = r.next().unwrap_or("");
-            (fstype == "cgroup" || fstype == "cgroup2").then(|| {
-                (
-                    fstype.to_string(),
-                    opts.to_string(),
-                    PathBuf::from(mount_point),
-                )
+            let options = r.next().unwrap_or("");
+            (fs_type == "cgroup" || fs_type == "cgroup2").then(|| CgroupMount {
+                fs_type: fs_type.to_string(),
+                options: options.to_string(),
+                point: PathBuf::from(point),
+                root: root.to_string(),
             })
         })
         .collect()
@@ -481,17 +508,12 @@ fn own_path(own: &str, controller: &str) -> Option<String> {
     })
 }
 
-fn join_rel(mount: &Path, rel: &str) -> PathBuf {
-    mount.join(rel.trim_start_matches('/'))
-}
-
 fn try_v2(mountinfo: &str, own: &str, run_name: &str) -> Result<PathBuf, String> {
     let mount = cgroup_mounts(mountinfo)
         .into_iter()
-        .find(|(t, _, _)| t == "cgroup2")
-        .map(|(_, _, m)| m)
+        .find(|m| m.fs_type == "cgroup2")
         .ok_or("not mounted")?;
-    let base = join_rel(&mount, &own_path(own, "").unwrap_or_default());
+    let base = mount.dir_of(&own_path(own, "").unwrap_or_default());
     let controllers = fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
     if !controllers.split_whitespace().any(|c| c == "cpu") {
         return Err(format!(
@@ -524,11 +546,12 @@ fn try_v1(
     let find = |ctrl: &str| {
         mounts
             .iter()
-            .find(|(t, o, _)| t == "cgroup" && o.split(',').any(|x| x == ctrl))
-            .map(|(_, _, m)| m.clone())
+            .find(|m| m.fs_type == "cgroup" && m.options.split(',').any(|x| x == ctrl))
     };
     let cpu_mount = find("cpu").ok_or("no cpu hierarchy mounted")?;
-    let cpu_dir = join_rel(&cpu_mount, &own_path(own, "cpu").unwrap_or_default()).join(run_name);
+    let cpu_dir = cpu_mount
+        .dir_of(&own_path(own, "cpu").unwrap_or_default())
+        .join(run_name);
     make_dir(&cpu_dir).map_err(|e| e.to_string())?;
     // The run's parent competes with its siblings by weight too.
     let _ = fs::write(cpu_dir.join("cpu.shares"), BENCH_SHARES_V1.to_string());
@@ -539,9 +562,11 @@ fn try_v1(
         return Err(format!("{} is not writable: {e}", probe.display()));
     }
     let acct_dir = match find("cpuacct") {
-        Some(m) if m == cpu_mount => Some(cpu_dir.clone()),
+        Some(m) if m.point == cpu_mount.point => Some(cpu_dir.clone()),
         Some(m) => {
-            let d = join_rel(&m, &own_path(own, "cpuacct").unwrap_or_default()).join(run_name);
+            let d = m
+                .dir_of(&own_path(own, "cpuacct").unwrap_or_default())
+                .join(run_name);
             make_dir(&d).ok().map(|_| d)
         }
         None => None,
@@ -551,8 +576,8 @@ fn try_v1(
 
 /// Removes run folders whose runner is gone (SIGKILL leaves them behind).
 fn remove_stale(mountinfo: &str) {
-    for (_, _, mount) in cgroup_mounts(mountinfo) {
-        let Ok(entries) = fs::read_dir(&mount) else {
+    for mount in cgroup_mounts(mountinfo) {
+        let Ok(entries) = fs::read_dir(&mount.point) else {
             continue;
         };
         for e in entries.flatten() {
@@ -590,14 +615,30 @@ mod tests {
                   22 1 8:1 / / rw - ext4 /dev/sda rw\n";
         let m = cgroup_mounts(mi);
         assert_eq!(m.len(), 3);
-        assert_eq!(m[2].2, PathBuf::from("/sys/fs/cgroup/unified"));
+        assert_eq!(m[2].point, PathBuf::from("/sys/fs/cgroup/unified"));
         let own = "4:memory:/a/b\n2:cpuacct:/\n1:cpu,cpuacct:/x\n0::/user.slice\n";
         assert_eq!(own_path(own, "cpu").as_deref(), Some("/x"));
         assert_eq!(own_path(own, "memory").as_deref(), Some("/a/b"));
         assert_eq!(own_path(own, "").as_deref(), Some("/user.slice"));
+        assert_eq!(m[0].dir_of("/x"), PathBuf::from("/sys/fs/cgroup/cpu/x"));
+    }
+
+    #[test]
+    fn a_container_mount_whose_root_is_its_own_cgroup_is_not_joined_twice() {
+        // Docker on cgroup v1 without a cgroup namespace: /proc/self/cgroup names the full
+        // path, and the mount already shows that cgroup at /sys/fs/cgroup/cpu.
+        let mi = "500 499 0:29 /docker/abc /sys/fs/cgroup/cpu ro,nosuid - cgroup cgroup rw,cpu,cpuacct\n";
+        let m = &cgroup_mounts(mi)[0];
+        assert_eq!(m.root, "/docker/abc");
+        assert_eq!(m.dir_of("/docker/abc"), PathBuf::from("/sys/fs/cgroup/cpu"));
         assert_eq!(
-            join_rel(Path::new("/sys/fs/cgroup/cpu"), "/x"),
-            PathBuf::from("/sys/fs/cgroup/cpu/x")
+            m.dir_of("/docker/abc/inner"),
+            PathBuf::from("/sys/fs/cgroup/cpu/inner")
+        );
+        // A sibling whose name only starts the same is not inside the mount's root.
+        assert_eq!(
+            m.dir_of("/docker/abcdef"),
+            PathBuf::from("/sys/fs/cgroup/cpu/docker/abcdef")
         );
     }
 
