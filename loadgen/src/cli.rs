@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
-use crate::plan::{self, Duration, Endpoint, FieldError, Phase, Stream, Workload};
+use crate::plan::{self, Duration, Endpoint, FieldError, Phase, Spread, Stream, Workload};
 use crate::result::RunResult;
 use crate::summary;
 use crate::target_url::TargetUrl;
@@ -306,6 +306,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
             load: vec![stream],
         }],
         timeout,
+        spread: Spread::Service,
     };
     workload.validate()?;
     Ok(RunConfig {

@@ -34,6 +34,43 @@ pub struct Workload {
     /// closed and counted as a timeout error. A duration such as "10s". Default "10s".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
+    /// How connections reach the replicas. `service` (default): every connection goes to the
+    /// target's one address (a ClusterIP Service on a cluster; locally, replicas sharing a port
+    /// with SO_REUSEPORT), so the kernel picks a replica per connection, at random: with a few
+    /// keep-alive connections one replica may get all of a stream. `roundRobin`: each stream's
+    /// connections are dealt to the replicas' own addresses in turn, as Node's cluster primary
+    /// or IPVS `rr` do, so every replica carries the same share of every closed-loop stream
+    /// (open-loop streams open their connections in replica order and send on whichever is
+    /// free).
+    #[serde(default, skip_serializing_if = "Spread::is_service")]
+    pub spread: Spread,
+}
+
+/// How a workload's connections are spread over the replicas; see [`Workload::spread`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Spread {
+    /// Through the one target address; the kernel or kube-proxy chooses a replica.
+    #[default]
+    Service,
+    /// Dealt to the replicas' own addresses in turn.
+    RoundRobin,
+}
+
+impl Spread {
+    /// Whether this is the default, [`Spread::Service`].
+    pub fn is_service(&self) -> bool {
+        *self == Spread::Service
+    }
+}
+
+impl fmt::Display for Spread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Spread::Service => "service",
+            Spread::RoundRobin => "roundRobin",
+        })
+    }
 }
 
 /// One HTTP endpoint of the target.
@@ -300,6 +337,12 @@ impl PlanFile {
         if self.threads == Some(0) {
             errors.push(FieldError::new("threads", "must be at least 1"));
         }
+        if self.workload.spread == Spread::RoundRobin && self.replicas.is_empty() {
+            errors.push(FieldError::new(
+                "replicas",
+                "workload.spread roundRobin deals connections to the replicas' addresses: list them",
+            ));
+        }
         self.workload.validate_into("workload", &mut errors);
         if errors.is_empty() {
             Ok(())
@@ -530,6 +573,21 @@ workload:
         let errs = plan.validate().unwrap_err();
         let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["target", "replicas[0]", "threads"]);
+    }
+
+    #[test]
+    fn round_robin_spread_needs_replica_addresses_and_reads_from_yaml() {
+        let text = SAMPLE.replace("workload:\n", "workload:\n  spread: roundRobin\n");
+        let plan = parse_plan_file(&text).unwrap();
+        assert_eq!(plan.workload.spread, Spread::RoundRobin);
+        let errs =
+            parse_plan_file(&text.replace("replicas: [\"127.0.0.1:8080\"]\n", "")).unwrap_err();
+        assert_eq!(errs[0].path, "replicas", "{errs:?}");
+        assert!(errs[0].message.contains("roundRobin"), "{errs:?}");
+        // The default is not written out, so older plan files and results round-trip as they were.
+        let plain = parse_plan_file(SAMPLE).unwrap();
+        assert_eq!(plain.workload.spread, Spread::Service);
+        assert!(!serde_yaml::to_string(&plain).unwrap().contains("spread"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ fn workload(phase_secs: u64, stream: Stream) -> Workload {
             load: vec![stream],
         }],
         timeout: Some(plan::Duration::from_secs(5)),
+        spread: plan::Spread::Service,
     }
 }
 

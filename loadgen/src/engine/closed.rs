@@ -3,6 +3,7 @@
 //! answer; connection setup is not part of it.
 
 use std::cell::RefCell;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -15,15 +16,16 @@ use crate::result::ErrorKind;
 /// Pause after a failed connect, so a closed port is not hammered in a busy loop.
 pub(crate) const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(10);
 
-/// Opens a connection before `deadline`; failures are recorded (as connect errors) and `None`
+/// Opens a connection to `addr` before `deadline`; failures are recorded (as connect errors) and `None`
 /// returned. `None` is also returned without recording when `end` comes first.
 pub(crate) async fn connect_until(
     ctx: &StreamCtx,
     rec: &RefCell<Recorder>,
     end: Instant,
+    addr: SocketAddr,
 ) -> Option<Conn> {
     let deadline = (Instant::now() + ctx.timeout).min(end);
-    match tokio::time::timeout_at(deadline, Conn::connect(ctx.addr)).await {
+    match tokio::time::timeout_at(deadline, Conn::connect(addr)).await {
         Ok(Ok(c)) => {
             rec.borrow_mut().totals.connections_opened += 1;
             Some(c)
@@ -42,8 +44,14 @@ pub(crate) async fn connect_until(
     }
 }
 
-/// Runs one closed-loop connection until `end`.
-pub(crate) async fn run_connection(ctx: &StreamCtx, rec: &RefCell<Recorder>, end: Instant) {
+/// Runs one closed-loop connection to `addr` until `end`; a reconnect goes to the same address,
+/// so a connection keeps its replica.
+pub(crate) async fn run_connection(
+    ctx: &StreamCtx,
+    rec: &RefCell<Recorder>,
+    end: Instant,
+    addr: SocketAddr,
+) {
     let mut conn: Option<Conn> = None;
     let sleep = tokio::time::sleep_until(end);
     tokio::pin!(sleep);
@@ -53,7 +61,7 @@ pub(crate) async fn run_connection(ctx: &StreamCtx, rec: &RefCell<Recorder>, end
         }
         let c = match conn.as_mut() {
             Some(c) => c,
-            None => match connect_until(ctx, rec, end).await {
+            None => match connect_until(ctx, rec, end, addr).await {
                 Some(c) => conn.insert(c),
                 None => continue,
             },

@@ -20,7 +20,7 @@ use tokio::task::LocalSet;
 
 use crate::conn::build_request;
 use crate::histogram;
-use crate::plan::{LoadMode, Phase, Workload};
+use crate::plan::{LoadMode, Phase, Spread, Workload};
 use crate::probe;
 use crate::recorder::{Recorder, SecondCounts, StreamTotals};
 use crate::result::{
@@ -68,14 +68,28 @@ pub enum EngineError {
 
 /// What one stream needs on a worker.
 pub(crate) struct StreamCtx {
-    pub addr: SocketAddr,
+    /// Where this worker's connections of the stream go: one address per connection for a
+    /// closed-loop stream; for an open-loop stream, the order new connections take.
+    pub addrs: Vec<SocketAddr>,
+    /// How many connections have taken an address from `addrs` (open loop).
+    next_addr: std::cell::Cell<usize>,
     pub request: Vec<u8>,
     pub timeout: Duration,
 }
 
+impl StreamCtx {
+    /// The address for the next new connection, taking `addrs` in turn.
+    pub fn take_addr(&self) -> SocketAddr {
+        let n = self.next_addr.get();
+        self.next_addr.set(n + 1);
+        self.addrs[n % self.addrs.len()]
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum WorkerMode {
-    Closed { connections: u32 },
+    /// One connection per address in the stream's `addrs`.
+    Closed,
     Open(open::Schedule),
 }
 
@@ -83,10 +97,10 @@ struct WorkerStream {
     index: usize,
     request: Arc<Vec<u8>>,
     mode: WorkerMode,
+    addrs: Vec<SocketAddr>,
 }
 
 struct PhaseCmd {
-    addr: SocketAddr,
     timeout: Duration,
     start: Instant,
     end: Instant,
@@ -114,12 +128,14 @@ pub fn run(
     cfg: &RunConfig,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
-    let authority = cfg.target.socket_authority();
-    let addr = authority
-        .to_socket_addrs()
-        .map_err(|e| EngineError::Resolve(authority.clone(), e.to_string()))?
-        .next()
-        .ok_or_else(|| EngineError::Resolve(authority.clone(), "no address".into()))?;
+    let addrs = match cfg.workload.spread {
+        Spread::RoundRobin if !cfg.replicas.is_empty() => cfg
+            .replicas
+            .iter()
+            .map(|r| resolve(r))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => vec![resolve(&cfg.target.socket_authority())?],
+    };
     let threads = cfg.threads.max(1);
     let (msg_tx, msg_rx) = mpsc::channel::<Msg>();
     let mut workers = Vec::with_capacity(threads);
@@ -151,7 +167,7 @@ pub fn run(
         .collect();
     let ctx = PhaseCtx {
         cfg,
-        addr,
+        addrs,
         timeout,
         requests: &requests,
         workers: &workers,
@@ -196,9 +212,19 @@ pub fn run(
     outcome.map(|()| result)
 }
 
+/// The first address `authority` ("HOST:PORT") resolves to.
+fn resolve(authority: &str) -> Result<SocketAddr, EngineError> {
+    authority
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Resolve(authority.to_owned(), e.to_string()))?
+        .next()
+        .ok_or_else(|| EngineError::Resolve(authority.to_owned(), "no address".into()))
+}
+
 struct PhaseCtx<'a> {
     cfg: &'a RunConfig,
-    addr: SocketAddr,
+    /// Where connections go: the target's address, or the replicas' in round-robin spread.
+    addrs: Vec<SocketAddr>,
     timeout: Duration,
     requests: &'a [Arc<Vec<u8>>],
     workers: &'a [Worker],
@@ -254,17 +280,21 @@ impl PhaseCtx<'_> {
             modes.push(mode);
             match mode {
                 LoadMode::Closed { connections } => {
-                    let mut shares = vec![0u32; threads];
-                    for _ in 0..connections {
-                        shares[next_worker % threads] += 1;
+                    // Connection c goes to worker c mod threads (continuing across streams)
+                    // and to address c mod addresses, so round-robin spread holds per stream
+                    // whatever the thread count.
+                    let mut shares: Vec<Vec<SocketAddr>> = vec![Vec::new(); threads];
+                    for c in 0..connections as usize {
+                        shares[next_worker % threads].push(self.addrs[c % self.addrs.len()]);
                         next_worker += 1;
                     }
-                    for (wi, n) in shares.into_iter().enumerate() {
-                        if n > 0 {
+                    for (wi, addrs) in shares.into_iter().enumerate() {
+                        if !addrs.is_empty() {
                             per_worker[wi].push(WorkerStream {
                                 index: i,
                                 request: self.requests[ep].clone(),
-                                mode: WorkerMode::Closed { connections: n },
+                                mode: WorkerMode::Closed,
+                                addrs,
                             });
                         }
                     }
@@ -282,6 +312,8 @@ impl PhaseCtx<'_> {
                                 stride: threads as u64,
                                 max_connections: cap.div_ceil(threads),
                             }),
+                            // Each worker starts its turn at a different address.
+                            addrs: rotated(&self.addrs, wi),
                         });
                     }
                 }
@@ -290,7 +322,6 @@ impl PhaseCtx<'_> {
         for (wk, streams) in self.workers.iter().zip(per_worker) {
             wk.commands
                 .send(PhaseCmd {
-                    addr: self.addr,
                     timeout: self.timeout,
                     start,
                     end,
@@ -344,6 +375,12 @@ impl PhaseCtx<'_> {
             target_stats: Vec::new(),
         })
     }
+}
+
+/// `addrs` starting at index `from` (mod its length) and wrapping around.
+fn rotated(addrs: &[SocketAddr], from: usize) -> Vec<SocketAddr> {
+    let n = addrs.len();
+    (0..n).map(|k| addrs[(from + k) % n]).collect()
 }
 
 fn stream_result(
@@ -436,7 +473,8 @@ async fn run_worker_phase(cmd: PhaseCmd, msgs: &Sender<Msg>) -> Vec<(usize, Stre
     let mut tasks = Vec::new();
     for ws in cmd.streams {
         let ctx = Rc::new(StreamCtx {
-            addr: cmd.addr,
+            addrs: ws.addrs,
+            next_addr: std::cell::Cell::new(0),
             request: ws.request.as_ref().clone(),
             timeout: cmd.timeout,
         });
@@ -444,11 +482,12 @@ async fn run_worker_phase(cmd: PhaseCmd, msgs: &Sender<Msg>) -> Vec<(usize, Stre
         let rec = Rc::new(RefCell::new(Recorder::new(open)));
         recorders.push((ws.index, rec.clone()));
         match ws.mode {
-            WorkerMode::Closed { connections } => {
-                for _ in 0..connections {
+            WorkerMode::Closed => {
+                for _ in 0..ctx.addrs.len() {
                     let (ctx, rec) = (ctx.clone(), rec.clone());
                     tasks.push(tokio::task::spawn_local(async move {
-                        closed::run_connection(&ctx, &rec, end).await
+                        let addr = ctx.take_addr();
+                        closed::run_connection(&ctx, &rec, end, addr).await
                     }));
                 }
             }

@@ -117,6 +117,8 @@ async fn run_connection(
     end: Instant,
 ) {
     let mut conn: Option<Conn> = None;
+    // Each connection task keeps one address, taken in turn when it starts.
+    let addr = ctx.take_addr();
     let sleep = tokio::time::sleep_until(end);
     tokio::pin!(sleep);
     loop {
@@ -141,7 +143,7 @@ async fn run_connection(
         };
         let c = match conn.as_mut() {
             Some(c) => c,
-            None => match connect_until(&ctx, &rec, end).await {
+            None => match connect_until(&ctx, &rec, end, addr).await {
                 Some(c) => conn.insert(c),
                 None => {
                     // The connect failure was counted against this send.

@@ -28,6 +28,8 @@ pub enum Behaviour {
 pub struct TestServer {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Connections accepted.
+    pub connections: Arc<AtomicU64>,
     /// Requests read (complete heads).
     pub received: Arc<AtomicU64>,
     /// Answers fully written.
@@ -45,6 +47,8 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let received = Arc::new(AtomicU64::new(0));
+        let connections = Arc::new(AtomicU64::new(0));
+        let accepted = connections.clone();
         let answered = Arc::new(AtomicU64::new(0));
         let paused = Arc::new((Mutex::new(false), Condvar::new()));
         let service_micros = Arc::new(Mutex::new(Vec::new()));
@@ -57,12 +61,14 @@ impl TestServer {
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
+                accepted.fetch_add(1, Ordering::Relaxed);
                 let shared = shared.clone();
                 std::thread::spawn(move || serve(conn, behaviour, &shared));
             }
         });
         Self {
             addr,
+            connections,
             received,
             answered,
             service_micros,
