@@ -23,7 +23,9 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
         ("pool-x2", "pool", 2, "1"),
     ];
     let started = Instant::now();
-    let (o, out) = run(dir.path(), &spec(&cells, "1s", "3s", "8s", ""));
+    let yaml = spec(&cells, "1s", "3s", "8s", "")
+        .replace("  workload:\n", "  workload:\n    spread: roundRobin\n");
+    let (o, out) = run(dir.path(), &yaml);
     let took = started.elapsed();
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
@@ -40,26 +42,60 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
         single_p99 >= 10.0 * pool_p99,
         "mixed /fast p99: single-x1 {single_p99} ms vs pool-x1 {pool_p99} ms\n{t}"
     );
-    // /slow throughput: a pool does not make heavy work faster. Between the one-replica cells
-    // that holds within 2x. With two replicas of 1 CPU each it does not: the kernel's
-    // SO_REUSEPORT hash (like a Service's random pick) often puts both /slow connections on one
-    // replica, which then serves them in turn while its quota keeps the idle replica's CPU out
-    // of reach; in pool mode its one worker also shares that 1 CPU with the loop's /fast work.
-    // Measured in one run: /slow 2.4, 4.6, 2.9 and 0.6 rps. So two-replica cells are only
-    // required to keep serving /slow.
+    // /slow throughput is flat: the work is CPU-bound and every cell has the same 2 CPUs. It
+    // is flat within the seeds' own range, 2.7 to 5.4 rps, which is 2.0x by construction: one
+    // event loop can give /slow one core (single-x1), two loops two (single-x2), and where a
+    // pool keeps /fast served, /fast takes its share of the CPU. Round-robin spread, as Node's
+    // cluster does it, makes each cell repeatable; with the kernel's random pick both /slow
+    // connections sometimes landed on one 1-CPU replica (pool-x2 at 0.6 rps, once).
+    // Measured on a quiet 2-core box: 2.4, 4.9, 3.1, 2.3 rps (2.1x), the same in two runs.
+    // The bound is the seeds' 2x with a quarter on top for the load generator's and the
+    // runner's share of the same two cores.
     let slow: Vec<f64> = cells
         .iter()
         .map(|c| figures(cell(&st, c.0), "mixed", "slow").1)
         .collect();
-    let (single_x1, pool_x1) = (slow[0], slow[2]);
+    let (lo, hi) = slow
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
     assert!(
-        single_x1 > 0.0 && pool_x1 > 0.0 && single_x1.max(pool_x1) < 2.0 * single_x1.min(pool_x1),
+        lo > 0.0 && hi < 2.5 * lo,
         "mixed /slow rps per cell {slow:?}\n{t}"
     );
+    let [single_x1, single_x2, pool_x1, pool_x2] = slow[..] else {
+        unreachable!()
+    };
+    // Between the one-replica cells, the strict 2x holds: same CPUs, one loop or a pool.
     assert!(
-        slow.iter().all(|&rps| rps > 0.0),
+        single_x1.max(pool_x1) < 2.0 * single_x1.min(pool_x1),
         "mixed /slow rps per cell {slow:?}\n{t}"
     );
+    // A pool does not make heavy work faster: no pool cell beats two plain loops at /slow.
+    assert!(
+        pool_x1 <= single_x2 * 1.1 && pool_x2 <= single_x2 * 1.1,
+        "mixed /slow rps per cell {slow:?}\n{t}"
+    );
+    // Each two-replica cell spread its connections over both replicas and read both /stats.
+    for name in ["single-x2", "pool-x2"] {
+        let doc: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.join("results").join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        let stats = doc["phases"][1]["targetStats"].as_array().unwrap();
+        let addrs: std::collections::BTreeSet<_> = stats
+            .iter()
+            .map(|s| s["address"].as_str().unwrap())
+            .collect();
+        assert_eq!(addrs.len(), 2, "{name}: per-replica /stats {stats:?}");
+        let served: Vec<f64> = stats
+            .iter()
+            .map(|s| s["requestsServedInPhase"].as_f64().unwrap_or(0.0))
+            .collect();
+        assert!(
+            served.iter().all(|&n| n > 0.0),
+            "{name}: every replica served requests in the mixed phase: {served:?}"
+        );
+    }
     for c in &cells {
         let cs = cell(&st, c.0);
         let overhead = cs["overheadSeconds"].as_f64().unwrap();

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use benchmatrix_loadgen::plan::{PlanFile, Stream, Workload};
+use benchmatrix_loadgen::plan::{PlanFile, Spread, Stream, Workload};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
@@ -244,9 +244,18 @@ pub fn plan_share(
     parallelism: u32,
 ) -> PlanFile {
     let workload = share_workload(&run.spec.workload, index, parallelism);
+    // Each generator deals its connections starting from the first replica on its list; with
+    // round-robin spread, generator i starts at replica i, so two generators with one connection
+    // each reach two replicas instead of both reaching the first. The list stays complete, for
+    // /stats.
+    let mut replicas = replicas.to_vec();
+    if workload.spread == Spread::RoundRobin && !replicas.is_empty() {
+        let by = index as usize % replicas.len();
+        replicas.rotate_left(by);
+    }
     PlanFile {
         target: target.to_owned(),
-        replicas: replicas.to_vec(),
+        replicas,
         stats_path: Some(run.spec.target.stats_path.clone()),
         threads: run.spec.loadgen.threads,
         workload,
@@ -413,6 +422,44 @@ fn non_empty_vec<T>(v: Vec<T>) -> Option<Vec<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_robin_plans_carry_the_spread_and_every_pod_address_to_each_generator() {
+        let run = crate::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: rr, namespace: default, uid: "0000-1111"}
+spec:
+  configurations: [{name: x2, mode: single, replicas: 2, cpu: "1"}]
+  loadgen: {parallelism: 2}
+  workload:
+    spread: roundRobin
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 2}]}]
+"#,
+        )
+        .expect("the spec is valid");
+        let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
+        let mut first_choices = Vec::new();
+        for i in 0..2 {
+            let plan = plan_share(&run, "http://10.96.0.10:8080", &pods, i, 2);
+            // What the load generator will read back from the ConfigMap.
+            let text = serde_yaml::to_string(&plan).unwrap();
+            let back = benchmatrix_loadgen::plan::parse_plan_file(&text).unwrap();
+            assert_eq!(
+                back.workload.spread,
+                benchmatrix_loadgen::plan::Spread::RoundRobin
+            );
+            let mut listed = back.replicas.clone();
+            listed.sort();
+            assert_eq!(listed, pods, "every pod stays listed, for /stats");
+            assert_eq!(back.workload.phases[0].load[0].connections, Some(1));
+            first_choices.push(back.replicas[0].clone());
+        }
+        // One connection per generator: generator 0 deals to the first pod, 1 to the second.
+        assert_eq!(first_choices, pods);
+    }
 
     #[test]
     fn a_cells_own_env_replaces_a_built_in_variable_instead_of_repeating_it() {

@@ -1,14 +1,20 @@
 //! N target processes sharing one port (SO_REUSEPORT, so the kernel spreads connections as a
 //! Service does), each in its own cgroup; readiness, resource readings and stopping.
 //!
+//! With `spread: roundRobin` the replicas do not share an address: replica i listens on
+//! 127.0.0.(i+2) at the same port, the local stand-in for a pod IP, so the load generator can
+//! deal connections to each in turn and read each one's `/stats`.
+//!
 //! Everything here is blocking and polls at 50 ms: the runner starts a handful of processes,
 //! and its own CPU use competes with the target's, so no async runtime is spun up for it.
 
 use std::fs::{self, File};
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use benchmatrix_loadgen::plan::Spread;
 
 use super::cgroup::{Backend, Cgroup, CpuUsage, Enforcement};
 use super::http;
@@ -36,6 +42,8 @@ pub struct Launch {
     pub cpu: Option<f64>,
     /// Port they all listen on.
     pub port: u16,
+    /// Whether they share 127.0.0.1 (`service`) or each has its own address (`roundRobin`).
+    pub spread: Spread,
     /// Path that answers 200 when ready.
     pub readiness_path: String,
     /// How long readiness may take.
@@ -66,8 +74,24 @@ struct Replica {
 #[derive(Debug)]
 pub struct ReplicaSet {
     replicas: Vec<Replica>,
-    /// The shared address they listen on.
+    /// Where the target answers: the shared address, or the first replica's own.
     pub addr: SocketAddr,
+    /// Where the load generator reaches the replicas: the one shared address (`service`), or
+    /// each replica's own (`roundRobin`).
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// Most replicas that get an address of their own on 127.0.0.0/8 (127.0.0.2 upwards).
+pub const MAX_OWN_ADDRESS_REPLICAS: u32 = 250;
+
+/// The address replica `index` listens on.
+pub fn replica_host(spread: Spread, index: u32) -> Ipv4Addr {
+    match spread {
+        Spread::Service => Ipv4Addr::LOCALHOST,
+        // 127.0.0.1 stays free: nothing answers there, so a stray connection to the shared
+        // address fails loudly instead of reaching an arbitrary replica.
+        Spread::RoundRobin => Ipv4Addr::new(127, 0, 0, (index + 2).min(255) as u8),
+    }
 }
 
 /// Picks a free local TCP port (bind to port 0, read it, release it). Locally each cell gets its
@@ -85,10 +109,26 @@ impl ReplicaSet {
             reason: "SpawnFailed",
             message: format!("cannot create {}: {e}", launch.log_dir.display()),
         })?;
-        let addr = SocketAddr::from(([127, 0, 0, 1], launch.port));
+        if launch.spread == Spread::RoundRobin && launch.replicas > MAX_OWN_ADDRESS_REPLICAS {
+            return Err(StartError {
+                reason: "SpawnFailed",
+                message: format!(
+                    "spread roundRobin gives each local replica its own loopback address; \
+                     at most {MAX_OWN_ADDRESS_REPLICAS} replicas, not {}",
+                    launch.replicas
+                ),
+            });
+        }
+        let addrs: Vec<SocketAddr> = match launch.spread {
+            Spread::Service => vec![SocketAddr::from(([127, 0, 0, 1], launch.port))],
+            Spread::RoundRobin => (0..launch.replicas)
+                .map(|i| SocketAddr::from((replica_host(launch.spread, i), launch.port)))
+                .collect(),
+        };
         let mut set = ReplicaSet {
             replicas: Vec::new(),
-            addr,
+            addr: addrs[0],
+            addrs,
         };
         for i in 0..launch.replicas {
             let name = format!("{}-r{i}", launch.cell);
@@ -103,7 +143,7 @@ impl ReplicaSet {
                     message: e.to_string(),
                 })?;
             let log = launch.log_dir.join(format!("{name}.log"));
-            let mut cmd = target_command(launch)?;
+            let mut cmd = target_command(launch, replica_host(launch.spread, i))?;
             let out = File::create(&log).map_err(|e| StartError {
                 reason: "SpawnFailed",
                 message: format!("cannot create {}: {e}", log.display()),
@@ -133,8 +173,9 @@ impl ReplicaSet {
     }
 
     /// Waits until every replica is alive, the built-in target has printed its `listening on`
-    /// line in each, and GET readinessPath answers 200 (which replica answers is the kernel's
-    /// choice, so with the built-in target the per-process line is what proves each is bound).
+    /// line in each, and GET readinessPath answers 200 at every address in `addrs` (on the
+    /// shared address which replica answers is the kernel's choice, so with the built-in target
+    /// the per-process line is what proves each is bound).
     fn wait_ready(&mut self, launch: &Launch) -> Result<(), StartError> {
         let deadline = Instant::now() + launch.ready_timeout;
         let builtin = launch.command.is_empty();
@@ -166,16 +207,22 @@ impl ReplicaSet {
                         .unwrap_or(false)
                 });
             if bound {
-                match http::get(
-                    self.addr,
-                    &launch.readiness_path,
-                    Duration::from_millis(500),
-                ) {
-                    Ok(r) if r.status == 200 => return Ok(()),
-                    Ok(r) => {
-                        last_probe = format!("GET {} answered {}", launch.readiness_path, r.status)
+                let not_ready = self.addrs.iter().find_map(|&addr| {
+                    match http::get(addr, &launch.readiness_path, Duration::from_millis(500)) {
+                        Ok(r) if r.status == 200 => None,
+                        Ok(r) => Some(format!(
+                            "GET {} on {addr} answered {}",
+                            launch.readiness_path, r.status
+                        )),
+                        Err(e) => Some(format!(
+                            "GET {} on {addr} failed: {e}",
+                            launch.readiness_path
+                        )),
                     }
-                    Err(e) => last_probe = format!("GET {} failed: {e}", launch.readiness_path),
+                });
+                match not_ready {
+                    None => return Ok(()),
+                    Some(why) => last_probe = why,
                 }
             } else {
                 last_probe = "not every replica printed its `listening on` line".into();
@@ -321,7 +368,8 @@ pub fn tie_to_runner(cmd: &mut Command) {
     }
 }
 
-fn target_command(launch: &Launch) -> Result<Command, StartError> {
+fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError> {
+    let host = host.to_string();
     let mut cmd = if launch.command.is_empty() {
         let exe = std::env::current_exe().map_err(|e| StartError {
             reason: "SpawnFailed",
@@ -333,7 +381,7 @@ fn target_command(launch: &Launch) -> Result<Command, StartError> {
             "--mode",
             &launch.mode,
             "--host",
-            "127.0.0.1",
+            &host,
             "--port",
             &launch.port.to_string(),
         ]);
@@ -346,7 +394,7 @@ fn target_command(launch: &Launch) -> Result<Command, StartError> {
     cmd.env("PORT", launch.port.to_string())
         .env("BENCH_MODE", &launch.mode)
         .env("BENCH_POOL_SIZE", &launch.pool_size)
-        .env("BENCH_HOST", "127.0.0.1");
+        .env("BENCH_HOST", &host);
     for (k, v) in &launch.env {
         cmd.env(k, v);
     }
@@ -435,6 +483,7 @@ mod tests {
             replicas: 2,
             cpu: Some(0.5),
             port: free_port().unwrap(),
+            spread: Spread::Service,
             readiness_path: "/healthz".into(),
             ready_timeout: Duration::from_millis(timeout_ms),
             log_dir: dir.to_path_buf(),
@@ -466,6 +515,38 @@ mod tests {
         let err = ReplicaSet::start(&launch("exits", dir.path(), cmd, 5000), &backend).unwrap_err();
         assert_eq!(err.reason, "Exited", "{err:?}");
         assert!(err.message.contains("boom-from-target"), "{}", err.message);
+        backend.remove();
+    }
+
+    #[test]
+    fn round_robin_replicas_each_answer_on_their_own_address_and_none_on_the_shared_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        // Any program that honours BENCH_HOST and PORT, as `spec.target.command` targets must.
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "exec python3 -m http.server --bind \"$BENCH_HOST\" \"$PORT\"".into(),
+        ];
+        let mut l = launch("own-addr", dir.path(), cmd, 10_000);
+        l.spread = Spread::RoundRobin;
+        l.readiness_path = "/".into();
+        let set = ReplicaSet::start(&l, &backend).unwrap();
+        let want: Vec<SocketAddr> = ["127.0.0.2", "127.0.0.3"]
+            .iter()
+            .map(|h| format!("{h}:{}", l.port).parse().unwrap())
+            .collect();
+        assert_eq!(set.addrs, want);
+        for a in &set.addrs {
+            let r = http::get(*a, "/", Duration::from_secs(2)).unwrap();
+            assert_eq!(r.status, 200, "{a}");
+        }
+        let shared = SocketAddr::from(([127, 0, 0, 1], l.port));
+        assert!(
+            http::get(shared, "/", Duration::from_secs(1)).is_err(),
+            "nothing may listen on the shared address in roundRobin spread"
+        );
+        drop(set);
         backend.remove();
     }
 

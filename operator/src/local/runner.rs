@@ -245,6 +245,7 @@ impl Runner {
             replicas: cell.replicas,
             cpu,
             port,
+            spread: spec.workload.spread,
             readiness_path: spec.target.readiness_path.clone(),
             ready_timeout: spec.timeouts.ready.0,
             log_dir: self.out.join("logs"),
@@ -292,7 +293,7 @@ impl Runner {
         let _ = fs::remove_file(&result_path);
         let plan = PlanFile {
             target: format!("http://{}", set.addr),
-            replicas: vec![set.addr.to_string()],
+            replicas: set.addrs.iter().map(|a| a.to_string()).collect(),
             stats_path: Some(spec.target.stats_path.clone()),
             threads: spec.loadgen.threads,
             workload: spec.workload.clone(),

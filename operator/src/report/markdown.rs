@@ -236,8 +236,15 @@ const MEASUREMENT: &str = "
 - **idle RSS / peak RSS**: locally, `VmRSS` of each replica (from `/proc/PID/status`) once ready
   and before load, and `VmHWM` (the kernel's high-water mark) at the end, summed over replicas.
 - **loop lag max**: the target's own measurement of how late a periodic timer fired on its event
-  loop (its `/stats`, `loopLagMaxMs`, since start). With several replicas on one port, `/stats`
-  reaches whichever replica the kernel picks, so this is one replica's figure.
+  loop (its `/stats`, `loopLagMaxMs`, since start). With `service` spread and several local
+  replicas on one port, `/stats` reaches whichever replica the kernel picks, so this is one
+  replica's figure; with `roundRobin` (and in a cluster) each replica's `/stats` is read.
+- **How connections reached the replicas** (`spec.workload.spread`): `service` (the default)
+  sends every connection to one address and lets the kernel's SO_REUSEPORT hash (locally) or
+  kube-proxy (in a cluster) pick a replica at random, so with a few keep-alive connections the
+  replicas' shares can differ widely from run to run; `roundRobin` deals each stream's
+  connections to the replicas' own addresses in turn (locally 127.0.0.2, 127.0.0.3, ... on the
+  cell's port; in a cluster the pod IPs), as Node's cluster primary does.
 - **CPU limit enforced by**: how the runner put the limit into force for this cell (cgroup v2
   `cpu.max`, cgroup v1 CFS quota with a 100 ms period, or CPU affinity as a weaker fallback when
   no cgroup was writable); requests equal limits. Locally every benchmark cgroup also gets 16
