@@ -1,1 +1,3 @@
 //! Helpers shared by the workspace-level tests.
+
+pub mod schema_check;

@@ -1,0 +1,130 @@
+//! The load generator's JSON speaks the status schema's language: each stream of a
+//! `benchmatrix-loadgen --out FILE` document, with its phase's name, is a valid entry of
+//! `status.cells[].results[]` in the generated CRD, and an open-loop stream's uncorrected
+//! latencies have the same shape as the corrected ones. A renamed field on either side fails here.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+use benchmatrix_tests::schema_check::check;
+use serde_json::Value;
+
+/// A keep-alive HTTP/1.1 server answering every request with 200 "ok"; lives until the test
+/// process ends.
+fn ok_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut conn = conn;
+                let mut buf = [0u8; 4096];
+                let mut pending = Vec::new();
+                loop {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if conn.write_all(answer).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/hello")
+}
+
+/// Runs the load generator's command line in-process and returns the document it wrote.
+fn loadgen(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("result.json");
+    let mut argv = vec!["benchmatrix-loadgen".to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    argv.extend(["--out".into(), out.display().to_string()]);
+    let code = benchmatrix_loadgen::cli::main(argv.into_iter().map(Into::into).collect());
+    assert_eq!(code, std::process::ExitCode::SUCCESS, "{args:?}");
+    serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
+}
+
+/// The CRD's schema of one `status.cells[].results[]` entry.
+fn result_schema() -> Value {
+    let crd: Value = serde_yaml::from_str(&benchmatrix::crdgen::crd_yaml()).unwrap();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+        ["cells"]["items"]["properties"]["results"]["items"]
+        .clone()
+}
+
+/// The stream's fields that the status schema also names, plus its phase: what the operator
+/// copies into the status. Fields only the result document has (histograms, timelines) are left
+/// out; the schema's `required` list is what must be there.
+fn as_status_entry(schema: &Value, phase: &Value, stream: &Value) -> Value {
+    let mut entry = serde_json::Map::new();
+    entry.insert("phase".into(), phase["name"].clone());
+    for key in schema["properties"].as_object().unwrap().keys() {
+        if let Some(v) = stream.get(key) {
+            entry.insert(key.clone(), v.clone());
+        }
+    }
+    Value::Object(entry)
+}
+
+fn assert_fits(schema: &Value, value: &Value, what: &str) {
+    let mut errors = Vec::new();
+    check(schema, value, what, &mut errors);
+    assert!(errors.is_empty(), "{what}: {errors:?}\n{value:#}");
+}
+
+#[test]
+fn closed_and_open_loop_results_fit_the_status_schema() {
+    let url = ok_server();
+    let schema = result_schema();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for name in [
+        "requests",
+        "errors",
+        "rps",
+        "latencyMs",
+        "endpoint",
+        "phase",
+    ] {
+        assert!(
+            required.contains(&name),
+            "status requires {name}: {required:?}"
+        );
+    }
+
+    let closed = loadgen(&["-c", "2", "-d", "1s", &url]);
+    let open = loadgen(&["-R", "200", "-d", "1s", &url]);
+    for (doc, kind) in [(&closed, "closed"), (&open, "open")] {
+        let phase = &doc["phases"][0];
+        let stream = &phase["streams"][0];
+        assert!(
+            stream["requests"].as_u64().unwrap() > 0,
+            "{kind}: {stream:#}"
+        );
+        let entry = as_status_entry(&schema, phase, stream);
+        assert_fits(&schema, &entry, &format!("{kind} loop result"));
+    }
+
+    // Open loop carries the uncorrected figures beside the corrected ones, in the same shape.
+    let stream = &open["phases"][0]["streams"][0];
+    assert_fits(
+        &schema["properties"]["latencyMs"],
+        &stream["uncorrectedLatencyMs"],
+        "uncorrectedLatencyMs",
+    );
+    assert!(stream["offeredRps"].as_f64().unwrap() > 0.0, "{stream:#}");
+    // Closed loop has no uncorrected figures to show: the names are absent, not zero.
+    let closed_stream = &closed["phases"][0]["streams"][0];
+    assert!(closed_stream.get("uncorrectedLatencyMs").is_none());
+}
