@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
+use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, GeneratorShare, RunConfig};
 use crate::plan::{self, Duration, Endpoint, FieldError, Phase, Spread, Stream, Workload};
 use crate::result::RunResult;
 use crate::summary;
@@ -205,6 +205,10 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
                     .unwrap_or_else(|| "/stats".into()),
             ),
             open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
+            share: GeneratorShare {
+                index: plan.generator_index as usize,
+                count: plan.generators as usize,
+            },
         });
     }
     let mut errors = Vec::new();
@@ -319,6 +323,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
         replicas: Vec::new(),
         stats_path: args.stats_path.clone(),
         open_max_connections,
+        share: GeneratorShare::default(),
     })
 }
 

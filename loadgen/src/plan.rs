@@ -37,11 +37,11 @@ pub struct Workload {
     /// How connections reach the replicas. `service` (default): every connection goes to the
     /// target's one address (a ClusterIP Service on a cluster; locally, replicas sharing a port
     /// with SO_REUSEPORT), so the kernel picks a replica per connection, at random: with a few
-    /// keep-alive connections one replica may get all of a stream. `roundRobin`: each stream's
-    /// connections are dealt to the replicas' own addresses in turn, as Node's cluster primary
-    /// or IPVS `rr` do, so every replica carries the same share of every closed-loop stream
-    /// (open-loop streams open their connections in replica order and send on whichever is
-    /// free).
+    /// keep-alive connections one replica may get all of a stream. `roundRobin`: connections
+    /// are dealt to the replicas' own addresses in turn (numbered across a phase's streams and
+    /// the load generators), as Node's cluster primary or IPVS `rr` do, so each replica's share
+    /// of a closed-loop stream is within one connection of the others' (open-loop streams open
+    /// their connections in replica order and send on whichever is free).
     #[serde(default, skip_serializing_if = "Spread::is_service")]
     pub spread: Spread,
 }
@@ -312,6 +312,27 @@ pub struct PlanFile {
     pub threads: Option<u32>,
     /// The workload, as in a BenchmarkRun's `spec.workload`.
     pub workload: Workload,
+    /// Which of several load generators sharing the workload this is, from 0. With
+    /// `roundRobin` spread this generator's k-th connection is connection
+    /// `generatorIndex + k * generators` of the whole, so together the generators deal the
+    /// replicas in turn. Default 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generator_index: u32,
+    /// How many load generators share the workload. Default 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub generators: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl PlanFile {
@@ -336,6 +357,14 @@ impl PlanFile {
         }
         if self.threads == Some(0) {
             errors.push(FieldError::new("threads", "must be at least 1"));
+        }
+        if self.generators == 0 {
+            errors.push(FieldError::new("generators", "must be at least 1"));
+        } else if self.generator_index >= self.generators {
+            errors.push(FieldError::new(
+                "generatorIndex",
+                format!("must be below generators ({})", self.generators),
+            ));
         }
         if self.workload.spread == Spread::RoundRobin && self.replicas.is_empty() {
             errors.push(FieldError::new(

@@ -52,6 +52,7 @@ fn config(server: &TestServer, workload: Workload, threads: usize) -> RunConfig 
         replicas: Vec::new(),
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
+        share: Default::default(),
     }
 }
 
@@ -265,6 +266,7 @@ workload:
         replicas: plan.replicas,
         stats_path: Some("/stats".into()),
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
+        share: Default::default(),
     };
     let mut lines = Vec::new();
     let started = Instant::now();

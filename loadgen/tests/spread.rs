@@ -45,6 +45,7 @@ fn config(
         // No /stats reads: every request a server counts is load.
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
+        share: Default::default(),
     }
 }
 
@@ -84,6 +85,39 @@ fn round_robin_deals_each_streams_connections_to_every_replica_in_turn() {
     assert!((0.8..1.25).contains(&ratio), "requests {ra} vs {rb}");
     let done: u64 = result.phases[0].streams.iter().map(|s| s.requests).sum();
     assert!(done > 0 && done <= ra + rb, "{done} vs {ra} + {rb}");
+}
+
+#[test]
+fn two_generators_deal_four_replicas_one_connection_each() {
+    // parallelism 2 over 4 pods: the operator gives each generator 2 of a stream's 4
+    // connections and its index; together they must reach every pod once.
+    let b = Behaviour::Ok {
+        delay: std::time::Duration::from_millis(2),
+    };
+    let servers: Vec<TestServer> = (0..4).map(|_| TestServer::start(b)).collect();
+    let refs: Vec<&TestServer> = servers.iter().collect();
+    for index in 0..2 {
+        let mut cfg = config(&servers[0], &refs, Spread::RoundRobin, vec![closed(2)], 1);
+        cfg.share = engine::GeneratorShare { index, count: 2 };
+        engine::run(&cfg, &mut |_| {}).unwrap();
+    }
+    let per_server: Vec<u64> = servers.iter().map(|s| counts(s).0).collect();
+    assert_eq!(per_server, [1, 1, 1, 1]);
+}
+
+#[test]
+fn leftover_connections_of_successive_streams_go_to_different_replicas() {
+    // Two one-connection streams over two replicas: the second continues the turn.
+    let (a, b) = two_replicas();
+    let cfg = config(
+        &a,
+        &[&a, &b],
+        Spread::RoundRobin,
+        vec![closed(1), closed(1)],
+        1,
+    );
+    engine::run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!((counts(&a).0, counts(&b).0), (1, 1));
 }
 
 #[test]

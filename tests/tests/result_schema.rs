@@ -1,7 +1,9 @@
-//! The load generator's JSON speaks the status schema's language: each stream of a
-//! `benchmatrix-loadgen --out FILE` document, with its phase's name, is a valid entry of
-//! `status.cells[].results[]` in the generated CRD, and an open-loop stream's uncorrected
-//! latencies have the same shape as the corrected ones. A renamed field on either side fails here.
+//! The load generator's JSON speaks the status schema's language (DESIGN.md: `requests`,
+//! `errors`, `rps`, `latencyMs: {p50, p90, p99, p999, max, mean}`): each stream of a
+//! `benchmatrix-loadgen --out FILE` document, taken by the field names the CRD gives
+//! `status.cells[].results[]`, is a valid entry, and equals what the operator's own conversion
+//! (`results::cell_results`) writes there. A required field renamed in the loadgen's JSON or in
+//! the status types fails here.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -114,14 +116,29 @@ fn closed_and_open_loop_results_fit_the_status_schema() {
         );
         let entry = as_status_entry(&schema, phase, stream);
         assert_fits(&schema, &entry, &format!("{kind} loop result"));
+        // The operator's conversion, from the same document, writes exactly that entry.
+        let typed: benchmatrix_loadgen::result::RunResult =
+            serde_json::from_value(doc.clone()).unwrap();
+        let converted =
+            serde_json::to_value(&benchmatrix::results::cell_results(&typed)[0]).unwrap();
+        assert_fits(&schema, &converted, &format!("{kind} loop status entry"));
+        assert_eq!(
+            converted, entry,
+            "{kind}: the status entry differs from the document"
+        );
     }
 
-    // Open loop carries the uncorrected figures beside the corrected ones, in the same shape.
+    // Open loop carries the uncorrected figures beside the corrected ones, under a name that
+    // says so, with the same percentile names.
     let stream = &open["phases"][0]["streams"][0];
-    assert_fits(
-        &schema["properties"]["latencyMs"],
-        &stream["uncorrectedLatencyMs"],
-        "uncorrectedLatencyMs",
+    let names = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        names(&stream["uncorrectedLatencyMs"]),
+        names(&stream["latencyMs"])
     );
     assert!(stream["offeredRps"].as_f64().unwrap() > 0.0, "{stream:#}");
     // Closed loop has no uncorrected figures to show: the names are absent, not zero.

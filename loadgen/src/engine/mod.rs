@@ -53,6 +53,31 @@ pub struct RunConfig {
     pub stats_path: Option<String>,
     /// Cap on the connections of each open-loop stream (all workers together).
     pub open_max_connections: usize,
+    /// This generator's place among the generators sharing the workload (round-robin spread).
+    pub share: GeneratorShare,
+}
+
+/// Which of `count` load generators this is; see [`crate::plan::PlanFile::generator_index`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GeneratorShare {
+    /// 0-based.
+    pub index: usize,
+    /// At least 1.
+    pub count: usize,
+}
+
+impl Default for GeneratorShare {
+    fn default() -> Self {
+        GeneratorShare { index: 0, count: 1 }
+    }
+}
+
+impl GeneratorShare {
+    /// The address of this generator's `k`-th connection: connection `index + k * count` of
+    /// the whole workload, dealt over `addrs` in turn.
+    fn pick(&self, addrs: &[SocketAddr], k: usize) -> SocketAddr {
+        addrs[(self.index + k * self.count.max(1)) % addrs.len()]
+    }
 }
 
 /// Why a run could not be carried out (as opposed to requests failing, which are results).
@@ -264,6 +289,10 @@ impl PhaseCtx<'_> {
         let end = start + phase.duration.get();
         let mut per_worker: Vec<Vec<WorkerStream>> = (0..threads).map(|_| Vec::new()).collect();
         let mut next_worker = 0usize;
+        // Connections are numbered across the phase's streams, so leftovers of one stream
+        // continue where the previous stream stopped instead of all starting at replica 0.
+        let mut next_conn = 0usize;
+        let share = self.cfg.share;
         let mut names = Vec::with_capacity(phase.load.len());
         let mut modes = Vec::with_capacity(phase.load.len());
         for (i, stream) in phase.load.iter().enumerate() {
@@ -280,13 +309,14 @@ impl PhaseCtx<'_> {
             modes.push(mode);
             match mode {
                 LoadMode::Closed { connections } => {
-                    // Connection c goes to worker c mod threads (continuing across streams)
-                    // and to address c mod addresses, so round-robin spread holds per stream
+                    // Connections go to workers in turn and to addresses in turn (numbered
+                    // across streams and generators), so round-robin spread holds per stream
                     // whatever the thread count.
                     let mut shares: Vec<Vec<SocketAddr>> = vec![Vec::new(); threads];
-                    for c in 0..connections as usize {
-                        shares[next_worker % threads].push(self.addrs[c % self.addrs.len()]);
+                    for _ in 0..connections {
+                        shares[next_worker % threads].push(share.pick(&self.addrs, next_conn));
                         next_worker += 1;
+                        next_conn += 1;
                     }
                     for (wi, addrs) in shares.into_iter().enumerate() {
                         if !addrs.is_empty() {
@@ -313,9 +343,12 @@ impl PhaseCtx<'_> {
                                 max_connections: cap.div_ceil(threads),
                             }),
                             // Each worker starts its turn at a different address.
-                            addrs: rotated(&self.addrs, wi),
+                            addrs: (0..self.addrs.len())
+                                .map(|k| share.pick(&self.addrs, next_conn + wi + k * threads))
+                                .collect(),
                         });
                     }
+                    next_conn += threads;
                 }
             }
         }
@@ -375,12 +408,6 @@ impl PhaseCtx<'_> {
             target_stats: Vec::new(),
         })
     }
-}
-
-/// `addrs` starting at index `from` (mod its length) and wrapping around.
-fn rotated(addrs: &[SocketAddr], from: usize) -> Vec<SocketAddr> {
-    let n = addrs.len();
-    (0..n).map(|k| addrs[(from + k) % n]).collect()
 }
 
 fn stream_result(

@@ -310,7 +310,8 @@ pub struct Configuration {
     #[serde(default)]
     pub mode: Mode,
 
-    /// Number of target replicas (pods in the cluster, processes sharing one port locally).
+    /// Number of target replicas (pods in the cluster, processes locally: sharing one port, or
+    /// each on its own loopback address with `workload.spread: roundRobin`).
     #[serde(default = "default_replicas")]
     #[schemars(range(min = 1, max = 64))]
     pub replicas: u32,

@@ -55,7 +55,8 @@ pub struct Launch {
 /// Why the replicas could not be brought up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StartError {
-    /// A word for the status' `reason`: NeverReady, SpawnFailed, Exited, CgroupFailed, Interrupted.
+    /// A word for the status' `reason`: NeverReady, SpawnFailed, Exited, CgroupFailed,
+    /// Interrupted, WrongAddress.
     pub reason: &'static str,
     /// A sentence, with the process' own last words where there are some.
     pub message: String,
@@ -169,6 +170,9 @@ impl ReplicaSet {
             });
         }
         set.wait_ready(launch)?;
+        if launch.spread == Spread::RoundRobin {
+            set.check_own_addresses(launch.port)?;
+        }
         Ok(set)
     }
 
@@ -242,6 +246,30 @@ impl ReplicaSet {
                 });
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// With round-robin spread nothing may answer on the shared 127.0.0.1: a target that binds
+    /// 0.0.0.0 with SO_REUSEPORT instead of BENCH_HOST would pass every readiness probe while
+    /// the kernel, not the dealing, chose the replica of each connection.
+    fn check_own_addresses(&self, port: u16) -> Result<(), StartError> {
+        let shared = SocketAddr::from(([127, 0, 0, 1], port));
+        match std::net::TcpStream::connect_timeout(&shared, Duration::from_millis(300)) {
+            Err(_) => Ok(()),
+            Ok(_) => Err(StartError {
+                reason: "WrongAddress",
+                message: format!(
+                    "spread roundRobin gives each replica its own address (BENCH_HOST: {}), but \
+                     something also answers on {shared}: the target seems to listen on every \
+                     address, so connections would not reach the replica they are dealt to; \
+                     make it listen on BENCH_HOST",
+                    self.addrs
+                        .iter()
+                        .map(|a| a.ip().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
         }
     }
 
@@ -547,6 +575,27 @@ mod tests {
             "nothing may listen on the shared address in roundRobin spread"
         );
         drop(set);
+        backend.remove();
+    }
+
+    #[test]
+    fn a_round_robin_target_that_listens_on_every_address_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        // Ignores BENCH_HOST: bound to 0.0.0.0, it answers on its own address and on the
+        // shared one alike, so the dealing could not decide where connections go.
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "exec python3 -m http.server --bind 0.0.0.0 \"$PORT\"".into(),
+        ];
+        let mut l = launch("any-addr", dir.path(), cmd, 10_000);
+        l.spread = Spread::RoundRobin;
+        l.replicas = 1;
+        l.readiness_path = "/".into();
+        let err = ReplicaSet::start(&l, &backend).unwrap_err();
+        assert_eq!(err.reason, "WrongAddress", "{err:?}");
+        assert!(err.message.contains("BENCH_HOST"), "{}", err.message);
         backend.remove();
     }
 

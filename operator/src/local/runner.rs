@@ -297,6 +297,8 @@ impl Runner {
             stats_path: Some(spec.target.stats_path.clone()),
             threads: spec.loadgen.threads,
             workload: spec.workload.clone(),
+            generator_index: 0,
+            generators: 1,
         };
         if let Err(e) = serde_json::to_string_pretty(&plan)
             .map_err(std::io::Error::other)
