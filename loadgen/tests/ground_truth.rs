@@ -7,33 +7,12 @@ use std::time::{Duration, Instant};
 
 use benchmatrix_loadgen::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
 use benchmatrix_loadgen::histogram;
-use benchmatrix_loadgen::plan::{self, Endpoint, Phase, Stream, Workload};
+use benchmatrix_loadgen::plan::{self, Spread, Stream, Workload};
 use benchmatrix_loadgen::result::{self, RunResult, StreamResult};
-use common::{Behaviour, TestServer};
+use common::{Behaviour, TestServer, closed};
 
 fn workload(phase_secs: u64, stream: Stream) -> Workload {
-    Workload {
-        endpoints: vec![Endpoint {
-            name: "e".into(),
-            path: "/e".into(),
-        }],
-        warmup: plan::Duration::default(),
-        phases: vec![Phase {
-            name: "p".into(),
-            duration: plan::Duration::from_secs(phase_secs),
-            load: vec![stream],
-        }],
-        timeout: Some(plan::Duration::from_secs(5)),
-        spread: plan::Spread::Service,
-    }
-}
-
-fn closed(connections: u32) -> Stream {
-    Stream {
-        endpoint: "e".into(),
-        connections: Some(connections),
-        rate: None,
-    }
+    common::workload(phase_secs, vec![stream], Spread::Service)
 }
 
 fn open(rate: f64) -> Stream {

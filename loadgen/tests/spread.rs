@@ -6,8 +6,8 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use benchmatrix_loadgen::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
-use benchmatrix_loadgen::plan::{self, Endpoint, Phase, Spread, Stream, Workload};
-use common::{Behaviour, TestServer};
+use benchmatrix_loadgen::plan::{Spread, Stream};
+use common::{Behaviour, TestServer, closed};
 
 fn two_replicas() -> (TestServer, TestServer) {
     let b = Behaviour::Ok {
@@ -26,34 +26,13 @@ fn config(
 ) -> RunConfig {
     RunConfig {
         target: target.url("").parse().unwrap(),
-        workload: Workload {
-            endpoints: vec![Endpoint {
-                name: "e".into(),
-                path: "/e".into(),
-            }],
-            warmup: plan::Duration::default(),
-            phases: vec![Phase {
-                name: "p".into(),
-                duration: plan::Duration::from_secs(1),
-                load,
-            }],
-            timeout: Some(plan::Duration::from_secs(5)),
-            spread,
-        },
+        workload: common::workload(1, load, spread),
         threads,
         replicas: replicas.iter().map(|r| r.addr.to_string()).collect(),
         // No /stats reads: every request a server counts is load.
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
-    }
-}
-
-fn closed(connections: u32) -> Stream {
-    Stream {
-        endpoint: "e".into(),
-        connections: Some(connections),
-        rate: None,
     }
 }
 

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use benchmatrix_loadgen::plan::{self, Endpoint, Phase, Spread, Stream, Workload};
+
 /// What a test server does with each request.
 #[derive(Clone, Copy, Debug)]
 pub enum Behaviour {
@@ -191,4 +193,31 @@ pub fn closed_port() -> u16 {
     let port = l.local_addr().unwrap().port();
     drop(l);
     port
+}
+
+/// One phase "p" of `phase_secs` with `load` on endpoint "e" (path "/e"), a 5 s timeout.
+pub fn workload(phase_secs: u64, load: Vec<Stream>, spread: Spread) -> Workload {
+    Workload {
+        endpoints: vec![Endpoint {
+            name: "e".into(),
+            path: "/e".into(),
+        }],
+        warmup: plan::Duration::default(),
+        phases: vec![Phase {
+            name: "p".into(),
+            duration: plan::Duration::from_secs(phase_secs),
+            load,
+        }],
+        timeout: Some(plan::Duration::from_secs(5)),
+        spread,
+    }
+}
+
+/// A closed-loop stream of `connections` on endpoint "e".
+pub fn closed(connections: u32) -> Stream {
+    Stream {
+        endpoint: "e".into(),
+        connections: Some(connections),
+        rate: None,
+    }
 }
