@@ -11,7 +11,7 @@ use benchmatrix_loadgen::result::{RunResult, TargetStats as ReplicaSnapshot};
 
 use crate::api::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Interference,
-    Summary, TargetStats,
+    ReplicaPhaseShare, ReplicaShare, Summary, TargetStats,
 };
 
 /// One status entry per phase and endpoint of the document, in document order.
@@ -45,6 +45,7 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
         last: Option<&'a ReplicaSnapshot>,
         peak_rss: Option<f64>,
         cpu_seconds: Option<f64>,
+        phases: Vec<ReplicaPhaseShare>,
     }
     let mut replicas: BTreeMap<&str, Replica<'_>> = BTreeMap::new();
     for phase in &result.phases {
@@ -60,6 +61,11 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
             if let Some(cpu) = r.cpu_seconds_in_phase {
                 entry.cpu_seconds = Some(entry.cpu_seconds.unwrap_or(0.0) + cpu);
             }
+            entry.phases.push(ReplicaPhaseShare {
+                phase: phase.name.clone(),
+                cpu_seconds_used: r.cpu_seconds_in_phase,
+                requests_served: r.requests_served_in_phase,
+            });
         }
     }
     replicas.retain(|_, r| r.first.is_some());
@@ -95,6 +101,18 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
         cpu_seconds_used: sum(&|r: &Replica<'_>| r.cpu_seconds),
         throttled_periods: counter_delta(|s| s.throttled_periods).map(|v| v.max(0.0) as u64),
         throttled_seconds: counter_delta(|s| s.throttled_seconds).map(|v| v.max(0.0)),
+        // Only worth a table when several replicas each answered on their own address.
+        per_replica: if replicas.len() > 1 {
+            replicas
+                .iter()
+                .map(|(address, r)| ReplicaShare {
+                    replica: (*address).to_owned(),
+                    phases: r.phases.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -502,6 +520,26 @@ mod tests {
         assert_eq!(t.peak_rss_bytes, Some(40 + 30));
         assert_eq!(t.cpu_seconds_used, Some(8.0));
         assert_eq!(t.throttled_periods, Some(10 + 8));
+        // Per replica and phase: its own CPU.
+        let cpu: Vec<_> = t
+            .per_replica
+            .iter()
+            .map(|r| {
+                let p: Vec<_> = r
+                    .phases
+                    .iter()
+                    .map(|p| (p.phase.as_str(), p.cpu_seconds_used))
+                    .collect();
+                (r.replica.as_str(), p)
+            })
+            .collect();
+        assert_eq!(
+            cpu,
+            [
+                ("a", vec![("fast-only", Some(1.0)), ("mixed", Some(2.5))]),
+                ("b", vec![("fast-only", Some(2.0)), ("mixed", Some(2.5))])
+            ]
+        );
     }
 
     #[test]

@@ -75,27 +75,36 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
         pool_x1 <= single_x2 * 1.1 && pool_x2 <= single_x2 * 1.1,
         "mixed /slow rps per cell {slow:?}\n{t}"
     );
-    // Each two-replica cell spread its connections over both replicas and read both /stats.
+    // Each two-replica cell spread its work evenly in every phase: each replica's own cgroup
+    // shows about half the cell's CPU, and each one's /stats, read on its own address, shows
+    // requests served.
     for name in ["single-x2", "pool-x2"] {
-        let doc: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(out.join("results").join(format!("{name}.json"))).unwrap(),
-        )
-        .unwrap();
-        let stats = doc["phases"][1]["targetStats"].as_array().unwrap();
-        let addrs: std::collections::BTreeSet<_> = stats
-            .iter()
-            .map(|s| s["address"].as_str().unwrap())
-            .collect();
-        assert_eq!(addrs.len(), 2, "{name}: per-replica /stats {stats:?}");
-        let served: Vec<f64> = stats
-            .iter()
-            .map(|s| s["requestsServedInPhase"].as_f64().unwrap_or(0.0))
-            .collect();
-        assert!(
-            served.iter().all(|&n| n > 0.0),
-            "{name}: every replica served requests in the mixed phase: {served:?}"
-        );
+        let per = cell(&st, name)["target"]["perReplica"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{name}: no perReplica\n{t}"))
+            .clone();
+        assert_eq!(per.len(), 2, "{name}: {per:?}");
+        for (k, phase) in ["fast-only", "mixed"].iter().enumerate() {
+            let of = |r: &serde_yaml::Value, field: &str| {
+                assert_eq!(r["phases"][k]["phase"].as_str(), Some(*phase));
+                r["phases"][k][field].as_f64().unwrap_or(0.0)
+            };
+            let cpu: Vec<f64> = per.iter().map(|r| of(r, "cpuSecondsUsed")).collect();
+            let share = cpu[0] / (cpu[0] + cpu[1]);
+            assert!(
+                (0.35..0.65).contains(&share),
+                "{name} {phase}: CPU per replica {cpu:?}\n{t}"
+            );
+            for r in &per {
+                assert!(of(r, "requestsServed") > 0.0, "{name} {phase}: {r:?}");
+            }
+        }
     }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## How the work spread over replicas") && !md.contains("Uneven:"),
+        "{md}"
+    );
     for c in &cells {
         let cs = cell(&st, c.0);
         let overhead = cs["overheadSeconds"].as_f64().unwrap();
@@ -104,7 +113,6 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
     }
 
     // The report and the charts exist and parse.
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         md.contains("### fast in phase mixed") && md.contains("## How each figure was measured")
     );
@@ -169,6 +177,47 @@ fn timing_half_cpu_cell_is_really_limited() {
         target["throttledPeriods"].as_u64().unwrap() > 0,
         "{target:?}"
     );
+}
+
+/// One connection over two replicas leaves one of them idle, whatever the spread: the status
+/// shows it per replica (from each one's cgroup) and the report calls the split uneven.
+#[test]
+fn an_idle_replica_is_shown_and_called_uneven() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: t}
+spec:
+  configurations: [{name: x2, mode: single, replicas: 2, cpu: "1"}]
+  workload:
+    spread: roundRobin
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: one-conn, duration: 2s, load: [{endpoint: fast, connections: 1}]}]
+"#;
+    let (o, out) = run(dir.path(), yaml);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let st = status(&out);
+    let per = cell(&st, "x2")["target"]["perReplica"]
+        .as_sequence()
+        .unwrap_or_else(|| panic!("no perReplica\n{t}"))
+        .clone();
+    let cpu: Vec<f64> = per
+        .iter()
+        .map(|r| r["phases"][0]["cpuSecondsUsed"].as_f64().unwrap())
+        .collect();
+    let served: Vec<f64> = per
+        .iter()
+        .map(|r| r["phases"][0]["requestsServed"].as_f64().unwrap_or(0.0))
+        .collect();
+    // The dealt-to replica worked the whole phase (its one loop kept busy by /fast); the other
+    // only answered the /stats reads.
+    assert!(cpu[0] > 1.0 && cpu[1] < 0.3, "CPU per replica {cpu:?}\n{t}");
+    // (The target counts the /stats read that opened the phase, too.)
+    assert!(served[0] > 20.0 && served[1] <= 2.0, "served {served:?}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Uneven: in x2 (one-conn)"), "{md}");
 }
 
 /// A target that never listens fails its cell with the reason; the other cells still run and

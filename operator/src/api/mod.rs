@@ -15,5 +15,5 @@ pub use spec::{
 };
 pub use status::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Enforcement,
-    Interference, LatencyMs, RunPhase, Summary, TargetStats,
+    Interference, LatencyMs, ReplicaPhaseShare, ReplicaShare, RunPhase, Summary, TargetStats,
 };

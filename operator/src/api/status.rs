@@ -218,6 +218,35 @@ pub struct TargetStats {
     /// Seconds the target was throttled, summed over replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled_seconds: Option<f64>,
+    /// How the work spread over the replicas in each measured phase, one entry per replica
+    /// (cells with several replicas): an uneven split means the connections, not only the
+    /// configuration, decided part of the result (see `spec.workload.spread`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_replica: Vec<ReplicaShare>,
+}
+
+/// One replica's part of a cell's work.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaShare {
+    /// The replica: its address where it has its own ("IP:PORT"), else its index ("r0").
+    pub replica: String,
+    /// Its work in each measured phase, in phase order.
+    pub phases: Vec<ReplicaPhaseShare>,
+}
+
+/// One replica's work in one phase.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaPhaseShare {
+    /// Phase name.
+    pub phase: String,
+    /// CPU seconds it used in the phase (its cgroup locally, its `/stats` in a cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds_used: Option<f64>,
+    /// Requests it served in the phase, from its `/stats` read on its own address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_served: Option<f64>,
 }
 
 /// Results of one endpoint in one phase.

@@ -283,18 +283,37 @@ impl ReplicaSet {
         self.replicas.first().map(|r| r.cgroup.enforcement())
     }
 
-    /// CPU used by all replicas so far, from their cgroups (or /proc with affinity only).
-    pub fn usage(&self) -> CpuUsage {
+    /// CPU used by each replica so far, in replica order, from its cgroup (or /proc with
+    /// affinity only); zero where it cannot be read.
+    pub fn usage_each(&self) -> Vec<CpuUsage> {
+        self.replicas
+            .iter()
+            .map(|r| r.cgroup.usage(&[r.child.id()]).unwrap_or_default())
+            .collect()
+    }
+
+    /// The sum of several replicas' CPU readings.
+    pub fn total(each: &[CpuUsage]) -> CpuUsage {
         let mut sum = CpuUsage::default();
-        for r in &self.replicas {
-            if let Some(u) = r.cgroup.usage(&[r.child.id()]) {
-                sum.usage_secs += u.usage_secs;
-                sum.nr_periods += u.nr_periods;
-                sum.nr_throttled += u.nr_throttled;
-                sum.throttled_secs += u.throttled_secs;
-            }
+        for u in each {
+            sum.usage_secs += u.usage_secs;
+            sum.nr_periods += u.nr_periods;
+            sum.nr_throttled += u.nr_throttled;
+            sum.throttled_secs += u.throttled_secs;
         }
         sum
+    }
+
+    /// How each replica is named in a status: its own address where it has one, else "rN".
+    pub fn replica_names(&self) -> Vec<String> {
+        (0..self.replicas.len())
+            .map(|i| match self.addrs.get(i) {
+                Some(a) if self.addrs.len() == self.replicas.len() && self.replicas.len() > 1 => {
+                    a.to_string()
+                }
+                _ => format!("r{i}"),
+            })
+            .collect()
     }
 
     /// Resident memory now and at its peak (VmRSS, VmHWM), summed over every process of every

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use benchmatrix_loadgen::plan::PlanFile;
 use benchmatrix_loadgen::result::RunResult;
 
-use super::cgroup::{Backend, Enforcement as Enforced, host_cpus};
+use super::cgroup::{Backend, CpuUsage, Enforcement as Enforced, host_cpus};
 use super::http;
 use super::loadgen::Loadgen;
 use super::progress::Display;
@@ -17,7 +17,8 @@ use super::replicas::{Launch, ReplicaSet, free_port};
 use super::signals;
 use crate::api::conditions::now;
 use crate::api::{
-    BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, Enforcement, RunPhase, TargetStats,
+    BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, Enforcement, ReplicaPhaseShare,
+    ReplicaShare, RunPhase, TargetStats,
 };
 use crate::plan::{self, Cell};
 use crate::report::{self, RawCell, markdown::Notes};
@@ -353,14 +354,30 @@ impl Runner {
         cs.phase = CellPhase::Running;
         cs.load_start_time = Some(now());
         let load_started = Instant::now();
-        let mut cpu_at_warmup_end = None;
+        // Each replica's CPU at the end of warm-up and of every phase but the last (whose end
+        // is read when the load generator exits), timed from its start by the 50 ms poll.
+        let mut boundary = warmup;
+        let boundaries: Vec<Duration> = std::iter::once(warmup)
+            .chain(spec.workload.phases.iter().map(|p| {
+                boundary += p.duration.0;
+                boundary
+            }))
+            .collect();
+        let mut cpu_at: Vec<Option<Vec<CpuUsage>>> = vec![None; boundaries.len()];
         let mut target_died = None;
         let exit = loop {
             while let Ok(p) = lg.progress.try_recv() {
                 self.display.live(cell.index, &cell.name, &p);
             }
-            if cpu_at_warmup_end.is_none() && load_started.elapsed() >= warmup {
-                cpu_at_warmup_end = Some(set.usage());
+            let elapsed = load_started.elapsed();
+            for (at, &b) in cpu_at
+                .iter_mut()
+                .zip(&boundaries)
+                .take(boundaries.len() - 1)
+            {
+                if at.is_none() && elapsed >= b {
+                    *at = Some(set.usage_each());
+                }
             }
             if let Some(status) = lg.try_wait() {
                 break Ok(status);
@@ -388,7 +405,9 @@ impl Runner {
             exit
         };
         let load_wall = load_started.elapsed();
-        let cpu_end = set.usage();
+        let cpu_end_each = set.usage_each();
+        let cpu_end = ReplicaSet::total(&cpu_end_each);
+        let replica_names = set.replica_names();
         let peak_rss = set.rss().1;
         let stopping = Instant::now();
         lg.stop();
@@ -440,10 +459,24 @@ impl Runner {
         target.replicas = Some(cell.replicas);
         target.idle_rss_bytes = Some(idle_rss);
         target.peak_rss_bytes = Some(peak_rss);
-        if let Some(u0) = cpu_at_warmup_end {
+        if let Some(last) = cpu_at.last_mut() {
+            *last = Some(cpu_end_each.clone());
+        }
+        if let Some(each0) = cpu_at[0].clone() {
+            let u0 = ReplicaSet::total(&each0);
             target.cpu_seconds_used = Some(round3(cpu_end.usage_secs - u0.usage_secs));
             target.throttled_periods = Some(cpu_end.nr_throttled - u0.nr_throttled);
             target.throttled_seconds = Some(round3(cpu_end.throttled_secs - u0.throttled_secs));
+            if cell.replicas > 1 {
+                let phases: Vec<&str> = spec
+                    .workload
+                    .phases
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect();
+                target.per_replica =
+                    per_replica_shares(&replica_names, &phases, &cpu_at, &target.per_replica);
+            }
         }
         cs.target = Some(target);
         cs.phase = CellPhase::Succeeded;
@@ -533,4 +566,40 @@ pub fn workload_line(run: &BenchmarkRun) -> String {
         phases.join(", "),
         run.spec.loadgen.cpu.as_str()
     )
+}
+
+/// Each replica's CPU per phase from its cgroup readings at the phase boundaries (`cpu_at`:
+/// end of warm-up, then the end of each phase), with the requests its own `/stats` reported
+/// where it was read on its own address (`from_stats`, keyed by address).
+fn per_replica_shares(
+    names: &[String],
+    phases: &[&str],
+    cpu_at: &[Option<Vec<CpuUsage>>],
+    from_stats: &[ReplicaShare],
+) -> Vec<ReplicaShare> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| ReplicaShare {
+            replica: name.clone(),
+            phases: phases
+                .iter()
+                .enumerate()
+                .map(|(k, &phase)| {
+                    let read = |b: usize| Some(cpu_at.get(b)?.as_ref()?.get(i)?.usage_secs);
+                    ReplicaPhaseShare {
+                        phase: phase.to_owned(),
+                        cpu_seconds_used: read(k)
+                            .zip(read(k + 1))
+                            .map(|(a, b)| round3((b - a).max(0.0))),
+                        requests_served: from_stats
+                            .iter()
+                            .find(|s| &s.replica == name)
+                            .and_then(|s| s.phases.iter().find(|p| p.phase == phase))
+                            .and_then(|p| p.requests_served),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
 }

@@ -181,6 +181,8 @@ pub fn render(
         );
     }
 
+    replica_spread(&mut o, status);
+
     if let Some(summary) = &status.summary
         && !summary.interference.is_empty()
     {
@@ -212,6 +214,84 @@ pub fn render(
 
     o.push_str(MEASUREMENT);
     o
+}
+
+/// A replica is called out as uneven when its CPU share differs from an even split by more than
+/// this fraction of the even share.
+const UNEVEN: f64 = 0.25;
+
+/// Per cell with several replicas and per phase, how the work spread over them: CPU seconds and
+/// requests per replica and each one's share, flagged when a replica's CPU share is far from an
+/// even split.
+fn replica_spread(o: &mut String, status: &BenchmarkRunStatus) {
+    let cells: Vec<_> = status
+        .cells
+        .iter()
+        .filter_map(|c| Some((c, c.target.as_ref()?)))
+        .filter(|(_, t)| t.per_replica.len() > 1)
+        .collect();
+    if cells.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n## How the work spread over replicas\n");
+    let _ = writeln!(
+        o,
+        "| configuration | phase | replica | CPU s used | CPU share | requests served | request share |\n|---|---|---|---:|---:|---:|---:|"
+    );
+    let mut uneven: Vec<String> = Vec::new();
+    for (c, t) in cells {
+        let n = t.per_replica.len() as f64;
+        // Phases in the order the first replica lists them.
+        for phase in t.per_replica[0].phases.iter().map(|p| p.phase.as_str()) {
+            let rows: Vec<(&str, Option<f64>, Option<f64>)> = t
+                .per_replica
+                .iter()
+                .map(|r| {
+                    let p = r.phases.iter().find(|p| p.phase == phase);
+                    (
+                        r.replica.as_str(),
+                        p.and_then(|p| p.cpu_seconds_used),
+                        p.and_then(|p| p.requests_served),
+                    )
+                })
+                .collect();
+            let cpu_total: f64 = rows.iter().filter_map(|r| r.1).sum();
+            let req_total: f64 = rows.iter().filter_map(|r| r.2).sum();
+            let share = |v: Option<f64>, total: f64| match v {
+                Some(v) if total > 0.0 => Some(v / total),
+                _ => None,
+            };
+            let pct = |s: Option<f64>| s.map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
+            let mut flagged = false;
+            for &(replica, cpu, requests) in &rows {
+                let cpu_share = share(cpu, cpu_total);
+                flagged |= cpu_share.is_some_and(|s| (s * n - 1.0).abs() > UNEVEN);
+                let _ = writeln!(
+                    o,
+                    "| {} | {phase} | {replica} | {} | {} | {} | {} |",
+                    c.name,
+                    f1(cpu),
+                    pct(cpu_share),
+                    requests.map_or("-".into(), |v| format!("{v:.0}")),
+                    pct(share(requests, req_total)),
+                );
+            }
+            if flagged {
+                uneven.push(format!("{} ({phase})", c.name));
+            }
+        }
+    }
+    if !uneven.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nUneven: in {} a replica's CPU share is more than {:.0}% away from an even split, so \
+             where the connections landed, not only the configuration, shaped those figures \
+             (with few keep-alive connections, `spec.workload.spread: roundRobin` deals them \
+             evenly).",
+            uneven.join(", "),
+            UNEVEN * 100.0
+        );
+    }
 }
 
 /// How each figure was measured; part of every report.
@@ -250,6 +330,12 @@ const MEASUREMENT: &str = "
   no cgroup was writable); requests equal limits. Locally every benchmark cgroup also gets 16
   times a normal process's CPU weight (`cpu.shares` 16384 / `cpu.weight` 1600), so up to its
   quota it wins against other programs on the machine; the quota decides how much it may use.
+- **How the work spread over replicas**: per replica and phase, CPU seconds (locally from its own
+  cgroup, read when the runner's 50 ms poll passes each phase boundary as timed from the load
+  generator's start, so a boundary may be off by about 0.1 s; in a cluster from its `/stats`)
+  and requests served (from its `/stats`, read on its own address: with `roundRobin` spread
+  locally, and always in a cluster). A CPU share more than 25% away from an even split is called
+  out.
 - **runner overhead**: wall time the runner spent on a cell outside the configured warm-up and
   phases: starting replicas, waiting for readiness, starting the load generator, collecting
   results and stopping the replicas.
@@ -321,5 +407,67 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("not measured: broken: Failed"), "{table}");
+    }
+
+    #[test]
+    fn shows_each_replicas_share_and_calls_out_an_uneven_split() {
+        let share =
+            |replica: &str, cpu: [f64; 2], requests: Option<[f64; 2]>| crate::api::ReplicaShare {
+                replica: replica.into(),
+                phases: ["fast-only", "mixed"]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| crate::api::ReplicaPhaseShare {
+                        phase: (*p).into(),
+                        cpu_seconds_used: Some(cpu[k]),
+                        requests_served: requests.map(|r| r[k]),
+                    })
+                    .collect(),
+            };
+        let cell = |name: &str, per_replica| CellStatus {
+            name: name.into(),
+            phase: CellPhase::Succeeded,
+            target: Some(TargetStats {
+                replicas: Some(2),
+                per_replica,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let status = BenchmarkRunStatus {
+            cells: vec![
+                // Both /fast connections on one replica: it did all of fast-only's work.
+                cell(
+                    "lopsided",
+                    vec![share("r0", [3.0, 8.0], None), share("r1", [0.0, 8.0], None)],
+                ),
+                cell(
+                    "even",
+                    vec![
+                        share("127.0.0.2:9", [1.5, 8.0], Some([240.0, 100.0])),
+                        share("127.0.0.3:9", [1.5, 8.2], Some([245.0, 98.0])),
+                    ],
+                ),
+            ],
+            ..Default::default()
+        };
+        let md = render(&status, &[], &[], &Notes::default());
+        assert!(md.contains("## How the work spread over replicas"), "{md}");
+        assert!(
+            md.contains("| lopsided | fast-only | r0 | 3.00 | 100% | - | - |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| even | mixed | 127.0.0.3:9 | 8.20 | 51% | 98 | 49% |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Uneven: in lopsided (fast-only) a replica"),
+            "{md}"
+        );
+        assert!(
+            !md.contains("lopsided (mixed)") && !md.contains("even ("),
+            "{md}"
+        );
     }
 }
