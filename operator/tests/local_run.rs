@@ -90,9 +90,10 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
                 r["phases"][k][field].as_f64().unwrap_or(0.0)
             };
             let cpu: Vec<f64> = per.iter().map(|r| of(r, "cpuSecondsUsed")).collect();
+            // Within the report's "uneven" bound: 25% of an even share.
             let share = cpu[0] / (cpu[0] + cpu[1]);
             assert!(
-                (0.35..0.65).contains(&share),
+                (0.375..=0.625).contains(&share),
                 "{name} {phase}: CPU per replica {cpu:?}\n{t}"
             );
             for r in &per {
@@ -182,7 +183,7 @@ fn timing_half_cpu_cell_is_really_limited() {
 /// One connection over two replicas leaves one of them idle, whatever the spread: the status
 /// shows it per replica (from each one's cgroup) and the report calls the split uneven.
 #[test]
-fn an_idle_replica_is_shown_and_called_uneven() {
+fn timing_an_idle_replica_is_shown_and_called_uneven() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = r#"
 apiVersion: benchmatrix.dev/v1alpha1
@@ -213,7 +214,10 @@ spec:
         .collect();
     // The dealt-to replica worked the whole phase (its one loop kept busy by /fast); the other
     // only answered the /stats reads.
-    assert!(cpu[0] > 1.0 && cpu[1] < 0.3, "CPU per replica {cpu:?}\n{t}");
+    assert!(
+        cpu[0] > 0.5 && cpu[0] > 5.0 * cpu[1],
+        "CPU per replica {cpu:?}\n{t}"
+    );
     // (The target counts the /stats read that opened the phase, too.)
     assert!(served[0] > 20.0 && served[1] <= 2.0, "served {served:?}");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();

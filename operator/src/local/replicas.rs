@@ -284,18 +284,18 @@ impl ReplicaSet {
     }
 
     /// CPU used by each replica so far, in replica order, from its cgroup (or /proc with
-    /// affinity only); zero where it cannot be read.
-    pub fn usage_each(&self) -> Vec<CpuUsage> {
+    /// affinity only); `None` where it cannot be read.
+    pub fn usage_each(&self) -> Vec<Option<CpuUsage>> {
         self.replicas
             .iter()
-            .map(|r| r.cgroup.usage(&[r.child.id()]).unwrap_or_default())
+            .map(|r| r.cgroup.usage(&[r.child.id()]))
             .collect()
     }
 
     /// The sum of several replicas' CPU readings.
-    pub fn total(each: &[CpuUsage]) -> CpuUsage {
+    pub fn total(each: &[Option<CpuUsage>]) -> CpuUsage {
         let mut sum = CpuUsage::default();
-        for u in each {
+        for u in each.iter().flatten() {
             sum.usage_secs += u.usage_secs;
             sum.nr_periods += u.nr_periods;
             sum.nr_throttled += u.nr_throttled;

@@ -355,7 +355,10 @@ impl Runner {
         cs.load_start_time = Some(now());
         let load_started = Instant::now();
         // Each replica's CPU at the end of warm-up and of every phase but the last (whose end
-        // is read when the load generator exits), timed from its start by the 50 ms poll.
+        // is read when the load generator exits). Planned from the load generator's start, and
+        // moved later by how late its phases really began: each progress line says how many
+        // seconds into its phase it is, and start-up, lead times and /stats reads between
+        // phases add up.
         let mut boundary = warmup;
         let boundaries: Vec<Duration> = std::iter::once(warmup)
             .chain(spec.workload.phases.iter().map(|p| {
@@ -363,10 +366,24 @@ impl Runner {
                 boundary
             }))
             .collect();
-        let mut cpu_at: Vec<Option<Vec<CpuUsage>>> = vec![None; boundaries.len()];
+        let planned_start = |phase: &str| -> Option<Duration> {
+            if phase == benchmatrix_loadgen::engine::WARMUP_PHASE {
+                return Some(Duration::ZERO);
+            }
+            let k = spec.workload.phases.iter().position(|p| p.name == phase)?;
+            Some(boundaries[k])
+        };
+        let mut late_by = Duration::ZERO;
+        let mut cpu_at: Vec<Option<Vec<Option<CpuUsage>>>> = vec![None; boundaries.len()];
         let mut target_died = None;
         let exit = loop {
             while let Ok(p) = lg.progress.try_recv() {
+                if let Some(planned) = planned_start(&p.phase) {
+                    let began = load_started
+                        .elapsed()
+                        .saturating_sub(Duration::from_secs_f64(p.elapsed_secs.max(0.0)));
+                    late_by = late_by.max(began.saturating_sub(planned));
+                }
                 self.display.live(cell.index, &cell.name, &p);
             }
             let elapsed = load_started.elapsed();
@@ -375,7 +392,7 @@ impl Runner {
                 .zip(&boundaries)
                 .take(boundaries.len() - 1)
             {
-                if at.is_none() && elapsed >= b {
+                if at.is_none() && elapsed >= b + late_by {
                     *at = Some(set.usage_each());
                 }
             }
@@ -574,7 +591,7 @@ pub fn workload_line(run: &BenchmarkRun) -> String {
 fn per_replica_shares(
     names: &[String],
     phases: &[&str],
-    cpu_at: &[Option<Vec<CpuUsage>>],
+    cpu_at: &[Option<Vec<Option<CpuUsage>>>],
     from_stats: &[ReplicaShare],
 ) -> Vec<ReplicaShare> {
     names
@@ -586,7 +603,8 @@ fn per_replica_shares(
                 .iter()
                 .enumerate()
                 .map(|(k, &phase)| {
-                    let read = |b: usize| Some(cpu_at.get(b)?.as_ref()?.get(i)?.usage_secs);
+                    let read =
+                        |b: usize| Some(cpu_at.get(b)?.as_ref()?.get(i)?.as_ref()?.usage_secs);
                     ReplicaPhaseShare {
                         phase: phase.to_owned(),
                         cpu_seconds_used: read(k)

@@ -218,7 +218,11 @@ pub fn render(
 
 /// A replica is called out as uneven when its CPU share differs from an even split by more than
 /// this fraction of the even share.
-const UNEVEN: f64 = 0.25;
+pub const UNEVEN: f64 = 0.25;
+
+/// Below this many CPU seconds per replica a phase is too light for shares to mean anything
+/// (a few /stats reads, 10 ms accounting ticks).
+const SHARE_FLOOR_SECS: f64 = 0.1;
 
 /// Per cell with several replicas and per phase, how the work spread over them: CPU seconds and
 /// requests per replica and each one's share, flagged when a replica's CPU share is far from an
@@ -255,12 +259,9 @@ fn replica_spread(o: &mut String, status: &BenchmarkRunStatus) {
                     )
                 })
                 .collect();
-            let cpu_total: f64 = rows.iter().filter_map(|r| r.1).sum();
-            let req_total: f64 = rows.iter().filter_map(|r| r.2).sum();
-            let share = |v: Option<f64>, total: f64| match v {
-                Some(v) if total > 0.0 => Some(v / total),
-                _ => None,
-            };
+            let cpu_total = share_total(rows.iter().map(|r| r.1), SHARE_FLOOR_SECS * n);
+            let req_total = share_total(rows.iter().map(|r| r.2), 0.0);
+            let share = |v: Option<f64>, total: Option<f64>| Some(v? / total?);
             let pct = |s: Option<f64>| s.map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
             let mut flagged = false;
             for &(replica, cpu, requests) in &rows {
@@ -292,6 +293,16 @@ fn replica_spread(o: &mut String, status: &BenchmarkRunStatus) {
             UNEVEN * 100.0
         );
     }
+}
+
+/// The sum that shares are taken of, or `None` when shares would mislead: a replica without a
+/// reading (a /stats read that timed out, a restarted pod) would make the others look lopsided,
+/// and a total under `floor` is noise.
+fn share_total(values: impl Iterator<Item = Option<f64>>, floor: f64) -> Option<f64> {
+    let values: Option<Vec<f64>> = values.map(|v| v.filter(|v| *v >= 0.0)).collect();
+    values
+        .map(|v| v.iter().sum::<f64>())
+        .filter(|t| *t > 0.0 && *t >= floor)
 }
 
 /// How each figure was measured; part of every report.
@@ -331,11 +342,12 @@ const MEASUREMENT: &str = "
   times a normal process's CPU weight (`cpu.shares` 16384 / `cpu.weight` 1600), so up to its
   quota it wins against other programs on the machine; the quota decides how much it may use.
 - **How the work spread over replicas**: per replica and phase, CPU seconds (locally from its own
-  cgroup, read when the runner's 50 ms poll passes each phase boundary as timed from the load
-  generator's start, so a boundary may be off by about 0.1 s; in a cluster from its `/stats`)
-  and requests served (from its `/stats`, read on its own address: with `roundRobin` spread
-  locally, and always in a cluster). A CPU share more than 25% away from an even split is called
-  out.
+  cgroup, read by the runner's 50 ms poll at each phase boundary, planned from the load
+  generator's start and moved later by how late its phases began, as its per-second progress
+  lines show; in a cluster from its `/stats`) and requests served (from its `/stats`, read on its
+  own address: with `roundRobin` spread locally, and always in a cluster). A CPU share more than
+  25% away from an even split is called out; no shares are shown when a replica has no reading
+  or the phase used under 0.1 CPU seconds per replica.
 - **runner overhead**: wall time the runner spent on a cell outside the configured warm-up and
   phases: starting replicas, waiting for readiness, starting the load generator, collecting
   results and stopping the replicas.
@@ -434,8 +446,23 @@ mod tests {
             }),
             ..Default::default()
         };
+        let partial = |replica: &str, cpu: Option<f64>| crate::api::ReplicaShare {
+            replica: replica.into(),
+            phases: vec![crate::api::ReplicaPhaseShare {
+                phase: "mixed".into(),
+                cpu_seconds_used: cpu,
+                requests_served: None,
+            }],
+        };
         let status = BenchmarkRunStatus {
             cells: vec![
+                // One replica's /stats read failed: no shares, no verdict.
+                cell("unread", vec![partial("a", Some(3.0)), partial("b", None)]),
+                // Too little CPU for shares to mean anything.
+                cell(
+                    "idle",
+                    vec![partial("a", Some(0.01)), partial("b", Some(0.03))],
+                ),
                 // Both /fast connections on one replica: it did all of fast-only's work.
                 cell(
                     "lopsided",
@@ -469,5 +496,14 @@ mod tests {
             !md.contains("lopsided (mixed)") && !md.contains("even ("),
             "{md}"
         );
+        assert!(
+            md.contains("| unread | mixed | a | 3.00 | - | - | - |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| idle | mixed | b | 0.03 | - | - | - |"),
+            "{md}"
+        );
+        assert!(!md.contains("unread (") && !md.contains("idle ("), "{md}");
     }
 }
