@@ -144,6 +144,11 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
         stdout.contains("p99 vs best") && stdout.contains("pool-x2"),
         "{t}"
     );
+    // Shown with --no-capture, so the figures BENCHMARKS.md quotes for this matrix can be had
+    // again: cargo nextest run -p benchmatrix --test local_run timing_short --no-capture
+    if let Some(at) = stdout.find("phase ") {
+        eprintln!("{}", &stdout[at..]);
+    }
 }
 
 /// A cell with cpu "0.5": the target itself sees 1 CPU, and the cgroup's CPU accounting shows
