@@ -269,6 +269,10 @@ workload:
     assert!(live.requests_served_in_phase.unwrap() > 0.0);
     assert!(live.end.as_ref().unwrap().rss_peak_bytes.is_some());
     assert!(two.target_stats[1].error.is_some());
+    // Phases are contiguous: phase two starts from phase one's end snapshot, so the target is
+    // read once per boundary (start of one, one/two, end of two), not twice between phases.
+    assert_eq!(two.target_stats[0].start, r.phases[0].target_stats[0].end);
+    assert_eq!(server.stats_reads.load(Ordering::SeqCst), 3);
     // Progress: warm-up (1 line) + one (1) + two (2 lines: 1 s and the partial second).
     let phases: Vec<_> = lines.iter().map(|l| l.phase.as_str()).collect();
     assert_eq!(phases, ["warmup", "one", "two", "two"]);

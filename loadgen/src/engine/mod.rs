@@ -217,12 +217,17 @@ pub fn run(
             };
             ctx.run_phase(&warm, on_progress)?;
         }
+        // One /stats read per replica at each boundary: a phase's end snapshot is the next
+        // phase's start, so phases are contiguous and no second read (which, behind a /slow
+        // request, can take most of a second per replica) delays the next phase.
+        let mut start_stats = None;
         for phase in &w.phases {
-            let start_stats = ctx.snapshots();
+            let start = start_stats.take().unwrap_or_else(|| ctx.snapshots());
             let mut pr = ctx.run_phase(phase, on_progress)?;
             let end_stats = ctx.snapshots();
-            pr.target_stats = pair_snapshots(start_stats, end_stats);
+            pr.target_stats = pair_snapshots(start, end_stats.clone());
             result.phases.push(pr);
+            start_stats = Some(end_stats);
         }
         Ok(())
     })();

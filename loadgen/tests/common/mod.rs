@@ -32,6 +32,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     /// Connections accepted.
     pub connections: Arc<AtomicU64>,
+    /// `/stats` requests answered.
+    pub stats_reads: Arc<AtomicU64>,
     /// Requests read (complete heads).
     pub received: Arc<AtomicU64>,
     /// Answers fully written.
@@ -50,6 +52,7 @@ impl TestServer {
         let addr = listener.local_addr().unwrap();
         let received = Arc::new(AtomicU64::new(0));
         let connections = Arc::new(AtomicU64::new(0));
+        let stats_reads = Arc::new(AtomicU64::new(0));
         let accepted = connections.clone();
         let answered = Arc::new(AtomicU64::new(0));
         let paused = Arc::new((Mutex::new(false), Condvar::new()));
@@ -57,6 +60,7 @@ impl TestServer {
         let shared = Shared {
             received: received.clone(),
             answered: answered.clone(),
+            stats_reads: stats_reads.clone(),
             service: service_micros.clone(),
             paused: paused.clone(),
         };
@@ -71,6 +75,7 @@ impl TestServer {
         Self {
             addr,
             connections,
+            stats_reads,
             received,
             answered,
             service_micros,
@@ -106,6 +111,7 @@ impl TestServer {
 struct Shared {
     received: Arc<AtomicU64>,
     answered: Arc<AtomicU64>,
+    stats_reads: Arc<AtomicU64>,
     service: Arc<Mutex<Vec<u64>>>,
     paused: Arc<(Mutex<bool>, Condvar)>,
 }
@@ -152,6 +158,7 @@ fn serve(mut s: TcpStream, behaviour: Behaviour, shared: &Shared) {
             if s.write_all(reply.as_bytes()).is_err() {
                 return;
             }
+            shared.stats_reads.fetch_add(1, Ordering::SeqCst);
             continue;
         }
         received.fetch_add(1, Ordering::SeqCst);
