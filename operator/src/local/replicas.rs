@@ -565,19 +565,26 @@ mod tests {
         backend.remove();
     }
 
+    /// Two replicas of Python's static file server bound to `bind` (a shell word) on $PORT, with
+    /// round-robin spread; "/" answers 200 once it listens.
+    fn round_robin_http_server(cell: &str, dir: &Path, bind: &str) -> Launch {
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            format!("exec python3 -m http.server --bind {bind} \"$PORT\""),
+        ];
+        let mut l = launch(cell, dir, cmd, 10_000);
+        l.spread = Spread::RoundRobin;
+        l.readiness_path = "/".into();
+        l
+    }
+
     #[test]
     fn round_robin_replicas_each_answer_on_their_own_address_and_none_on_the_shared_one() {
         let dir = tempfile::tempdir().unwrap();
         let backend = Backend::detect();
         // Any program that honours BENCH_HOST and PORT, as `spec.target.command` targets must.
-        let cmd = vec![
-            "sh".into(),
-            "-c".into(),
-            "exec python3 -m http.server --bind \"$BENCH_HOST\" \"$PORT\"".into(),
-        ];
-        let mut l = launch("own-addr", dir.path(), cmd, 10_000);
-        l.spread = Spread::RoundRobin;
-        l.readiness_path = "/".into();
+        let l = round_robin_http_server("own-addr", dir.path(), "\"$BENCH_HOST\"");
         let set = ReplicaSet::start(&l, &backend).unwrap();
         let want: Vec<SocketAddr> = ["127.0.0.2", "127.0.0.3"]
             .iter()
@@ -603,15 +610,8 @@ mod tests {
         let backend = Backend::detect();
         // Ignores BENCH_HOST: bound to 0.0.0.0, it answers on its own address and on the
         // shared one alike, so the dealing could not decide where connections go.
-        let cmd = vec![
-            "sh".into(),
-            "-c".into(),
-            "exec python3 -m http.server --bind 0.0.0.0 \"$PORT\"".into(),
-        ];
-        let mut l = launch("any-addr", dir.path(), cmd, 10_000);
-        l.spread = Spread::RoundRobin;
+        let mut l = round_robin_http_server("any-addr", dir.path(), "0.0.0.0");
         l.replicas = 1;
-        l.readiness_path = "/".into();
         let err = ReplicaSet::start(&l, &backend).unwrap_err();
         assert_eq!(err.reason, "WrongAddress", "{err:?}");
         assert!(err.message.contains("BENCH_HOST"), "{}", err.message);
