@@ -10,5 +10,6 @@ pub mod metrics;
 pub mod plan;
 pub mod report;
 pub mod results;
+pub mod run_end;
 pub mod telemetry;
 pub mod validate;

@@ -33,6 +33,10 @@ pub mod reason {
     pub const SOME_FAILED: &str = "SomeCellsFailed";
     /// The run stopped at a failed cell.
     pub const STOPPED: &str = "StoppedOnFailure";
+    /// No cell was measured: every cell failed.
+    pub const NO_CELL_MEASURED: &str = "NoCellMeasured";
+    /// The run was stopped by a signal (local runs).
+    pub const INTERRUPTED: &str = "Interrupted";
     /// No cell has failed.
     pub const NO_FAILURES: &str = "NoFailures";
     /// The spec changed while the run was running (the change is refused until it ends).

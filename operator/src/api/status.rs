@@ -63,9 +63,11 @@ pub enum RunPhase {
     Pending,
     /// A cell is being deployed or measured.
     Running,
-    /// Every cell has ended; cells that failed say so individually.
+    /// Every cell has ended and at least one was measured; cells that failed say so
+    /// individually (condition Complete, reason SomeCellsFailed).
     Succeeded,
-    /// The run cannot run (invalid spec) or stopped at a failed cell (stopOnFailure).
+    /// The run cannot run (invalid spec), stopped at a failed cell (stopOnFailure), or
+    /// measured no cell at all.
     Failed,
 }
 

@@ -22,6 +22,7 @@ use crate::api::{
 };
 use crate::plan::{self, Cell};
 use crate::results;
+use crate::run_end::{RunEnd, run_end};
 use crate::validate;
 
 /// What the operator saw of the current cell's children.
@@ -905,41 +906,15 @@ fn current_children_cleanup(run: &BenchmarkRun, status: &BenchmarkRunStatus) -> 
 fn finish(run: &BenchmarkRun, now: &Time, d: &mut Decision) {
     let generation = run.metadata.generation;
     let st = &mut d.status;
-    let failed: Vec<&str> = st
-        .cells
-        .iter()
-        .filter(|c| c.phase == CellPhase::Failed)
-        .map(|c| c.name.as_str())
-        .collect();
-    let stopped = st.cells.iter().any(|c| c.phase == CellPhase::Skipped);
     let summary = results::summarize(&st.cells);
     st.headline = results::headline(&summary);
     st.summary = Some(summary);
     st.completion_time = Some(now.clone());
-    let (phase, why, message) = if stopped {
-        (
-            RunPhase::Failed,
-            reason::STOPPED,
-            format!("stopped at failed cell {}", failed.join(", ")),
-        )
-    } else if failed.is_empty() {
-        (
-            RunPhase::Succeeded,
-            reason::ALL_SUCCEEDED,
-            format!("all {} cells measured", st.cells.len()),
-        )
-    } else {
-        (
-            RunPhase::Succeeded,
-            reason::SOME_FAILED,
-            format!(
-                "{} of {} cells measured; failed: {}",
-                st.cells.len() - failed.len(),
-                st.cells.len(),
-                failed.join(", ")
-            ),
-        )
-    };
+    let RunEnd {
+        phase,
+        reason: why,
+        message,
+    } = run_end(&st.cells, false);
     st.phase = phase;
     st.message = Some(message.clone());
     set_condition(

@@ -15,7 +15,7 @@ use super::loadgen::Loadgen;
 use super::progress::Display;
 use super::replicas::{Launch, ReplicaSet, free_port};
 use super::signals;
-use crate::api::conditions::now;
+use crate::api::conditions::{self, now, reason, set_condition, status as cs};
 use crate::api::{
     BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, Enforcement, ReplicaPhaseShare,
     ReplicaShare, RunPhase, TargetStats,
@@ -23,6 +23,7 @@ use crate::api::{
 use crate::plan::{self, Cell};
 use crate::report::{self, RawCell, markdown::Notes};
 use crate::results;
+use crate::run_end::run_end;
 
 /// How a whole run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,33 +145,29 @@ impl Runner {
         self.status.summary = Some(summary);
         self.status.completion_time = Some(now());
         self.status.progress = Some(results::progress(&self.status));
-        let (phase, message) = match outcome {
-            Outcome::AllSucceeded => (RunPhase::Succeeded, "every cell measured".to_string()),
-            Outcome::SomeFailed => {
-                let failed: Vec<&str> = self
-                    .status
-                    .cells
-                    .iter()
-                    .filter(|c| c.phase == CellPhase::Failed)
-                    .map(|c| c.name.as_str())
-                    .collect();
-                if self.run.spec.stop_on_failure {
-                    (
-                        RunPhase::Failed,
-                        format!("stopped at failed cell {}", failed.join(", ")),
-                    )
-                } else {
-                    (
-                        RunPhase::Succeeded,
-                        format!("finished; failed cells: {}", failed.join(", ")),
-                    )
-                }
-            }
-            Outcome::Interrupted => (
-                RunPhase::Failed,
-                "interrupted (SIGINT/SIGTERM); cells finished before it are kept".to_string(),
-            ),
-        };
+        // The same end, reasons and conditions as a run on a cluster.
+        let end = run_end(&self.status.cells, outcome == Outcome::Interrupted);
+        let at = now();
+        let st = &mut self.status;
+        set_condition(
+            &mut st.conditions,
+            conditions::PROGRESSING,
+            cs::FALSE,
+            reason::FINISHED,
+            "",
+            None,
+            &at,
+        );
+        set_condition(
+            &mut st.conditions,
+            conditions::COMPLETE,
+            cs::TRUE,
+            end.reason,
+            end.message.clone(),
+            None,
+            &at,
+        );
+        let (phase, message) = (end.phase, end.message);
         self.status.phase = phase;
         self.status.message = Some(message);
         self.write_status();

@@ -1,0 +1,135 @@
+//! How a finished run ends: its phase, the `Complete` condition's reason and a message.
+//!
+//! One pure function shared by the operator and the local runner, so a cluster run and a local
+//! run of the same cells end the same way. A run that measured no cell at all is `Failed`: a
+//! run that produced no figure must never read as a success.
+
+use crate::api::conditions::reason;
+use crate::api::{CellPhase, CellStatus, RunPhase};
+
+/// The end of a run, as written into its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnd {
+    /// `Succeeded` when at least one cell was measured and the run was not stopped.
+    pub phase: RunPhase,
+    /// Reason of the `Complete` condition (one of [`reason`]).
+    pub reason: &'static str,
+    /// One line a person can act on, naming the failed cells.
+    pub message: String,
+}
+
+/// How a run with these cells ends. `interrupted`: stopped by a signal (local runs only).
+pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
+    let failed: Vec<&str> = cells
+        .iter()
+        .filter(|c| c.phase == CellPhase::Failed)
+        .map(|c| c.name.as_str())
+        .collect();
+    let measured = cells
+        .iter()
+        .filter(|c| c.phase == CellPhase::Succeeded)
+        .count();
+    let stopped = cells.iter().any(|c| c.phase == CellPhase::Skipped);
+    let total = cells.len();
+    let (phase, reason, message) = if interrupted {
+        (
+            RunPhase::Failed,
+            reason::INTERRUPTED,
+            format!(
+                "interrupted (SIGINT/SIGTERM) after {measured} of {total} cells measured; the cells finished before it are kept"
+            ),
+        )
+    } else if stopped {
+        (
+            RunPhase::Failed,
+            reason::STOPPED,
+            format!("stopped at failed cell {}", failed.join(", ")),
+        )
+    } else if measured == 0 {
+        (
+            RunPhase::Failed,
+            reason::NO_CELL_MEASURED,
+            format!("0 of {total} cells measured; failed: {}", failed.join(", ")),
+        )
+    } else if failed.is_empty() {
+        (
+            RunPhase::Succeeded,
+            reason::ALL_SUCCEEDED,
+            format!("all {total} cells measured"),
+        )
+    } else {
+        (
+            RunPhase::Succeeded,
+            reason::SOME_FAILED,
+            format!(
+                "{measured} of {total} cells measured; failed: {}",
+                failed.join(", ")
+            ),
+        )
+    };
+    RunEnd {
+        phase,
+        reason,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(name: &str, phase: CellPhase) -> CellStatus {
+        CellStatus {
+            name: name.into(),
+            phase,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_run_that_measured_no_cell_fails() {
+        let end = run_end(
+            &[cell("a", CellPhase::Failed), cell("b", CellPhase::Failed)],
+            false,
+        );
+        assert_eq!(end.phase, RunPhase::Failed);
+        assert_eq!(end.reason, reason::NO_CELL_MEASURED);
+        assert_eq!(end.message, "0 of 2 cells measured; failed: a, b");
+    }
+
+    #[test]
+    fn a_partial_run_succeeds_with_some_cells_failed() {
+        let end = run_end(
+            &[
+                cell("a", CellPhase::Succeeded),
+                cell("b", CellPhase::Failed),
+            ],
+            false,
+        );
+        assert_eq!(end.phase, RunPhase::Succeeded);
+        assert_eq!(end.reason, reason::SOME_FAILED);
+        assert_eq!(end.message, "1 of 2 cells measured; failed: b");
+    }
+
+    #[test]
+    fn every_cell_measured_succeeds() {
+        let end = run_end(&[cell("a", CellPhase::Succeeded)], false);
+        assert_eq!(
+            (end.phase, end.reason),
+            (RunPhase::Succeeded, reason::ALL_SUCCEEDED)
+        );
+    }
+
+    #[test]
+    fn a_stopped_or_interrupted_run_fails() {
+        let cells = [
+            cell("a", CellPhase::Succeeded),
+            cell("b", CellPhase::Failed),
+            cell("c", CellPhase::Skipped),
+        ];
+        assert_eq!(run_end(&cells, false).reason, reason::STOPPED);
+        assert_eq!(run_end(&cells, false).phase, RunPhase::Failed);
+        assert_eq!(run_end(&cells, true).reason, reason::INTERRUPTED);
+        assert_eq!(run_end(&cells, true).phase, RunPhase::Failed);
+    }
+}
