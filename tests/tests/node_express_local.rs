@@ -3,8 +3,9 @@
 //! its four modes (single, cluster, pool, both) under a 2-CPU quota and drives each through the
 //! sample's short phases; the status it writes must show what the seeds found.
 //!
-//! Needs Node.js 20+ on PATH and the example's dependencies (`npm ci` in examples/node-express,
-//! which CI's .ci/run does). Without them the test fails and says so: a skipped end-to-end test
+//! Needs Node.js 20+ and npm on PATH. The example's dependencies are installed by the test itself
+//! from the example's lock file (`npm ci`) when they are missing, so the README's test command
+//! passes on a fresh clone. Without Node.js the test fails and says so: a skipped end-to-end test
 //! looks exactly like a passing one.
 //!
 //! The `benchmatrix` binary belongs to another package of the workspace, so Cargo does not hand
@@ -145,7 +146,11 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Fails with what to do when Node.js or the example's dependencies are missing.
+/// The example's runtime dependencies, as `npm ci` installs them from its lock file.
+const NODE_DEPS: [&str; 2] = ["express", "piscina"];
+
+/// Fails with what to do when Node.js is missing; installs the example's dependencies from its
+/// lock file (`npm ci`) when they are not there yet, as on a fresh clone.
 fn check_node_ready(root: &Path) {
     let example = root.join("examples/node-express");
     match Command::new("node").arg("--version").output() {
@@ -156,11 +161,29 @@ fn check_node_ready(root: &Path) {
         ),
         Err(e) => panic!("cannot run `node` ({e}): this test needs Node.js 20+ on PATH"),
     }
-    for dep in ["express", "piscina"] {
+    let installed = |dep: &str| example.join("node_modules").join(dep).is_dir();
+    if NODE_DEPS.iter().all(|d| installed(d)) {
+        return;
+    }
+    eprintln!(
+        "installing the example's dependencies: npm ci in {}",
+        example.display()
+    );
+    let o = Command::new("npm")
+        .current_dir(&example)
+        .args(["ci", "--no-audit", "--no-fund"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `npm` ({e}): this test needs npm on PATH"));
+    assert!(
+        o.status.success(),
+        "`npm ci` in {} failed\n{}",
+        example.display(),
+        text(&o)
+    );
+    for dep in NODE_DEPS {
         assert!(
-            example.join("node_modules").join(dep).is_dir(),
-            "{} is missing: run `npm ci` in {} first (CI's .ci/run does)",
-            example.join("node_modules").join(dep).display(),
+            installed(dep),
+            "`npm ci` in {} did not install {dep}",
             example.display()
         );
     }
