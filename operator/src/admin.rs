@@ -40,7 +40,7 @@ async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
 
 async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         state.metrics.render(),
     )
 }

@@ -1,29 +1,111 @@
-//! The operator's own metrics, in the Prometheus text format.
+//! The operator's own metrics, exposed at `/metrics` in the OpenMetrics text format.
 //!
-//! A handful of counters and gauges behind atomics and one mutex-guarded map, rendered by hand:
-//! the set is small and fixed, and a metrics crate would be a dependency for five lines of
-//! text.
+//! Kept in a `prometheus-client` registry, so names, types, label escaping and histogram buckets
+//! follow the exposition format by construction instead of by hand-written text.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// Counters and gauges of one operator process.
-#[derive(Debug, Default)]
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// The Content-Type of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Label of a failed reconcile: the error kind.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabel {
+    error: String,
+}
+
+/// Label of a finished cell: Succeeded or Failed.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+/// Buckets of the reconcile duration: 1 ms to about 33 s. A reconcile is a few API calls;
+/// the upper buckets catch an API server that stalls.
+fn reconcile_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+/// Buckets of a cell's duration, deploy to end: 1 s to about 68 min, wide enough for the
+/// seeds' two-minute phases with warm-up and for long custom matrices.
+fn cell_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 13))
+}
+
+/// The metrics of one operator process.
+#[derive(Debug)]
 pub struct Metrics {
-    reconciles: AtomicU64,
-    reconcile_seconds_micros: AtomicU64,
-    errors: Mutex<BTreeMap<&'static str, u64>>,
-    active_runs: AtomicU64,
-    cells: Mutex<BTreeMap<String, (u64, f64)>>,
+    registry: Registry,
+    reconciles: Counter,
+    reconcile_duration: Histogram,
+    errors: Family<ErrorLabel, Counter>,
+    active_runs: Gauge,
+    cells: Family<OutcomeLabel, Histogram, fn() -> Histogram>,
+    /// Reconciles started, readable without encoding (the counter's own value is not).
+    started: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let reconciles = Counter::default();
+        registry.register(
+            "benchmatrix_reconciles",
+            "Reconciles started",
+            reconciles.clone(),
+        );
+        let reconcile_duration = reconcile_buckets();
+        registry.register(
+            "benchmatrix_reconcile_duration_seconds",
+            "Time one reconcile took",
+            reconcile_duration.clone(),
+        );
+        let errors = Family::<ErrorLabel, Counter>::default();
+        registry.register(
+            "benchmatrix_reconcile_errors",
+            "Failed reconciles by error kind",
+            errors.clone(),
+        );
+        let active_runs = Gauge::default();
+        registry.register(
+            "benchmatrix_active_runs",
+            "BenchmarkRuns in phase Running",
+            active_runs.clone(),
+        );
+        let cells = Family::<OutcomeLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+            cell_buckets,
+        );
+        registry.register(
+            "benchmatrix_cell_duration_seconds",
+            "Time from a cell's deploy to its end, by outcome",
+            cells.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            reconcile_duration,
+            errors,
+            active_runs,
+            cells,
+            started: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Metrics {
     /// Starts timing one reconcile; the time is recorded when the guard drops, on every path.
     pub fn reconcile(&self) -> ReconcileTimer<'_> {
-        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        self.reconciles.inc();
+        self.started.fetch_add(1, Ordering::Relaxed);
         ReconcileTimer {
             metrics: self,
             start: Instant::now(),
@@ -32,80 +114,38 @@ impl Metrics {
 
     /// Counts a failed reconcile by error kind.
     pub fn reconcile_failure(&self, label: &'static str) {
-        if let Ok(mut errors) = self.errors.lock() {
-            *errors.entry(label).or_default() += 1;
-        }
+        self.errors
+            .get_or_create(&ErrorLabel {
+                error: label.to_owned(),
+            })
+            .inc();
     }
 
     /// Sets the number of runs in phase Running.
     pub fn set_active_runs(&self, n: usize) {
-        self.active_runs.store(n as u64, Ordering::Relaxed);
+        self.active_runs.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     /// Records a finished cell: its outcome (Succeeded/Failed) and how long it took.
     pub fn cell_finished(&self, outcome: &str, seconds: f64) {
-        if let Ok(mut cells) = self.cells.lock() {
-            let entry = cells.entry(outcome.to_owned()).or_default();
-            entry.0 += 1;
-            entry.1 += seconds.max(0.0);
-        }
+        self.cells
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_owned(),
+            })
+            .observe(seconds.max(0.0));
     }
 
     /// Reconciles started so far.
     pub fn reconciles(&self) -> u64 {
-        self.reconciles.load(Ordering::Relaxed)
+        self.started.load(Ordering::Relaxed)
     }
 
-    /// The metrics in the Prometheus text exposition format.
+    /// The metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP benchmatrix_reconciles_total Reconciles started.\n\
-             # TYPE benchmatrix_reconciles_total counter\n\
-             benchmatrix_reconciles_total {}",
-            self.reconciles()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP benchmatrix_reconcile_duration_seconds_sum Time spent reconciling.\n\
-             # TYPE benchmatrix_reconcile_duration_seconds_sum counter\n\
-             benchmatrix_reconcile_duration_seconds_sum {}",
-            self.reconcile_seconds_micros.load(Ordering::Relaxed) as f64 / 1e6
-        );
-        let _ = writeln!(
-            out,
-            "# HELP benchmatrix_reconcile_errors_total Failed reconciles by error kind.\n\
-             # TYPE benchmatrix_reconcile_errors_total counter"
-        );
-        if let Ok(errors) = self.errors.lock() {
-            for (label, n) in errors.iter() {
-                let _ = writeln!(
-                    out,
-                    "benchmatrix_reconcile_errors_total{{error=\"{label}\"}} {n}"
-                );
-            }
-        }
-        let _ = writeln!(
-            out,
-            "# HELP benchmatrix_active_runs BenchmarkRuns in phase Running.\n\
-             # TYPE benchmatrix_active_runs gauge\n\
-             benchmatrix_active_runs {}",
-            self.active_runs.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "# HELP benchmatrix_cell_duration_seconds Time from a cell's deploy to its end.\n\
-             # TYPE benchmatrix_cell_duration_seconds summary"
-        );
-        if let Ok(cells) = self.cells.lock() {
-            for (outcome, (count, sum)) in cells.iter() {
-                let _ = writeln!(
-                    out,
-                    "benchmatrix_cell_duration_seconds_sum{{outcome=\"{outcome}\"}} {sum}\n\
-                     benchmatrix_cell_duration_seconds_count{{outcome=\"{outcome}\"}} {count}"
-                );
-            }
+        // Writing into a String cannot fail; an encoding error would be a bug in a metric.
+        if let Err(e) = encode(&mut out, &self.registry) {
+            tracing::error!(error = %e, "cannot encode the operator's metrics");
         }
         out
     }
@@ -119,10 +159,9 @@ pub struct ReconcileTimer<'a> {
 
 impl Drop for ReconcileTimer<'_> {
     fn drop(&mut self) {
-        let micros = self.start.elapsed().as_micros() as u64;
         self.metrics
-            .reconcile_seconds_micros
-            .fetch_add(micros, Ordering::Relaxed);
+            .reconcile_duration
+            .observe(self.start.elapsed().as_secs_f64());
     }
 }
 
@@ -142,5 +181,31 @@ mod tests {
         assert!(text.contains("benchmatrix_reconcile_errors_total{error=\"conflict\"} 1"));
         assert!(text.contains("benchmatrix_active_runs 1"));
         assert!(text.contains("benchmatrix_cell_duration_seconds_count{outcome=\"Succeeded\"} 1"));
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert_eq!(m.reconciles(), 1);
+    }
+
+    #[test]
+    fn reconcile_duration_is_a_histogram_with_buckets() {
+        let m = Metrics::default();
+        {
+            let _timer = m.reconcile();
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        let text = m.render();
+        assert!(
+            text.contains("# TYPE benchmatrix_reconcile_duration_seconds histogram"),
+            "{text}"
+        );
+        assert!(text.contains("benchmatrix_reconcile_duration_seconds_count 1"));
+        // 3 ms is above the 1 ms and 2 ms buckets and within the 4 ms one.
+        assert!(
+            text.contains("benchmatrix_reconcile_duration_seconds_bucket{le=\"0.002\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("benchmatrix_reconcile_duration_seconds_bucket{le=\"+Inf\"} 1"),
+            "{text}"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! One place that sets up logging: an env filter (RUST_LOG, default info) and either compact
 //! human-readable lines or JSON lines for log collectors.
 
+use std::io::IsTerminal as _;
+
 use tracing_subscriber::EnvFilter;
 
 /// Log line format.
@@ -13,10 +15,14 @@ pub enum LogFormat {
 }
 
 /// Installs the global subscriber; a second call (tests) is a no-op.
+///
+/// Colours only on a terminal: `kubectl logs` and log collectors read a pipe, where ANSI codes
+/// would show as `[2m...[0m` around every field.
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),

@@ -275,3 +275,23 @@ fn timing_sigterm_stops_a_reconcile_stuck_on_the_api_server_at_the_deadline() {
     let log = op.log_text();
     assert!(log.contains("shutdown deadline"), "{log}");
 }
+
+/// `kubectl logs` reads the operator's stderr through a pipe: text-format lines there carry no
+/// ANSI colour codes (they used to wrap every field in `ESC[2m ... ESC[0m`).
+#[test]
+fn text_logs_written_to_a_file_carry_no_colour_codes() {
+    let mut op = Operator::start(
+        &format!("https://127.0.0.1:{}", closed_port()),
+        &["--log-format", "text"],
+    );
+    // Let the watchers fail at least once, so the log holds warnings with fields too.
+    std::thread::sleep(Duration::from_millis(1500));
+    op.sigterm();
+    op.wait_exit(PROMPT_EXIT);
+    let log = op.log_text();
+    assert!(log.contains("controller starting"), "{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "ANSI escape codes in a log written to a file:\n{log:?}"
+    );
+}
