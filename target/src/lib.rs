@@ -9,11 +9,13 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod connection;
 pub mod error;
 pub mod handlers;
 pub mod listener;
 pub mod pool;
 pub mod runtime;
+pub mod server;
 pub mod shutdown;
 pub mod stats;
 pub mod work;
