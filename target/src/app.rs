@@ -66,7 +66,8 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// The statistics listener's router: `/stats`, `/healthz` and `/metrics` only. Its responses
-/// are not counted in `requestsServed`: reading the figures is not part of the workload.
+/// are not counted in `requestsServed`: reading the figures is not part of the workload. Its
+/// `/healthz` says the process is alive; unlike the main port's, it does not wait for a loop.
 pub fn stats_app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(handlers::healthz))

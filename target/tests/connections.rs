@@ -134,8 +134,24 @@ fn half_open_connections_cannot_stop_healthz_and_are_closed_after_the_header_tim
          opened (header timeout {header_timeout:?})",
         (deadline - opened).as_secs_f64()
     );
-    // And it still serves.
+    // And it still serves, and says why it closed them.
     assert_eq!(try_get(t.addr, "/healthz").unwrap().status, 200);
+    let metrics = try_get(t.addr, "/metrics").unwrap().body;
+    assert_eq!(
+        metric(&metrics, "connections_header_timeouts_total"),
+        400.0,
+        "{metrics}"
+    );
+}
+
+/// The value of `benchmatrix_target_{name}` in Prometheus text.
+fn metric(text: &str, name: &str) -> f64 {
+    let prefix = format!("benchmatrix_target_{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -218,8 +234,15 @@ fn connections_beyond_the_limit_get_503_with_retry_after() {
     drop(held.pop());
     let start = Instant::now();
     loop {
-        let r = try_get(t.addr, "/healthz").unwrap();
+        let r = try_get(t.addr, "/metrics").unwrap();
         if r.status == 200 {
+            assert!(
+                metric(&r.body, "connections_refused_total") >= 1.0,
+                "{}",
+                r.body
+            );
+            // This very connection is the 20th.
+            assert_eq!(metric(&r.body, "connections_open"), 20.0, "{}", r.body);
             break;
         }
         assert!(

@@ -75,6 +75,40 @@ fn timing_stats_port_answers_while_the_only_loop_is_busy() {
 }
 
 #[test]
+fn timing_stats_port_answers_while_every_loop_of_threads_mode_is_busy() {
+    let t = Target::start_with_env(
+        &["--mode", "threads", "--threads", "2"],
+        &[("BENCH_STATS_PORT", "0")],
+    );
+    let stats = stats_addr(&t);
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let h = get_in_background(t.addr, "/cpu?ms=1500");
+            // Let the first loop take its connection before the second is opened.
+            sleep(Duration::from_millis(100));
+            h
+        })
+        .collect();
+    sleep(Duration::from_millis(150));
+    let during = get(stats, "/stats");
+    let busy: Vec<_> = busy
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(during.status, 200);
+    assert!(
+        busy.iter()
+            .all(|b| b.status == 200 && during.finished < b.finished),
+        "the stats read did not happen while both loops were busy"
+    );
+    assert!(
+        during.elapsed < Duration::from_millis(100),
+        "/stats on the stats port took {:.1} ms with both loops busy",
+        ms(during.elapsed)
+    );
+}
+
+#[test]
 fn the_stats_port_serves_the_same_document_and_is_not_counted() {
     let t = Target::start_with_env(
         &["--mode", "threads", "--threads", "2"],
