@@ -230,7 +230,7 @@ pub struct Args {
     pub idle_timeout: Duration,
     /// Open connections the process accepts at once (all loops together); beyond this a new
     /// connection gets 503 + Retry-After and is closed.
-    #[arg(long = "max-connections", env = "BENCH_MAX_CONNECTIONS", default_value_t = 10_000,
+    #[arg(long = "max-connections", env = "BENCH_MAX_CONNECTIONS", default_value_t = 4096,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
     /// Port of a statistics listener (`/stats`, `/healthz`, `/metrics`) served by a thread of
@@ -287,7 +287,7 @@ mod tests {
         assert_eq!(a.grace_period, Duration::from_secs(10));
         assert_eq!(a.header_timeout, Duration::from_secs(10));
         assert_eq!(a.idle_timeout, Duration::from_secs(60));
-        assert_eq!(a.max_connections, 10_000);
+        assert_eq!(a.max_connections, 4096);
         assert_eq!(a.stats_port, StatsPort::Off);
         assert!(Args::try_parse_from(["t", "--mode", "cluster"]).is_err());
         assert!(Args::try_parse_from(["t", "--port", "70000"]).is_err());

@@ -2,7 +2,7 @@
 //!
 //! One binary, three concurrency modes (`single`, `threads`, `pool`), sized from the CPU quota
 //! it actually has (never the host's core count), reporting what it detected and how it is
-//! doing at `/stats` and `/metrics`. See DESIGN.md, "Target".
+//! doing at `/stats` and `/metrics`. See README.md beside this crate.
 
 #![warn(missing_docs)]
 
