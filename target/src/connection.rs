@@ -45,7 +45,8 @@ pub struct ConnectionCounters {
     pub refused: AtomicU64,
     /// Connections closed because a request head did not arrive in time.
     pub header_timeouts: AtomicU64,
-    /// Connections closed because they stayed idle too long.
+    /// Connections closed because they stayed idle too long, or their client read nothing of a
+    /// response for that long.
     pub idle_timeouts: AtomicU64,
 }
 
@@ -97,7 +98,8 @@ enum Phase {
 }
 
 /// A byte stream that fails its reads with [`io::ErrorKind::TimedOut`] once the connection
-/// has overstayed its header or idle deadline, which makes hyper drop the connection.
+/// has overstayed its header or idle deadline, and its writes once the client has read nothing
+/// for the idle timeout; either makes hyper drop the connection.
 pub struct GuardedStream<S> {
     inner: S,
     clock: Arc<RequestClock>,
@@ -106,6 +108,9 @@ pub struct GuardedStream<S> {
     phase: Phase,
     seen_finished: u64,
     timer: Pin<Box<Sleep>>,
+    /// Running while a write waits for the client to read: a client that reads nothing for
+    /// the idle timeout is treated as idle (a slow-read variant of slowloris).
+    write_stall: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> GuardedStream<S> {
@@ -126,7 +131,33 @@ impl<S> GuardedStream<S> {
             phase: Phase::Head(now),
             seen_finished: 0,
             timer: Box::pin(tokio::time::sleep_until(now + timeouts.header)),
+            write_stall: None,
         }
+    }
+
+    /// Passes a write's outcome through, failing it once writes have waited for the client
+    /// for the idle timeout without any progress.
+    fn guard_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        if polled.is_ready() {
+            self.write_stall = None;
+            return polled;
+        }
+        let idle = self.timeouts.idle;
+        let stall = self
+            .write_stall
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        if stall.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.counters.idle_timeouts.fetch_add(1, Relaxed);
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the client read nothing for the idle timeout of {idle:?}"),
+        )))
     }
 
     /// Brings the phase up to date with the request service's view.
@@ -206,7 +237,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.guard_write(cx, polled)
     }
 
     fn poll_write_vectored(
@@ -214,7 +247,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.guard_write(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -310,6 +345,36 @@ mod tests {
             Err(io::ErrorKind::TimedOut)
         );
         assert_eq!(counters.idle_timeouts.load(Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
+        let (mut s, _client, _, counters) = guarded(60_000, 300);
+        // The client reads nothing: the 1 KiB pipe fills and the write stalls.
+        let start = Instant::now();
+        let written = tokio::time::timeout(Duration::from_secs(3), s.write_all(&[b'x'; 8192]))
+            .await
+            .expect("a write to a client that reads nothing never gave up");
+        assert_eq!(written.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!(about(start.elapsed(), 300), "{:?}", start.elapsed());
+        assert_eq!(counters.idle_timeouts.load(Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_slow_reader_that_keeps_reading_is_not_cut() {
+        let (mut s, mut client, _, _) = guarded(60_000, 300);
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 256];
+            let mut total = 0;
+            while total < 8192 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                total += client.read(&mut buf).await.unwrap();
+            }
+        });
+        // 8 KiB through a 1 KiB pipe at 256 bytes per 20 ms: ~640 ms, twice the timeout,
+        // but never 300 ms without progress.
+        s.write_all(&[b'x'; 8192]).await.unwrap();
+        reader.await.unwrap();
     }
 
     #[tokio::test]

@@ -334,7 +334,7 @@ impl Stats {
         metric(
             "connections_idle_timeouts_total",
             "counter",
-            "Connections closed after the idle timeout.",
+            "Connections closed after the idle timeout (idle, or a client reading nothing).",
             conns.idle_timeouts.load(Relaxed) as f64,
         );
         if let Some(p) = d.throttled_periods {
