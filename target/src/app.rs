@@ -65,6 +65,18 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The statistics listener's router: `/stats`, `/healthz` and `/metrics` only. Its responses
+/// are not counted in `requestsServed`: reading the figures is not part of the workload. Its
+/// `/healthz` says the process is alive; unlike the main port's, it does not wait for a loop.
+pub fn stats_app(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(handlers::healthz))
+        .route("/stats", get(handlers::stats))
+        .route("/metrics", get(handlers::metrics))
+        .fallback(handlers::not_found)
+        .with_state(state)
+}
+
 async fn count_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let res = next.run(req).await;
     state.stats.requests_served.fetch_add(1, Relaxed);

@@ -131,6 +131,35 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+/// Parses a timeout: a duration as [`parse_duration`] reads it, more than zero.
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("must be more than zero, got `{s}`"));
+    }
+    Ok(d)
+}
+
+/// Parses the stats port: `off`, or a TCP port number (0 = any free port).
+pub fn parse_stats_port(s: &str) -> Result<StatsPort, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(StatsPort::Off);
+    }
+    s.trim()
+        .parse::<u16>()
+        .map(StatsPort::Port)
+        .map_err(|_| format!("expected `off` or a port number from 0 to 65535, got `{s}`"))
+}
+
+/// Whether and where the statistics listener runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsPort {
+    /// No statistics listener; `/stats` is served on the main port only.
+    Off,
+    /// Listen on this port (0 = any free port, announced as `statsPort` in `/stats`).
+    Port(u16),
+}
+
 /// The command line of the target (also `benchmatrix target ...`).
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -189,6 +218,26 @@ pub struct Args {
     #[arg(long = "grace-period", env = "BENCH_GRACE_PERIOD", default_value = "10s",
           value_parser = parse_duration)]
     pub grace_period: Duration,
+    /// Time a client has to send a whole request head, from its first byte (or, on a new
+    /// connection, from the connection's acceptance); then the connection is closed.
+    #[arg(long = "header-timeout", env = "BENCH_HEADER_TIMEOUT", default_value = "10s",
+          value_parser = parse_timeout)]
+    pub header_timeout: Duration,
+    /// Time a keep-alive connection may stay idle (no request in flight, none begun) before it
+    /// is closed.
+    #[arg(long = "idle-timeout", env = "BENCH_IDLE_TIMEOUT", default_value = "60s",
+          value_parser = parse_timeout)]
+    pub idle_timeout: Duration,
+    /// Open connections the process accepts at once (all loops together); beyond this a new
+    /// connection gets 503 + Retry-After and is closed.
+    #[arg(long = "max-connections", env = "BENCH_MAX_CONNECTIONS", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// Port of a statistics listener (`/stats`, `/healthz`, `/metrics`) served by a thread of
+    /// its own, so busy event loops cannot delay it: `off`, or a port (0 = any free port).
+    #[arg(long = "stats-port", env = "BENCH_STATS_PORT", default_value = "off",
+          value_parser = parse_stats_port)]
+    pub stats_port: StatsPort,
 }
 
 #[cfg(test)]
@@ -204,6 +253,18 @@ mod tests {
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("").is_err());
+        assert_eq!(parse_timeout("1s"), Ok(Duration::from_secs(1)));
+        assert!(parse_timeout("0s").is_err());
+        assert!(parse_timeout("0").is_err());
+    }
+
+    #[test]
+    fn stats_ports() {
+        assert_eq!(parse_stats_port("off"), Ok(StatsPort::Off));
+        assert_eq!(parse_stats_port("0"), Ok(StatsPort::Port(0)));
+        assert_eq!(parse_stats_port("9091"), Ok(StatsPort::Port(9091)));
+        assert!(parse_stats_port("70000").is_err());
+        assert!(parse_stats_port("on").is_err());
     }
 
     #[test]
@@ -224,6 +285,10 @@ mod tests {
         assert_eq!(a.slow_ms, 380);
         assert_eq!(a.offload_threshold_ms, 50);
         assert_eq!(a.grace_period, Duration::from_secs(10));
+        assert_eq!(a.header_timeout, Duration::from_secs(10));
+        assert_eq!(a.idle_timeout, Duration::from_secs(60));
+        assert_eq!(a.max_connections, 4096);
+        assert_eq!(a.stats_port, StatsPort::Off);
         assert!(Args::try_parse_from(["t", "--mode", "cluster"]).is_err());
         assert!(Args::try_parse_from(["t", "--port", "70000"]).is_err());
     }

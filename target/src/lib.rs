@@ -2,18 +2,20 @@
 //!
 //! One binary, three concurrency modes (`single`, `threads`, `pool`), sized from the CPU quota
 //! it actually has (never the host's core count), reporting what it detected and how it is
-//! doing at `/stats` and `/metrics`. See DESIGN.md, "Target".
+//! doing at `/stats` and `/metrics`. See README.md beside this crate.
 
 #![warn(missing_docs)]
 
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod connection;
 pub mod error;
 pub mod handlers;
 pub mod listener;
 pub mod pool;
 pub mod runtime;
+pub mod server;
 pub mod shutdown;
 pub mod stats;
 pub mod work;

@@ -8,6 +8,11 @@
 //! behind a worker that is stuck in inline CPU work, which blurs exactly the behaviour a
 //! benchmark of "N loops with inline CPU work" must show (a blocked loop blocks its own
 //! connections, and only those).
+//!
+//! A separate `stats` thread, with a current-thread runtime of its own, samples CPU and RSS and
+//! (with `--stats-port`) serves `/stats`, `/healthz` and `/metrics` on a second port: no
+//! workload runs there, so a busy event loop cannot delay those reads, and the reads do not
+//! queue in front of the workload either. Event-loop lag is still measured on each loop.
 
 use std::io::Write as _;
 use std::net::TcpListener;
@@ -16,10 +21,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::app::{Service, Settings, app};
-use crate::config::{Args, Mode};
+use crate::app::{Service, Settings, app, stats_app};
+use crate::config::{Args, Mode, StatsPort};
+use crate::connection::{ConnectionCounters, Timeouts};
 use crate::listener::{Balance, SharedListener, bind};
 use crate::pool::Pool;
+use crate::server::{self, Limits};
 use crate::shutdown::{self, Shutdown};
 use crate::stats::{Stats, sample_forever, watch_loop_lag};
 use crate::work::calibrate_fib;
@@ -27,6 +34,10 @@ use crate::work::calibrate_fib;
 /// Stack of each event-loop thread. Only touched pages count towards RSS, and the futures live
 /// on the heap, so this is headroom rather than memory use.
 const LOOP_STACK: usize = 2 * 1024 * 1024;
+/// Connections the statistics listener takes at once: its readers are a few load generators,
+/// the operator and a metrics scraper, and a flood of it must not cost the workload many
+/// descriptors.
+const STATS_MAX_CONNECTIONS: usize = 64;
 
 /// Why the service could not run, with the exit code it maps to.
 #[derive(Debug)]
@@ -76,6 +87,9 @@ pub fn serve(args: Args) -> Result<(), Failure> {
         slow_ms = args.slow_ms,
         offload = ?args.offload,
         offload_threshold_ms = args.offload_threshold_ms,
+        header_timeout = ?args.header_timeout,
+        idle_timeout = ?args.idle_timeout,
+        max_connections = args.max_connections,
         "starting"
     );
 
@@ -86,8 +100,35 @@ pub fn serve(args: Args) -> Result<(), Failure> {
     let local = listener
         .local_addr()
         .map_err(|e| Failure::runtime(e.into()))?;
+    let stats_listener = match args.stats_port {
+        StatsPort::Off => None,
+        StatsPort::Port(port) => Some(bind(args.host, port).map_err(|e| Failure {
+            exit_code: 2,
+            error: anyhow::anyhow!(
+                "cannot listen on {}:{port} for statistics (--stats-port): {e}",
+                args.host
+            ),
+        })?),
+    };
+    let stats_local = match &stats_listener {
+        Some(l) => Some(l.local_addr().map_err(|e| Failure::runtime(e.into()))?),
+        None => None,
+    };
 
-    let stats = Arc::new(Stats::new(args.mode, limit, pool_size, loop_threads));
+    let mut stats = Stats::new(args.mode, limit, pool_size, loop_threads);
+    if let Some(addr) = stats_local {
+        stats = stats.with_stats_port(addr.port());
+    }
+    let stats = Arc::new(stats);
+    let timeouts = Timeouts {
+        header: args.header_timeout,
+        idle: args.idle_timeout,
+    };
+    let limits = Limits::new(
+        server::fit_descriptor_limit(args.max_connections as usize),
+        timeouts,
+        Arc::clone(&stats.connections),
+    );
     let pool = match args.mode {
         Mode::Pool => Some(
             Pool::start(
@@ -117,13 +158,23 @@ pub fn serve(args: Args) -> Result<(), Failure> {
 
     let rt = current_thread_runtime().map_err(Failure::runtime)?;
     let (trigger, shutdown) = shutdown::channel();
+    start_stats_thread(
+        stats_listener,
+        Arc::clone(&service),
+        Limits::new(
+            STATS_MAX_CONNECTIONS,
+            timeouts,
+            Arc::new(ConnectionCounters::default()),
+        ),
+        shutdown.clone(),
+    )
+    .map_err(Failure::runtime)?;
     let balance = Balance::new(loop_threads);
     let grace = args.grace_period;
 
     let result = rt.block_on(async {
         let signals = shutdown::on_signal(trigger).context("installing signal handlers")?;
         tokio::spawn(signals);
-        tokio::spawn(sample_forever(Arc::clone(&stats)));
 
         let mut others = Vec::with_capacity(loop_threads.saturating_sub(1));
         for index in 1..loop_threads {
@@ -132,6 +183,7 @@ pub fn serve(args: Args) -> Result<(), Failure> {
                 listener: listener.try_clone().context("sharing the listener")?,
                 balance: Arc::clone(&balance),
                 service: Arc::clone(&service),
+                limits: Arc::clone(&limits),
                 shutdown: shutdown.clone(),
                 grace,
             };
@@ -146,19 +198,28 @@ pub fn serve(args: Args) -> Result<(), Failure> {
             others.push(handle);
         }
 
-        // Exactly one line on stdout, once the socket accepts connections: the local runner and
-        // the tests wait for it to learn the port.
+        // One line on stdout, once the socket accepts connections: the local runner and the
+        // tests wait for it to learn the port. With a statistics port, a second line names it,
+        // written together with the first so whoever sees one sees both.
+        let mut lines = format!("listening on http://{local}\n");
+        if let Some(addr) = stats_local {
+            lines.push_str(&format!("statistics on http://{addr}\n"));
+        }
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "listening on http://{local}");
+        let _ = out.write_all(lines.as_bytes());
         let _ = out.flush();
         drop(out);
         tracing::info!(address = %local, "listening");
+        if let Some(addr) = stats_local {
+            tracing::info!(address = %addr, "statistics listening (/stats, /healthz, /metrics)");
+        }
 
         let first = run_loop(LoopContext {
             index: 0,
             listener,
             balance,
             service: Arc::clone(&service),
+            limits,
             shutdown,
             grace,
         })
@@ -186,11 +247,43 @@ fn current_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("building an event-loop runtime")
 }
 
+/// Starts the `stats` thread: CPU/RSS sampling, and the statistics listener when there is one.
+/// Its runtime is built here so that a failure stops the start instead of leaving an announced
+/// port unserved.
+fn start_stats_thread(
+    listener: Option<TcpListener>,
+    service: Arc<Service>,
+    limits: Arc<Limits>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let rt = current_thread_runtime()?;
+    std::thread::Builder::new()
+        .name("stats".into())
+        .stack_size(LOOP_STACK)
+        .spawn(move || {
+            rt.block_on(async move {
+                tokio::spawn(sample_forever(Arc::clone(&service.stats)));
+                let Some(listener) = listener else {
+                    return shutdown.wait().await;
+                };
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => {
+                        server::serve(listener, stats_app(service), limits, shutdown).await
+                    }
+                    Err(e) => tracing::error!(error = %e, "cannot serve the statistics port"),
+                }
+            })
+        })
+        .context("starting the stats thread")?;
+    Ok(())
+}
+
 struct LoopContext {
     index: usize,
     listener: TcpListener,
     balance: Arc<Balance>,
     service: Arc<Service>,
+    limits: Arc<Limits>,
     shutdown: Shutdown,
     grace: Duration,
 }
@@ -201,15 +294,14 @@ async fn run_loop(ctx: LoopContext) -> anyhow::Result<()> {
     let listener = SharedListener::new(&ctx.listener, ctx.index, ctx.balance)
         .context("registering the listener")?;
     drop(ctx.listener);
-    let serve =
-        axum::serve(listener, app(ctx.service)).with_graceful_shutdown(ctx.shutdown.clone().wait());
+    let serve = server::serve(listener, app(ctx.service), ctx.limits, ctx.shutdown.clone());
     let grace = ctx.grace;
     let deadline = async move {
         ctx.shutdown.wait().await;
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
-        r = std::future::IntoFuture::into_future(serve) => r.context("serving")?,
+        () = serve => {}
         _ = deadline => tracing::warn!(
             loop_index = ctx.index,
             grace_secs = grace.as_secs_f64(),

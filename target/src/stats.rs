@@ -2,8 +2,8 @@
 //! the cgroup's throttling — served as `/stats` JSON and `/metrics` Prometheus text.
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use benchmatrix_quota::CpuLimit;
@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::config::Mode;
+use crate::connection::ConnectionCounters;
 
 /// How often CPU and RSS are sampled, as the seeds do.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(200);
@@ -42,6 +43,9 @@ pub struct Stats {
     rss_peak_bytes: AtomicU64,
     lag: Mutex<Histogram<u32>>,
     lag_max_us: AtomicU64,
+    stats_port: Option<u16>,
+    /// Connections of the main port (open, refused, closed by a timeout).
+    pub connections: Arc<ConnectionCounters>,
 }
 
 /// The `/stats` document. Field names are a shared contract (contracts.md); do not rename.
@@ -88,6 +92,9 @@ pub struct StatsDoc {
     pub throttled_seconds: Option<f64>,
     /// Seconds since the process started serving.
     pub uptime_seconds: f64,
+    /// Port of the statistics listener, which serves this document from a thread of its own
+    /// (busy event loops cannot delay it); null when there is none.
+    pub stats_port: Option<u16>,
 }
 
 impl Stats {
@@ -113,9 +120,17 @@ impl Stats {
             rss_peak_bytes: AtomicU64::new(0),
             lag: Mutex::new(lag),
             lag_max_us: AtomicU64::new(0),
+            stats_port: None,
+            connections: Arc::new(ConnectionCounters::default()),
         };
         stats.sample();
         stats
+    }
+
+    /// The same, announcing a statistics listener on `port` in `/stats`.
+    pub fn with_stats_port(mut self, port: u16) -> Self {
+        self.stats_port = Some(port);
+        self
     }
 
     /// The CPU limit detected at start.
@@ -189,6 +204,7 @@ impl Stats {
             throttled_periods: throttling.map(|t| t.throttled_periods),
             throttled_seconds: throttling.map(|t| t.throttled_seconds),
             uptime_seconds: self.started.elapsed().as_secs_f64(),
+            stats_port: self.stats_port,
         }
     }
 
@@ -295,6 +311,31 @@ impl Stats {
             "counter",
             "Workers replaced after a timed-out task.",
             self.workers_replaced.load(Relaxed) as f64,
+        );
+        let conns = &self.connections;
+        metric(
+            "connections_open",
+            "gauge",
+            "Connections open on the main port.",
+            conns.open.load(Relaxed) as f64,
+        );
+        metric(
+            "connections_refused_total",
+            "counter",
+            "Connections answered 503 because the connection limit was reached.",
+            conns.refused.load(Relaxed) as f64,
+        );
+        metric(
+            "connections_header_timeouts_total",
+            "counter",
+            "Connections closed because a request head did not arrive within the header timeout.",
+            conns.header_timeouts.load(Relaxed) as f64,
+        );
+        metric(
+            "connections_idle_timeouts_total",
+            "counter",
+            "Connections closed after the idle timeout (idle, or a client reading nothing).",
+            conns.idle_timeouts.load(Relaxed) as f64,
         );
         if let Some(p) = d.throttled_periods {
             metric(

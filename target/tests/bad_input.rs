@@ -101,9 +101,40 @@ fn other_bad_flags_exit_2() {
         &["--grace-period", "soon"],
         &["--offload", "some"],
         &["--no-such-flag"],
+        &["--header-timeout", "0s"],
+        &["--idle-timeout", "forever"],
+        &["--max-connections", "0"],
+        &["--stats-port", "on"],
+        &["--stats-port", "70000"],
     ] {
         let (code, stderr) = run_to_exit(args, &[("PORT", "0")]);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(!stderr.trim().is_empty(), "{args:?} gave no message");
     }
+}
+
+#[test]
+fn bad_connection_settings_from_the_environment_exit_2_naming_the_flag() {
+    for (var, value, flag) in [
+        ("BENCH_HEADER_TIMEOUT", "0", "--header-timeout"),
+        ("BENCH_IDLE_TIMEOUT", "-5s", "--idle-timeout"),
+        ("BENCH_MAX_CONNECTIONS", "lots", "--max-connections"),
+        ("BENCH_STATS_PORT", "yes", "--stats-port"),
+    ] {
+        let (code, stderr) = run_to_exit(&["--port", "0"], &[(var, value)]);
+        assert_eq!(code, Some(2), "{var}={value}: {stderr}");
+        assert!(stderr.contains(flag), "{var}={value}: {stderr}");
+    }
+}
+
+#[test]
+fn a_stats_port_taken_by_another_program_exits_2() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let (code, stderr) = run_to_exit(
+        &["--host", "127.0.0.1", "--port", "0", "--stats-port", &port],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("for statistics (--stats-port)"), "{stderr}");
 }

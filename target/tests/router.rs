@@ -85,6 +85,7 @@ async fn stats_has_exactly_the_contract_fields() {
         "throttledPeriods",
         "throttledSeconds",
         "uptimeSeconds",
+        "statsPort",
     ];
     expected.sort();
     assert_eq!(keys, expected);

@@ -29,8 +29,21 @@ impl Target {
         Target::spawn(cmd)
     }
 
+    /// Starts the target on 127.0.0.1 with a free port, `args` and the environment `env`
+    /// (set after the test runner's own target variables are cleared).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Target {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["--host", "127.0.0.1", "--port", "0"]).args(args);
+        Target::spawn_with_env(cmd, env)
+    }
+
     /// Spawns `cmd` (which must run the target) and waits for its listening line.
-    pub fn spawn(mut cmd: Command) -> Target {
+    pub fn spawn(cmd: Command) -> Target {
+        Target::spawn_with_env(cmd, &[])
+    }
+
+    /// Spawns `cmd` with `env` and waits for its listening line.
+    pub fn spawn_with_env(mut cmd: Command, env: &[(&str, &str)]) -> Target {
         // The environment of the test runner must not change the mode under test.
         for var in [
             "BENCH_MODE",
@@ -45,9 +58,14 @@ impl Target {
             "BENCH_SLOW_MS",
             "BENCH_TASK_DEADLINE_MS",
             "BENCH_GRACE_PERIOD",
+            "BENCH_HEADER_TIMEOUT",
+            "BENCH_IDLE_TIMEOUT",
+            "BENCH_MAX_CONNECTIONS",
+            "BENCH_STATS_PORT",
         ] {
             cmd.env_remove(var);
         }
+        cmd.envs(env.iter().copied());
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -1,0 +1,409 @@
+//! Per-connection deadlines: how long a client may take to send a request head, and how long
+//! a connection may sit idle between requests.
+//!
+//! Both are enforced inside the connection's byte stream ([`GuardedStream`]) rather than with
+//! hyper's `header_read_timeout`, for two reasons:
+//!
+//! - hyper starts its header timer as soon as a keep-alive connection goes idle, so the header
+//!   timeout and the idle timeout would be one value. A benchmark wants a short head deadline
+//!   (slowloris) but a long idle allowance (a load generator's open loop may leave a
+//!   connection unused for many seconds, and a closed idle connection costs it an error).
+//! - The deadline is checked only when the socket has nothing to read. A loop blocked in CPU
+//!   work for longer than a timeout therefore never cuts a request that arrived whole and on
+//!   time: when the loop runs again, the waiting bytes are read before the timer is looked at.
+//!
+//! Which phase a connection is in comes from two sources on the connection's own task: the
+//! stream sees bytes arrive, and [`RequestClock`] (held by the request service) sees a request
+//! head complete (the handler is called) and its response produced.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// The two deadlines of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Time to send a whole request head, from its first byte (from acceptance for the first
+    /// request of a connection).
+    pub header: Duration,
+    /// Time a connection may stay idle: no request in flight and no byte of a next one.
+    pub idle: Duration,
+}
+
+/// Connection figures of one listener, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct ConnectionCounters {
+    /// Connections open now.
+    pub open: AtomicUsize,
+    /// Connections refused with 503 because `open` was at the limit.
+    pub refused: AtomicU64,
+    /// Connections closed because a request head did not arrive in time.
+    pub header_timeouts: AtomicU64,
+    /// Connections closed because they stayed idle too long, or their client read nothing of a
+    /// response for that long.
+    pub idle_timeouts: AtomicU64,
+}
+
+/// Requests of one connection: how many are being handled, and how many have finished.
+/// Shared between the connection's stream and its request service (same task; atomics only
+/// because tokio tasks must be `Send`).
+#[derive(Debug, Default)]
+pub struct RequestClock {
+    in_flight: AtomicUsize,
+    finished: AtomicU64,
+    /// The connection task, as last seen by a read that found nothing while a request was in
+    /// flight. hyper does not read again after a response when its last read found nothing (it
+    /// waits for the socket), so without this wake-up the idle deadline would never be armed.
+    reader: Mutex<Option<Waker>>,
+}
+
+impl RequestClock {
+    /// Marks a request as being handled until the returned guard is dropped (its response is
+    /// produced, or the request is abandoned).
+    pub fn enter(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Relaxed);
+        InFlight(Arc::clone(self))
+    }
+}
+
+/// A request being handled; see [`RequestClock::enter`].
+pub struct InFlight(Arc<RequestClock>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.finished.fetch_add(1, Relaxed);
+        self.0.in_flight.fetch_sub(1, Relaxed);
+        let reader = self.0.reader.lock().ok().and_then(|mut w| w.take());
+        if let Some(reader) = reader {
+            reader.wake();
+        }
+    }
+}
+
+/// Where a connection is, as far as its deadlines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the first byte of a request since this instant.
+    Idle(Instant),
+    /// A request head has been arriving since this instant.
+    Head(Instant),
+    /// A request is being handled: no deadline.
+    Busy,
+}
+
+/// A byte stream that fails its reads with [`io::ErrorKind::TimedOut`] once the connection
+/// has overstayed its header or idle deadline, and its writes once the client has read nothing
+/// for the idle timeout; either makes hyper drop the connection.
+pub struct GuardedStream<S> {
+    inner: S,
+    clock: Arc<RequestClock>,
+    timeouts: Timeouts,
+    counters: Arc<ConnectionCounters>,
+    phase: Phase,
+    seen_finished: u64,
+    timer: Pin<Box<Sleep>>,
+    /// Running while a write waits for the client to read: a client that reads nothing for
+    /// the idle timeout is treated as idle (a slow-read variant of slowloris).
+    write_stall: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> GuardedStream<S> {
+    /// Wraps a freshly accepted connection: its first request head is due within the header
+    /// timeout from now.
+    pub fn new(
+        inner: S,
+        clock: Arc<RequestClock>,
+        timeouts: Timeouts,
+        counters: Arc<ConnectionCounters>,
+    ) -> Self {
+        let now = Instant::now();
+        GuardedStream {
+            inner,
+            clock,
+            timeouts,
+            counters,
+            phase: Phase::Head(now),
+            seen_finished: 0,
+            timer: Box::pin(tokio::time::sleep_until(now + timeouts.header)),
+            write_stall: None,
+        }
+    }
+
+    /// Passes a write's outcome through, failing it once writes have waited for the client
+    /// for the idle timeout without any progress.
+    fn guard_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        if polled.is_ready() {
+            self.write_stall = None;
+            return polled;
+        }
+        let idle = self.timeouts.idle;
+        let stall = self
+            .write_stall
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        if stall.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.counters.idle_timeouts.fetch_add(1, Relaxed);
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the client read nothing for the idle timeout of {idle:?}"),
+        )))
+    }
+
+    /// Brings the phase up to date with the request service's view.
+    fn refresh(&mut self, now: Instant) {
+        let finished = self.clock.finished.load(Relaxed);
+        if self.clock.in_flight.load(Relaxed) > 0 {
+            self.phase = Phase::Busy;
+        } else if finished != self.seen_finished || self.phase == Phase::Busy {
+            // A response was produced since we last looked: idle from now.
+            self.seen_finished = finished;
+            self.phase = Phase::Idle(now);
+        }
+    }
+
+    /// The instant this connection is due to be closed, if any.
+    fn deadline(&self) -> Option<(Instant, &'static str)> {
+        match self.phase {
+            Phase::Busy => None,
+            Phase::Idle(since) => Some((since + self.timeouts.idle, "idle")),
+            Phase::Head(since) => Some((since + self.timeouts.header, "header")),
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for GuardedStream<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    let now = Instant::now();
+                    this.refresh(now);
+                    if let Phase::Idle(_) = this.phase {
+                        this.phase = Phase::Head(now);
+                    }
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            // Nothing to read: only now does the deadline matter.
+            Poll::Pending => {
+                this.refresh(Instant::now());
+                let Some((deadline, which)) = this.deadline() else {
+                    if let Ok(mut reader) = this.clock.reader.lock() {
+                        *reader = Some(cx.waker().clone());
+                    }
+                    return Poll::Pending;
+                };
+                if this.timer.deadline() != deadline {
+                    this.timer.as_mut().reset(deadline);
+                }
+                if this.timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                let (counter, limit) = match which {
+                    "idle" => (&this.counters.idle_timeouts, this.timeouts.idle),
+                    _ => (&this.counters.header_timeouts, this.timeouts.header),
+                };
+                counter.fetch_add(1, Relaxed);
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("{which} timeout of {limit:?} passed"),
+                )))
+            }
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedStream<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.guard_write(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.guard_write(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    type Pair = (
+        GuardedStream<tokio::io::DuplexStream>,
+        tokio::io::DuplexStream,
+        Arc<RequestClock>,
+        Arc<ConnectionCounters>,
+    );
+
+    fn guarded(header_ms: u64, idle_ms: u64) -> Pair {
+        let (server, client) = tokio::io::duplex(1024);
+        let clock = Arc::new(RequestClock::default());
+        let counters = Arc::new(ConnectionCounters::default());
+        let timeouts = Timeouts {
+            header: Duration::from_millis(header_ms),
+            idle: Duration::from_millis(idle_ms),
+        };
+        let s = GuardedStream::new(server, Arc::clone(&clock), timeouts, Arc::clone(&counters));
+        (s, client, clock, counters)
+    }
+
+    async fn read_err(s: &mut GuardedStream<tokio::io::DuplexStream>) -> io::ErrorKind {
+        let mut buf = [0u8; 64];
+        s.read(&mut buf).await.unwrap_err().kind()
+    }
+
+    /// `elapsed` is at least `ms` and not absurdly more (the machine may be busy).
+    fn about(elapsed: Duration, ms: u64) -> bool {
+        elapsed >= Duration::from_millis(ms) && elapsed < Duration::from_millis(ms + 1_000)
+    }
+
+    #[tokio::test]
+    async fn a_silent_new_connection_gets_the_header_timeout() {
+        let (mut s, _client, _, counters) = guarded(200, 60_000);
+        let start = Instant::now();
+        assert_eq!(read_err(&mut s).await, io::ErrorKind::TimedOut);
+        assert!(about(start.elapsed(), 200), "{:?}", start.elapsed());
+        assert_eq!(counters.header_timeouts.load(Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn after_a_response_the_idle_timeout_runs_until_a_byte_then_the_header_one() {
+        let (mut s, mut client, clock, counters) = guarded(200, 600);
+        let mut buf = [0u8; 64];
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        assert!(s.read(&mut buf).await.unwrap() > 0);
+        // The request is handled for longer than both timeouts: no deadline meanwhile.
+        let request = clock.enter();
+        let busy = tokio::time::timeout(Duration::from_millis(900), s.read(&mut buf)).await;
+        assert!(
+            busy.is_err(),
+            "a deadline ran while a request was in flight"
+        );
+        drop(request);
+        // Idle: closed after the idle timeout, not the header one.
+        let idle_from = Instant::now();
+        assert_eq!(read_err(&mut s).await, io::ErrorKind::TimedOut);
+        assert!(about(idle_from.elapsed(), 600), "{:?}", idle_from.elapsed());
+        assert_eq!(counters.idle_timeouts.load(Relaxed), 1);
+        assert_eq!(counters.header_timeouts.load(Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn a_read_waiting_while_a_request_runs_is_woken_when_it_ends() {
+        let (mut s, _client, clock, counters) = guarded(60_000, 300);
+        let request = clock.enter();
+        let mut buf = [0u8; 64];
+        let read = tokio::spawn(async move { s.read(&mut buf).await.map_err(|e| e.kind()) });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        drop(request);
+        // Only a wake-up from the request's end lets the read arm the idle deadline.
+        let ended = tokio::time::timeout(Duration::from_secs(3), read).await;
+        assert_eq!(
+            ended.expect("the idle deadline was never armed").unwrap(),
+            Err(io::ErrorKind::TimedOut)
+        );
+        assert_eq!(counters.idle_timeouts.load(Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
+        let (mut s, _client, _, counters) = guarded(60_000, 300);
+        // The client reads nothing: the 1 KiB pipe fills and the write stalls.
+        let start = Instant::now();
+        let written = tokio::time::timeout(Duration::from_secs(3), s.write_all(&[b'x'; 8192]))
+            .await
+            .expect("a write to a client that reads nothing never gave up");
+        assert_eq!(written.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!(about(start.elapsed(), 300), "{:?}", start.elapsed());
+        assert_eq!(counters.idle_timeouts.load(Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_slow_reader_that_keeps_reading_is_not_cut() {
+        let (mut s, mut client, _, _) = guarded(60_000, 300);
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 256];
+            let mut total = 0;
+            while total < 8192 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                total += client.read(&mut buf).await.unwrap();
+            }
+        });
+        // 8 KiB through a 1 KiB pipe at 256 bytes per 20 ms: ~640 ms, twice the timeout,
+        // but never 300 ms without progress.
+        s.write_all(&[b'x'; 8192]).await.unwrap();
+        reader.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_head_started_while_idle_is_due_within_the_header_timeout() {
+        let (mut s, mut client, clock, counters) = guarded(200, 5_000);
+        let mut buf = [0u8; 64];
+        drop(clock.enter());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        client.write_all(b"GET / HT").await.unwrap();
+        assert!(s.read(&mut buf).await.unwrap() > 0);
+        let head_from = Instant::now();
+        assert_eq!(read_err(&mut s).await, io::ErrorKind::TimedOut);
+        assert!(about(head_from.elapsed(), 200), "{:?}", head_from.elapsed());
+        assert_eq!(counters.header_timeouts.load(Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn bytes_waiting_in_the_socket_win_over_an_expired_deadline() {
+        let (mut s, mut client, _, _) = guarded(100, 100);
+        let mut buf = [0u8; 64];
+        // Register the deadline, then block this (only) thread past it with the request
+        // already waiting, as CPU work on an event loop does.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(10), s.read(&mut buf))
+                .await
+                .is_err()
+        );
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(s.read(&mut buf).await.unwrap() > 0);
+    }
+}
