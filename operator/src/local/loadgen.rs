@@ -9,6 +9,7 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use super::cgroup::Cgroup;
+use super::guard;
 use super::progress::ProgressLine;
 use super::replicas::{STOP_GRACE, stop_children, tail, tie_to_runner};
 
@@ -41,6 +42,7 @@ impl Loadgen {
         cgroup.apply_to(&mut cmd);
         tie_to_runner(&mut cmd);
         let mut child = cmd.spawn()?;
+        guard::watch(child.id());
         let stderr = child.stderr.take();
         let (tx, rx) = channel();
         // One reader thread: progress lines to the display, everything else to the log, so a
