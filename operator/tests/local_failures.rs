@@ -82,7 +82,7 @@ fn a_replica_killed_mid_phase_fails_its_cell_and_the_next_cell_still_runs() {
         let tg = *d.iter().find(|&&p| cmdline(p).contains(" target "))?;
         Some((lg, tg))
     });
-    // Well into the fast-only phase, 4 s of load still to go.
+    // A second into the load (the end of fast-only), 4 s of load still to go.
     std::thread::sleep(Duration::from_millis(1000));
     kill(replica, libc::SIGKILL);
     let killed = Instant::now();
@@ -125,7 +125,7 @@ fn a_replica_killed_mid_phase_fails_its_cell_and_the_next_cell_still_runs() {
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("Failed (ReplicaExited)"), "{md}");
-    eprintln!("load generator gone {stopped_after:?} after the SIGKILL");
+    eprintln!("load generator gone {stopped_after:?} after the SIGKILL; the cell: {message}");
 }
 
 /// A custom command that is a shell around the server: the server dies, the shell lives on.

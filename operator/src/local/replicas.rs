@@ -731,6 +731,80 @@ mod tests {
         backend.remove();
     }
 
+    /// Until it is reaped, a killed replica's /proc entry stays (a zombie): the check must
+    /// reap it, and say how it ended.
+    #[test]
+    fn a_killed_replica_is_noticed_though_its_proc_entry_remains() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "exec python3 -m http.server --bind 127.0.0.1 \"$PORT\"".into(),
+        ];
+        let mut l = launch("zombie", dir.path(), cmd, 10_000);
+        l.readiness_path = "/".into();
+        l.replicas = 1;
+        let mut set = ReplicaSet::start(&l, &backend).unwrap();
+        assert_eq!(set.first_exit(), None);
+        let pid = set.pids()[0];
+        // SAFETY: kill has no memory-safety preconditions; pid is the set's own child.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "a zombie until reaped"
+        );
+        let why = set.first_exit().expect("the killed replica is noticed");
+        assert!(
+            why.contains(&pid.to_string()) && why.contains("SIGKILL"),
+            "{why}"
+        );
+        drop(set);
+        backend.remove();
+    }
+
+    /// A wrapper shell that lives on after the server it started died: the server was recorded
+    /// when the load began, and its exit is noticed by pid and name.
+    #[test]
+    fn a_wrapped_server_that_dies_is_noticed_while_the_shell_lives() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "python3 -m http.server --bind 127.0.0.1 \"$PORT\" & wait; sleep 30".into(),
+        ];
+        let mut l = launch("wrapped", dir.path(), cmd, 10_000);
+        l.readiness_path = "/".into();
+        l.replicas = 1;
+        let mut set = ReplicaSet::start(&l, &backend).unwrap();
+        set.watch_descendants();
+        assert_eq!(set.first_exit(), None);
+        let shell = set.pids()[0];
+        let server = process_tree(shell)[1];
+        // SAFETY: as above; the server is the set's grandchild.
+        unsafe { libc::kill(server as i32, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(300));
+        let why = set.first_exit().expect("the server's exit is noticed");
+        assert!(
+            why.contains(&format!("process {server} (python3)")) && why.contains("lived on"),
+            "{why}"
+        );
+        // The shell went on to `sleep 30`; stopping the set ends all of the replica (its
+        // cgroup's members and its process group), not only the shell.
+        let tree = process_tree(shell);
+        assert_eq!(tree.len(), 2, "the shell and its sleep: {tree:?}");
+        drop(set);
+        std::thread::sleep(Duration::from_millis(100));
+        let left: Vec<u32> = tree
+            .into_iter()
+            .filter(|&p| Watched::read(p).is_some())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        backend.remove();
+    }
+
     #[test]
     fn reads_rss_of_a_live_process() {
         let (rss, hwm) = proc_rss(std::process::id()).unwrap();

@@ -199,8 +199,10 @@ impl Runner {
         match serde_yaml::to_string(&self.status) {
             Ok(text) => {
                 // Write then rename, so an interrupted write never leaves half a document.
+                // On a full disk the write fails and the last whole status.yaml stays.
                 let tmp = path.with_extension("yaml.tmp");
                 if let Err(e) = fs::write(&tmp, text).and_then(|_| fs::rename(&tmp, &path)) {
+                    let _ = fs::remove_file(&tmp);
                     eprintln!("benchmatrix run: cannot write {}: {e}", path.display());
                 }
             }
