@@ -94,6 +94,7 @@ impl Loadgen {
                 stop_children(&mut [&mut c], STOP_GRACE.min(Duration::from_secs(2)));
             } else {
                 let _ = c.wait();
+                guard::unwatch(c.id());
             }
         }
         self.cgroup.remove();

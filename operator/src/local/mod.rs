@@ -22,7 +22,8 @@ use std::process::ExitCode;
 pub struct RunArgs {
     /// The BenchmarkRun YAML to run.
     pub file: std::path::PathBuf,
-    /// Folder for status.yaml, report.md and charts.
+    /// Folder for status.yaml, report.md and charts; made if missing. A path that is not a
+    /// writable folder is refused (exit 2) before anything starts.
     #[arg(long, default_value = "benchmatrix-out")]
     pub out: std::path::PathBuf,
 }
