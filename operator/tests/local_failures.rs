@@ -325,3 +325,45 @@ fn sigkill_of_the_runner_also_ends_a_shell_wrappers_server() {
     );
     assert!(!listening(port), "something still listens on {port}");
 }
+
+/// Ctrl-C (SIGTERM here) is not held up by a target that ignores SIGTERM: the runner does not
+/// wait out the usual stop grace for an abandoned cell, and exits 130 within 3 s with nothing
+/// left.
+#[test]
+fn sigterm_is_not_held_up_by_a_target_that_ignores_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("BENCH_TEST_TAG=deaf-{}", std::process::id());
+    let (name, value) = tag.split_once('=').unwrap();
+    let extra = "  target:\n    command: [\"sh\", \"-c\", \"trap '' TERM; exec python3 -m http.server --bind 127.0.0.1 $PORT\"]\n    readinessPath: /\n    statsPath: /\n";
+    let yaml = spec(&[("deaf", "single", 1, "1")], "0s", "3s", "3s", extra).replace(
+        "      cpu: \"1\"\n",
+        &format!("      cpu: \"1\"\n      env: [{{name: {name}, value: {value}}}]\n"),
+    );
+    let (mut child, _out) = spawn_run(dir.path(), &yaml);
+    let runner = child.id();
+    wait_for(
+        Duration::from_secs(30),
+        "the load on the deaf target",
+        || {
+            descendants_of(runner)
+                .iter()
+                .find(|&&p| cmdline(p).contains(" loadgen "))
+                .map(|_| ())
+        },
+    );
+    let deaf = tagged_processes(&tag);
+    assert!(!deaf.is_empty(), "{deaf:?}\n{}", runner_log(dir.path()));
+    kill(runner, libc::SIGTERM);
+    let sent = Instant::now();
+    let code = child.wait().unwrap().code();
+    let took = sent.elapsed();
+    let log = runner_log(dir.path());
+    assert_eq!(code, Some(130), "{log}");
+    assert!(
+        took < Duration::from_secs(3),
+        "exiting took {took:?}\n{log}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let left = tagged_processes(&tag);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -24,6 +24,20 @@ use super::signals;
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
+/// The shorter grace after Ctrl-C or SIGTERM: the interrupted cell is abandoned, and a target
+/// that ignores SIGTERM must not keep the user waiting for the prompt.
+pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(500);
+
+/// How long children may take to stop now: [`STOP_GRACE`], or [`INTERRUPTED_GRACE`] once the
+/// runner has been interrupted.
+pub fn stop_grace() -> Duration {
+    if signals::interrupted() {
+        INTERRUPTED_GRACE
+    } else {
+        STOP_GRACE
+    }
+}
+
 /// The reason of a cell whose target replica (or a process it started) exited before the
 /// cell's result was in. The same word as the cluster's; the two are to be one constant.
 pub const REPLICA_EXITED: &str = "ReplicaExited";
@@ -428,7 +442,7 @@ impl ReplicaSet {
         None
     }
 
-    /// SIGTERM to every replica, SIGKILL after [`STOP_GRACE`], then removes their cgroups.
+    /// SIGTERM to every replica, SIGKILL after [`stop_grace`], then removes their cgroups.
     pub fn stop(mut self) {
         self.stop_all();
     }
@@ -440,7 +454,7 @@ impl ReplicaSet {
             .filter(|r| r.exited.is_none())
             .map(|r| &mut r.child)
             .collect();
-        stop_children(&mut procs, STOP_GRACE);
+        stop_children(&mut procs, stop_grace());
         for r in &mut self.replicas {
             // A replica that exited on its own may have left processes in its group (a shell
             // wrapper's children); they go too.
