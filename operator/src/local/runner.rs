@@ -407,7 +407,8 @@ impl Runner {
                 }
             }
             if let Some(why) = set.first_exit() {
-                break Err((REPLICA_EXITED, phase_note(why, elapsed, &boundaries, spec)));
+                let when = elapsed.saturating_sub(late_by);
+                break Err((REPLICA_EXITED, phase_note(why, when, &boundaries, spec)));
             }
             if let Some(status) = lg.try_wait() {
                 // The result is only in if every replica lived to its end.
@@ -533,7 +534,8 @@ impl Runner {
     }
 }
 
-/// `why` with the part of the load it happened in ("during phase mixed, 3.2 s into the load").
+/// `why` with the part of the load it happened in ("during phase mixed, 3.2 s into the load");
+/// `elapsed` is counted on the plan's clock (the load generator's lateness taken off).
 fn phase_note(
     why: String,
     elapsed: Duration,
@@ -548,7 +550,7 @@ fn phase_note(
             .phases
             .get(k - 1)
             .map(|p| format!("phase {}", p.name))
-            .unwrap_or_else(|| "the last phase".into()),
+            .unwrap_or_else(|| "the slack after the last phase".into()),
     };
     format!(
         "{why} (during {part}, {:.1} s into the load)",
@@ -648,4 +650,38 @@ fn per_replica_shares(
                 .collect(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_exit_is_placed_in_the_part_of_the_load_it_happened_in() {
+        let run = crate::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: t}
+spec:
+  configurations: [{name: a, mode: single, replicas: 1, cpu: "1"}]
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    warmup: 2s
+    phases:
+      - {name: first, duration: 3s, load: [{endpoint: fast, connections: 1}]}
+      - {name: second, duration: 4s, load: [{endpoint: fast, connections: 1}]}
+"#,
+        )
+        .unwrap();
+        let b = [2, 5, 9].map(Duration::from_secs);
+        let at = |s: f64| phase_note("x".into(), Duration::from_secs_f64(s), &b, &run.spec);
+        assert_eq!(at(1.0), "x (during warm-up, 1.0 s into the load)");
+        assert_eq!(at(2.0), "x (during phase first, 2.0 s into the load)");
+        assert_eq!(at(6.5), "x (during phase second, 6.5 s into the load)");
+        assert_eq!(
+            at(9.5),
+            "x (during the slack after the last phase, 9.5 s into the load)"
+        );
+    }
 }
