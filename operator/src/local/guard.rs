@@ -21,6 +21,18 @@ static GUARD: Mutex<Option<(File, libc::pid_t)>> = Mutex::new(None);
 /// guard then owns a consistent copy of the memory it uses). Without a guard (the fork
 /// failed) children still get PDEATHSIG; a note says so.
 pub fn start() {
+    // A fork of a multi-threaded process may inherit a lock some other thread held; the guard
+    // allocates, so it is only forked from a process with one thread.
+    let threads = std::fs::read_dir("/proc/self/task")
+        .map(|d| d.count())
+        .unwrap_or(0);
+    if threads != 1 {
+        eprintln!(
+            "benchmatrix run: note: no guard process ({threads} threads at start); a killed \
+             runner may leave a wrapped target's children behind"
+        );
+        return;
+    }
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two descriptors into the array it is given. O_CLOEXEC keeps the
     // write end out of every program the runner executes, so only the runner holds it.
