@@ -82,3 +82,54 @@ fn a_missing_file_is_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
 }
+
+/// Runs a good file with `--out OUT` and asserts exit 2 with the folder named on stderr and no
+/// cgroup made.
+fn refused_out(dir: &std::path::Path, out: &std::path::Path) {
+    let file = dir.join("run.yaml");
+    std::fs::write(&file, good()).unwrap();
+    let child = std::process::Command::new(local_common::exe())
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("--out") && stderr.contains(&out.display().to_string()),
+        "{t}"
+    );
+    assert!(local_common::leftover_cgroups(pid).is_empty());
+}
+
+#[test]
+fn out_that_is_a_file_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("taken");
+    std::fs::write(&out, "not a folder").unwrap();
+    refused_out(dir.path(), &out);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "not a folder");
+}
+
+#[test]
+fn out_that_cannot_be_created_is_exit_2() {
+    // Under a regular file: not even root can make a folder there.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    refused_out(dir.path(), &file.join("sub"));
+}
+
+#[test]
+fn out_that_is_not_writable_is_exit_2() {
+    // /proc exists and is a folder, yet nothing can be written in it, root or not.
+    let dir = tempfile::tempdir().unwrap();
+    refused_out(dir.path(), std::path::Path::new("/proc"));
+}

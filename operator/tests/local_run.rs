@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use local_common::{cell, exe, figures, leftover_cgroups, run, spec, status, text};
+use local_common::{
+    alive, cell, descendants_of, exe, figures, leftover_cgroups, run, spec, status, text,
+};
 
 /// What the seeds found, on a matrix short enough for CI: in the mixed phase /fast's p99 in a
 /// single event loop is at least 10x that with a worker pool, and /slow's throughput is about
@@ -343,39 +345,6 @@ fn ctrl_c_stops_children_removes_cgroups_and_keeps_results_so_far() {
     let cut = cell(&st, "cut-short");
     assert_eq!(cut["reason"].as_str(), Some("Interrupted"), "{cut:?}");
     assert!(out.join("report.md").exists());
-}
-
-fn descendants_of(pid: u32) -> Vec<u32> {
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
-            .into_iter()
-            .flatten()
-            .flatten();
-        for t in tasks {
-            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
-                found.extend(c.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
-            }
-        }
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
-
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // A zombie has exited; only its parent's bookkeeping remains.
-        Ok(s) => !s
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
 }
 
 fn assert_well_formed_svg(text: &str, path: &Path) {

@@ -9,8 +9,9 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use super::cgroup::Cgroup;
+use super::guard;
 use super::progress::ProgressLine;
-use super::replicas::{STOP_GRACE, stop_children, tail, tie_to_runner};
+use super::replicas::{stop_children, stop_grace, tail, tie_to_runner};
 
 /// A running load generator.
 #[derive(Debug)]
@@ -41,6 +42,7 @@ impl Loadgen {
         cgroup.apply_to(&mut cmd);
         tie_to_runner(&mut cmd);
         let mut child = cmd.spawn()?;
+        guard::watch(child.id());
         let stderr = child.stderr.take();
         let (tx, rx) = channel();
         // One reader thread: progress lines to the display, everything else to the log, so a
@@ -89,9 +91,10 @@ impl Loadgen {
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             if matches!(c.try_wait(), Ok(None)) {
-                stop_children(&mut [&mut c], STOP_GRACE.min(Duration::from_secs(2)));
+                stop_children(&mut [&mut c], stop_grace().min(Duration::from_secs(2)));
             } else {
                 let _ = c.wait();
+                guard::unwatch(c.id());
             }
         }
         self.cgroup.remove();

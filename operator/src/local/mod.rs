@@ -6,6 +6,7 @@
 //! operator's status schema), `report.md` and SVG charts in the output folder.
 
 pub mod cgroup;
+pub mod guard;
 pub mod http;
 pub mod loadgen;
 pub mod progress;
@@ -13,6 +14,7 @@ pub mod replicas;
 pub mod runner;
 pub mod signals;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Arguments of `benchmatrix run`.
@@ -20,7 +22,8 @@ use std::process::ExitCode;
 pub struct RunArgs {
     /// The BenchmarkRun YAML to run.
     pub file: std::path::PathBuf,
-    /// Folder for status.yaml, report.md and charts.
+    /// Folder for status.yaml, report.md and charts; made if missing. A path that is not a
+    /// writable folder is refused (exit 2) before anything starts.
     #[arg(long, default_value = "benchmatrix-out")]
     pub out: std::path::PathBuf,
 }
@@ -48,16 +51,39 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Installed before the first child exists, so no Ctrl-C can orphan one.
+    if let Err(e) = check_out(&args.out) {
+        eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
+        return ExitCode::from(2);
+    }
+    // First, while this process has one thread: the guard that ends every child should the
+    // runner be killed. Then the handlers, before the first child exists, so no Ctrl-C can
+    // orphan one.
+    guard::start();
     signals::install();
-    match runner::Runner::new(run, args.file.clone(), args.out.clone()) {
+    let code = match runner::Runner::new(run, args.file.clone(), args.out.clone()) {
         Ok(r) => r.run_all().exit_code(),
         Err(e) => {
             eprintln!(
-                "benchmatrix run: cannot prepare {}: {e}",
+                "benchmatrix run: --out {}: cannot prepare it: {e}",
                 args.out.display()
             );
-            ExitCode::from(1)
+            ExitCode::from(2)
         }
+    };
+    guard::finish();
+    code
+}
+
+/// The output folder must be a folder this process can write: made if missing, then probed
+/// with a file written and removed, so a bad `--out` is bad input (exit 2) before any cell
+/// starts rather than a run whose results cannot be kept.
+fn check_out(out: &Path) -> Result<(), String> {
+    if out.exists() && !out.is_dir() {
+        return Err("exists and is not a folder".into());
     }
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create it: {e}"))?;
+    let probe = out.join(format!(".benchmatrix-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"probe")
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in it: {e}"))
 }

@@ -17,11 +17,30 @@ use std::time::{Duration, Instant};
 use benchmatrix_loadgen::plan::Spread;
 
 use super::cgroup::{Backend, Cgroup, CpuUsage, Enforcement};
+use super::guard;
 use super::http;
 use super::signals;
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// The shorter grace after Ctrl-C or SIGTERM: the interrupted cell is abandoned, and a target
+/// that ignores SIGTERM must not keep the user waiting for the prompt.
+pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(500);
+
+/// How long children may take to stop now: [`STOP_GRACE`], or [`INTERRUPTED_GRACE`] once the
+/// runner has been interrupted.
+pub fn stop_grace() -> Duration {
+    if signals::interrupted() {
+        INTERRUPTED_GRACE
+    } else {
+        STOP_GRACE
+    }
+}
+
+/// The reason of a cell whose target replica (or a process it started) exited before the
+/// cell's result was in. The same word as the cluster's; the two are to be one constant.
+pub const REPLICA_EXITED: &str = "ReplicaExited";
 
 /// What to start: the built-in target (this binary re-executed) or any local program.
 #[derive(Debug, Clone)]
@@ -55,7 +74,7 @@ pub struct Launch {
 /// Why the replicas could not be brought up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StartError {
-    /// A word for the status' `reason`: NeverReady, SpawnFailed, Exited, CgroupFailed,
+    /// A word for the status' `reason`: NeverReady, SpawnFailed, ReplicaExited, CgroupFailed,
     /// Interrupted, WrongAddress.
     pub reason: &'static str,
     /// A sentence, with the process' own last words where there are some.
@@ -69,6 +88,44 @@ struct Replica {
     cgroup: Cgroup,
     log: PathBuf,
     exited: Option<ExitStatus>,
+    /// The processes it had started when the load began (a shell wrapper's server, forked
+    /// workers): each must live until the result is in, as the replica itself must.
+    watched: Vec<Watched>,
+}
+
+/// A descendant of a replica that must stay alive, told apart from a later process that
+/// reuses its pid by its start time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Watched {
+    pid: u32,
+    start_ticks: u64,
+    command: String,
+}
+
+impl Watched {
+    /// The process `pid` as it is now; `None` if it is gone or a zombie.
+    fn read(pid: u32) -> Option<Watched> {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let command = stat.get(open + 1..close)?.to_string();
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // After the name: state is field 3 of stat(5), starttime field 22.
+        if matches!(fields.first(), Some(&"Z") | Some(&"X") | Some(&"x")) {
+            return None;
+        }
+        let start_ticks = fields.get(19)?.parse().ok()?;
+        Some(Watched {
+            pid,
+            start_ticks,
+            command,
+        })
+    }
+
+    /// Whether this very process still runs (not exited, not reaped and replaced).
+    fn running(&self) -> bool {
+        Watched::read(self.pid).is_some_and(|now| now.start_ticks == self.start_ticks)
+    }
 }
 
 /// The running replicas of one cell. Dropping it stops them and removes their cgroups.
@@ -132,6 +189,17 @@ impl ReplicaSet {
             addrs,
         };
         for i in 0..launch.replicas {
+            // Many replicas take a while to start: a Ctrl-C stops the loop, and dropping `set`
+            // stops those already started.
+            if signals::interrupted() {
+                return Err(StartError {
+                    reason: "Interrupted",
+                    message: format!(
+                        "interrupted while starting replicas ({i} of {} started)",
+                        launch.replicas
+                    ),
+                });
+            }
             let name = format!("{}-r{i}", launch.cell);
             let cgroup = backend
                 .create(
@@ -162,11 +230,13 @@ impl ReplicaSet {
                 reason: "SpawnFailed",
                 message: format!("cannot start {:?}: {e}", cmd.get_program()),
             })?;
+            guard::watch(child.id());
             set.replicas.push(Replica {
                 child,
                 cgroup,
                 log,
                 exited: None,
+                watched: Vec::new(),
             });
         }
         set.wait_ready(launch)?;
@@ -195,7 +265,7 @@ impl ReplicaSet {
                 if let Ok(Some(status)) = r.child.try_wait() {
                     r.exited = Some(status);
                     return Err(StartError {
-                        reason: "Exited",
+                        reason: REPLICA_EXITED,
                         message: format!(
                             "target replica {} exited before it was ready ({status}); its last output: {}",
                             r.log.display(),
@@ -327,13 +397,44 @@ impl ReplicaSet {
             .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
     }
 
-    /// The first replica that has died, with its exit status and last output.
-    pub fn dead(&mut self) -> Option<String> {
+    /// Records the processes each replica has started by now (a shell wrapper's server,
+    /// forked workers), so that [`ReplicaSet::first_exit`] notices when one of them exits
+    /// while the replica itself lives on. Called when the load starts.
+    pub fn watch_descendants(&mut self) {
         for r in &mut self.replicas {
-            if let Ok(Some(status)) = r.child.try_wait() {
+            r.watched = process_tree(r.child.id())
+                .into_iter()
+                .skip(1)
+                .filter_map(Watched::read)
+                .collect();
+        }
+    }
+
+    /// The first replica that has exited, or a process it had started when the load began
+    /// that has; a sentence with the pid, exit status or signal, and the replica's last
+    /// output. The replica is reaped (`try_wait`), so an exited one is never mistaken for a
+    /// live one the way a zombie's /proc entry would be.
+    pub fn first_exit(&mut self) -> Option<String> {
+        for r in &mut self.replicas {
+            if r.exited.is_none()
+                && let Ok(Some(status)) = r.child.try_wait()
+            {
                 r.exited = Some(status);
+            }
+            if let Some(status) = r.exited {
                 return Some(format!(
-                    "target replica exited ({status}); its last output: {}",
+                    "target replica pid {} exited ({status}); its last output: {}",
+                    r.child.id(),
+                    tail(&r.log, 5)
+                ));
+            }
+            if let Some(w) = r.watched.iter().find(|w| !w.running()) {
+                return Some(format!(
+                    "process {} ({}) of target replica pid {} exited while the replica lived \
+                     on; the replica's last output: {}",
+                    w.pid,
+                    w.command,
+                    r.child.id(),
                     tail(&r.log, 5)
                 ));
             }
@@ -341,7 +442,7 @@ impl ReplicaSet {
         None
     }
 
-    /// SIGTERM to every replica, SIGKILL after [`STOP_GRACE`], then removes their cgroups.
+    /// SIGTERM to every replica, SIGKILL after [`stop_grace`], then removes their cgroups.
     pub fn stop(mut self) {
         self.stop_all();
     }
@@ -353,8 +454,14 @@ impl ReplicaSet {
             .filter(|r| r.exited.is_none())
             .map(|r| &mut r.child)
             .collect();
-        stop_children(&mut procs, STOP_GRACE);
+        stop_children(&mut procs, stop_grace());
         for r in &mut self.replicas {
+            // A replica that exited on its own may have left processes in its group (a shell
+            // wrapper's children); they go too.
+            if r.exited.is_some() {
+                signal_group(r.child.id(), libc::SIGKILL);
+                guard::unwatch(r.child.id());
+            }
             r.cgroup.remove();
         }
         self.replicas.clear();
@@ -367,13 +474,12 @@ impl Drop for ReplicaSet {
     }
 }
 
-/// Sends SIGTERM to every child, waits up to `grace` for all, then SIGKILLs the rest and reaps them.
+/// Sends SIGTERM to every child's process group (each child leads its own, see
+/// [`tie_to_runner`], so what a shell wrapper started is stopped with it), waits up to `grace`
+/// for the children, then SIGKILLs what is left of each group and reaps the children.
 pub fn stop_children(children: &mut [&mut Child], grace: Duration) {
     for c in children.iter() {
-        // SAFETY: kill has no memory-safety preconditions; the pid is our own unreaped child.
-        unsafe {
-            libc::kill(c.id() as i32, libc::SIGTERM);
-        }
+        signal_group(c.id(), libc::SIGTERM);
     }
     let deadline = Instant::now() + grace;
     loop {
@@ -383,32 +489,53 @@ pub fn stop_children(children: &mut [&mut Child], grace: Duration) {
                 alive += 1;
             }
         }
-        if alive == 0 {
-            return;
-        }
-        if Instant::now() >= deadline {
+        if alive == 0 || Instant::now() >= deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     for c in children.iter_mut() {
+        signal_group(c.id(), libc::SIGKILL);
         let _ = c.kill();
         let _ = c.wait();
+        guard::unwatch(c.id());
+    }
+}
+
+/// Sends `sig` to the process group led by `leader` (a child started with [`tie_to_runner`]).
+/// The group id stays reserved while any member lives, so this cannot reach a stranger while
+/// something of the group is left; once the group is empty it reaches no one.
+pub fn signal_group(leader: u32, sig: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(-(leader as i32), sig);
     }
 }
 
 /// Puts the child in its own process group, so a Ctrl-C at the terminal reaches only the
-/// runner, which then stops children in order and still collects what was measured; and asks
-/// the kernel to SIGKILL the child should the runner die without cleaning up (SIGKILL, crash).
+/// runner, which then stops children in order and still collects what was measured, and so
+/// the child and everything it starts can be signalled as one; and asks the kernel to SIGKILL
+/// the child should the runner die without cleaning up (SIGKILL, crash).
+///
+/// The kernel sends that signal when the *thread* that spawned the child exits, not the
+/// process: spawn only from a thread that lives as long as the child (the runner spawns from
+/// its main thread). The child's own children are not covered by it; register the child with
+/// [`guard::watch`] so the guard ends its whole group if the runner dies.
 pub fn tie_to_runner(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
-    // SAFETY: runs in the forked child before exec; prctl is async-signal-safe and the
-    // closure allocates nothing.
+    let runner = std::process::id() as libc::pid_t;
+    // SAFETY: runs in the forked child before exec; prctl and getppid are async-signal-safe
+    // and the closure allocates nothing.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            // The runner may have died between the fork and the prctl, when no signal would
+            // come any more: then this child has been reparented already and must not run.
+            if libc::getppid() != runner {
+                return Err(std::io::Error::other("the runner is gone"));
             }
             Ok(())
         });
@@ -560,7 +687,7 @@ mod tests {
             "echo boom-from-target >&2; exit 3".into(),
         ];
         let err = ReplicaSet::start(&launch("exits", dir.path(), cmd, 5000), &backend).unwrap_err();
-        assert_eq!(err.reason, "Exited", "{err:?}");
+        assert_eq!(err.reason, REPLICA_EXITED, "{err:?}");
         assert!(err.message.contains("boom-from-target"), "{}", err.message);
         backend.remove();
     }
@@ -615,6 +742,80 @@ mod tests {
         let err = ReplicaSet::start(&l, &backend).unwrap_err();
         assert_eq!(err.reason, "WrongAddress", "{err:?}");
         assert!(err.message.contains("BENCH_HOST"), "{}", err.message);
+        backend.remove();
+    }
+
+    /// Until it is reaped, a killed replica's /proc entry stays (a zombie): the check must
+    /// reap it, and say how it ended.
+    #[test]
+    fn a_killed_replica_is_noticed_though_its_proc_entry_remains() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "exec python3 -m http.server --bind 127.0.0.1 \"$PORT\"".into(),
+        ];
+        let mut l = launch("zombie", dir.path(), cmd, 10_000);
+        l.readiness_path = "/".into();
+        l.replicas = 1;
+        let mut set = ReplicaSet::start(&l, &backend).unwrap();
+        assert_eq!(set.first_exit(), None);
+        let pid = set.pids()[0];
+        // SAFETY: kill has no memory-safety preconditions; pid is the set's own child.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "a zombie until reaped"
+        );
+        let why = set.first_exit().expect("the killed replica is noticed");
+        assert!(
+            why.contains(&pid.to_string()) && why.contains("SIGKILL"),
+            "{why}"
+        );
+        drop(set);
+        backend.remove();
+    }
+
+    /// A wrapper shell that lives on after the server it started died: the server was recorded
+    /// when the load began, and its exit is noticed by pid and name.
+    #[test]
+    fn a_wrapped_server_that_dies_is_noticed_while_the_shell_lives() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::detect();
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "python3 -m http.server --bind 127.0.0.1 \"$PORT\" & wait; sleep 30".into(),
+        ];
+        let mut l = launch("wrapped", dir.path(), cmd, 10_000);
+        l.readiness_path = "/".into();
+        l.replicas = 1;
+        let mut set = ReplicaSet::start(&l, &backend).unwrap();
+        set.watch_descendants();
+        assert_eq!(set.first_exit(), None);
+        let shell = set.pids()[0];
+        let server = process_tree(shell)[1];
+        // SAFETY: as above; the server is the set's grandchild.
+        unsafe { libc::kill(server as i32, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(300));
+        let why = set.first_exit().expect("the server's exit is noticed");
+        assert!(
+            why.contains(&format!("process {server} (python3)")) && why.contains("lived on"),
+            "{why}"
+        );
+        // The shell went on to `sleep 30`; stopping the set ends all of the replica (its
+        // cgroup's members and its process group), not only the shell.
+        let tree = process_tree(shell);
+        assert_eq!(tree.len(), 2, "the shell and its sleep: {tree:?}");
+        drop(set);
+        std::thread::sleep(Duration::from_millis(100));
+        let left: Vec<u32> = tree
+            .into_iter()
+            .filter(|&p| Watched::read(p).is_some())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
         backend.remove();
     }
 

@@ -2,7 +2,7 @@
 //! collect, stop, move on; then write `status.yaml`, `report.md` and the charts.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use super::cgroup::{Backend, CpuUsage, Enforcement as Enforced, host_cpus};
 use super::http;
 use super::loadgen::Loadgen;
 use super::progress::Display;
-use super::replicas::{Launch, ReplicaSet, free_port};
+use super::replicas::{Launch, REPLICA_EXITED, ReplicaSet, free_port};
 use super::signals;
 use crate::api::conditions::{self, now, reason, set_condition, status as cs};
 use crate::api::{
@@ -199,8 +199,10 @@ impl Runner {
         match serde_yaml::to_string(&self.status) {
             Ok(text) => {
                 // Write then rename, so an interrupted write never leaves half a document.
+                // On a full disk the write fails and the last whole status.yaml stays.
                 let tmp = path.with_extension("yaml.tmp");
                 if let Err(e) = fs::write(&tmp, text).and_then(|_| fs::rename(&tmp, &path)) {
+                    let _ = fs::remove_file(&tmp);
                     eprintln!("benchmatrix run: cannot write {}: {e}", path.display());
                 }
             }
@@ -259,7 +261,7 @@ impl Runner {
                 self.backend.name()
             ),
         );
-        let set = match ReplicaSet::start(&launch, &self.backend) {
+        let mut set = match ReplicaSet::start(&launch, &self.backend) {
             Ok(s) => s,
             Err(e) => {
                 // A replica that died because of the same Ctrl-C is not the cell's fault.
@@ -337,6 +339,15 @@ impl Runner {
         let warmup = spec.workload.warmup.0;
         let measured: Duration = spec.workload.phases.iter().map(|p| p.duration.0).sum();
         let deadline = warmup + measured + spec.timeouts.run_slack.0;
+        // A replica that exited since it was ready, or that a wrapper's server left, fails the
+        // cell before any load; from here on each process it has started must live too.
+        if let Some(why) = set.first_exit() {
+            let message = format!("{why} (before the load started)");
+            self.display
+                .cell(cell.index, &cell.name, &format!("FAILED: {message}"));
+            return fail(cs, REPLICA_EXITED, message, started);
+        }
+        set.watch_descendants();
         let mut lg = match Loadgen::start(&plan_path, &result_path, &log, lg_cgroup) {
             Ok(l) => l,
             Err(e) => {
@@ -372,7 +383,9 @@ impl Runner {
         };
         let mut late_by = Duration::ZERO;
         let mut cpu_at: Vec<Option<Vec<Option<CpuUsage>>>> = vec![None; boundaries.len()];
-        let mut target_died = None;
+        // Every 50 ms: progress, CPU at phase boundaries, the load generator's end, a signal,
+        // the deadline, and every replica's liveness. A replica that exits ends the cell at
+        // once (the load generator is stopped below): its figures would be another cell's.
         let exit = loop {
             while let Ok(p) = lg.progress.try_recv() {
                 if let Some(planned) = planned_start(&p.phase) {
@@ -393,8 +406,18 @@ impl Runner {
                     *at = Some(set.usage_each());
                 }
             }
+            if let Some(why) = set.first_exit() {
+                let when = elapsed.saturating_sub(late_by);
+                break Err((REPLICA_EXITED, phase_note(why, when, &boundaries, spec)));
+            }
             if let Some(status) = lg.try_wait() {
-                break Ok(status);
+                // The result is only in if every replica lived to its end.
+                match set.first_exit() {
+                    Some(why) => {
+                        break Err((REPLICA_EXITED, format!("{why} (as the load ended)")));
+                    }
+                    None => break Ok(status),
+                }
             }
             if signals::interrupted() {
                 break Err(("Interrupted", "interrupted by SIGINT/SIGTERM".to_string()));
@@ -406,9 +429,6 @@ impl Runner {
                         "the load generator ran longer than warm-up + phases + runSlack ({deadline:?})"
                     ),
                 ));
-            }
-            if target_died.is_none() {
-                target_died = self_dead(&set);
             }
             std::thread::sleep(Duration::from_millis(50));
         };
@@ -447,11 +467,8 @@ impl Runner {
                     _ => format!("it exited with {status}"),
                 };
                 let msg = format!(
-                    "the load generator failed: {why}; its last output: {}{}",
-                    lg.last_words(),
-                    target_died
-                        .map(|d| format!("; also: {d}"))
-                        .unwrap_or_default()
+                    "the load generator failed: {why}; its last output: {}",
+                    lg.last_words()
                 );
                 self.display
                     .cell(cell.index, &cell.name, &format!("FAILED: {msg}"));
@@ -517,12 +534,28 @@ impl Runner {
     }
 }
 
-fn self_dead(set: &ReplicaSet) -> Option<String> {
-    // `dead` needs &mut to record the status; a cheap /proc check suffices mid-run.
-    set.pids()
-        .into_iter()
-        .find(|p| !Path::new(&format!("/proc/{p}")).exists())
-        .map(|p| format!("target replica pid {p} died during the load"))
+/// `why` with the part of the load it happened in ("during phase mixed, 3.2 s into the load");
+/// `elapsed` is counted on the plan's clock (the load generator's lateness taken off).
+fn phase_note(
+    why: String,
+    elapsed: Duration,
+    boundaries: &[Duration],
+    spec: &crate::api::BenchmarkRunSpec,
+) -> String {
+    let k = boundaries.iter().take_while(|&&b| elapsed >= b).count();
+    let part = match k {
+        0 => "warm-up".to_string(),
+        k => spec
+            .workload
+            .phases
+            .get(k - 1)
+            .map(|p| format!("phase {}", p.name))
+            .unwrap_or_else(|| "the slack after the last phase".into()),
+    };
+    format!(
+        "{why} (during {part}, {:.1} s into the load)",
+        elapsed.as_secs_f64()
+    )
 }
 
 /// Fills what the per-phase snapshots did not carry from the target's own report at readiness.
@@ -617,4 +650,38 @@ fn per_replica_shares(
                 .collect(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_exit_is_placed_in_the_part_of_the_load_it_happened_in() {
+        let run = crate::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: t}
+spec:
+  configurations: [{name: a, mode: single, replicas: 1, cpu: "1"}]
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    warmup: 2s
+    phases:
+      - {name: first, duration: 3s, load: [{endpoint: fast, connections: 1}]}
+      - {name: second, duration: 4s, load: [{endpoint: fast, connections: 1}]}
+"#,
+        )
+        .unwrap();
+        let b = [2, 5, 9].map(Duration::from_secs);
+        let at = |s: f64| phase_note("x".into(), Duration::from_secs_f64(s), &b, &run.spec);
+        assert_eq!(at(1.0), "x (during warm-up, 1.0 s into the load)");
+        assert_eq!(at(2.0), "x (during phase first, 2.0 s into the load)");
+        assert_eq!(at(6.5), "x (during phase second, 6.5 s into the load)");
+        assert_eq!(
+            at(9.5),
+            "x (during the slack after the last phase, 9.5 s into the load)"
+        );
+    }
 }

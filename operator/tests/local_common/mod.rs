@@ -98,3 +98,99 @@ pub fn leftover_cgroups(runner_pid: u32) -> Vec<PathBuf> {
     .filter(|p| p.exists())
     .collect()
 }
+
+/// Every live descendant of `pid` (children, their children, ...), found through
+/// /proc/PID/task/*/children.
+pub fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for t in tasks {
+            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+                found.extend(c.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+            }
+        }
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// True while `pid` runs; a zombie has exited (only its parent's bookkeeping remains).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// The command line of a process, its arguments joined by spaces ("" once it is gone).
+pub fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+                .trim_end()
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// The parent pid of a live process.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Polls `f` every 20 ms until it returns `Some`, or panics with `what` after `limit`.
+pub fn wait_for<T>(limit: std::time::Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Starts `benchmatrix run DIR/run.yaml --out DIR/out` in the background, its output going to
+/// DIR/runner.log (a file, so a test that does not read it cannot block the runner).
+pub fn spawn_run(dir: &Path, yaml: &str) -> (std::process::Child, PathBuf) {
+    let file = dir.join("run.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = dir.join("out");
+    let log = std::fs::File::create(dir.join("runner.log")).unwrap();
+    let child = Command::new(exe())
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start benchmatrix run");
+    (child, out)
+}
+
+/// What a background run printed so far.
+pub fn runner_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("runner.log")).unwrap_or_default()
+}
