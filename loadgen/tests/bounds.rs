@@ -76,3 +76,91 @@ fn timing_open_loop_at_the_maximum_rate_ends_by_its_deadline() {
         );
     }
 }
+
+fn loadgen(args: &[&str]) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchmatrix-loadgen"))
+        .args(args)
+        .output()
+        .expect("the load generator runs");
+    (out, started.elapsed())
+}
+
+/// Runs the load generator against a server that counts what reaches it and asserts exit 2,
+/// a message naming `needle`, and that no connection was made.
+fn refused_before_any_load(args: &[&str], needle: &str) {
+    let server = TestServer::start(Behaviour::Ok {
+        delay: Duration::ZERO,
+    });
+    let url = server.url("/");
+    let mut all = args.to_vec();
+    all.push(&url);
+    let (out, took) = loadgen(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {needle} not in {stderr}"
+    );
+    assert!(took < Duration::from_secs(1), "{args:?} took {took:?}");
+    // Let a connection that was made reach the server's accept loop before counting.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        server.connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "{args:?}: load was sent before the input was refused"
+    );
+}
+
+#[test]
+fn out_file_in_a_missing_directory_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("result.json");
+    refused_before_any_load(&["-d", "2", "--out", missing.to_str().unwrap()], "--out");
+    // A directory is not a file that can be written either.
+    refused_before_any_load(&["-d", "2", "--out", dir.path().to_str().unwrap()], "--out");
+}
+
+#[test]
+fn flags_beyond_the_limits_exit_2_before_any_load() {
+    refused_before_any_load(&["-c", "1000000000", "-d", "1"], "--connections");
+    refused_before_any_load(&["-R", "1e12", "-d", "1"], "--rate");
+    refused_before_any_load(&["-R", "1e8", "-d", "1"], "--rate");
+    refused_before_any_load(&["-d", "99999999999h"], "--duration");
+    refused_before_any_load(&["-t", "100000", "-d", "1"], "--threads");
+}
+
+#[test]
+fn plans_beyond_the_limits_exit_2_naming_the_field() {
+    let plan = |load: &str, duration: &str| {
+        format!(
+            "target: http://127.0.0.1:1\nworkload:\n  endpoints: [{{name: e, path: /e}}]\n  phases:\n    - name: p\n      duration: {duration}\n      load: [{load}]\n"
+        )
+    };
+    for (text, field) in [
+        (
+            plan("{endpoint: e, connections: 1000000000}", "1s"),
+            "workload.phases[0].load[0].connections",
+        ),
+        (
+            plan("{endpoint: e, rate: 1e12}", "1s"),
+            "workload.phases[0].load[0].rate",
+        ),
+        (
+            plan("{endpoint: e, connections: 1}", "99999999999h"),
+            "workload.phases[0].duration",
+        ),
+    ] {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+        let (out, _) = loadgen(&["--plan", f.path().to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        assert!(stderr.contains(field), "{field} not in {stderr}");
+        assert_eq!(
+            stderr.matches(field).count(),
+            1,
+            "the path is printed once: {stderr}"
+        );
+    }
+}
