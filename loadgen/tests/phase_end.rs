@@ -139,3 +139,70 @@ fn timing_open_loop_requests_in_flight_at_a_phase_end_are_cut_within_the_grace()
     });
     check(&r, &times, took, 20);
 }
+
+/// Accepts connections and never answers; logs when each load request (not `/stats`) arrived.
+fn silent_server_logging_load() -> (std::net::SocketAddr, Arc<Mutex<Vec<Instant>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let load = Arc::new(Mutex::new(Vec::new()));
+    let log = load.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let at = Instant::now();
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut first = true;
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if first && !buf[..n].starts_with(b"GET /stats") {
+                        log.lock().unwrap().push(at);
+                    }
+                    first = false;
+                }
+            });
+        }
+    });
+    (addr, load)
+}
+
+/// Between phases the load generator reads every replica's `/stats`; replicas that never answer
+/// cost one probe timeout together, not one each, before the next phase starts.
+#[test]
+fn timing_silent_replicas_delay_the_next_phase_by_one_probe_timeout_not_one_each() {
+    let replicas: Vec<_> = (0..4).map(|_| silent_server_logging_load()).collect();
+    let cfg = RunConfig {
+        target: format!("http://{}", replicas[0].0).parse().unwrap(),
+        workload: two_phases(Stream {
+            endpoint: "e".into(),
+            connections: Some(4),
+            rate: None,
+        }),
+        threads: 1,
+        replicas: replicas.iter().map(|(a, _)| a.to_string()).collect(),
+        stats_path: Some("/stats".into()),
+        open_max_connections: 4,
+        share: Default::default(),
+    };
+    let r = engine::run(&cfg, &mut |_| {}).unwrap();
+    let mut load: Vec<Instant> = replicas[0].1.lock().unwrap().clone();
+    load.sort();
+    assert_eq!(load.len(), 8, "4 connections per phase");
+    let gap = load[4] - load[3];
+    let bound = Duration::from_secs(1) + benchmatrix_loadgen::probe::PROBE_TIMEOUT + GRACE * 3;
+    assert!(
+        gap <= bound,
+        "phase two started {gap:?} after phase one (bound {bound:?}): the silent replicas' /stats were read one after another"
+    );
+    for p in &r.phases {
+        assert_eq!(p.target_stats.len(), 4);
+        assert!(
+            p.target_stats.iter().all(|s| s.error.is_some()),
+            "{:?}",
+            p.target_stats
+        );
+    }
+}
