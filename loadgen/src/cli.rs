@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, GeneratorShare, RunConfig};
+use crate::limits::{MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_RATE_PER_STREAM, MAX_THREADS};
 use crate::plan::{self, Duration, Endpoint, FieldError, Phase, Spread, Stream, Workload};
 use crate::result::RunResult;
 use crate::summary;
@@ -31,11 +32,11 @@ struct Args {
     plan: Option<PathBuf>,
 
     /// Closed loop: keep-alive connections (default 10). With -R: the most connections the
-    /// open loop may open (default 1000).
+    /// open loop may open (default 1000). At most 10000.
     #[arg(short = 'c', long = "connections", value_name = "N")]
     connections: Option<u32>,
 
-    /// How long to run, e.g. 10s, 1m30s (a bare number means seconds).
+    /// How long to run, e.g. 10s, 1m30s (a bare number means seconds); at most 24h.
     #[arg(
         short = 'd',
         long = "duration",
@@ -44,19 +45,20 @@ struct Args {
     )]
     duration: String,
 
-    /// Open loop: requests per second on a fixed schedule (latency from the intended send time).
+    /// Open loop: requests per second on a fixed schedule (latency from the intended send
+    /// time); at most 10000000.
     #[arg(short = 'R', long = "rate", value_name = "RATE")]
     rate: Option<f64>,
 
-    /// Worker threads (default: what this process's CPU quota allows).
+    /// Worker threads, at most 256 (default: what this process's CPU quota allows).
     #[arg(short = 't', long = "threads", value_name = "N")]
     threads: Option<u32>,
 
-    /// Per-request timeout, e.g. 2s (default 10s).
+    /// Per-request timeout, e.g. 2s (default 10s); at most 24h.
     #[arg(long, value_name = "DURATION")]
     timeout: Option<String>,
 
-    /// Warm-up before measuring, not reported, e.g. 2s (default none).
+    /// Warm-up before measuring, not reported, e.g. 2s (default none); at most 24h.
     #[arg(long, value_name = "DURATION")]
     warmup: Option<String>,
 
@@ -64,7 +66,8 @@ struct Args {
     #[arg(long)]
     json: bool,
 
-    /// Also write the result document (JSON) to this file.
+    /// Also write the result document (JSON) to this file. It is opened before the run, so a
+    /// path that cannot be written is refused before any load is sent.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 
@@ -103,6 +106,13 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut out_file = match args.out.as_deref().map(OutFile::open).transpose() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     raise_fd_limit();
     let progress_json = args.progress_json;
     let mut on_progress = |p: &crate::timeline::Progress| {
@@ -115,10 +125,13 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
+            if let Some(f) = out_file {
+                f.discard();
+            }
             return ExitCode::from(1);
         }
     };
-    if let Err(code) = emit(&args, &result) {
+    if let Err(code) = emit(&args, out_file.as_mut(), &result) {
         return code;
     }
     if result.successful_requests() > 0 {
@@ -129,15 +142,59 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     }
 }
 
-fn emit(args: &Args, result: &RunResult) -> Result<(), ExitCode> {
+/// The `--out` file, opened before the run so that a path that cannot be written (a missing
+/// directory, a directory, no permission) is bad input, refused before any load is sent.
+struct OutFile {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Whether the file was created by this run (and so is removed if the run yields nothing).
+    created: bool,
+}
+
+impl OutFile {
+    /// Opens `path` for writing without truncating it yet: an earlier result stays until this
+    /// run has one to replace it with.
+    fn open(path: &std::path::Path) -> Result<Self, FieldError> {
+        let existed = path.exists();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| field("--out", format!("cannot write {}: {e}", path.display())))?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            created: !existed,
+        })
+    }
+
+    /// Replaces the file's contents with `text`.
+    fn write(&mut self, text: &str) -> std::io::Result<()> {
+        use std::io::{Seek as _, SeekFrom};
+        self.file.set_len(0)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.file.write_all(text.as_bytes())?;
+        self.file.flush()
+    }
+
+    /// Removes the file if this run created it and has nothing to put in it.
+    fn discard(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn emit(args: &Args, out_file: Option<&mut OutFile>, result: &RunResult) -> Result<(), ExitCode> {
     let json = serde_json::to_string(result).map_err(|e| {
         eprintln!("error: cannot encode the result: {e}");
         ExitCode::from(1)
     })?;
-    if let Some(path) = &args.out
-        && let Err(e) = std::fs::write(path, format!("{json}\n"))
+    if let Some(f) = out_file
+        && let Err(e) = f.write(&format!("{json}\n"))
     {
-        eprintln!("error: cannot write {}: {e}", path.display());
+        eprintln!("error: cannot write {}: {e}", f.path.display());
         return Err(ExitCode::from(1));
     }
     let mut out = std::io::stdout().lock();
@@ -171,6 +228,18 @@ fn field(path: &str, message: impl Into<String>) -> FieldError {
     }
 }
 
+/// The `--threads` flag, when given, is 1 to [`MAX_THREADS`].
+fn check_threads(threads: Option<u32>) -> Result<(), FieldError> {
+    match threads {
+        Some(0) => Err(field("--threads", "must be at least 1")),
+        Some(t) if t > MAX_THREADS => Err(field(
+            "--threads",
+            format!("{t} is more than the {MAX_THREADS} threads allowed"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn default_threads() -> usize {
     benchmatrix_quota::detect().detected_cpus.max(1)
 }
@@ -188,8 +257,8 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
             .target
             .parse()
             .map_err(|e: crate::target_url::ParseUrlError| vec![field("target", e.to_string())])?;
+        check_threads(args.threads).map_err(|e| vec![e])?;
         let threads = match (args.threads, plan.threads) {
-            (Some(0), _) => return Err(vec![field("--threads", "must be at least 1")]),
             (Some(t), _) | (None, Some(t)) => t as usize,
             (None, None) => default_threads(),
         };
@@ -243,22 +312,46 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
         .map_err(|e| errors.push(e))
         .ok()
         .flatten();
-    if args.connections == Some(0) {
-        errors.push(field("--connections", "must be at least 1"));
+    match args.connections {
+        Some(0) => errors.push(field("--connections", "must be at least 1")),
+        Some(c) if c > MAX_CONNECTIONS_PER_STREAM => errors.push(field(
+            "--connections",
+            format!("{c} is more than the {MAX_CONNECTIONS_PER_STREAM} connections allowed"),
+        )),
+        _ => {}
     }
-    if let Some(r) = args.rate
-        && !(r.is_finite() && r > 0.0)
-    {
-        errors.push(field("--rate", "must be a number greater than 0"));
+    match args.rate {
+        Some(r) if !(r.is_finite() && r > 0.0) => {
+            errors.push(field("--rate", "must be a number greater than 0"))
+        }
+        Some(r) if r > MAX_RATE_PER_STREAM => errors.push(field(
+            "--rate",
+            format!("{r} is above the {MAX_RATE_PER_STREAM} requests per second allowed"),
+        )),
+        _ => {}
     }
-    if args.threads == Some(0) {
-        errors.push(field("--threads", "must be at least 1"));
+    if let Err(e) = check_threads(args.threads) {
+        errors.push(e);
     }
     if matches!(duration, Some(d) if d.is_zero()) {
         errors.push(field("--duration", "must be greater than 0"));
     }
     if matches!(timeout, Some(d) if d.is_zero()) {
         errors.push(field("--timeout", "must be greater than 0"));
+    }
+    for (flag, d) in [
+        ("--duration", duration),
+        ("--timeout", timeout),
+        ("--warmup", warmup),
+    ] {
+        if let Some(d) = d
+            && d > MAX_DURATION
+        {
+            errors.push(field(
+                flag,
+                format!("{d} is longer than the {MAX_DURATION} allowed"),
+            ));
+        }
     }
     if let Some(p) = &args.stats_path
         && !p.starts_with('/')
@@ -390,5 +483,36 @@ mod tests {
         assert_eq!(paths(&["-d", "ten", "http://h:1"]), ["--duration"]);
         assert_eq!(paths(&["--timeout", "0s", "http://h:1"]), ["--timeout"]);
         assert_eq!(paths(&[]), ["URL"]);
+    }
+
+    #[test]
+    fn flags_beyond_the_limits_name_the_flag_and_the_limit() {
+        let refused = |args: &[&str], flag: &str, limit: &str| {
+            let errs = parse(args).unwrap_err();
+            assert!(
+                errs.iter()
+                    .any(|e| e.path == flag && e.message.contains(limit)),
+                "{args:?}: expected {flag} naming {limit}, got {errs:?}"
+            );
+        };
+        refused(
+            &["-c", "1000000000", "http://h:1"],
+            "--connections",
+            "10000",
+        );
+        refused(
+            &["-R", "10", "-c", "1000000000", "http://h:1"],
+            "--connections",
+            "10000",
+        );
+        refused(&["-R", "1e12", "http://h:1"], "--rate", "10000000");
+        refused(&["-t", "100000", "http://h:1"], "--threads", "256");
+        refused(&["-d", "99999999999h", "http://h:1"], "--duration", "8760h");
+        refused(&["-d", "25h", "http://h:1"], "--duration", "24h");
+        refused(&["--warmup", "25h", "http://h:1"], "--warmup", "24h");
+        refused(&["--timeout", "25h", "http://h:1"], "--timeout", "24h");
+        // At the limits, the run is accepted.
+        parse(&["-c", "10000", "-d", "24h", "-t", "256", "http://h:1"]).unwrap();
+        parse(&["-R", "1e7", "http://h:1"]).unwrap();
     }
 }

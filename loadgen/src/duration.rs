@@ -10,9 +10,11 @@ use std::str::FromStr;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::limits::MAX_ANY_DURATION;
+
 /// The regular expression the JSON schema publishes for a [`Duration`]; the parser accepts
-/// exactly this language (whole numbers followed by `h`, `m`, `s` or `ms`, largest unit first is
-/// customary but not required).
+/// this language (whole numbers followed by `h`, `m`, `s` or `ms`, largest unit first is
+/// customary but not required), up to [`MAX_ANY_DURATION`].
 pub const DURATION_PATTERN: &str = r"^([0-9]+(h|m|s|ms))+$";
 
 /// A span of time serialized as a string such as `"500ms"`, `"15s"`, `"2m"` or `"1m30s"`.
@@ -60,17 +62,25 @@ impl From<Duration> for std::time::Duration {
 )]
 pub struct ParseDurationError {
     input: String,
-    reason: &'static str,
+    reason: Cow<'static, str>,
 }
 
 impl FromStr for Duration {
     type Err = ParseDurationError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let fail = |reason| ParseDurationError {
+        let fail = |reason: &'static str| ParseDurationError {
             input: s.to_owned(),
-            reason,
+            reason: reason.into(),
         };
+        let too_long = || ParseDurationError {
+            input: s.to_owned(),
+            reason: format!(
+                "longer than {MAX_ANY_DURATION} (365 days), the longest duration accepted"
+            )
+            .into(),
+        };
+        let ceiling_ms = MAX_ANY_DURATION.0.as_millis();
         if s.is_empty() {
             return Err(fail("empty string"));
         }
@@ -85,7 +95,8 @@ impl FromStr for Duration {
             if i == start {
                 return Err(fail("each part must start with a whole number"));
             }
-            let number: u128 = s[start..i].parse().map_err(|_| fail("number too large"))?;
+            // A number too long for u128 is far beyond the ceiling anyway.
+            let number: u128 = s[start..i].parse().map_err(|_| too_long())?;
             let unit_start = i;
             while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
                 i += 1;
@@ -101,9 +112,10 @@ impl FromStr for Duration {
             total_ms = number
                 .checked_mul(unit_ms)
                 .and_then(|v| v.checked_add(total_ms))
-                .ok_or_else(|| fail("too large"))?;
+                .filter(|&ms| ms <= ceiling_ms)
+                .ok_or_else(too_long)?;
         }
-        let ms = u64::try_from(total_ms).map_err(|_| fail("too large"))?;
+        let ms = u64::try_from(total_ms).map_err(|_| too_long())?;
         Ok(Self(std::time::Duration::from_millis(ms)))
     }
 }
@@ -207,6 +219,22 @@ mod tests {
                 "{bad:?} should be refused"
             );
         }
+    }
+
+    #[test]
+    fn durations_beyond_the_ceiling_are_refused_naming_it() {
+        for long in [
+            "99999999999h",
+            "8761h",
+            "99999999999999999999999999999999999999999h",
+        ] {
+            let err = long.parse::<Duration>().unwrap_err().to_string();
+            assert!(err.contains("8760h"), "{long}: {err}");
+        }
+        assert_eq!(
+            "8760h".parse::<Duration>().unwrap(),
+            crate::limits::MAX_ANY_DURATION
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod conn;
 pub mod duration;
 pub mod engine;
 pub mod histogram;
+pub mod limits;
 pub mod plan;
 pub mod probe;
 pub mod recorder;

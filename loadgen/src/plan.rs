@@ -13,6 +13,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use crate::duration::{DURATION_PATTERN, Duration, ParseDurationError};
+use crate::limits::{
+    MAX_CONNECTIONS_PER_PHASE, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_GENERATORS,
+    MAX_RATE_PER_STREAM, MAX_REPLICAS, MAX_THREADS,
+};
 use crate::target_url::TargetUrl;
 
 /// The per-request timeout used when a workload names none.
@@ -25,13 +29,14 @@ pub struct Workload {
     /// The endpoints the phases may load, each with a short name used in results and a path.
     pub endpoints: Vec<Endpoint>,
     /// How long to run the first phase's streams before measuring; warm-up is not reported.
-    /// A duration such as "15s". Default "0s" (no warm-up).
+    /// A duration such as "15s", at most "24h". Default "0s" (no warm-up).
     #[serde(default)]
     pub warmup: Duration,
     /// The measured phases, run back to back in this order.
     pub phases: Vec<Phase>,
     /// Per-request timeout: a request without a full answer by then is cut, its connection
-    /// closed and counted as a timeout error. A duration such as "10s". Default "10s".
+    /// closed and counted as a timeout error. A duration such as "10s", at most "24h".
+    /// Default "10s".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
     /// How connections reach the replicas. `service` (default): every connection goes to the
@@ -89,9 +94,10 @@ pub struct Endpoint {
 pub struct Phase {
     /// Phase name used in results, e.g. "fast-only" or "mixed".
     pub name: String,
-    /// How long the phase runs, a duration such as "30s".
+    /// How long the phase runs, a duration such as "30s", at most "24h".
     pub duration: Duration,
-    /// The streams that run at the same time during this phase; at least one.
+    /// The streams that run at the same time during this phase; at least one. Their
+    /// connections add up to at most 20000.
     pub load: Vec<Stream>,
 }
 
@@ -102,13 +108,15 @@ pub struct Stream {
     /// Name of the endpoint (from `endpoints`) this stream sends to.
     pub endpoint: String,
     /// Closed loop: this many keep-alive connections, each sending its next request as soon as
-    /// the previous answer arrives (like wrk or autocannon). At least 1.
+    /// the previous answer arrives (like wrk or autocannon). At least 1, at most 10000.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_CONNECTIONS_PER_STREAM))]
     pub connections: Option<u32>,
     /// Open loop: requests per second sent on a fixed schedule whatever the target does;
     /// latency is measured from each request's intended send time, which corrects coordinated
-    /// omission (like wrk2). Greater than 0.
+    /// omission (like wrk2). Greater than 0, at most 10000000 (ten million).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = MAX_RATE_PER_STREAM))]
     pub rate: Option<f64>,
 }
 
@@ -215,14 +223,16 @@ impl Workload {
                 ));
             }
         }
-        if let Some(t) = self.timeout
-            && t.is_zero()
-        {
-            errors.push(FieldError::new(
-                format!("{root}.timeout"),
-                "must be greater than 0",
-            ));
+        if let Some(t) = self.timeout {
+            if t.is_zero() {
+                errors.push(FieldError::new(
+                    format!("{root}.timeout"),
+                    "must be greater than 0",
+                ));
+            }
+            check_duration_bound(t, &format!("{root}.timeout"), errors);
         }
+        check_duration_bound(self.warmup, &format!("{root}.warmup"), errors);
         if self.phases.is_empty() {
             errors.push(FieldError::new(
                 format!("{root}.phases"),
@@ -244,6 +254,26 @@ impl Workload {
                 errors.push(FieldError::new(
                     format!("{at}.duration"),
                     "must be greater than 0",
+                ));
+            }
+            check_duration_bound(phase.duration, &format!("{at}.duration"), errors);
+            let phase_connections: u64 = phase
+                .load
+                .iter()
+                .filter_map(|s| s.connections)
+                .map(u64::from)
+                .sum();
+            // A stream over its own bound is reported as such, not again as the phase's total.
+            let streams_within = phase
+                .load
+                .iter()
+                .all(|s| s.connections.unwrap_or(0) <= MAX_CONNECTIONS_PER_STREAM);
+            if streams_within && phase_connections > u64::from(MAX_CONNECTIONS_PER_PHASE) {
+                errors.push(FieldError::new(
+                    format!("{at}.load"),
+                    format!(
+                        "the streams' connections add up to {phase_connections}; a phase may have at most {MAX_CONNECTIONS_PER_PHASE}"
+                    ),
                 ));
             }
             if phase.load.is_empty() {
@@ -283,14 +313,34 @@ impl Workload {
                         format!("{at}.connections"),
                         "must be at least 1",
                     )),
+                    (Some(c), None) if c > MAX_CONNECTIONS_PER_STREAM => {
+                        errors.push(FieldError::new(
+                            format!("{at}.connections"),
+                            format!("{c} is more than the {MAX_CONNECTIONS_PER_STREAM} connections a stream may have"),
+                        ))
+                    }
                     (None, Some(r)) if !(r.is_finite() && r > 0.0) => errors.push(FieldError::new(
                         format!("{at}.rate"),
                         "must be a number greater than 0",
+                    )),
+                    (None, Some(r)) if r > MAX_RATE_PER_STREAM => errors.push(FieldError::new(
+                        format!("{at}.rate"),
+                        format!("{r} is above the {MAX_RATE_PER_STREAM} requests per second a stream may send"),
                     )),
                     _ => {}
                 }
             }
         }
+    }
+}
+
+/// Refuses a duration beyond [`MAX_DURATION`], naming the limit.
+fn check_duration_bound(d: Duration, path: &str, errors: &mut Vec<FieldError>) {
+    if d > MAX_DURATION {
+        errors.push(FieldError::new(
+            path,
+            format!("{d} is longer than the {MAX_DURATION} allowed"),
+        ));
     }
 }
 
@@ -301,13 +351,13 @@ pub struct PlanFile {
     /// Base URL of the target, e.g. "http://10.0.0.5:8080"; endpoint paths are appended.
     pub target: String,
     /// Addresses ("IP:PORT") of the individual replicas, whose `/stats` is read at each phase
-    /// boundary. Empty: read `/stats` once through `target` instead.
+    /// boundary. Empty: read `/stats` once through `target` instead. At most 64.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<String>,
     /// Path of the target's statistics endpoint. Default "/stats".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats_path: Option<String>,
-    /// Load-generator threads. Default: what this process's CPU quota allows.
+    /// Load-generator threads, at most 256. Default: what this process's CPU quota allows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
     /// The workload, as in a BenchmarkRun's `spec.workload`.
@@ -318,7 +368,7 @@ pub struct PlanFile {
     /// replicas in turn. Default 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub generator_index: u32,
-    /// How many load generators share the workload. Default 1.
+    /// How many load generators share the workload, at most 32. Default 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub generators: u32,
 }
@@ -342,6 +392,15 @@ impl PlanFile {
         if let Err(e) = self.target.parse::<TargetUrl>() {
             errors.push(FieldError::new("target", e.to_string()));
         }
+        if self.replicas.len() > MAX_REPLICAS as usize {
+            errors.push(FieldError::new(
+                "replicas",
+                format!(
+                    "{} addresses; at most {MAX_REPLICAS} replicas are allowed",
+                    self.replicas.len()
+                ),
+            ));
+        }
         for (i, r) in self.replicas.iter().enumerate() {
             if format!("http://{r}").parse::<TargetUrl>().is_err() || !r.contains(':') {
                 errors.push(FieldError::new(
@@ -355,11 +414,24 @@ impl PlanFile {
         {
             errors.push(FieldError::new("statsPath", "must start with \"/\""));
         }
-        if self.threads == Some(0) {
-            errors.push(FieldError::new("threads", "must be at least 1"));
+        match self.threads {
+            Some(0) => errors.push(FieldError::new("threads", "must be at least 1")),
+            Some(t) if t > MAX_THREADS => errors.push(FieldError::new(
+                "threads",
+                format!("{t} is more than the {MAX_THREADS} threads allowed"),
+            )),
+            _ => {}
         }
         if self.generators == 0 {
             errors.push(FieldError::new("generators", "must be at least 1"));
+        } else if self.generators > MAX_GENERATORS {
+            errors.push(FieldError::new(
+                "generators",
+                format!(
+                    "{} is more than the {MAX_GENERATORS} load generators allowed",
+                    self.generators
+                ),
+            ));
         } else if self.generator_index >= self.generators {
             errors.push(FieldError::new(
                 "generatorIndex",
@@ -420,10 +492,21 @@ pub fn parse_document<T: DeserializeOwned>(text: &str) -> Result<Parsed<T>, Vec<
                 .into_iter()
                 .map(|p| FieldError::new(p, "unknown field"))
                 .collect();
-            errors.push(FieldError::new(path, err.into_inner().to_string()));
+            let message = without_path_prefix(&err.into_inner().to_string(), &path);
+            errors.push(FieldError::new(path, message));
             Err(errors)
         }
     }
+}
+
+/// serde_yaml starts a type error's message with the field's path (`a.b: invalid type: ...`),
+/// which the error already carries in its own field: drop the copy so the path prints once.
+pub fn without_path_prefix(message: &str, path: &str) -> String {
+    message
+        .strip_prefix(path)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+        .to_owned()
 }
 
 /// Rewrites serde_ignored's `a.0.b` into the `a[0].b` form validation errors use.
@@ -590,6 +673,132 @@ workload:
         check(
             |w| w.phases[1].load[1].endpoint = "fast".into(),
             "workload.phases[1].load[1].endpoint",
+        );
+    }
+
+    #[test]
+    fn values_beyond_the_limits_are_refused_naming_the_field_and_the_limit() {
+        use crate::limits::*;
+        let over = |mutate: fn(&mut Workload), path: &str, limit: &str| {
+            let mut w = parse_plan_file(SAMPLE).unwrap().workload;
+            mutate(&mut w);
+            let errs = w.validate().unwrap_err();
+            assert!(
+                errs.iter()
+                    .any(|e| e.path == path && e.message.contains(limit)),
+                "expected {path} naming {limit}, got {errs:?}"
+            );
+        };
+        over(
+            |w| w.phases[0].load[0].connections = Some(1_000_000_000),
+            "workload.phases[0].load[0].connections",
+            "10000",
+        );
+        over(
+            |w| w.phases[1].load[1].rate = Some(1e12),
+            "workload.phases[1].load[1].rate",
+            "10000000",
+        );
+        over(
+            |w| w.phases[0].duration = Duration::from_secs(24 * 3600 + 1),
+            "workload.phases[0].duration",
+            "24h",
+        );
+        over(
+            |w| w.warmup = Duration::from_secs(25 * 3600),
+            "workload.warmup",
+            "24h",
+        );
+        over(
+            |w| w.timeout = Some(Duration::from_secs(25 * 3600)),
+            "workload.timeout",
+            "24h",
+        );
+        // Several streams each within the bound can still exceed the phase's total.
+        over(
+            |w| {
+                w.endpoints.push(Endpoint {
+                    name: "third".into(),
+                    path: "/third".into(),
+                });
+                w.phases[1].load = ["fast", "slow", "third"]
+                    .into_iter()
+                    .map(|e| Stream {
+                        endpoint: e.into(),
+                        connections: Some(MAX_CONNECTIONS_PER_STREAM),
+                        rate: None,
+                    })
+                    .collect();
+            },
+            "workload.phases[1].load",
+            "20000",
+        );
+        // The bounds themselves are accepted.
+        let mut w = parse_plan_file(SAMPLE).unwrap().workload;
+        w.phases[0].load[0].connections = Some(MAX_CONNECTIONS_PER_STREAM);
+        w.phases[1].load[1].rate = Some(MAX_RATE_PER_STREAM);
+        w.phases[0].duration = MAX_DURATION;
+        w.warmup = MAX_DURATION;
+        w.timeout = Some(MAX_DURATION);
+        w.validate().unwrap();
+    }
+
+    #[test]
+    fn plan_file_counts_beyond_the_limits_are_refused() {
+        let mut plan = parse_plan_file(SAMPLE).unwrap();
+        plan.threads = Some(100_000);
+        plan.generators = 1000;
+        plan.replicas = vec!["127.0.0.1:8080".into(); 65];
+        let errs = plan.validate().unwrap_err();
+        let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["replicas", "threads", "generators"], "{errs:?}");
+        assert!(errs[0].message.contains("64"), "{errs:?}");
+        assert!(errs[1].message.contains("256"), "{errs:?}");
+        assert!(errs[2].message.contains("32"), "{errs:?}");
+    }
+
+    #[test]
+    fn type_errors_print_the_field_path_once() {
+        let bad = SAMPLE.replace(
+            "connections: 2}]\n    - name: mixed",
+            "connections: x}]\n    - name: mixed",
+        );
+        let errs = parse_plan_file(&bad).unwrap_err();
+        let e = errs.last().unwrap();
+        assert_eq!(e.path, "workload.phases[0].load[0].connections", "{errs:?}");
+        let line = e.to_string();
+        assert_eq!(
+            line.matches("workload.phases[0].load[0].connections")
+                .count(),
+            1,
+            "{line}"
+        );
+        assert!(line.contains("invalid type"), "{line}");
+    }
+
+    #[test]
+    fn schema_publishes_the_stream_limits() {
+        use crate::limits::*;
+        let schema = serde_json::to_value(schemars::schema_for!(Workload)).unwrap();
+        let stream = &schema["$defs"]["Stream"]["properties"];
+        assert_eq!(
+            stream["connections"]["maximum"].as_f64(),
+            Some(f64::from(MAX_CONNECTIONS_PER_STREAM)),
+            "{stream}"
+        );
+        assert_eq!(stream["connections"]["minimum"].as_f64(), Some(1.0));
+        assert_eq!(
+            stream["rate"]["maximum"].as_f64(),
+            Some(MAX_RATE_PER_STREAM)
+        );
+        // The field docs state the same numbers.
+        let doc = |f: &str| stream[f]["description"].as_str().unwrap().to_owned();
+        assert!(doc("connections").contains(&MAX_CONNECTIONS_PER_STREAM.to_string()));
+        assert!(doc("rate").contains(&format!("{MAX_RATE_PER_STREAM}")));
+        let phase = &schema["$defs"]["Phase"]["properties"]["duration"]["description"];
+        assert!(
+            phase.as_str().unwrap().contains(&MAX_DURATION.to_string()),
+            "{phase}"
         );
     }
 

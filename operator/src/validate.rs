@@ -9,7 +9,13 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::api::{BenchmarkRun, BenchmarkRunSpec, Configuration, EnvVar, Quantity};
+use benchmatrix_loadgen::limits::{
+    MAX_ANY_DURATION, MAX_DURATION, MAX_GENERATORS, MAX_POOL_SIZE, MAX_REPLICAS, MAX_THREADS,
+};
+
+use crate::api::{
+    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity,
+};
 use crate::plan;
 
 /// The apiVersion a BenchmarkRun document must carry.
@@ -138,7 +144,12 @@ pub fn parse_benchmark_run(yaml: &str) -> Result<BenchmarkRun, SpecError> {
                 path
             };
             let inner = err.into_inner();
-            let mut fe = FieldError::new(path, strip_location(&inner.to_string()));
+            // serde_yaml's message starts with the path too; keep the one in `path`.
+            let message = benchmatrix_loadgen::plan::without_path_prefix(
+                &strip_location(&inner.to_string()),
+                &path,
+            );
+            let mut fe = FieldError::new(path, message);
             if let Some(loc) = inner.location() {
                 fe.line = Some(loc.line());
                 fe.column = Some(loc.column());
@@ -250,13 +261,9 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             ));
         }
         for (i, r) in axes.replicas.iter().enumerate() {
-            if *r == 0 {
-                errors.push(FieldError::new(
-                    format!("spec.axes.replicas[{i}]"),
-                    "must be at least 1",
-                ));
-            }
+            check_replicas(*r, &format!("spec.axes.replicas[{i}]"), &mut errors);
         }
+        check_pool_size(axes.pool_size, "spec.axes.poolSize", &mut errors);
         match (axes.cpu.is_empty(), &axes.total_cpu) {
             (true, None) => errors.push(FieldError::new(
                 "spec.axes.cpu",
@@ -325,12 +332,25 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             "spec.loadgen.parallelism",
             "must be at least 1",
         ));
-    }
-    if spec.loadgen.threads == Some(0) {
+    } else if spec.loadgen.parallelism > MAX_GENERATORS {
         errors.push(FieldError::new(
+            "spec.loadgen.parallelism",
+            format!(
+                "{} is more than the {MAX_GENERATORS} load generators allowed",
+                spec.loadgen.parallelism
+            ),
+        ));
+    }
+    match spec.loadgen.threads {
+        Some(0) => errors.push(FieldError::new(
             "spec.loadgen.threads",
             "must be at least 1",
-        ));
+        )),
+        Some(t) if t > MAX_THREADS => errors.push(FieldError::new(
+            "spec.loadgen.threads",
+            format!("{t} is more than the {MAX_THREADS} threads allowed"),
+        )),
+        _ => {}
     }
 
     // Timeouts.
@@ -340,13 +360,26 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             "must be greater than 0",
         ));
     }
-    if let Some(ttl) = spec.ttl_after_finished
-        && ttl.is_zero()
-    {
-        errors.push(FieldError::new(
-            "spec.ttlAfterFinished",
-            "must be greater than 0 (leave it out to keep the run)",
-        ));
+    check_duration(
+        spec.timeouts.ready,
+        MAX_DURATION,
+        "spec.timeouts.ready",
+        &mut errors,
+    );
+    check_duration(
+        spec.timeouts.run_slack,
+        MAX_DURATION,
+        "spec.timeouts.runSlack",
+        &mut errors,
+    );
+    if let Some(ttl) = spec.ttl_after_finished {
+        if ttl.is_zero() {
+            errors.push(FieldError::new(
+                "spec.ttlAfterFinished",
+                "must be greater than 0 (leave it out to keep the run)",
+            ));
+        }
+        check_duration(ttl, MAX_ANY_DURATION, "spec.ttlAfterFinished", &mut errors);
     }
     errors
 }
@@ -355,15 +388,44 @@ fn check_configuration(c: &Configuration, at: &str, errors: &mut Vec<FieldError>
     if let Err(why) = plan::check_cell_name(&c.name) {
         errors.push(FieldError::new(format!("{at}.name"), why));
     }
-    if c.replicas == 0 {
-        errors.push(FieldError::new(
-            format!("{at}.replicas"),
-            "must be at least 1",
-        ));
-    }
+    check_replicas(c.replicas, &format!("{at}.replicas"), errors);
+    check_pool_size(c.pool_size, &format!("{at}.poolSize"), errors);
     check_cpu(&c.cpu, &format!("{at}.cpu"), errors);
     check_memory(&c.memory, &format!("{at}.memory"), errors);
     check_env(&c.env, &format!("{at}.env"), errors);
+}
+
+fn check_replicas(replicas: u32, at: &str, errors: &mut Vec<FieldError>) {
+    if replicas == 0 {
+        errors.push(FieldError::new(at, "must be at least 1"));
+    } else if replicas > MAX_REPLICAS {
+        errors.push(FieldError::new(
+            at,
+            format!("{replicas} is more than the {MAX_REPLICAS} replicas allowed"),
+        ));
+    }
+}
+
+/// The built-in target refuses a larger pool at start-up; say so before anything is deployed.
+fn check_pool_size(pool: PoolSize, at: &str, errors: &mut Vec<FieldError>) {
+    if let PoolSize::Fixed(n) = pool
+        && n > MAX_POOL_SIZE
+    {
+        errors.push(FieldError::new(
+            at,
+            format!("{n} is more than the {MAX_POOL_SIZE} workers the target accepts"),
+        ));
+    }
+}
+
+/// Durations the parser accepts can still be beyond what a field allows.
+fn check_duration(d: Duration, max: Duration, at: &str, errors: &mut Vec<FieldError>) {
+    if d > max {
+        errors.push(FieldError::new(
+            at,
+            format!("{d} is longer than the {max} allowed"),
+        ));
+    }
 }
 
 fn check_cpu(q: &Quantity, at: &str, errors: &mut Vec<FieldError>) {
@@ -585,6 +647,118 @@ spec:
         let yaml =
             format!("{GOOD}  axes:\n    modes: [single]\n    replicas: [1]\n    totalCpu: 2\n");
         assert_error(&yaml, "generates cell \"single-x1\"");
+    }
+
+    #[test]
+    fn type_errors_print_the_field_path_once() {
+        let bad = GOOD.replace("replicas: 2", "replicas: two");
+        let errs = errors_of(&bad);
+        let path = "spec.configurations[1].replicas";
+        let line = errs
+            .iter()
+            .find(|e| e.contains(path))
+            .unwrap_or_else(|| panic!("{errs:#?}"));
+        assert_eq!(line.matches(path).count(), 1, "{line}");
+        assert!(line.contains("invalid type"), "{line}");
+    }
+
+    #[test]
+    fn replicas_beyond_the_limit_are_refused() {
+        assert_error(
+            &GOOD.replace("replicas: 2", "replicas: 1000"),
+            "spec.configurations[1].replicas: 1000 is more than the 64 replicas allowed",
+        );
+        let axes = format!(
+            "{GOOD}  axes:\n    modes: [single]\n    replicas: [1, 1000]\n    totalCpu: 2\n"
+        );
+        assert_error(
+            &axes,
+            "spec.axes.replicas[1]: 1000 is more than the 64 replicas allowed",
+        );
+        assert!(errors_of(&GOOD.replace("replicas: 2", "replicas: 64")).is_empty());
+    }
+
+    #[test]
+    fn pool_size_beyond_what_the_target_accepts_is_refused() {
+        assert_error(
+            &GOOD.replace("poolSize: auto", "poolSize: 2000"),
+            "spec.configurations[1].poolSize: 2000 is more than the 1024 workers the target accepts",
+        );
+        assert_error(
+            &GOOD.replace("poolSize: auto", "poolSize: \"2000\""),
+            "spec.configurations[1].poolSize",
+        );
+        let axes = format!(
+            "{GOOD}  axes:\n    modes: [pool]\n    replicas: [1]\n    totalCpu: 2\n    poolSize: 1025\n"
+        );
+        assert_error(&axes, "spec.axes.poolSize: 1025 is more than the 1024");
+        assert!(errors_of(&GOOD.replace("poolSize: auto", "poolSize: 1024")).is_empty());
+    }
+
+    #[test]
+    fn workload_values_beyond_the_limits_are_refused_with_the_limit() {
+        assert_error(
+            &GOOD.replace(
+                "{endpoint: fast, connections: 2}]\n      - name: mixed",
+                "{endpoint: fast, connections: 1000000000}]\n      - name: mixed",
+            ),
+            "spec.workload.phases[0].load[0].connections: 1000000000 is more than the 10000",
+        );
+        assert_error(
+            &GOOD.replace("rate: 4", "rate: 1e12"),
+            "spec.workload.phases[1].load[1].rate: 1000000000000 is above the 10000000",
+        );
+        assert_error(
+            &GOOD.replace("duration: 5s\n        load: [{endpoint: fast, connections: 2}]\n      - name: mixed", "duration: 99999999999h\n        load: [{endpoint: fast, connections: 2}]\n      - name: mixed"),
+            "spec.workload.phases[0].duration: invalid duration \"99999999999h\": longer than 8760h",
+        );
+        assert_error(
+            &GOOD.replace("warmup: 2s", "warmup: 25h"),
+            "spec.workload.warmup: 25h is longer than the 24h allowed",
+        );
+    }
+
+    #[test]
+    fn run_level_values_beyond_the_limits_are_refused() {
+        let with = |extra: &str| format!("{GOOD}{extra}");
+        assert_error(
+            &with("  timeouts:\n    ready: 25h\n"),
+            "spec.timeouts.ready: 25h is longer than the 24h allowed",
+        );
+        assert_error(
+            &with("  timeouts:\n    runSlack: 48h\n"),
+            "spec.timeouts.runSlack: 48h is longer than the 24h allowed",
+        );
+        assert_error(
+            &with("  ttlAfterFinished: 99999999999h\n"),
+            "spec.ttlAfterFinished: invalid duration \"99999999999h\": longer than 8760h",
+        );
+        assert!(errors_of(&with("  ttlAfterFinished: 8760h\n")).is_empty());
+        assert_error(
+            &GOOD.replace(
+                "  workload:\n",
+                "  loadgen:\n    parallelism: 33\n    threads: 257\n  workload:\n",
+            ),
+            "spec.loadgen.parallelism: 33 is more than the 32 load generators allowed",
+        );
+        assert_error(
+            &GOOD.replace(
+                "  workload:\n",
+                "  loadgen:\n    threads: 257\n  workload:\n",
+            ),
+            "spec.loadgen.threads: 257 is more than the 256 threads allowed",
+        );
+    }
+
+    #[test]
+    fn the_pool_size_limit_is_the_targets() {
+        use benchmatrix_loadgen::limits::MAX_POOL_SIZE;
+        use benchmatrix_target::config::Count;
+        assert_eq!(
+            MAX_POOL_SIZE.to_string().parse::<Count>(),
+            Ok(Count::Fixed(MAX_POOL_SIZE as usize))
+        );
+        assert!((MAX_POOL_SIZE + 1).to_string().parse::<Count>().is_err());
     }
 
     #[test]

@@ -133,3 +133,54 @@ fn out_that_is_not_writable_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     refused_out(dir.path(), std::path::Path::new("/proc"));
 }
+
+#[test]
+fn replicas_beyond_the_limit_are_refused() {
+    let y = spec(&[("big", "single", 1000, "1")], "1s", "2s", "2s", "");
+    refused(&y, &["spec.configurations[0].replicas", "64"]);
+}
+
+#[test]
+fn pool_size_beyond_what_the_target_accepts_is_refused() {
+    let y = good().replace(
+        "      replicas: 1\n",
+        "      replicas: 1\n      poolSize: 2000\n",
+    );
+    refused(&y, &["spec.configurations[0].poolSize", "1024"]);
+}
+
+#[test]
+fn connections_and_rate_beyond_the_limits_are_refused() {
+    let y = good().replace("connections: 2\n", "connections: 1000000000\n");
+    refused(
+        &y,
+        &["spec.workload.phases[0].load[0].connections", "10000"],
+    );
+    let y = good().replace(
+        "          - endpoint: slow\n            connections: 2\n",
+        "          - endpoint: slow\n            rate: 1e12\n",
+    );
+    refused(&y, &["spec.workload.phases[1].load[1].rate", "10000000"]);
+}
+
+#[test]
+fn a_duration_beyond_the_limit_is_refused_naming_it() {
+    let y = spec(CELLS, "1s", "99999999999h", "2s", "");
+    refused(&y, &["spec.workload.phases[0].duration", "8760h"]);
+    let y = spec(CELLS, "25h", "2s", "2s", "");
+    refused(&y, &["spec.workload.warmup", "24h"]);
+}
+
+#[test]
+fn a_type_error_prints_its_path_once() {
+    let y = good().replace("      replicas: 1\n", "      replicas: x\n");
+    let dir = tempfile::tempdir().unwrap();
+    let (o, _) = run(dir.path(), &y);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        stderr.matches("spec.configurations[0].replicas").count(),
+        1,
+        "{stderr}"
+    );
+}

@@ -4,7 +4,8 @@
 //! cross-thread wake-ups on the request path). The coordinating thread hands each worker its
 //! share of a phase (connections round-robin; open-loop schedules interleaved), merges the
 //! per-second reports into progress lines and timelines, adds the workers' histograms when the
-//! phase ends, and takes the target's `/stats` between phases.
+//! phase ends, and takes the target's `/stats` between phases (every replica at once, so a
+//! boundary costs at most one probe timeout).
 
 mod closed;
 mod open;
@@ -273,13 +274,27 @@ impl PhaseCtx<'_> {
         } else {
             self.cfg.replicas.clone()
         };
-        addresses
-            .into_iter()
-            .map(|a| {
-                let s = probe::snapshot(&a, path);
-                (a, s)
-            })
-            .collect()
+        // One thread per replica: replicas that do not answer cost one probe timeout together
+        // before the next phase starts, not one each.
+        std::thread::scope(|scope| {
+            let reads: Vec<_> = addresses
+                .into_iter()
+                .map(|a| {
+                    let addr = a.clone();
+                    let read = scope.spawn(move || probe::snapshot(&addr, path));
+                    (a, read)
+                })
+                .collect();
+            reads
+                .into_iter()
+                .map(|(a, read)| {
+                    let s = read
+                        .join()
+                        .unwrap_or_else(|_| Err(format!("reading {a}{path} failed")));
+                    (a, s)
+                })
+                .collect()
+        })
     }
 
     fn run_phase(

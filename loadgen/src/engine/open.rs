@@ -6,6 +6,12 @@
 //!
 //! Timers are tokio's, with 1 ms granularity: a send may start up to about 1 ms after its
 //! intended time, and that delay is part of the corrected latency, as it should be.
+//!
+//! The scheduler does not step through sends one by one: each time it wakes it issues, in one
+//! step, every send that has fallen due (the backlog is a counter), wakes or opens at most that
+//! many connections, and sleeps until the next send is due. Its work per wake-up is bounded
+//! whatever the rate, so a stream at any accepted rate yields to its connections and ends by
+//! its deadline.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -38,6 +44,27 @@ impl Schedule {
     fn due(&self, k: u64) -> Instant {
         let n = (self.first + k * self.stride) as f64;
         self.origin + std::time::Duration::from_nanos((n * self.interval_nanos) as u64)
+    }
+
+    /// How many of this worker's sends are due strictly before `t`: the `k` with
+    /// `due(k) < t`. Computed, not counted, so it costs the same however many sends that is.
+    fn due_before(&self, t: Instant) -> u64 {
+        let elapsed = t.saturating_duration_since(self.origin).as_nanos() as f64;
+        // Highest stream-wide send number due by `t`, then this worker's share of 0..=that.
+        let last = (elapsed / self.interval_nanos).floor();
+        let mut count = if last < self.first as f64 {
+            0
+        } else {
+            ((last as u64 - self.first) / self.stride).saturating_add(1)
+        };
+        // Float rounding may put the estimate one off the times `due` computes; agree with it.
+        while self.due(count) < t {
+            count += 1;
+        }
+        while count > 0 && self.due(count - 1) >= t {
+            count -= 1;
+        }
+        count
     }
 }
 
@@ -73,19 +100,26 @@ pub(crate) async fn run_stream(
     let mut tasks = Vec::new();
     let sleep = tokio::time::sleep_until(end);
     tokio::pin!(sleep);
-    let mut k = 0u64;
+    let mut issued = 0u64;
     loop {
-        let due = schedule.due(k);
-        if due >= end {
+        let now = Instant::now();
+        if now >= end {
             break;
         }
-        k += 1;
-        if due > Instant::now() {
-            sleep.as_mut().reset(due);
-            (&mut sleep).await;
+        // Every send due by now is issued at once; a far-behind schedule costs one step.
+        let due_now = schedule.due_before(now);
+        let fresh = due_now.saturating_sub(issued);
+        issued = issued.max(due_now);
+        shared.issued.set(issued);
+        // Idle connections take the fresh sends first; for the rest, new connections open, up
+        // to the cap. Busy connections take what is left when they finish.
+        let idle = shared.idle.get() as u64;
+        for _ in 0..fresh.min(idle) {
+            shared.wake.notify_one();
         }
-        shared.issued.set(k);
-        if shared.idle.get() == 0 && shared.open.get() < schedule.max_connections {
+        let room = schedule.max_connections - shared.open.get();
+        let to_open = fresh.saturating_sub(idle).min(room as u64) as usize;
+        for _ in 0..to_open {
             shared.open.set(shared.open.get() + 1);
             tasks.push(tokio::task::spawn_local(run_connection(
                 ctx.clone(),
@@ -93,10 +127,19 @@ pub(crate) async fn run_stream(
                 shared.clone(),
                 end,
             )));
-        } else {
-            shared.wake.notify_one();
         }
+        let next = schedule.due(issued);
+        if next >= end {
+            break;
+        }
+        // The next send is after `now` (every send due by then is issued), so this sleeps at
+        // least until the timer's next tick and the connections get the thread meanwhile.
+        sleep.as_mut().reset(next);
+        (&mut sleep).await;
     }
+    // The sends due before the end that the last wake-up came too late to issue are part of
+    // the schedule all the same: issued now, they count as cut below.
+    shared.issued.set(issued.max(schedule.due_before(end)));
     // Wake every idle task so each sees the end and returns.
     sleep.as_mut().reset(end);
     (&mut sleep).await;

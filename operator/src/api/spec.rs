@@ -16,6 +16,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use benchmatrix_loadgen::duration::Duration;
+use benchmatrix_loadgen::limits::{MAX_GENERATORS, MAX_POOL_SIZE, MAX_REPLICAS, MAX_THREADS};
 pub use benchmatrix_loadgen::plan::Workload;
 /// The target's own mode type: the operator passes it on as BENCH_MODE, so one enum keeps the
 /// CRD's values and the target's `--mode` values the same.
@@ -103,6 +104,31 @@ pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
         "message": "every phase duration must be positive",
         "fieldPath": ".workload.phases",
     },
+    {
+        "rule": "self.workload.phases.all(p, duration(p.duration) <= duration('24h'))",
+        "message": "every phase duration must be at most 24h",
+        "fieldPath": ".workload.phases",
+    },
+    {
+        "rule": "!has(self.workload.warmup) || duration(self.workload.warmup) <= duration('24h')",
+        "message": "the warm-up must be at most 24h",
+        "fieldPath": ".workload.warmup",
+    },
+    {
+        "rule": "!has(self.workload.timeout) || duration(self.workload.timeout) <= duration('24h')",
+        "message": "the request timeout must be at most 24h",
+        "fieldPath": ".workload.timeout",
+    },
+    {
+        "rule": "!has(self.timeouts) || ((!has(self.timeouts.ready) || duration(self.timeouts.ready) <= duration('24h')) && (!has(self.timeouts.runSlack) || duration(self.timeouts.runSlack) <= duration('24h')))",
+        "message": "timeouts.ready and timeouts.runSlack must be at most 24h",
+        "fieldPath": ".timeouts",
+    },
+    {
+        "rule": "!has(self.ttlAfterFinished) || duration(self.ttlAfterFinished) <= duration('8760h')",
+        "message": "ttlAfterFinished must be at most 8760h (365 days)",
+        "fieldPath": ".ttlAfterFinished",
+    },
 ]))]
 pub struct BenchmarkRunSpec {
     /// The HTTP service under test. Defaults to the built-in target image of this release.
@@ -146,8 +172,9 @@ pub struct BenchmarkRunSpec {
     pub stop_on_failure: bool,
 
     /// Delete the BenchmarkRun (and with it every child object) this long after it finished,
-    /// e.g. "24h". Unset: keep it until deleted by hand.
+    /// e.g. "24h"; at most "8760h" (365 days). Unset: keep it until deleted by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
     pub ttl_after_finished: Option<Duration>,
 }
 
@@ -163,8 +190,14 @@ fn bound_workload_lists(schema: &mut Schema) {
             }
         }
         if let Some(obj) = node.as_object_mut() {
+            // An optional string is typed ["string", "null"] until kube folds it into nullable.
+            let is_string = match obj.get("type") {
+                Some(serde_json::Value::String(t)) => t == "string",
+                Some(serde_json::Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+                _ => false,
+            };
             obj.insert(
-                if obj.get("type").and_then(|t| t.as_str()) == Some("string") {
+                if is_string {
                     "maxLength".into()
                 } else {
                     "maxItems".into()
@@ -205,6 +238,9 @@ fn bound_workload_lists(schema: &mut Schema) {
         &["properties", "phases", "items", "properties", "duration"],
         32,
     );
+    // The CEL rules parse these too; a bounded length keeps each parse's cost estimate small.
+    cap(&mut value, &["properties", "warmup"], 32);
+    cap(&mut value, &["properties", "timeout"], 32);
     if let Ok(bounded) = Schema::try_from(value) {
         *schema = bounded;
     }
@@ -311,9 +347,9 @@ pub struct Configuration {
     pub mode: Mode,
 
     /// Number of target replicas (pods in the cluster, processes locally: sharing one port, or
-    /// each on its own loopback address with `workload.spread: roundRobin`).
+    /// each on its own loopback address with `workload.spread: roundRobin`). 1 to 64.
     #[serde(default = "default_replicas")]
-    #[schemars(range(min = 1, max = 64))]
+    #[schemars(range(min = 1, max = MAX_REPLICAS))]
     pub replicas: u32,
 
     /// CPU per replica, e.g. "500m", "1", 2. Requests equal limits (Guaranteed QoS); locally a
@@ -324,7 +360,8 @@ pub struct Configuration {
     #[serde(default = "default_memory")]
     pub memory: Quantity,
 
-    /// Size of the CPU worker pool (env BENCH_POOL_SIZE): "auto" sizes it from the CPU quota.
+    /// Size of the CPU worker pool (env BENCH_POOL_SIZE): "auto" sizes it from the CPU quota,
+    /// or a number from 1 to 1024 (the most the built-in target accepts).
     #[serde(default, skip_serializing_if = "PoolSize::is_auto")]
     pub pool_size: PoolSize,
 
@@ -349,8 +386,8 @@ pub struct Axes {
     #[schemars(length(min = 1, max = 8))]
     pub modes: Vec<Mode>,
 
-    /// Replica counts to try.
-    #[schemars(length(min = 1, max = 16))]
+    /// Replica counts to try, each 1 to 64.
+    #[schemars(length(min = 1, max = 16), inner(range(min = 1, max = MAX_REPLICAS)))]
     pub replicas: Vec<u32>,
 
     /// CPU per replica to try. Leave empty and set `totalCpu` to split a fixed budget instead.
@@ -367,7 +404,7 @@ pub struct Axes {
     #[serde(default = "default_memory")]
     pub memory: Quantity,
 
-    /// Worker pool size for every cell.
+    /// Worker pool size for every cell: "auto" or a number from 1 to 1024.
     #[serde(default, skip_serializing_if = "PoolSize::is_auto")]
     pub pool_size: PoolSize,
 
@@ -456,7 +493,13 @@ impl JsonSchema for PoolSize {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "x-kubernetes-int-or-string": true })
+        // `minimum` and `maximum` apply to the integer form only; the operator's validation
+        // checks a number written as a string.
+        json_schema!({
+            "x-kubernetes-int-or-string": true,
+            "minimum": 1,
+            "maximum": MAX_POOL_SIZE,
+        })
     }
 }
 
@@ -477,15 +520,15 @@ pub struct LoadgenSpec {
     #[serde(default = "default_memory")]
     pub memory: Quantity,
 
-    /// Number of load generator pods; each drives its share of the connections and rate and the
-    /// histograms are merged exactly.
+    /// Number of load generator pods, 1 to 32; each drives its share of the connections and
+    /// rate and the histograms are merged exactly.
     #[serde(default = "default_parallelism")]
-    #[schemars(range(min = 1, max = 32))]
+    #[schemars(range(min = 1, max = MAX_GENERATORS))]
     pub parallelism: u32,
 
-    /// Worker threads per load generator (default: from its CPU limit).
+    /// Worker threads per load generator, 1 to 256 (default: from its CPU limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 256))]
+    #[schemars(range(min = 1, max = MAX_THREADS))]
     pub threads: Option<u32>,
 }
 
@@ -545,12 +588,16 @@ fn default_true() -> bool {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Timeouts {
-    /// How long the target may take to have every replica available (image pull included).
+    /// How long the target may take to have every replica available (image pull included);
+    /// at most "24h".
     #[serde(default = "default_ready_timeout")]
+    #[schemars(length(max = 32))]
     pub ready: Duration,
 
-    /// Slack allowed for the load generator beyond warm-up plus phases before the cell fails.
+    /// Slack allowed for the load generator beyond warm-up plus phases before the cell fails;
+    /// at most "24h".
     #[serde(default = "default_run_slack")]
+    #[schemars(length(max = 32))]
     pub run_slack: Duration,
 }
 
@@ -583,4 +630,114 @@ pub enum CleanupPolicy {
     /// Keep everything until the BenchmarkRun is deleted. The kept targets keep their CPU
     /// reservations, which can starve later cells on a small cluster.
     Never,
+}
+
+#[cfg(test)]
+mod tests {
+    use benchmatrix_loadgen::limits::{
+        MAX_ANY_DURATION, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_GENERATORS, MAX_POOL_SIZE,
+        MAX_RATE_PER_STREAM, MAX_REPLICAS, MAX_THREADS,
+    };
+    use serde_json::Value;
+
+    /// The spec schema of the generated CRD, as the API server receives it.
+    fn spec_schema() -> Value {
+        let crd: Value = serde_yaml::from_str(&crate::crdgen::crd_yaml()).unwrap();
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].clone()
+    }
+
+    fn at<'a>(mut v: &'a Value, path: &[&str]) -> &'a Value {
+        for key in path {
+            v = &v[*key];
+        }
+        v
+    }
+
+    /// Asserts the node at `path` has `maximum` `max` and a description naming it.
+    fn bounded(spec: &Value, path: &[&str], max: f64, in_doc: &str) {
+        let node = at(spec, path);
+        assert_eq!(node["maximum"].as_f64(), Some(max), "{path:?}: {node}");
+        let doc = node["description"].as_str().unwrap_or_default();
+        assert!(doc.contains(in_doc), "{path:?}: {doc:?} lacks {in_doc}");
+    }
+
+    #[test]
+    fn the_crd_carries_the_maxima_and_the_docs_state_them() {
+        let spec = spec_schema();
+        let cfg = ["properties", "configurations", "items", "properties"];
+        let with = |base: &[&'static str], more: &[&'static str]| -> Vec<&'static str> {
+            base.iter().chain(more).copied().collect()
+        };
+        bounded(
+            &spec,
+            &with(&cfg, &["replicas"]),
+            f64::from(MAX_REPLICAS),
+            "64",
+        );
+        bounded(
+            &spec,
+            &with(&cfg, &["poolSize"]),
+            f64::from(MAX_POOL_SIZE),
+            "1024",
+        );
+        let axes_replicas = at(&spec, &["properties", "axes", "properties", "replicas"]);
+        assert_eq!(
+            axes_replicas["items"]["maximum"].as_f64(),
+            Some(f64::from(MAX_REPLICAS)),
+            "{axes_replicas}"
+        );
+        bounded(
+            &spec,
+            &["properties", "axes", "properties", "poolSize"],
+            f64::from(MAX_POOL_SIZE),
+            "1024",
+        );
+        let stream = [
+            "properties",
+            "workload",
+            "properties",
+            "phases",
+            "items",
+            "properties",
+            "load",
+            "items",
+            "properties",
+        ];
+        bounded(
+            &spec,
+            &with(&stream, &["connections"]),
+            f64::from(MAX_CONNECTIONS_PER_STREAM),
+            "10000",
+        );
+        bounded(
+            &spec,
+            &with(&stream, &["rate"]),
+            MAX_RATE_PER_STREAM,
+            "10000000",
+        );
+        bounded(
+            &spec,
+            &["properties", "loadgen", "properties", "parallelism"],
+            f64::from(MAX_GENERATORS),
+            "32",
+        );
+        bounded(
+            &spec,
+            &["properties", "loadgen", "properties", "threads"],
+            f64::from(MAX_THREADS),
+            "256",
+        );
+        // Durations are strings; CEL rules bound them.
+        let rules = spec["x-kubernetes-validations"].to_string();
+        for needle in [
+            format!("duration(p.duration) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.workload.warmup) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.workload.timeout) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.timeouts.ready) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.timeouts.runSlack) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.ttlAfterFinished) <= duration('{MAX_ANY_DURATION}')"),
+        ] {
+            assert!(rules.contains(&needle), "no rule {needle} in {rules}");
+        }
+    }
 }
