@@ -593,12 +593,10 @@ fn step_cell(
                         c.target_pods.clear();
                     }
                 }
-            } else if d.status.cells[index].target_pods.is_empty()
-                && let Some(Ok(ready)) = ready_target(run, cell, obs)
-            {
-                // A cell started by an operator that kept no record: record the pods now, so
-                // a change from here on is still caught.
-                d.status.cells[index].target_pods = ready.pods;
+            } else if d.status.cells[index].target_pods.is_empty() {
+                // A cell started by an operator that kept no record: record the ready pods now,
+                // so a change from here on is still caught.
+                d.status.cells[index].target_pods = replicas::record(&ready_pods(obs));
             }
             d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
         }
@@ -664,10 +662,8 @@ fn ready_target(
     obs: &Observation,
 ) -> Option<Result<ReadyTarget, String>> {
     let port = run.spec.target.port;
-    let ready: Vec<(&Pod, String)> = obs
-        .target_pods
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
+    let ready: Vec<(&Pod, String)> = ready_pods(obs)
+        .into_iter()
         .filter_map(|p| Some((p, p.status.as_ref()?.pod_ip.clone()?)))
         .collect();
     let ready_ips: Vec<String> = ready
@@ -698,6 +694,14 @@ fn ready_target(
         }),
         None => Err("the target Service has no ClusterIP".into()),
     })
+}
+
+/// The cell's target pods that are ready and not being deleted.
+fn ready_pods(obs: &Observation) -> Vec<&Pod> {
+    obs.target_pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
+        .collect()
 }
 
 /// Why the cell can never be scheduled on the nodes observed, if it cannot.
@@ -1207,6 +1211,52 @@ spec:
                 .message
                 .unwrap()
                 .contains("stopped at failed cell a")
+        );
+    }
+
+    fn target_pod(uid: &str, restarts: i32) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "r-b-pod0", "uid": uid},
+            "status": {"phase": "Running", "podIP": "10.1.0.1",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "target", "ready": true, "restartCount": restarts,
+                    "image": "x", "imageID": "",
+                    "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_running_cell_without_a_record_records_its_pods_and_then_holds_them_to_it() {
+        // A cell started by an operator that kept no record (mid_run has none).
+        let run = run_with(Some(mid_run()));
+        let obs = Observation {
+            job: Some(running_job()),
+            target_pods: vec![target_pod("u1", 0)],
+            ..Observation::default()
+        };
+        let now = conditions::time_from_secs(110);
+        let d = decide(&run, &obs, &now, &Settings::default());
+        let record = &d.status.cells[1].target_pods;
+        assert_eq!(record.len(), 1, "{record:?}");
+        assert_eq!((record[0].uid.as_str(), record[0].restarts), ("u1", 0));
+        // The same pod, restarted: the cell fails.
+        let run = run_with(Some(d.status));
+        let obs = Observation {
+            target_pods: vec![target_pod("u1", 1)],
+            ..obs
+        };
+        let d = decide(&run, &obs, &now, &Settings::default());
+        assert_eq!(d.status.cells[1].phase, CellPhase::Failed);
+        assert_eq!(
+            d.status.cells[1].reason.as_deref(),
+            Some(cause::REPLICA_EXITED)
+        );
+        assert!(
+            d.actions
+                .iter()
+                .any(|a| matches!(a, Action::Delete(ChildKind::Job, _))),
+            "the failed cell is cleaned up"
         );
     }
 
