@@ -507,10 +507,13 @@ fn step_cell(
             {
                 // Checked before the result too: a result measured across a restart has a gap or
                 // errors in it, and must not be called a success.
-                let why = if target_oom(&obs.target_pods).is_some() {
-                    cause::OOM_KILLED
+                let (why, message) = if message.contains("reason OOMKilled") {
+                    (
+                        cause::OOM_KILLED,
+                        format!("{message}; raise the cell's memory"),
+                    )
                 } else {
-                    cause::REPLICA_EXITED
+                    (cause::REPLICA_EXITED, message)
                 };
                 fail_cell(run, index, why, message, now, d);
                 return;
@@ -1251,6 +1254,36 @@ spec:
         assert_eq!(
             d.status.cells[1].reason.as_deref(),
             Some(cause::REPLICA_EXITED)
+        );
+        // Killed for memory instead: named OOMKilled, as while the target starts.
+        let mut oom = target_pod("u1", 1);
+        oom.status
+            .as_mut()
+            .unwrap()
+            .container_statuses
+            .as_mut()
+            .unwrap()[0]
+            .last_state
+            .as_mut()
+            .unwrap()
+            .terminated
+            .as_mut()
+            .unwrap()
+            .reason = Some("OOMKilled".into());
+        let oom_obs = Observation {
+            target_pods: vec![oom],
+            ..Observation::default()
+        };
+        let e = decide(&run, &oom_obs, &now, &Settings::default());
+        assert_eq!(e.status.cells[1].reason.as_deref(), Some(cause::OOM_KILLED));
+        assert!(
+            e.status.cells[1]
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("exit code 1; raise the cell's memory"),
+            "{:?}",
+            e.status.cells[1].message
         );
         assert!(
             d.actions
