@@ -116,6 +116,8 @@ pub async fn observe(
                 obs.nodes = list_nodes(client).await?;
             }
         }
+        // The first cell sent back to Pending (its Job and target vanished): deployed again.
+        CellPhase::Pending => obs.nodes = list_nodes(client).await?,
         _ => {}
     }
     Ok(obs)
