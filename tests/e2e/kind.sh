@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end test on a real cluster: build the three images, install the chart, run
-# manifests/samples/ci-smoke.yaml, check that every cell has percentiles for every phase and
-# endpoint, and render its report with `benchmatrix report`. On failure it dumps diagnostics
+# manifests/samples/ci-smoke.yaml (it fits one 2-CPU node), check that the run and every cell
+# Succeeded with percentiles for every phase and endpoint, check that a cell that can never fit
+# the nodes fails Unschedulable at once with nothing deployed (this also proves the operator may
+# list nodes), and render the report with `benchmatrix report`. On failure it dumps diagnostics
 # (events, describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step
 # converges (upgrade --install, apply, replace).
 #
@@ -276,5 +278,42 @@ if [[ -n "${report_bin}" ]]; then
 else
   log "no benchmatrix binary (BUILD_IMAGES=0 and none on PATH): report step skipped"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# 6. A cell that can never fit fails at once, Unschedulable, without deploying anything
+
+readonly UNFIT="e2e-unfit"
+log "applying ${UNFIT}: one cell asking for more CPU than any node has"
+kubectl delete benchmarkrun -n "${RUN_NAMESPACE}" "${UNFIT}" --ignore-not-found --wait=true --timeout=60s
+kubectl apply -n "${RUN_NAMESPACE}" -f - <<'YAML'
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: e2e-unfit
+spec:
+  configurations:
+    - {name: huge, mode: single, replicas: 1, cpu: "4096", memory: 128Mi}
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: p, duration: 2s, load: [{endpoint: fast, connections: 1}]}]
+  loadgen: {cpu: 500m, memory: 128Mi}
+  timeouts: {ready: 300s}
+YAML
+# Well inside the 300 s ready timeout: a NeverReady ending cannot pass for this one.
+deadline=$((SECONDS + 60))
+while :; do
+  phase="$(kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${UNFIT}" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
+  [[ "${phase}" == "Failed" || "${phase}" == "Succeeded" ]] && break
+  if ((SECONDS >= deadline)); then die "${UNFIT} did not end within 60s (phase ${phase:-<none>})"; fi
+  sleep 2
+done
+reason="$(kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${UNFIT}" -o jsonpath='{.status.cells[0].reason}')"
+message="$(kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${UNFIT}" -o jsonpath='{.status.cells[0].message}')"
+printf '[e2e] %s: phase %s, cell reason %s: %s\n' "${UNFIT}" "${phase}" "${reason}" "${message}"
+[[ "${phase}" == "Failed" && "${reason}" == "Unschedulable" ]] ||
+  die "${UNFIT}: want phase Failed with cell reason Unschedulable, got ${phase} / ${reason}"
+[[ "${message}" == *"needs 4096 CPU"* ]] || die "${UNFIT}: the message lacks the numbers: ${message}"
+deployed="$(kubectl get deployments -n "${RUN_NAMESPACE}" -l "benchmatrix.dev/run=${UNFIT}" -o name)"
+[[ -z "${deployed}" ]] || die "${UNFIT}: a cell that cannot fit was deployed: ${deployed}"
 
 log "PASSED"

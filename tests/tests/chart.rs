@@ -700,6 +700,43 @@ fn rbac_rules_grant_nothing_the_operator_does_not_call() {
     }
 }
 
+/// Nodes are cluster-scoped: a namespaced Role cannot grant listing them, so whatever scope the
+/// chart gives its other rules, the operator's node calls (the fit check before each cell) must
+/// come from a ClusterRole bound to its ServiceAccount.
+#[test]
+fn node_calls_are_granted_by_a_cluster_role() {
+    let Some(helm) = helm_or_skip("node_calls_are_granted_by_a_cluster_role") else {
+        return;
+    };
+    let objects = parse_objects("helm template", &render(helm, &[]));
+    let rules: Vec<PolicyRule> = objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::ClusterRole(r) => r.rules.clone(),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let node_calls: Vec<Call> = benchmatrix::controller::API_CALLS
+        .iter()
+        .filter(|c| c.resource == "nodes")
+        .map(|c| call(c.verb, c.group, &c.rbac_resource()))
+        .collect();
+    assert!(
+        !node_calls.is_empty(),
+        "the operator lists nodes before each cell (controller/observe.rs)"
+    );
+    for c in &node_calls {
+        assert!(
+            benchmatrix::controller::API_CALLS
+                .iter()
+                .any(|a| a.resource == "nodes" && a.verb == c.verb && !a.namespaced),
+            "{c:?} is cluster-scoped"
+        );
+        assert!(allows(&rules, c), "no ClusterRole allows {c:?}");
+    }
+}
+
 #[test]
 fn allows_follows_rbac_matching() {
     let rules: Vec<PolicyRule> = serde_json::from_value(serde_json::json!([

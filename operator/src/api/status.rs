@@ -178,6 +178,24 @@ pub struct CellStatus {
     /// collection, cleanup).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_seconds: Option<f64>,
+
+    /// The target pods the load was started against (cluster only), recorded when the load
+    /// generator starts. A pod that is gone, replaced or restarted before the result comes in
+    /// fails the cell with reason ReplicaExited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_pods: Vec<RecordedPod>,
+}
+
+/// A target pod as it was when the load started.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedPod {
+    /// The pod's name.
+    pub name: String,
+    /// The pod's UID: a pod replaced under the same name has a new one.
+    pub uid: String,
+    /// Container restarts of the pod, summed over its containers.
+    pub restarts: i32,
 }
 
 /// What the target reported about itself. Null fields were not reported.

@@ -18,8 +18,9 @@ pub struct ApiCall {
     pub resource: &'static str,
     /// Subresource ("status", "log"), or "" for the object itself.
     pub subresource: &'static str,
-    /// Whether the call is made within one namespace (false: across all namespaces). A
-    /// ClusterRole grants both; a namespaced Role could grant only the former.
+    /// Whether the call is made within one namespace (false: across all namespaces, or on a
+    /// cluster-scoped resource such as nodes). A ClusterRole grants both; a namespaced Role
+    /// could grant only the former.
     pub namespaced: bool,
 }
 
@@ -44,7 +45,7 @@ impl std::fmt::Display for ApiCall {
         let scope = if self.namespaced {
             "namespaced"
         } else {
-            "all namespaces"
+            "cluster-wide"
         };
         write!(
             f,
@@ -100,6 +101,10 @@ pub const API_CALLS: &[ApiCall] = &[
     // its result document (it can exceed the 4 KiB termination-message limit).
     call("list", "", "pods", "", true),
     call("get", "", "pods", "log", true),
+    // observe.rs: the nodes, before a cell is deployed, so a cell whose pods can never fit the
+    // nodes spec.placement lets them use fails at once (fit.rs). Nodes are cluster-scoped: only
+    // a ClusterRole can grant this.
+    call("list", "", "nodes", "", false),
     // apply.rs: children by server-side apply (a PATCH; the API server checks create as well
     // when the apply makes a new object), and deleted per the cleanup policy.
     call("patch", "apps", "deployments", "", true),

@@ -11,12 +11,14 @@ use std::time::Duration;
 use benchmatrix_loadgen::result::RunResult;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use super::build;
+use super::fit::{self, CellRequests};
+use super::{build, replicas};
 use crate::api::conditions::{self, reason, set_condition, status as cs};
+use crate::api::status::RecordedPod;
 use crate::api::{
     BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, CleanupPolicy, Enforcement, RunPhase,
 };
@@ -45,6 +47,9 @@ pub struct Observation {
     pub queue: QueueView,
     /// Pods of this run still terminating (read before a cell after the first starts).
     pub terminating_pods: Vec<String>,
+    /// The cluster's nodes, read before a cell is deployed; `None` when not read (or the
+    /// operator may not list them), so no fit check is made.
+    pub nodes: Option<Vec<Node>>,
 }
 
 /// Where this run stands among all runs of the cluster.
@@ -56,6 +61,13 @@ pub struct QueueView {
     pub ahead: usize,
     /// The most runs allowed to be Running at once.
     pub max_active: usize,
+}
+
+impl QueueView {
+    /// Whether a Pending run may start now: a free slot, and no older run waiting.
+    pub fn admits(&self) -> bool {
+        self.active < self.max_active.max(1) && self.ahead == 0
+    }
 }
 
 /// One change to the cluster.
@@ -151,6 +163,11 @@ pub mod cause {
     pub const TIMEOUT: &str = "Timeout";
     /// A child object was found in a state the operator cannot use (e.g. no ClusterIP).
     pub const CHILD_BROKEN: &str = "ChildBroken";
+    /// A target pod restarted, or was deleted, evicted or replaced, while the load ran.
+    pub const REPLICA_EXITED: &str = "ReplicaExited";
+    /// The cell's pods cannot be placed: they can never fit the nodes they may use, or the
+    /// scheduler reported a pod unschedulable.
+    pub const UNSCHEDULABLE: &str = "Unschedulable";
 }
 
 /// Operator-wide settings that shape the objects it builds.
@@ -267,7 +284,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
 
     if old.phase == RunPhase::Pending {
         let q = obs.queue;
-        if q.active >= q.max_active.max(1) || q.ahead > 0 {
+        if !q.admits() {
             let message = format!(
                 "queued: {} run(s) active, at most {} at once{}",
                 q.active,
@@ -370,6 +387,15 @@ fn step_cell(
             d.requeue = Some(Duration::from_secs(5));
         }
         CellPhase::Pending => {
+            if let Some(why) = never_fits(run, cell, obs) {
+                // Nothing is created: the cell ends now instead of waiting out the ready timeout,
+                // and there is nothing of it to clean up.
+                d.status.cells[index].start_time = Some(now.clone());
+                let before = d.actions.len();
+                fail_cell(run, index, cause::UNSCHEDULABLE, why, now, d);
+                d.actions.truncate(before);
+                return;
+            }
             d.actions.push(Action::Apply(Child::Deployment(Box::new(
                 build::deployment(run, cell, &settings.target_image),
             ))));
@@ -407,6 +433,10 @@ fn step_cell(
                 fail_cell(run, index, why, message, now, d);
                 return;
             }
+            if let Some(message) = unschedulable(&obs.target_pods) {
+                fail_cell(run, index, cause::UNSCHEDULABLE, message, now, d);
+                return;
+            }
             let started = d.status.cells[index]
                 .start_time
                 .as_ref()
@@ -424,7 +454,11 @@ fn step_cell(
                     )))));
             } else if let Some(ready) = ready_target(run, cell, obs) {
                 match ready {
-                    Ok((target, replicas)) => {
+                    Ok(ReadyTarget {
+                        target,
+                        replicas,
+                        pods,
+                    }) => {
                         d.actions.push(Action::Apply(Child::ConfigMap(Box::new(
                             build::plan_config_map(run, cell, &target, &replicas),
                         ))));
@@ -436,6 +470,7 @@ fn step_cell(
                         let c = &mut d.status.cells[index];
                         c.phase = CellPhase::Running;
                         c.load_start_time = Some(now.clone());
+                        c.target_pods = pods;
                         c.message = Some(format!(
                             "load generator running against {target} ({} replica(s) ready)",
                             replicas.len()
@@ -467,6 +502,22 @@ fn step_cell(
             d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
         }
         CellPhase::Running => {
+            if let Some(message) =
+                replicas::exited(&d.status.cells[index].target_pods, &obs.target_pods)
+            {
+                // Checked before the result too: a result measured across a restart has a gap or
+                // errors in it, and must not be called a success.
+                let (why, message) = if message.contains("reason OOMKilled") {
+                    (
+                        cause::OOM_KILLED,
+                        format!("{message}; raise the cell's memory"),
+                    )
+                } else {
+                    (cause::REPLICA_EXITED, message)
+                };
+                fail_cell(run, index, why, message, now, d);
+                return;
+            }
             if let Some(res) = &obs.result {
                 match res {
                     Ok(doc) => succeed_cell(run, index, cell, doc, now, d),
@@ -521,7 +572,11 @@ fn step_cell(
                 // The Job vanished (deleted by hand, or a crash before it was created): the
                 // ConfigMap and Job are applied again under the same name, so never twice.
                 match ready_target(run, cell, obs) {
-                    Some(Ok((target, replicas))) => {
+                    Some(Ok(ReadyTarget {
+                        target,
+                        replicas,
+                        pods,
+                    })) => {
                         d.actions.push(Action::Apply(Child::ConfigMap(Box::new(
                             build::plan_config_map(run, cell, &target, &replicas),
                         ))));
@@ -530,14 +585,21 @@ fn step_cell(
                             cell,
                             &settings.loadgen_image,
                         )))));
+                        // The new Job measures afresh, against these pods.
+                        d.status.cells[index].target_pods = pods;
                     }
                     _ => {
                         // The target went away too: deploy again from the start of the cell.
                         let c = &mut d.status.cells[index];
                         c.phase = CellPhase::Pending;
                         c.load_start_time = None;
+                        c.target_pods.clear();
                     }
                 }
+            } else if d.status.cells[index].target_pods.is_empty() {
+                // A cell started by an operator that kept no record: record the ready pods now,
+                // so a change from here on is still caught.
+                d.status.cells[index].target_pods = replicas::record(&ready_pods(obs));
             }
             d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
         }
@@ -585,20 +647,31 @@ fn load_deadline(run: &BenchmarkRun) -> Duration {
     Duration::from_secs(build::planned_load_secs(run)) + run.spec.timeouts.run_slack.get()
 }
 
-/// The Service address and the ready replicas' addresses, once every replica is available.
-/// `None` while waiting; `Some(Err)` when the objects are unusable.
+/// A target every replica of which is available.
+struct ReadyTarget {
+    /// The Service address, e.g. "http://10.96.0.10:8080".
+    target: String,
+    /// Each ready replica's own address.
+    replicas: Vec<String>,
+    /// The ready replicas, as recorded when the load starts.
+    pods: Vec<RecordedPod>,
+}
+
+/// The Service address and the ready replicas, once every replica is available. `None` while
+/// waiting; `Some(Err)` when the objects are unusable.
 fn ready_target(
     run: &BenchmarkRun,
     cell: &Cell,
     obs: &Observation,
-) -> Option<Result<(String, Vec<String>), String>> {
+) -> Option<Result<ReadyTarget, String>> {
     let port = run.spec.target.port;
-    let ready_ips: Vec<String> = obs
-        .target_pods
+    let ready: Vec<(&Pod, String)> = ready_pods(obs)
+        .into_iter()
+        .filter_map(|p| Some((p, p.status.as_ref()?.pod_ip.clone()?)))
+        .collect();
+    let ready_ips: Vec<String> = ready
         .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
-        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
-        .map(|ip| join_host_port(&ip, port))
+        .map(|(_, ip)| join_host_port(ip, port))
         .collect();
     let available = obs
         .deployment
@@ -615,9 +688,46 @@ fn ready_target(
         .and_then(|s| s.spec.as_ref())
         .and_then(|s| s.cluster_ip.clone())
         .filter(|ip| !ip.is_empty() && ip != "None");
+    let pods: Vec<&Pod> = ready.iter().map(|(p, _)| *p).collect();
     Some(match cluster_ip {
-        Some(ip) => Ok((format!("http://{}", join_host_port(&ip, port)), ready_ips)),
+        Some(ip) => Ok(ReadyTarget {
+            target: format!("http://{}", join_host_port(&ip, port)),
+            replicas: ready_ips,
+            pods: replicas::record(&pods),
+        }),
         None => Err("the target Service has no ClusterIP".into()),
+    })
+}
+
+/// The cell's target pods that are ready and not being deleted.
+fn ready_pods(obs: &Observation) -> Vec<&Pod> {
+    obs.target_pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
+        .collect()
+}
+
+/// Why the cell can never be scheduled on the nodes observed, if it cannot.
+fn never_fits(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> Option<String> {
+    let nodes = obs.nodes.as_ref()?;
+    let requests = CellRequests::of(run, cell)?;
+    fit::fits(&requests, nodes).err()
+}
+
+/// A target pod the scheduler cannot place (PodScheduled=False, reason Unschedulable), in the
+/// scheduler's words, e.g. "0/1 nodes are available: 1 Insufficient cpu".
+fn unschedulable(pods: &[Pod]) -> Option<String> {
+    pods.iter().find_map(|pod| {
+        let c = pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })?;
+        Some(format!(
+            "target pod {} cannot be scheduled: {}",
+            pod.name_any(),
+            c.message.as_deref().unwrap_or("no message")
+        ))
     })
 }
 
@@ -1104,6 +1214,110 @@ spec:
                 .message
                 .unwrap()
                 .contains("stopped at failed cell a")
+        );
+    }
+
+    fn target_pod(uid: &str, restarts: i32) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "r-b-pod0", "uid": uid},
+            "status": {"phase": "Running", "podIP": "10.1.0.1",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "target", "ready": true, "restartCount": restarts,
+                    "image": "x", "imageID": "",
+                    "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_running_cell_without_a_record_records_its_pods_and_then_holds_them_to_it() {
+        // A cell started by an operator that kept no record (mid_run has none).
+        let run = run_with(Some(mid_run()));
+        let obs = Observation {
+            job: Some(running_job()),
+            target_pods: vec![target_pod("u1", 0)],
+            ..Observation::default()
+        };
+        let now = conditions::time_from_secs(110);
+        let d = decide(&run, &obs, &now, &Settings::default());
+        let record = &d.status.cells[1].target_pods;
+        assert_eq!(record.len(), 1, "{record:?}");
+        assert_eq!((record[0].uid.as_str(), record[0].restarts), ("u1", 0));
+        // The same pod, restarted: the cell fails.
+        let run = run_with(Some(d.status));
+        let obs = Observation {
+            target_pods: vec![target_pod("u1", 1)],
+            ..obs
+        };
+        let d = decide(&run, &obs, &now, &Settings::default());
+        assert_eq!(d.status.cells[1].phase, CellPhase::Failed);
+        assert_eq!(
+            d.status.cells[1].reason.as_deref(),
+            Some(cause::REPLICA_EXITED)
+        );
+        // Killed for memory instead: named OOMKilled, as while the target starts.
+        let mut oom = target_pod("u1", 1);
+        oom.status
+            .as_mut()
+            .unwrap()
+            .container_statuses
+            .as_mut()
+            .unwrap()[0]
+            .last_state
+            .as_mut()
+            .unwrap()
+            .terminated
+            .as_mut()
+            .unwrap()
+            .reason = Some("OOMKilled".into());
+        let oom_obs = Observation {
+            target_pods: vec![oom],
+            ..Observation::default()
+        };
+        let e = decide(&run, &oom_obs, &now, &Settings::default());
+        assert_eq!(e.status.cells[1].reason.as_deref(), Some(cause::OOM_KILLED));
+        assert!(
+            e.status.cells[1]
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("exit code 1; raise the cell's memory"),
+            "{:?}",
+            e.status.cells[1].message
+        );
+        assert!(
+            d.actions
+                .iter()
+                .any(|a| matches!(a, Action::Delete(ChildKind::Job, _))),
+            "the failed cell is cleaned up"
+        );
+    }
+
+    #[test]
+    fn a_run_whose_every_cell_failed_ends_failed_not_succeeded() {
+        let mut status = mid_run();
+        for (cell, why) in status
+            .cells
+            .iter_mut()
+            .zip(["Unschedulable", "ReplicaExited"])
+        {
+            cell.phase = CellPhase::Failed;
+            cell.reason = Some(why.into());
+        }
+        let run = run_with(Some(status));
+        let d = decide(
+            &run,
+            &Observation::default(),
+            &conditions::time_from_secs(200),
+            &Settings::default(),
+        );
+        assert_eq!(d.status.phase, RunPhase::Failed);
+        let complete = conditions::find(&d.status.conditions, conditions::COMPLETE).unwrap();
+        assert_eq!(complete.reason, reason::NO_CELL_MEASURED);
+        assert!(
+            d.events
+                .iter()
+                .any(|e| e.reason == "RunFailed" && e.warning)
         );
     }
 

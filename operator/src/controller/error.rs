@@ -23,6 +23,10 @@ pub enum Error {
     /// The object lacks a field every stored object has (namespace, name).
     #[error("the object has no {0}")]
     MissingObjectKey(&'static str),
+
+    /// A pod log stream broke off while it was read (the connection, not the log's content).
+    #[error("reading a pod log failed: {0}")]
+    ReadLog(#[source] std::io::Error),
 }
 
 impl Error {
@@ -35,7 +39,7 @@ impl Error {
                 // request, forbidden by RBAC, invalid) will be refused again.
                 !(status.code == 409 || status.code == 429 || status.code >= 500)
             }
-            Error::Kube(_) => false,
+            Error::Kube(_) | Error::ReadLog(_) => false,
             Error::Malformed(_) | Error::Serialize { .. } | Error::MissingObjectKey(_) => true,
         }
     }
@@ -51,6 +55,7 @@ impl Error {
             Error::Malformed(_) => "malformed",
             Error::Serialize { .. } => "serialize",
             Error::MissingObjectKey(_) => "missing_key",
+            Error::ReadLog(_) => "read_log",
         }
     }
 }

@@ -10,8 +10,10 @@ pub mod build;
 pub mod calls;
 pub mod decide;
 pub mod error;
+pub mod fit;
 pub mod observe;
 pub mod reconcile;
+pub mod replicas;
 
 pub use calls::{API_CALLS, ApiCall};
 

@@ -10,19 +10,38 @@
 use benchmatrix_loadgen::result::{RunResult, merge};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use kube::api::{ListParams, LogParams};
 use kube::{Api, ResourceExt};
 
 use super::build::{self, LOADGEN_CONTAINER, ROLE_LOADGEN, ROLE_TARGET};
 use super::decide::{self, Observation, QueueView};
 use super::error::Error;
-use crate::api::{BenchmarkRun, CellPhase};
+use crate::api::{BenchmarkRun, CellPhase, RunPhase};
 
 /// How many log lines are read from the end of a load generator's log: the document is the
 /// last line of stdout, but stderr lines written after it (the log merges both) must not hide
 /// it.
 const LOG_TAIL_LINES: i64 = 20;
+
+/// The most bytes read from one load generator's log (its last [`LOG_TAIL_LINES`] lines), so a
+/// custom image printing a huge line cannot exhaust the operator's memory (its limit in the
+/// chart is 256Mi). A real result document is far smaller. Its size is dominated by each
+/// stream's per-second timeline, one point with its own compact histogram per second: real
+/// documents measured 150-210 bytes per point (a 20 s, 3-stream result was 9.4 KB; latencies
+/// from milliseconds to seconds at 100 requests per second changed little). Allowing up to
+/// 1 KiB per point for busy, widely spread streams, 16 MiB holds 16,000-80,000 stream-seconds,
+/// e.g. 8 streams over 30 minutes of phases.
+pub const LOG_LIMIT_BYTES: usize = 16 << 20;
+
+/// The most bytes read from all the load generators' logs of one cell: every document is held
+/// until they are merged, so with many generators each gets a share (at least 1 MiB).
+pub const LOGS_BUDGET_BYTES: usize = 48 << 20;
+
+/// The byte limit of each of `generators` load generators' logs.
+pub fn log_limit(generators: usize) -> usize {
+    (LOGS_BUDGET_BYTES / generators.max(1)).clamp(1 << 20, LOG_LIMIT_BYTES)
+}
 
 /// Reads the current cell's children of `run`.
 pub async fn observe(
@@ -34,6 +53,15 @@ pub async fn observe(
         queue,
         ..Observation::default()
     };
+    let starting = run
+        .status
+        .as_ref()
+        .is_none_or(|s| s.phase == RunPhase::Pending);
+    if starting && queue.admits() {
+        // The run starts now and deploys its first cell in the same step.
+        obs.nodes = list_nodes(client).await?;
+        return Ok(obs);
+    }
     let Some((index, phase)) = decide::current_cell(run.status.as_ref()) else {
         return Ok(obs);
     };
@@ -84,10 +112,35 @@ pub async fn observe(
                 .filter(|p| p.metadata.deletion_timestamp.is_some())
                 .map(|p| p.name_any())
                 .collect();
+            if obs.terminating_pods.is_empty() {
+                obs.nodes = list_nodes(client).await?;
+            }
         }
+        // The first cell sent back to Pending (its Job and target vanished): deployed again.
+        CellPhase::Pending => obs.nodes = list_nodes(client).await?,
         _ => {}
     }
     Ok(obs)
+}
+
+/// The cluster's nodes, for the fit check before a cell is deployed. An operator that may not
+/// list nodes (an RBAC setup without the chart's ClusterRole rule) skips the check instead of
+/// stalling every run: the scheduler's own verdict still ends an unschedulable cell.
+async fn list_nodes(client: &kube::Client) -> Result<Option<Vec<Node>>, Error> {
+    match Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => Ok(Some(list.items)),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            tracing::warn!(
+                error = %status.message,
+                "may not list nodes; cells are deployed without checking that they fit"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The cell's Deployment and Service, each if it exists.
@@ -134,18 +187,21 @@ async fn read_results(
                 .into(),
         ));
     }
+    let limit = log_limit(succeeded.len());
     let mut docs = Vec::new();
     for pod in succeeded {
-        let log = pods
-            .logs(
-                &pod.name_any(),
-                &LogParams {
-                    container: Some(LOADGEN_CONTAINER.into()),
-                    tail_lines: Some(LOG_TAIL_LINES),
-                    ..LogParams::default()
-                },
-            )
-            .await?;
+        let log = read_log(pods, &pod.name_any(), limit).await?;
+        if log.len() >= limit {
+            // The API server stopped at the limit: whatever the last line is, it is cut.
+            return Ok(Err(format!(
+                "pod {}: the last {LOG_TAIL_LINES} lines of the load generator's log exceed the \
+                 operator's read limit of {} MiB, so the result document (its last line) cannot \
+                 be read whole; it starts: {}",
+                pod.name_any(),
+                limit >> 20,
+                excerpt(log.lines().next().unwrap_or(""))
+            )));
+        }
         match parse_result_log(&log) {
             Ok(doc) => docs.push(doc),
             Err(why) => return Ok(Err(format!("pod {}: {why}", pod.name_any()))),
@@ -155,6 +211,31 @@ async fn read_results(
         1 => Ok(docs.remove(0)),
         _ => merge(&docs).map_err(|e| format!("merging the load generators' results: {e}")),
     })
+}
+
+/// The tail of a load generator's log, at most `limit` bytes: the API server is asked to stop
+/// there (limitBytes), and the operator stops reading there whatever it sends. Read as bytes, as
+/// a cut can fall inside a UTF-8 character (replaced, not an error).
+async fn read_log(pods: &Api<Pod>, name: &str, limit: usize) -> Result<String, Error> {
+    use futures::AsyncReadExt;
+    let stream = pods
+        .log_stream(
+            name,
+            &LogParams {
+                container: Some(LOADGEN_CONTAINER.into()),
+                tail_lines: Some(LOG_TAIL_LINES),
+                limit_bytes: Some(limit as i64),
+                ..LogParams::default()
+            },
+        )
+        .await?;
+    let mut bytes = Vec::new();
+    stream
+        .take(limit as u64)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(Error::ReadLog)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Finds the result document in the tail of a log: the last line that is a JSON object.
@@ -226,4 +307,20 @@ async fn read_failure(
             })
         })
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_load_generator_gets_a_share_of_the_log_budget() {
+        const MIB: usize = 1 << 20;
+        assert_eq!(log_limit(1), 16 * MIB);
+        assert_eq!(log_limit(3), 16 * MIB);
+        assert_eq!(log_limit(4), 12 * MIB);
+        assert_eq!(log_limit(32), 48 * MIB / 32);
+        assert_eq!(log_limit(100), MIB, "never below 1 MiB");
+        assert_eq!(log_limit(0), 16 * MIB);
+    }
 }

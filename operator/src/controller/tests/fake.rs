@@ -1,8 +1,10 @@
 //! A small stateful fake of the Kubernetes API server, as a tower service behind a real
 //! `kube::Client`.
 //!
-//! It stores objects per resource, namespace and name, and answers what the operator calls:
-//! GET (one object, a list filtered by label selector, a pod log), PATCH (server-side apply,
+//! It stores objects per resource, namespace and name (cluster-scoped ones, such as nodes, under
+//! the namespace ""), and answers what the operator calls: GET (one object, a list filtered by
+//! label selector, a pod log honouring tailLines and then limitBytes as the kubelet does),
+//! PATCH (server-side apply,
 //! creating or merging; the status subresource; a merge patch for Events), POST (Events) and
 //! DELETE. Every call is recorded, so tests count them and check that nothing unexpected
 //! happened; every first apply of a name is recorded as a creation, so tests can assert that
@@ -114,6 +116,7 @@ struct State {
     api_calls: Vec<RecordedCall>,
     creations: Vec<(String, String)>,
     failures: Vec<(String, String, u16)>,
+    log_bytes_served: Vec<usize>,
     next: u64,
 }
 
@@ -175,6 +178,23 @@ impl FakeApi {
             .filter(|((r, _, _), _)| r == resource)
             .map(|(_, v)| v.clone())
             .collect()
+    }
+
+    /// Stores a cluster-scoped object (a node), filling server-side metadata.
+    pub fn insert_cluster_scoped(&self, resource: &str, object: Value) {
+        let mut st = self.state.lock().unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        let mut object = st.stamp_new(object);
+        if let Some(meta) = object["metadata"].as_object_mut() {
+            meta.remove("namespace");
+        }
+        st.objects
+            .insert((resource.into(), String::new(), name), object);
+    }
+
+    /// The size in bytes of each pod log body served so far.
+    pub fn log_bytes_served(&self) -> Vec<usize> {
+        self.state.lock().unwrap().log_bytes_served.clone()
     }
 
     /// Changes a stored object in place (playing another controller or the kubelet).
@@ -313,7 +333,15 @@ fn handle(
         ["namespaces", ns, resource] => (*ns, *resource, None, None),
         ["namespaces", ns, resource, name] => (*ns, *resource, Some(*name), None),
         ["namespaces", ns, resource, name, sub] => (*ns, *resource, Some(*name), Some(*sub)),
-        _ => return status(StatusCode::NOT_FOUND, "cluster-scoped paths are not faked"),
+        // Cluster-scoped resources, stored under the namespace "".
+        [resource @ "nodes"] => ("", *resource, None, None),
+        [resource @ "nodes", name] => ("", *resource, Some(*name), None),
+        _ => {
+            return status(
+                StatusCode::NOT_FOUND,
+                "this cluster-scoped path is not faked",
+            );
+        }
     };
     st.calls.push(Call {
         method: method.to_string(),
@@ -337,10 +365,17 @@ fn handle(
     match (method.as_str(), name, sub) {
         ("GET", Some(n), Some("log")) => match st.logs.get(&(ns.to_owned(), n.to_owned())) {
             Some(log) => {
+                // The kubelet takes the last tailLines lines, then at most limitBytes of them.
                 let tail = query(uri, "tailLines").and_then(|t| t.parse::<usize>().ok());
                 let lines: Vec<&str> = log.lines().collect();
                 let from = tail.map_or(0, |t| lines.len().saturating_sub(t));
-                text(lines[from..].join("\n"))
+                let mut body = lines[from..].join("\n").into_bytes();
+                if let Some(limit) = query(uri, "limitBytes").and_then(|b| b.parse::<usize>().ok())
+                {
+                    body.truncate(limit);
+                }
+                st.log_bytes_served.push(body.len());
+                bytes_body(body)
             }
             None => status(StatusCode::NOT_FOUND, "no log"),
         },
@@ -517,7 +552,7 @@ fn ok(value: Value) -> Response<Full<Bytes>> {
         .unwrap()
 }
 
-fn text(body: String) -> Response<Full<Bytes>> {
+fn bytes_body(body: Vec<u8>) -> Response<Full<Bytes>> {
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "text/plain")
