@@ -9,7 +9,14 @@ use std::path::{Path, PathBuf};
 
 use benchmatrix_loadgen::result::RunResult;
 
-use crate::api::{BenchmarkRunStatus, CellPhase, CellResult};
+use crate::api::status::Percentile;
+use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio, CellResult, Summary};
+
+/// Printed for a figure that does not exist (no successful request): never "0.0".
+pub const ABSENT: &str = "—";
+
+/// Appended to a percentile its samples cannot support (see [`Percentile::min_samples`]).
+pub const THIN: &str = "*";
 
 /// Arguments of `benchmatrix report`.
 #[derive(Debug, clap::Args)]
@@ -120,35 +127,74 @@ pub fn result_of<'a>(
         .find(|r| r.phase == phase && r.endpoint == endpoint)
 }
 
-/// The lowest non-zero p99 any cell reached for (phase, endpoint): the "best" that the
-/// "p99 vs best" columns divide by. None when no cell has one.
-pub fn best_p99(status: &BenchmarkRunStatus, phase: &str, endpoint: &str) -> Option<f64> {
-    status
-        .cells
-        .iter()
-        .filter_map(|c| result_of(status, &c.name, phase, endpoint))
-        .map(|r| r.latency_ms.p99)
-        .filter(|p| *p > 0.0)
-        .min_by(f64::total_cmp)
+/// The ranking the report shows: always derived from the cells by the same rules as the
+/// status summary (so a status written by an older version is judged by today's rules).
+pub fn ranking(status: &BenchmarkRunStatus) -> Summary {
+    crate::results::summarize(&status.cells)
 }
 
-/// The "p99 vs best" cell: `r`'s p99 over `best` as "2.5x", or "-" when there is nothing to
-/// compare.
-pub fn p99_vs_best(r: &CellResult, best: Option<f64>) -> String {
-    match best {
-        // A cell with no completed request has no p99 to compare.
-        Some(best) if r.requests > 0 => format!("{:.1}x", r.latency_ms.p99 / best),
-        _ => "-".into(),
+/// `cell`'s place in the comparison of (phase, endpoint), if it took part.
+pub fn ranked<'a>(
+    summary: &'a Summary,
+    cell: &str,
+    phase: &str,
+    endpoint: &str,
+) -> Option<&'a CellRatio> {
+    summary
+        .comparisons
+        .iter()
+        .find(|c| c.phase == phase && c.endpoint == endpoint)?
+        .cells
+        .iter()
+        .find(|c| c.cell == cell)
+}
+
+/// Percentile `p` of `r` in milliseconds to one decimal, followed by `mark` when its samples
+/// cannot support it; [`ABSENT`] without a latency.
+pub fn percentile_text(r: &CellResult, p: Percentile, mark: &str) -> String {
+    match &r.latency_ms {
+        None => ABSENT.into(),
+        Some(l) if r.unsupported_percentiles.contains(&p) => format!("{:.1}{mark}", l.get(p)),
+        Some(l) => format!("{:.1}", l.get(p)),
     }
 }
 
+/// The largest latency of `r` to one decimal, or [`ABSENT`].
+pub fn max_text(r: &CellResult) -> String {
+    r.latency_ms
+        .map_or_else(|| ABSENT.into(), |l| format!("{:.1}", l.max))
+}
+
+/// True when some result of `status` shows a percentile marked [`THIN`].
+fn any_thin(status: &BenchmarkRunStatus, shown: &[Percentile]) -> bool {
+    status.cells.iter().flat_map(|c| &c.results).any(|r| {
+        r.latency_ms.is_some() && shown.iter().any(|p| r.unsupported_percentiles.contains(p))
+    })
+}
+
+/// The note under a table with [`THIN`] marks.
+pub fn thin_note(shown: &[Percentile]) -> String {
+    let needs: Vec<String> = shown
+        .iter()
+        .map(|p| format!("{p} {}", p.min_samples()))
+        .collect();
+    format!(
+        "{THIN} from fewer samples than the percentile needs ({}): shown, never ranked",
+        needs.join(", ")
+    )
+}
+
 /// The comparison table printed at the end of `benchmatrix run`: one row per phase, endpoint
-/// and cell, with p99 relative to the best cell of that row group.
+/// and cell, with p99 relative to the best ranked cell of that row group. Streams that were
+/// not ranked say why below the table.
 pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
-    let mut rows: Vec<[String; 9]> = vec![[
+    const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
+    let summary = ranking(status);
+    let mut rows: Vec<[String; 10]> = vec![[
         "phase".into(),
         "endpoint".into(),
         "configuration".into(),
+        "samples".into(),
         "rps".into(),
         "p50 ms".into(),
         "p99 ms".into(),
@@ -156,23 +202,37 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
         "errors".into(),
         "p99 vs best".into(),
     ]];
+    let mut not_ranked = Vec::new();
     for (phase, endpoint) in phase_endpoints(status) {
-        let best = best_p99(status, &phase, &endpoint);
         for c in &status.cells {
             let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
                 continue;
             };
-            let ratio = p99_vs_best(r, best);
+            let place = ranked(&summary, &c.name, &phase, &endpoint);
+            let vs_best = match place {
+                Some(CellRatio {
+                    p99_ratio: Some(x), ..
+                }) => format!("{x:.1}x"),
+                Some(CellRatio {
+                    excluded: Some(why),
+                    ..
+                }) => {
+                    not_ranked.push(format!("{} {phase}/{endpoint}: {why}", c.name));
+                    "not ranked".into()
+                }
+                _ => ABSENT.into(),
+            };
             rows.push([
                 phase.clone(),
                 endpoint.clone(),
                 c.name.clone(),
+                r.samples.to_string(),
                 format!("{:.1}", r.rps),
-                format!("{:.1}", r.latency_ms.p50),
-                format!("{:.1}", r.latency_ms.p99),
-                format!("{:.1}", r.latency_ms.max),
+                percentile_text(r, Percentile::P50, THIN),
+                percentile_text(r, Percentile::P99, THIN),
+                max_text(r),
                 r.errors.to_string(),
-                ratio,
+                vs_best,
             ]);
         }
     }
@@ -192,7 +252,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             )
         })
         .collect();
-    let widths: Vec<usize> = (0..9)
+    let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -201,6 +261,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             .iter()
             .enumerate()
             .map(|(i, v)| {
+                // `format!` pads by chars, so "—" lines up like any digit.
                 if i < 3 {
                     format!("{v:<w$}", w = widths[i])
                 } else {
@@ -210,6 +271,13 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
+    }
+    if any_thin(status, &SHOWN) {
+        out.push_str(&thin_note(&SHOWN));
+        out.push('\n');
+    }
+    for n in not_ranked {
+        out.push_str(&format!("not ranked: {n}\n"));
     }
     for f in failed {
         out.push_str(&format!("not measured: {f}\n"));
@@ -227,7 +295,12 @@ pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, Stri
             values: status
                 .cells
                 .iter()
-                .map(|c| result_of(status, &c.name, &phase, &endpoint).map(|r| r.latency_ms.p99))
+                .map(|c| {
+                    // Only a p99 its samples support gets a bar: a bar looks like a measurement.
+                    result_of(status, &c.name, &phase, &endpoint)
+                        .filter(|r| r.supports(Percentile::P99))
+                        .and_then(|r| Some(r.latency_ms?.p99))
+                })
                 .collect(),
         };
         out.push((
@@ -286,7 +359,8 @@ pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, Stri
                     points.extend(
                         s.timeline
                             .iter()
-                            .filter(|t| t.requests > 0)
+                            // Seconds with a success; the others have no latency.
+                            .filter(|t| t.requests > t.errors)
                             .map(|t| (offset + f64::from(t.second) + 0.5, t.p99_ms)),
                     );
                 }
