@@ -2,6 +2,7 @@
 //! generator's raw result per cell for the latency-over-time charts). Pure functions from
 //! documents to text; `write_report` is the only one that touches the disk.
 
+mod files;
 pub mod markdown;
 pub mod svg;
 
@@ -11,6 +12,8 @@ use benchmatrix_loadgen::result::RunResult;
 
 use crate::api::status::Percentile;
 use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio, CellResult, Summary};
+
+pub use files::write_atomically;
 
 /// Printed for a figure that does not exist (no successful request): never "0.0".
 pub const ABSENT: &str = "—";
@@ -397,7 +400,8 @@ pub fn file_part(s: &str) -> String {
         .collect()
 }
 
-/// Writes `report.md` and the charts into `dir`; returns the files written.
+/// Writes `report.md` and the charts into `dir`, each atomically (a failed write, such as on a
+/// full disk, leaves the previous file whole); returns the files written.
 pub fn write_report(
     dir: &Path,
     status: &BenchmarkRunStatus,
@@ -409,12 +413,12 @@ pub fn write_report(
     let charts = charts(status, raw);
     for (name, svg) in &charts {
         let p = dir.join(name);
-        std::fs::write(&p, svg)?;
+        write_atomically(&p, svg.as_bytes())?;
         written.push(p);
     }
     let names: Vec<String> = charts.into_iter().map(|(n, _)| n).collect();
     let p = dir.join("report.md");
-    std::fs::write(&p, markdown::render(status, raw, &names, notes))?;
+    write_atomically(&p, markdown::render(status, raw, &names, notes).as_bytes())?;
     written.push(p);
     Ok(written)
 }
@@ -453,6 +457,61 @@ mod tests {
         );
         assert_eq!(parse_status(&whole).unwrap(), s);
         assert!(parse_status("cells: 3").is_err());
+    }
+
+    /// Set in the child process of [`a_write_that_fails_midway_leaves_the_old_report`]: the
+    /// folder to write the report into under a 1000-byte file size limit.
+    const FSIZE_CHILD: &str = "BENCHMATRIX_TEST_FSIZE_CHILD_DIR";
+
+    /// A disk that fills up midway, for real: the child process may write files of at most
+    /// 1000 bytes (RLIMIT_FSIZE; writes beyond fail with EFBIG), and report.md is longer. The
+    /// report that was there before must survive whole, and no partial file may be left.
+    #[test]
+    fn a_write_that_fails_midway_leaves_the_old_report() {
+        if let Ok(dir) = std::env::var(FSIZE_CHILD) {
+            // SAFETY: ignoring SIGXFSZ and lowering this process's own soft limit; the child
+            // runs only this test.
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let limit = libc::rlimit {
+                    rlim_cur: 1000,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+            }
+            let status = BenchmarkRunStatus::default();
+            match write_report(Path::new(&dir), &status, &[], &markdown::Notes::default()) {
+                Ok(files) => println!("CHILD wrote {files:?}"),
+                Err(e) => println!("CHILD error: {e}"),
+            }
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("report.md"), "old report\n").unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "report::tests::a_write_that_fails_midway_leaves_the_old_report",
+                "--nocapture",
+            ])
+            .env(FSIZE_CHILD, dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("CHILD error:"),
+            "the write did not fail: {stdout}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("report.md")).unwrap(),
+            "old report\n"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["report.md"], "partial files left");
     }
 
     #[test]
