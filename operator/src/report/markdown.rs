@@ -550,7 +550,14 @@ mod tests {
         assert!(line("pool-x8").ends_with("not ranked"), "{table}");
         assert!(line("pool-x4").contains("1990.0*"), "{table}");
         assert!(line("pool-x2").contains("1.0x"), "{table}");
-        assert!(table.contains("pool-x4 mixed/slow: 1 sample"), "{table}");
+        assert!(
+            table.contains(
+                "needs a longer phase: pool-x4 mixed/slow: 1 sample; p99 needs 100 \
+                 (about 200 s at 0.5/s)"
+            ),
+            "{table}"
+        );
+        assert!(!table.contains("not ranked: pool-x4"), "{table}");
     }
 
     #[test]

@@ -220,7 +220,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
                     excluded: Some(why),
                     ..
                 }) => {
-                    not_ranked.push(format!("{} {phase}/{endpoint}: {why}", c.name));
+                    not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
                     "not ranked".into()
                 }
                 _ => ABSENT.into(),
@@ -279,8 +279,19 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
         out.push_str(&thin_note(&SHOWN));
         out.push('\n');
     }
-    for n in not_ranked {
-        out.push_str(&format!("not ranked: {n}\n"));
+    // Streams short of samples say how long a phase would collect them; the others why not.
+    for line in &summary.needs_longer_phase {
+        out.push_str(&format!("needs a longer phase: {line}\n"));
+    }
+    for (stream, why) in not_ranked {
+        let prefix = format!("{stream}: ");
+        if !summary
+            .needs_longer_phase
+            .iter()
+            .any(|l| l.starts_with(&prefix))
+        {
+            out.push_str(&format!("not ranked: {prefix}{why}\n"));
+        }
     }
     for f in failed {
         out.push_str(&format!("not measured: {f}\n"));
