@@ -162,7 +162,11 @@ pub fn summarize(cells: &[CellStatus]) -> Summary {
             if let Some(e) = trust::exclusion(r).filter(|e| e.needs_longer_phase()) {
                 let mut line = format!("{} {}/{}: {e}", cell.name, r.phase, r.endpoint);
                 if let Some(secs) = trust::seconds_for_enough_samples(r) {
-                    line.push_str(&format!(" (about {:.0} s at {:.1}/s)", secs.ceil(), r.rps));
+                    line.push_str(&format!(
+                        " (a phase of about {:.0} s at {:.1}/s)",
+                        secs.ceil(),
+                        r.rps
+                    ));
                 }
                 needs_longer_phase.push(line);
             }
@@ -271,8 +275,20 @@ pub fn headline(summary: &Summary) -> Option<String> {
     let last_phase = summary.comparisons.last()?.phase.clone();
     let cmp = summary.comparisons.iter().find(|c| c.phase == last_phase)?;
     let Some(best_cell) = &cmp.best_cell else {
+        let short_of_samples = cmp.cells.iter().all(|c| {
+            let stream = format!("{} {}/{}: ", c.cell, cmp.phase, cmp.endpoint);
+            summary
+                .needs_longer_phase
+                .iter()
+                .any(|l| l.starts_with(&stream))
+        });
+        let why = if short_of_samples {
+            "too few samples: run the phase longer"
+        } else {
+            "too few samples or too many errors"
+        };
         return Some(format!(
-            "{}/{}: no cell ranked (too few samples or too many errors)",
+            "{}/{}: no cell ranked ({why})",
             cmp.phase, cmp.endpoint
         ));
     };
@@ -514,7 +530,7 @@ mod tests {
         assert_eq!(
             json["needsLongerPhase"],
             serde_json::json!([
-                "pool-x4 mixed/slow: 4 samples; p99 needs 100 (about 50 s at 2.0/s)"
+                "pool-x4 mixed/slow: 4 samples; p99 needs 100 (a phase of about 50 s at 2.0/s)"
             ]),
             "{json}"
         );
@@ -524,6 +540,30 @@ mod tests {
             status["unsupportedPercentiles"],
             serde_json::json!(["p90", "p99", "p999"]),
             "{status}"
+        );
+    }
+
+    #[test]
+    fn the_headline_says_why_no_cell_is_ranked() {
+        let short = |name: &str, requests| {
+            cell(
+                name,
+                vec![counts(result("mixed", "fast", 5.0, 2.0), requests, 0)],
+            )
+        };
+        let summary = summarize(&[short("a", 4), short("b", 60)]);
+        assert_eq!(
+            headline(&summary).unwrap(),
+            "mixed/fast: no cell ranked (too few samples: run the phase longer)"
+        );
+        let failing = cell(
+            "c",
+            vec![counts(result("mixed", "fast", 5.0, 2.0), 400, 300)],
+        );
+        let summary = summarize(&[short("a", 4), failing]);
+        assert_eq!(
+            headline(&summary).unwrap(),
+            "mixed/fast: no cell ranked (too few samples or too many errors)"
         );
     }
 

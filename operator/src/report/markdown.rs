@@ -553,7 +553,7 @@ mod tests {
         assert!(
             table.contains(
                 "needs a longer phase: pool-x4 mixed/slow: 1 sample; p99 needs 100 \
-                 (about 200 s at 0.5/s)"
+                 (a phase of about 200 s at 0.5/s)"
             ),
             "{table}"
         );
