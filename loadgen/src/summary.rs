@@ -58,14 +58,17 @@ pub fn render(r: &RunResult) -> String {
                     latency_line(Some(u), samples)
                 );
             }
-            if let Some(thin) = Percentile::unsupported_by(samples).first()
-                && samples > 0
-            {
+            let thin = Percentile::unsupported_by(samples);
+            if samples > 0 && !thin.is_empty() {
+                let needs: Vec<String> = thin
+                    .iter()
+                    .map(|p| format!("{p} needs {}", p.min_samples()))
+                    .collect();
                 let _ = writeln!(
                     out,
-                    "    {THIN} from fewer samples than the percentile needs ({thin} needs {}, \
-                     p99 100, p99.9 1000): run a longer phase",
-                    thin.min_samples()
+                    "    {THIN} from fewer samples than the percentile needs ({}): run a longer \
+                     phase to rely on it",
+                    needs.join(", ")
                 );
             }
             if let (Some(offered), Some(late)) = (s.offered_rps, s.late_sends) {
@@ -149,7 +152,10 @@ mod tests {
             few.contains("p50 1.000  p90 2.000  p99 3.000*  p99.9 4.000*  max 4.000"),
             "{few}"
         );
-        assert!(few.contains("p99 needs 100"), "{few}");
+        assert!(
+            few.contains("(p99 needs 100, p99.9 needs 1000): run a longer phase"),
+            "{few}"
+        );
         let many = render(&doc(5000, 0, Some(l)));
         assert!(!many.contains('*'), "{many}");
     }
