@@ -1,6 +1,7 @@
 //! Tables and charts rendered from a BenchmarkRun status (plus, when at hand, the load
 //! generator's raw result per cell for the latency-over-time charts). Pure functions from
-//! documents to text; `write_report` is the only one that touches the disk.
+//! documents to text; `write_report` is the only one that writes to the disk, each file
+//! through [`write_atomically`].
 
 mod files;
 pub mod markdown;
