@@ -73,9 +73,15 @@ pub struct StreamResult {
     /// Successful requests per second over the phase (`requests - errors` over `durationSecs`;
     /// summed when merged, since merged generators ran at the same time).
     pub rps: f64,
-    /// Latency of the successful requests. Open loop: measured from the intended send time
-    /// (coordinated omission corrected); closed loop: from the actual send.
-    pub latency_ms: LatencyMs,
+    /// Latency of the successful requests (`requests - errors` samples). Open loop: measured
+    /// from the intended send time (coordinated omission corrected); closed loop: from the
+    /// actual send. Absent when no request succeeded: no sample, no figure (never zeros).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "latency_of_samples"
+    )]
+    pub latency_ms: Option<LatencyMs>,
     /// Failed requests by kind.
     pub errors_by_kind: ErrorsByKind,
     /// Requests still waiting for an answer (or, open loop, for a free connection) when the
@@ -99,8 +105,13 @@ pub struct StreamResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_sends: Option<u64>,
     /// Open loop only: latency measured from the actual send, as a closed-loop tool would
-    /// report it; compare with `latencyMs` to see what coordinated omission hides.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// report it; compare with `latencyMs` to see what coordinated omission hides. Absent,
+    /// like `latencyMs`, when no request succeeded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "latency_of_samples"
+    )]
     pub uncorrected_latency_ms: Option<LatencyMs>,
     /// Open loop only: the histogram behind `uncorrectedLatencyMs` (same encoding as
     /// `histogram`).
@@ -127,20 +138,101 @@ pub struct LatencyMs {
 }
 
 impl LatencyMs {
-    /// Percentiles of a microsecond histogram; all zero for an empty one.
-    pub fn from_histogram(h: &LatencyHistogram) -> Self {
+    /// Percentiles of a microsecond histogram; `None` for an empty one (no sample, no figure).
+    pub fn from_histogram(h: &LatencyHistogram) -> Option<Self> {
         if h.is_empty() {
-            return Self::default();
+            return None;
         }
         let q = |q: f64| histogram::micros_to_ms(h.value_at_quantile(q));
-        Self {
+        Some(Self {
             p50: q(0.5),
             p90: q(0.9),
             p99: q(0.99),
             p999: q(0.999),
             max: histogram::micros_to_ms(h.max()),
             mean: h.mean() / 1000.0,
+        })
+    }
+
+    /// The value of one percentile.
+    pub fn get(&self, p: Percentile) -> f64 {
+        match p {
+            Percentile::P50 => self.p50,
+            Percentile::P90 => self.p90,
+            Percentile::P99 => self.p99,
+            Percentile::P999 => self.p999,
         }
+    }
+}
+
+/// Reads an optional `latencyMs`, taking the all-zero block that documents written before
+/// latencies became optional carried for a stream without samples as absent. Real figures are
+/// never all zero: the histogram records every latency as at least 1 µs.
+pub fn latency_of_samples<'de, D>(d: D) -> Result<Option<LatencyMs>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let l = Option::<LatencyMs>::deserialize(d)?;
+    Ok(l.filter(|l| *l != LatencyMs::default()))
+}
+
+/// A percentile, named as its latencyMs field is: p50, p90, p99 or p999.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub enum Percentile {
+    /// The median.
+    #[serde(rename = "p50")]
+    P50,
+    /// The 90th percentile.
+    #[serde(rename = "p90")]
+    P90,
+    /// The 99th percentile.
+    #[serde(rename = "p99")]
+    P99,
+    /// The 99.9th percentile.
+    #[serde(rename = "p999")]
+    P999,
+}
+
+impl Percentile {
+    /// Every percentile, lowest first.
+    pub const ALL: [Percentile; 4] = [Self::P50, Self::P90, Self::P99, Self::P999];
+
+    /// The fewest samples that support this percentile: pN needs 1 / (1 - N) of them (p90: 10,
+    /// p99: 100, p99.9: 1000), so that at least one sample lies above it. From fewer, the
+    /// "percentile" is just one of the largest samples (with 4 samples, p99 = p99.9 = max).
+    pub fn min_samples(self) -> u64 {
+        match self {
+            Self::P50 => 2,
+            Self::P90 => 10,
+            Self::P99 => 100,
+            Self::P999 => 1000,
+        }
+    }
+
+    /// The percentiles `samples` samples cannot support, lowest first.
+    pub fn unsupported_by(samples: u64) -> Vec<Percentile> {
+        Self::ALL
+            .into_iter()
+            .filter(|p| samples < p.min_samples())
+            .collect()
+    }
+
+    /// The name as figures are labelled: "p50", "p90", "p99", "p99.9".
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::P50 => "p50",
+            Self::P90 => "p90",
+            Self::P99 => "p99",
+            Self::P999 => "p99.9",
+        }
+    }
+}
+
+impl std::fmt::Display for Percentile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
     }
 }
 
@@ -265,9 +357,11 @@ pub struct TimelinePoint {
     pub errors: u64,
     /// Successful requests per second in this second.
     pub rps: f64,
-    /// Median latency of this second's successful requests, milliseconds.
+    /// Median latency of this second's successful requests, milliseconds (0 when the second
+    /// had none: `requests == errors`).
     pub p50_ms: f64,
-    /// 99th percentile latency of this second's successful requests, milliseconds.
+    /// 99th percentile latency of this second's successful requests, milliseconds (0 when the
+    /// second had none).
     pub p99_ms: f64,
     /// This second's histogram (2 significant figures, microseconds, same encoding as
     /// `StreamResult.histogram`), so merged timelines stay exact.
@@ -514,7 +608,7 @@ fn merge_stream(phase: &str, parts: &[&StreamResult]) -> Result<StreamResult, Me
     out.latency_ms = LatencyMs::from_histogram(&hist);
     out.histogram = histogram::encode(&hist);
     if let Some(u) = uncorrected {
-        out.uncorrected_latency_ms = Some(LatencyMs::from_histogram(&u));
+        out.uncorrected_latency_ms = LatencyMs::from_histogram(&u);
         out.uncorrected_histogram = Some(histogram::encode(&u));
     }
     out.timeline = seconds
@@ -534,7 +628,8 @@ pub fn timeline_point(
     rps: f64,
     h: &LatencyHistogram,
 ) -> TimelinePoint {
-    let l = LatencyMs::from_histogram(h);
+    // A second without a success has no latency; its points carry 0 and `requests == errors`.
+    let l = LatencyMs::from_histogram(h).unwrap_or_default();
     TimelinePoint {
         second,
         requests,
@@ -543,6 +638,14 @@ pub fn timeline_point(
         p50_ms: l.p50,
         p99_ms: l.p99,
         histogram: histogram::encode(h),
+    }
+}
+
+impl StreamResult {
+    /// Samples behind `latency_ms`: the successful requests, each of which has its latency in
+    /// `histogram`.
+    pub fn samples(&self) -> u64 {
+        self.requests.saturating_sub(self.errors)
     }
 }
 
@@ -651,6 +754,42 @@ mod tests {
         }
         let back: RunResult = serde_json::from_str(&json).unwrap();
         assert_eq!(back, d);
+    }
+
+    #[test]
+    fn a_stream_without_samples_has_no_latency_in_old_or_new_documents() {
+        let d = doc(&[], 5);
+        let s = &d.phases[0].streams[0];
+        assert_eq!((s.samples(), s.latency_ms), (0, None));
+        let json = serde_json::to_value(&d).unwrap();
+        assert!(json["phases"][0]["streams"][0].get("latencyMs").is_none());
+        // Documents written before latencies became optional carry zeros: read as absent.
+        let mut old = json.clone();
+        old["phases"][0]["streams"][0]["latencyMs"] =
+            serde_json::to_value(LatencyMs::default()).unwrap();
+        let back: RunResult = serde_json::from_value(old).unwrap();
+        assert_eq!(back.phases[0].streams[0].latency_ms, None);
+        let merged = merge(&[d.clone(), d]).unwrap();
+        assert_eq!(merged.phases[0].streams[0].latency_ms, None);
+    }
+
+    #[test]
+    fn percentiles_need_one_over_their_tail_in_samples() {
+        assert_eq!(
+            Percentile::unsupported_by(4),
+            [Percentile::P90, Percentile::P99, Percentile::P999]
+        );
+        assert_eq!(
+            Percentile::unsupported_by(99).last(),
+            Some(&Percentile::P999)
+        );
+        assert_eq!(Percentile::unsupported_by(999), [Percentile::P999]);
+        assert!(Percentile::unsupported_by(1000).is_empty());
+        assert_eq!(Percentile::unsupported_by(0), Percentile::ALL);
+        assert_eq!(
+            serde_json::to_string(&Percentile::P999).unwrap(),
+            "\"p999\""
+        );
     }
 
     #[test]

@@ -2,13 +2,27 @@
 
 use std::fmt::Write as _;
 
-use crate::result::{LatencyMs, RunResult, StreamMode};
+use crate::result::{LatencyMs, Percentile, RunResult, StreamMode};
 
-fn latency_line(l: &LatencyMs) -> String {
-    format!(
-        "p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  mean {:.3}",
-        l.p50, l.p90, l.p99, l.p999, l.max, l.mean
-    )
+/// Marks a percentile that its samples cannot support (see [`Percentile::min_samples`]).
+const THIN: &str = "*";
+
+/// The percentiles of `samples` samples, each marked [`THIN`] when they cannot support it; "—"
+/// without a sample.
+fn latency_line(l: Option<&LatencyMs>, samples: u64) -> String {
+    let Some(l) = l else {
+        return "— (no successful request)".into();
+    };
+    let mut parts: Vec<String> = Percentile::ALL
+        .iter()
+        .map(|&p| {
+            let mark = if samples < p.min_samples() { THIN } else { "" };
+            format!("{p} {:.3}{mark}", l.get(p))
+        })
+        .collect();
+    parts.push(format!("max {:.3}", l.max));
+    parts.push(format!("mean {:.3}", l.mean));
+    parts.join("  ")
 }
 
 /// Renders a result as a few lines per phase and stream.
@@ -31,12 +45,30 @@ pub fn render(r: &RunResult) -> String {
                 StreamMode::Open => "latency ms (from intended send)",
                 StreamMode::Closed => "latency ms",
             };
-            let _ = writeln!(out, "    {label}: {}", latency_line(&s.latency_ms));
+            let samples = s.samples();
+            let _ = writeln!(
+                out,
+                "    {label}, {samples} sample(s): {}",
+                latency_line(s.latency_ms.as_ref(), samples)
+            );
             if let Some(u) = &s.uncorrected_latency_ms {
                 let _ = writeln!(
                     out,
                     "    uncorrected (from actual send): {}",
-                    latency_line(u)
+                    latency_line(Some(u), samples)
+                );
+            }
+            let thin = Percentile::unsupported_by(samples);
+            if samples > 0 && !thin.is_empty() {
+                let needs: Vec<String> = thin
+                    .iter()
+                    .map(|p| format!("{p} needs {}", p.min_samples()))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "    {THIN} from fewer samples than the percentile needs ({}): run a longer \
+                     phase to rely on it",
+                    needs.join(", ")
                 );
             }
             if let (Some(offered), Some(late)) = (s.offered_rps, s.late_sends) {
@@ -74,4 +106,57 @@ pub fn render(r: &RunResult) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{PhaseResult, StreamResult};
+
+    fn doc(requests: u64, errors: u64, latency: Option<LatencyMs>) -> RunResult {
+        RunResult {
+            target: "http://t".into(),
+            phases: vec![PhaseResult {
+                name: "p".into(),
+                streams: vec![StreamResult {
+                    endpoint: "slow".into(),
+                    requests,
+                    errors,
+                    latency_ms: latency,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn no_sample_prints_a_dash_and_thin_percentiles_are_marked() {
+        let none = render(&doc(7, 7, None));
+        assert!(
+            none.contains("0 sample(s): — (no successful request)"),
+            "{none}"
+        );
+        assert!(!none.contains("p99 0.000"), "{none}");
+        let l = LatencyMs {
+            p50: 1.0,
+            p90: 2.0,
+            p99: 3.0,
+            p999: 4.0,
+            max: 4.0,
+            mean: 1.5,
+        };
+        let few = render(&doc(50, 0, Some(l)));
+        assert!(
+            few.contains("p50 1.000  p90 2.000  p99 3.000*  p99.9 4.000*  max 4.000"),
+            "{few}"
+        );
+        assert!(
+            few.contains("(p99 needs 100, p99.9 needs 1000): run a longer phase"),
+            "{few}"
+        );
+        let many = render(&doc(5000, 0, Some(l)));
+        assert!(!many.contains('*'), "{many}");
+    }
 }

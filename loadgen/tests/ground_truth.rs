@@ -61,7 +61,7 @@ fn timing_p50_of_a_20ms_server_is_20ms_and_counts_match_the_server() {
     assert_eq!(s.errors, 0, "{s:?}");
     // The truth is the delay the server actually served, which on a busy 2-core box is 20 ms
     // plus however late its sleeping thread was woken; on a quiet box it is 20.0x ms.
-    let p50 = s.latency_ms.p50;
+    let p50 = s.latency_ms.unwrap().p50;
     let truth = server.service_p50_ms();
     assert!(truth >= 20.0, "server p50 {truth} ms");
     assert!(
@@ -134,9 +134,9 @@ fn timing_open_loop_shows_a_one_second_freeze_that_closed_loop_hides() {
     );
     // Corrected: the sends due during the freeze waited up to 1 s.
     assert!(
-        o.latency_ms.max >= 900.0,
+        o.latency_ms.unwrap().max >= 900.0,
         "corrected max {} ms",
-        o.latency_ms.max
+        o.latency_ms.unwrap().max
     );
     // Sends due in the second of the freeze (200 of 800) waited from ~1000 ms down to ~0:
     // the share above 100 ms is about (1000 - 100) / 1000 * 200 / 800 = 22.5%.
@@ -146,9 +146,9 @@ fn timing_open_loop_shows_a_one_second_freeze_that_closed_loop_hides() {
         "share above 100 ms is {share}"
     );
     assert!(
-        o.latency_ms.p90 >= 200.0,
+        o.latency_ms.unwrap().p90 >= 200.0,
         "corrected p90 {} ms",
-        o.latency_ms.p90
+        o.latency_ms.unwrap().p90
     );
     // Most of them were sent late, once the connections came free.
     let late = o.late_sends.unwrap();
@@ -157,19 +157,19 @@ fn timing_open_loop_shows_a_one_second_freeze_that_closed_loop_hides() {
     let u = o.uncorrected_latency_ms.unwrap();
     assert!(u.max >= 900.0, "uncorrected max {} ms", u.max);
     assert!(
-        u.p90 * 10.0 < o.latency_ms.p90,
+        u.p90 * 10.0 < o.latency_ms.unwrap().p90,
         "uncorrected p90 {} ms should look far smaller than corrected {} ms",
         u.p90,
-        o.latency_ms.p90
+        o.latency_ms.unwrap().p90
     );
 
     // Closed loop with 4 connections: the freeze hides in a handful of slow requests.
     let closed_result = frozen_run(closed(4), DEFAULT_OPEN_MAX_CONNECTIONS);
     let c = &closed_result.phases[0].streams[0];
     assert!(
-        c.latency_ms.max >= 900.0,
+        c.latency_ms.unwrap().max >= 900.0,
         "closed max {} ms",
-        c.latency_ms.max
+        c.latency_ms.unwrap().max
     );
     let closed_share = share_above(c, 100.0);
     assert!(
@@ -177,10 +177,10 @@ fn timing_open_loop_shows_a_one_second_freeze_that_closed_loop_hides() {
         "closed loop share above 100 ms is {closed_share}"
     );
     assert!(
-        c.latency_ms.p99 * 10.0 < o.latency_ms.p99,
+        c.latency_ms.unwrap().p99 * 10.0 < o.latency_ms.unwrap().p99,
         "closed-loop p99 {} ms should look far smaller than open-loop p99 {} ms",
-        c.latency_ms.p99,
-        o.latency_ms.p99
+        c.latency_ms.unwrap().p99,
+        o.latency_ms.unwrap().p99
     );
 }
 

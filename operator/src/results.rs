@@ -4,15 +4,20 @@
 //! Pure, and shared by the operator and the local runner, so both write the same figures.
 //! Percentiles are never averaged here: a cell's document is already exact (several load
 //! generators are merged histogram by histogram in the loadgen crate before this runs).
+//! Which figures may be ranked is decided in [`trust`].
+
+pub mod trust;
 
 use std::collections::BTreeMap;
 
 use benchmatrix_loadgen::result::{RunResult, TargetStats as ReplicaSnapshot};
 
+use crate::api::status::Percentile;
 use crate::api::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Interference,
     ReplicaPhaseShare, ReplicaShare, Summary, TargetStats,
 };
+use trust::{Exclusion, RANKED};
 
 /// One status entry per phase and endpoint of the document, in document order.
 pub fn cell_results(result: &RunResult) -> Vec<CellResult> {
@@ -20,13 +25,18 @@ pub fn cell_results(result: &RunResult) -> Vec<CellResult> {
         .phases
         .iter()
         .flat_map(|phase| {
-            phase.streams.iter().map(move |s| CellResult {
-                phase: phase.name.clone(),
-                endpoint: s.endpoint.clone(),
-                requests: s.requests,
-                errors: s.errors,
-                rps: finite(s.rps),
-                latency_ms: s.latency_ms,
+            phase.streams.iter().map(move |s| {
+                let samples = s.samples();
+                CellResult {
+                    phase: phase.name.clone(),
+                    endpoint: s.endpoint.clone(),
+                    requests: s.requests,
+                    errors: s.errors,
+                    samples,
+                    rps: finite(s.rps),
+                    latency_ms: s.latency_ms.filter(|_| samples > 0),
+                    unsupported_percentiles: Percentile::unsupported_by(samples),
+                }
             })
         })
         .collect()
@@ -117,9 +127,11 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
 }
 
 /// The comparison across cells: per phase and endpoint the best cell by p99 and every cell's
-/// ratio to it; per cell the interference ratio of each endpoint measured alone and mixed.
+/// ratio to it; per cell the interference ratio of each endpoint measured alone and mixed; and
+/// the streams that need a longer phase.
 ///
-/// Only Succeeded cells with at least one completed request take part.
+/// Only Succeeded cells take part, and only streams that [`trust`] ranks decide the best cell
+/// or carry a ratio; the others are listed with the reason they were not ranked.
 pub fn summarize(cells: &[CellStatus]) -> Summary {
     let measured: Vec<&CellStatus> = cells
         .iter()
@@ -137,57 +149,86 @@ pub fn summarize(cells: &[CellStatus]) -> Summary {
         }
     }
 
-    let mut comparisons = Vec::new();
-    for (phase, endpoint) in keys {
-        let entries: Vec<(&str, &CellResult)> = measured
-            .iter()
-            .filter_map(|c| {
-                c.results
-                    .iter()
-                    .find(|r| r.phase == phase && r.endpoint == endpoint && r.requests > 0)
-                    .map(|r| (c.name.as_str(), r))
-            })
-            .collect();
-        // Lowest p99 wins; ties go to the higher throughput, then to the earlier cell.
-        let Some(&(best_cell, best)) = entries.iter().reduce(|a, b| {
-            let (pa, pb) = (a.1.latency_ms.p99, b.1.latency_ms.p99);
-            if pb < pa || (pb == pa && b.1.rps > a.1.rps) {
-                b
-            } else {
-                a
-            }
-        }) else {
-            continue;
-        };
-        comparisons.push(Comparison {
-            phase: phase.to_owned(),
-            endpoint: endpoint.to_owned(),
-            best_cell: best_cell.to_owned(),
-            cells: entries
-                .iter()
-                .map(|(cell, r)| CellRatio {
-                    cell: (*cell).to_owned(),
-                    p99_ms: r.latency_ms.p99,
-                    p99_ratio: ratio(r.latency_ms.p99, best.latency_ms.p99),
-                    rps: r.rps,
-                    rps_ratio: ratio(r.rps, best.rps),
-                })
-                .collect(),
-        });
-    }
+    let comparisons = keys
+        .into_iter()
+        .map(|(phase, endpoint)| compare(&measured, phase, endpoint))
+        .collect();
 
     let mut interference = Vec::new();
+    let mut needs_longer_phase = Vec::new();
     for cell in &measured {
         interference.extend(cell_interference(cell));
+        for r in &cell.results {
+            if let Some(e) = trust::exclusion(r).filter(|e| e.needs_longer_phase()) {
+                let mut line = format!("{} {}/{}: {e}", cell.name, r.phase, r.endpoint);
+                if let Some(secs) = trust::seconds_for_enough_samples(r) {
+                    line.push_str(&format!(
+                        " (a phase of about {:.0} s at {:.1}/s)",
+                        secs.ceil(),
+                        r.rps
+                    ));
+                }
+                needs_longer_phase.push(line);
+            }
+        }
     }
     Summary {
         comparisons,
         interference,
+        needs_longer_phase,
+    }
+}
+
+/// The cells measured on (phase, endpoint): the best among the ranked ones and each cell's
+/// ratio to it, or the reason it was not ranked.
+fn compare(measured: &[&CellStatus], phase: &str, endpoint: &str) -> Comparison {
+    let entries: Vec<(&str, &CellResult, Result<f64, Exclusion>)> = measured
+        .iter()
+        .filter_map(|c| {
+            c.results
+                .iter()
+                .find(|r| r.phase == phase && r.endpoint == endpoint)
+                .map(|r| (c.name.as_str(), r, trust::ranked_p99(r)))
+        })
+        .collect();
+    // Lowest p99 wins; ties go to the higher throughput, then to the earlier cell.
+    let best = entries
+        .iter()
+        .filter_map(|(cell, r, p99)| Some((*cell, *r, *p99.as_ref().ok()?)))
+        .reduce(|a, b| {
+            if b.2 < a.2 || (b.2 == a.2 && b.1.rps > a.1.rps) {
+                b
+            } else {
+                a
+            }
+        });
+    Comparison {
+        phase: phase.to_owned(),
+        endpoint: endpoint.to_owned(),
+        best_cell: best.map(|(cell, _, _)| cell.to_owned()),
+        cells: entries
+            .iter()
+            .map(|(cell, r, p99)| {
+                let ranked = match (p99, best) {
+                    (Ok(p99), Some((_, b, best_p99))) => Some((*p99, b, best_p99)),
+                    _ => None,
+                };
+                CellRatio {
+                    cell: (*cell).to_owned(),
+                    samples: r.samples,
+                    p99_ms: r.latency_ms.map(|l| l.get(RANKED)),
+                    p99_ratio: ranked.map(|(p99, _, best_p99)| ratio(p99, best_p99)),
+                    rps: r.rps,
+                    rps_ratio: ranked.map(|(_, b, _)| ratio(r.rps, b.rps)),
+                    excluded: p99.as_ref().err().map(ToString::to_string),
+                }
+            })
+            .collect(),
     }
 }
 
 /// For one cell: each endpoint that ran alone in some phase ("solo") and alongside other
-/// endpoints in a later phase ("mixed"): mixed p99 over solo p99.
+/// endpoints in a later phase ("mixed"): mixed p99 over solo p99, when both are ranked.
 fn cell_interference(cell: &CellStatus) -> Vec<Interference> {
     let mut phases: Vec<(&str, Vec<&CellResult>)> = Vec::new();
     for r in &cell.results {
@@ -199,57 +240,74 @@ fn cell_interference(cell: &CellStatus) -> Vec<Interference> {
     let mut out = Vec::new();
     for (i, (solo_phase, solo)) in phases.iter().enumerate() {
         let [alone] = solo.as_slice() else { continue };
-        if alone.requests == 0 {
-            continue;
-        }
         let mixed = phases[i + 1..].iter().find_map(|(p, rs)| {
             (rs.len() > 1)
-                .then(|| {
-                    rs.iter()
-                        .find(|r| r.endpoint == alone.endpoint && r.requests > 0)
-                })
+                .then(|| rs.iter().find(|r| r.endpoint == alone.endpoint))
                 .flatten()
                 .map(|r| (*p, *r))
         });
-        if let Some((mixed_phase, m)) = mixed {
-            out.push(Interference {
-                cell: cell.name.clone(),
-                endpoint: alone.endpoint.clone(),
-                solo_phase: (*solo_phase).to_owned(),
-                mixed_phase: mixed_phase.to_owned(),
-                solo_p99_ms: alone.latency_ms.p99,
-                mixed_p99_ms: m.latency_ms.p99,
-                ratio: ratio(m.latency_ms.p99, alone.latency_ms.p99),
-            });
-        }
+        let Some((mixed_phase, m)) = mixed else {
+            continue;
+        };
+        let (ratio, excluded) = match (trust::ranked_p99(alone), trust::ranked_p99(m)) {
+            (Ok(solo), Ok(mixed)) => (Some(ratio(mixed, solo)), None),
+            (Err(e), _) => (None, Some(format!("solo: {e}"))),
+            (_, Err(e)) => (None, Some(format!("mixed: {e}"))),
+        };
+        out.push(Interference {
+            cell: cell.name.clone(),
+            endpoint: alone.endpoint.clone(),
+            solo_phase: (*solo_phase).to_owned(),
+            mixed_phase: mixed_phase.to_owned(),
+            solo_p99_ms: alone.latency_ms.map(|l| l.get(RANKED)),
+            mixed_p99_ms: m.latency_ms.map(|l| l.get(RANKED)),
+            ratio,
+            excluded,
+        });
     }
     out
 }
 
 /// One line for `kubectl get`: the best cell of the last phase's first endpoint, e.g.
-/// `mixed/fast: pool-x1 p99 3.1ms (single-x1 11.2x)` naming the worst cell's ratio too.
+/// `mixed/fast: pool-x1 p99 3.1ms (single-x1 11.2x)` naming the worst ranked cell's ratio
+/// too; `mixed/fast: no cell ranked (...)` when none of them could be.
 pub fn headline(summary: &Summary) -> Option<String> {
     let last_phase = summary.comparisons.last()?.phase.clone();
     let cmp = summary.comparisons.iter().find(|c| c.phase == last_phase)?;
-    let best = cmp.cells.iter().find(|c| c.cell == cmp.best_cell)?;
+    let Some(best_cell) = &cmp.best_cell else {
+        let short_of_samples = cmp.cells.iter().all(|c| {
+            let stream = format!("{} {}/{}: ", c.cell, cmp.phase, cmp.endpoint);
+            summary
+                .needs_longer_phase
+                .iter()
+                .any(|l| l.starts_with(&stream))
+        });
+        let why = if short_of_samples {
+            "too few samples: run the phase longer"
+        } else {
+            "too few samples or too many errors"
+        };
+        return Some(format!(
+            "{}/{}: no cell ranked ({why})",
+            cmp.phase, cmp.endpoint
+        ));
+    };
+    let best = cmp.cells.iter().find(|c| &c.cell == best_cell)?;
     let mut line = format!(
         "{}/{}: {} p99 {}ms",
         cmp.phase,
         cmp.endpoint,
-        cmp.best_cell,
-        round_sig(best.p99_ms)
+        best_cell,
+        round_sig(best.p99_ms?)
     );
-    if let Some(worst) = cmp
+    if let Some((worst, worst_ratio)) = cmp
         .cells
         .iter()
-        .max_by(|a, b| a.p99_ratio.total_cmp(&b.p99_ratio))
-        .filter(|w| w.cell != cmp.best_cell)
+        .filter_map(|c| Some((c, c.p99_ratio?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .filter(|(w, _)| &w.cell != best_cell)
     {
-        line.push_str(&format!(
-            " ({} {}x)",
-            worst.cell,
-            round_sig(worst.p99_ratio)
-        ));
+        line.push_str(&format!(" ({} {}x)", worst.cell, round_sig(worst_ratio)));
     }
     Some(line)
 }
@@ -310,13 +368,29 @@ mod tests {
     }
 
     fn result(name: &str, endpoint: &str, p99: f64, rps: f64) -> CellResult {
+        counts(
+            CellResult {
+                phase: name.into(),
+                endpoint: endpoint.into(),
+                rps,
+                latency_ms: Some(lat(p99)),
+                ..Default::default()
+            },
+            100,
+            0,
+        )
+    }
+
+    /// `r` with these request and error counts, and what follows from them.
+    fn counts(r: CellResult, requests: u64, errors: u64) -> CellResult {
+        let samples = requests - errors;
         CellResult {
-            phase: name.into(),
-            endpoint: endpoint.into(),
-            requests: 100,
-            errors: 0,
-            rps,
-            latency_ms: lat(p99),
+            requests,
+            errors,
+            samples,
+            latency_ms: r.latency_ms.filter(|_| samples > 0),
+            unsupported_percentiles: Percentile::unsupported_by(samples),
+            ..r
         }
     }
 
@@ -364,11 +438,11 @@ mod tests {
             (mixed_fast.phase.as_str(), mixed_fast.endpoint.as_str()),
             ("mixed", "fast")
         );
-        assert_eq!(mixed_fast.best_cell, "pool-x1");
+        assert_eq!(mixed_fast.best_cell.as_deref(), Some("pool-x1"));
         let single = &mixed_fast.cells[0];
         assert_eq!(single.cell, "single-x1");
-        assert!((single.p99_ratio - 20.0).abs() < 1e-9);
-        assert!((single.rps_ratio - 5.0 / 80.0).abs() < 1e-9);
+        assert!((single.p99_ratio.unwrap() - 20.0).abs() < 1e-9);
+        assert!((single.rps_ratio.unwrap() - 5.0 / 80.0).abs() < 1e-9);
         // A failed cell takes no part.
         assert!(mixed_fast.cells.iter().all(|c| c.cell != "broken"));
     }
@@ -376,7 +450,7 @@ mod tests {
     #[test]
     fn ties_on_p99_go_to_the_higher_throughput() {
         let summary = summarize(&seeds_like());
-        assert_eq!(summary.comparisons[0].best_cell, "pool-x1");
+        assert_eq!(summary.comparisons[0].best_cell.as_deref(), Some("pool-x1"));
     }
 
     #[test]
@@ -392,13 +466,13 @@ mod tests {
             (single.solo_phase.as_str(), single.mixed_phase.as_str()),
             ("fast-only", "mixed")
         );
-        assert!((single.ratio - 40.0).abs() < 1e-9);
+        assert!((single.ratio.unwrap() - 40.0).abs() < 1e-9);
         let pool = summary
             .interference
             .iter()
             .find(|i| i.cell == "pool-x1")
             .unwrap();
-        assert!((pool.ratio - 2.0).abs() < 1e-9);
+        assert!((pool.ratio.unwrap() - 2.0).abs() < 1e-9);
     }
 
     #[test]
@@ -408,6 +482,143 @@ mod tests {
             headline(&summary).unwrap(),
             "mixed/fast: pool-x1 p99 20.0ms (single-x1 20.0x)"
         );
+    }
+
+    /// A Succeeded cell whose mixed/fast stream failed every request (p99 reads 0.0).
+    fn with_dead_cell() -> Vec<CellStatus> {
+        let mut cells = seeds_like();
+        let dead = counts(result("mixed", "fast", 0.0, 0.0), 100, 100);
+        cells.push(cell(
+            "dead",
+            vec![result("fast-only", "fast", 10.0, 150.0), dead],
+        ));
+        cells
+    }
+
+    #[test]
+    fn a_stream_whose_every_request_failed_is_not_best_nor_in_the_headline() {
+        let summary = summarize(&with_dead_cell());
+        let mixed_fast = &summary.comparisons[1];
+        assert_eq!(mixed_fast.best_cell.as_deref(), Some("pool-x1"));
+        let line = headline(&summary).unwrap();
+        assert!(!line.contains("dead"), "{line}");
+        let json = serde_json::to_value(&summary).unwrap();
+        let dead = json["comparisons"][1]["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cell"] == "dead")
+            .unwrap()
+            .clone();
+        assert!(dead.get("p99Ratio").is_none(), "{dead}");
+        assert_eq!(dead["excluded"], "all 100 requests failed", "{dead}");
+    }
+
+    #[test]
+    fn four_samples_do_not_rank_and_the_summary_names_the_stream() {
+        let mut cells = seeds_like();
+        let few = counts(result("mixed", "slow", 1.0, 2.0), 4, 0);
+        cells.push(cell("pool-x4", vec![few]));
+        let summary = summarize(&cells);
+        let mixed_slow = summary
+            .comparisons
+            .iter()
+            .find(|c| c.phase == "mixed" && c.endpoint == "slow")
+            .unwrap();
+        assert_eq!(mixed_slow.best_cell.as_deref(), Some("single-x1"));
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(
+            json["needsLongerPhase"],
+            serde_json::json!([
+                "pool-x4 mixed/slow: 4 samples; p99 needs 100 (a phase of about 50 s at 2.0/s)"
+            ]),
+            "{json}"
+        );
+        let status = serde_json::to_value(&cell_results_of(&few_samples_doc())[0]).unwrap();
+        assert_eq!(status["samples"], 4, "{status}");
+        assert_eq!(
+            status["unsupportedPercentiles"],
+            serde_json::json!(["p90", "p99", "p999"]),
+            "{status}"
+        );
+    }
+
+    #[test]
+    fn the_headline_says_why_no_cell_is_ranked() {
+        let short = |name: &str, requests| {
+            cell(
+                name,
+                vec![counts(result("mixed", "fast", 5.0, 2.0), requests, 0)],
+            )
+        };
+        let summary = summarize(&[short("a", 4), short("b", 60)]);
+        assert_eq!(
+            headline(&summary).unwrap(),
+            "mixed/fast: no cell ranked (too few samples: run the phase longer)"
+        );
+        let failing = cell(
+            "c",
+            vec![counts(result("mixed", "fast", 5.0, 2.0), 400, 300)],
+        );
+        let summary = summarize(&[short("a", 4), failing]);
+        assert_eq!(
+            headline(&summary).unwrap(),
+            "mixed/fast: no cell ranked (too few samples or too many errors)"
+        );
+    }
+
+    #[test]
+    fn no_interference_ratio_from_an_unsupported_p99() {
+        let mut cells = seeds_like();
+        cells[0].results[0] = counts(result("fast-only", "fast", 1.0, 150.0), 30, 0);
+        let summary = summarize(&cells);
+        let single = summary
+            .interference
+            .iter()
+            .find(|i| i.cell == "single-x1")
+            .unwrap();
+        let json = serde_json::to_value(single).unwrap();
+        assert!(json.get("ratio").is_none(), "{json}");
+        assert_eq!(
+            json["excluded"], "solo: 30 samples; p99 needs 100",
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn a_stream_with_no_completed_request_has_no_latency_in_status() {
+        let mut d = few_samples_doc();
+        let s = &mut d.phases[0].streams[0];
+        s.requests = 0;
+        s.rps = 0.0;
+        s.latency_ms = None;
+        let json = serde_json::to_value(&cell_results_of(&d)[0]).unwrap();
+        assert!(json.get("latencyMs").is_none(), "{json}");
+        assert_eq!(json["samples"], 0, "{json}");
+    }
+
+    fn cell_results_of(d: &RunResult) -> Vec<CellResult> {
+        cell_results(d)
+    }
+
+    /// One mixed/slow stream with 4 successful requests.
+    fn few_samples_doc() -> RunResult {
+        RunResult {
+            version: 1,
+            phases: vec![PhaseResult {
+                name: "mixed".into(),
+                duration_secs: 2.0,
+                streams: vec![StreamResult {
+                    endpoint: "slow".into(),
+                    requests: 4,
+                    rps: 2.0,
+                    latency_ms: Some(lat(1990.0)),
+                    ..Default::default()
+                }],
+                target_stats: vec![],
+            }],
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -446,7 +657,7 @@ mod tests {
             requests: 50,
             errors: 1,
             rps: 10.0,
-            latency_ms: lat(p99),
+            latency_ms: Some(lat(p99)),
             ..Default::default()
         };
         RunResult {
@@ -506,7 +717,7 @@ mod tests {
             keys,
             [("fast-only", "fast"), ("mixed", "fast"), ("mixed", "slow")]
         );
-        assert_eq!(rs[2].latency_ms.p99, 300.0);
+        assert_eq!(rs[2].latency_ms.unwrap().p99, 300.0);
         assert_eq!(rs[0].errors, 1);
     }
 

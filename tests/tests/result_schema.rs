@@ -1,5 +1,5 @@
-//! The load generator's JSON speaks the status schema's language (DESIGN.md: `requests`,
-//! `errors`, `rps`, `latencyMs: {p50, p90, p99, p999, max, mean}`): each stream of a
+//! The load generator's JSON speaks the status schema's language (`requests`, `errors`, `rps`,
+//! `latencyMs: {p50, p90, p99, p999, max, mean}`, absent without samples): each stream of a
 //! `benchmatrix-loadgen --out FILE` document, taken by the field names the CRD gives
 //! `status.cells[].results[]`, is a valid entry, and equals what the operator's own conversion
 //! (`results::cell_results`) writes there. A required field renamed in the loadgen's JSON or in
@@ -14,6 +14,16 @@ use serde_json::Value;
 /// A keep-alive HTTP/1.1 server answering every request with 200 "ok"; lives until the test
 /// process ends.
 fn ok_server() -> String {
+    server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+}
+
+/// A keep-alive HTTP/1.1 server answering every request with 500; no request ever succeeds.
+fn failing_server() -> String {
+    server(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nfail")
+}
+
+/// A keep-alive HTTP/1.1 server answering every request with `answer`.
+fn server(answer: &'static [u8]) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -29,7 +39,6 @@ fn ok_server() -> String {
                     }
                     while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                         pending.drain(..end + 4);
-                        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
                         if conn.write_all(answer).is_err() {
                             return;
                         }
@@ -43,13 +52,18 @@ fn ok_server() -> String {
 
 /// Runs the load generator's command line in-process and returns the document it wrote.
 fn loadgen(args: &[&str]) -> Value {
+    loadgen_exiting(args, std::process::ExitCode::SUCCESS)
+}
+
+/// As [`loadgen`], expecting exit code `expected` (1 when no request succeeded).
+fn loadgen_exiting(args: &[&str], expected: std::process::ExitCode) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("result.json");
     let mut argv = vec!["benchmatrix-loadgen".to_string()];
     argv.extend(args.iter().map(|a| a.to_string()));
     argv.extend(["--out".into(), out.display().to_string()]);
     let code = benchmatrix_loadgen::cli::main(argv.into_iter().map(Into::into).collect());
-    assert_eq!(code, std::process::ExitCode::SUCCESS, "{args:?}");
+    assert_eq!(code, expected, "{args:?}");
     serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
 }
 
@@ -91,14 +105,7 @@ fn closed_and_open_loop_results_fit_the_status_schema() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    for name in [
-        "requests",
-        "errors",
-        "rps",
-        "latencyMs",
-        "endpoint",
-        "phase",
-    ] {
+    for name in ["requests", "errors", "rps", "samples", "endpoint", "phase"] {
         assert!(
             required.contains(&name),
             "status requires {name}: {required:?}"
@@ -114,14 +121,29 @@ fn closed_and_open_loop_results_fit_the_status_schema() {
             stream["requests"].as_u64().unwrap() > 0,
             "{kind}: {stream:#}"
         );
-        let entry = as_status_entry(&schema, phase, stream);
+        let mut entry = as_status_entry(&schema, phase, stream);
+        // The one field the status derives: the samples behind the percentiles, which are the
+        // successful requests.
+        let samples = stream["requests"].as_u64().unwrap() - stream["errors"].as_u64().unwrap();
+        entry["samples"] = samples.into();
         assert_fits(&schema, &entry, &format!("{kind} loop result"));
-        // The operator's conversion, from the same document, writes exactly that entry.
+        // The operator's conversion, from the same document, writes exactly that entry, plus
+        // the percentiles the samples cannot support (a second of load: p99.9 at most).
         let typed: benchmatrix_loadgen::result::RunResult =
             serde_json::from_value(doc.clone()).unwrap();
-        let converted =
+        let mut converted =
             serde_json::to_value(&benchmatrix::results::cell_results(&typed)[0]).unwrap();
         assert_fits(&schema, &converted, &format!("{kind} loop status entry"));
+        if let Some(thin) = converted
+            .as_object_mut()
+            .unwrap()
+            .remove("unsupportedPercentiles")
+        {
+            assert!(
+                samples < 1000,
+                "{kind}: {samples} samples, {thin} unsupported"
+            );
+        }
         assert_eq!(
             converted, entry,
             "{kind}: the status entry differs from the document"
@@ -144,4 +166,29 @@ fn closed_and_open_loop_results_fit_the_status_schema() {
     // Closed loop has no uncorrected figures to show: the names are absent, not zero.
     let closed_stream = &closed["phases"][0]["streams"][0];
     assert!(closed_stream.get("uncorrectedLatencyMs").is_none());
+}
+
+/// A stream whose every request failed has no latency at all: no `latencyMs` in the load
+/// generator's document (not a block of zeros), and none in the status entry made from it.
+#[test]
+fn a_stream_without_a_successful_request_has_no_latency() {
+    let url = failing_server();
+    let doc = loadgen_exiting(
+        &["-c", "2", "-d", "1s", &url],
+        std::process::ExitCode::from(1),
+    );
+    let stream = &doc["phases"][0]["streams"][0];
+    let requests = stream["requests"].as_u64().unwrap();
+    assert!(requests > 0, "{stream:#}");
+    assert_eq!(stream["errors"].as_u64(), Some(requests), "{stream:#}");
+    assert!(
+        stream.get("latencyMs").is_none(),
+        "latency of no sample: {:#}",
+        stream["latencyMs"]
+    );
+    let typed: benchmatrix_loadgen::result::RunResult =
+        serde_json::from_value(doc.clone()).unwrap();
+    let entry = serde_json::to_value(&benchmatrix::results::cell_results(&typed)[0]).unwrap();
+    assert!(entry.get("latencyMs").is_none(), "{entry:#}");
+    assert_fits(&result_schema(), &entry, "status entry without samples");
 }

@@ -460,7 +460,7 @@ fn stream_result(
             LoadMode::Closed { .. } => None,
         },
         late_sends: open.then_some(t.late_sends),
-        uncorrected_latency_ms: t.uncorrected.as_ref().map(LatencyMs::from_histogram),
+        uncorrected_latency_ms: t.uncorrected.as_ref().and_then(LatencyMs::from_histogram),
         uncorrected_histogram: t.uncorrected.as_ref().map(histogram::encode),
     }
 }

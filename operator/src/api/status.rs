@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use benchmatrix_loadgen::result::LatencyMs;
+pub use benchmatrix_loadgen::result::{LatencyMs, Percentile};
 
 /// Observed state of a BenchmarkRun.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -38,7 +38,8 @@ pub struct BenchmarkRunStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
 
-    /// One line for `kubectl get`: the best cell of the last phase's first endpoint by p99.
+    /// One line for `kubectl get`: the best cell of the last phase's first endpoint by p99,
+    /// among the cells whose figures can be ranked (see summary.comparisons).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headline: Option<String>,
 
@@ -270,7 +271,7 @@ pub struct ReplicaPhaseShare {
 }
 
 /// Results of one endpoint in one phase.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CellResult {
     /// Phase name.
@@ -281,10 +282,66 @@ pub struct CellResult {
     pub requests: u64,
     /// Requests that failed (connect, timeout, non-2xx).
     pub errors: u64,
-    /// Completed requests per second over the phase.
+    /// Successful requests, each with a recorded latency: the samples the percentiles in
+    /// latencyMs are read from.
+    pub samples: u64,
+    /// Successful requests per second over the phase.
     pub rps: f64,
     /// Latency percentiles in milliseconds (open loop: corrected for coordinated omission).
-    pub latency_ms: LatencyMs,
+    /// Absent when no request succeeded: no sample, no figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<LatencyMs>,
+    /// Percentiles in latencyMs that the samples cannot support, so they are shown marked
+    /// and never used to rank cells: pN needs 1/(1-N) samples, that is p50 2, p90 10, p99
+    /// 100 and p999 1000. Absent when every percentile is supported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported_percentiles: Vec<Percentile>,
+}
+
+impl CellResult {
+    /// True when the samples support percentile `p`, i.e. it may be ranked on.
+    pub fn supports(&self, p: Percentile) -> bool {
+        self.latency_ms.is_some() && !self.unsupported_percentiles.contains(&p)
+    }
+}
+
+/// Reads results written by any version: documents from before sample counts were recorded
+/// have no `samples` (then `requests - errors`, what the load generator measured them from)
+/// and carry zeros in `latencyMs` for a stream without samples (then absent). The
+/// unsupported percentiles always follow from the samples.
+impl<'de> Deserialize<'de> for CellResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Written {
+            phase: String,
+            endpoint: String,
+            requests: u64,
+            errors: u64,
+            #[serde(default)]
+            samples: Option<u64>,
+            rps: f64,
+            #[serde(
+                default,
+                deserialize_with = "benchmatrix_loadgen::result::latency_of_samples"
+            )]
+            latency_ms: Option<LatencyMs>,
+        }
+        let w = Written::deserialize(d)?;
+        let samples = w
+            .samples
+            .unwrap_or_else(|| w.requests.saturating_sub(w.errors));
+        Ok(CellResult {
+            phase: w.phase,
+            endpoint: w.endpoint,
+            requests: w.requests,
+            errors: w.errors,
+            samples,
+            rps: w.rps,
+            latency_ms: w.latency_ms.filter(|_| samples > 0),
+            unsupported_percentiles: Percentile::unsupported_by(samples),
+        })
+    }
 }
 
 /// How CPU limits were put into force for a cell.
@@ -312,6 +369,11 @@ pub struct Summary {
     /// Per cell: how much the light endpoint suffers from the heavy one (mixed p99 over solo p99).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interference: Vec<Interference>,
+    /// Streams whose p99 rests on fewer than 100 samples, so they were not ranked, each as
+    /// "cell phase/endpoint: N samples; p99 needs 100" and, where the rate is known, about how
+    /// long a phase would collect them. Run these phases longer to compare them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_longer_phase: Vec<String>,
 }
 
 /// The cells compared on one phase and endpoint.
@@ -322,8 +384,10 @@ pub struct Comparison {
     pub phase: String,
     /// Endpoint name.
     pub endpoint: String,
-    /// The cell with the lowest p99 (ties: the higher throughput, then the earlier cell).
-    pub best_cell: String,
+    /// The cell with the lowest p99 among the ranked ones (ties: the higher throughput, then
+    /// the earlier cell). Absent when no cell could be ranked (see each cell's `excluded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_cell: Option<String>,
     /// Every measured cell, in matrix order.
     pub cells: Vec<CellRatio>,
 }
@@ -334,14 +398,26 @@ pub struct Comparison {
 pub struct CellRatio {
     /// Cell name.
     pub cell: String,
-    /// This cell's p99 in milliseconds.
-    pub p99_ms: f64,
-    /// p99 over the best cell's p99 (1.0 for the best; higher is worse).
-    pub p99_ratio: f64,
+    /// Samples behind this cell's percentiles (its successful requests).
+    #[serde(default)]
+    pub samples: u64,
+    /// This cell's p99 in milliseconds; absent when no request succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
+    /// p99 over the best cell's p99 (1.0 for the best; higher is worse). Absent when this
+    /// cell was not ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ratio: Option<f64>,
     /// This cell's throughput.
     pub rps: f64,
-    /// Throughput over the best cell's throughput.
-    pub rps_ratio: f64,
+    /// Throughput over the best cell's throughput. Absent when this cell was not ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rps_ratio: Option<f64>,
+    /// Why this cell was not ranked, e.g. "3 samples; p99 needs 100" or "errors 60% of 40
+    /// requests": a stream is ranked only with at least one success, errors under half of
+    /// its requests and at least 100 samples. Absent when it was ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
 }
 
 /// Interference of a heavy endpoint on a light one within one cell.
@@ -356,10 +432,17 @@ pub struct Interference {
     pub solo_phase: String,
     /// The phase where it ran alongside other endpoints.
     pub mixed_phase: String,
-    /// p99 alone, milliseconds.
-    pub solo_p99_ms: f64,
-    /// p99 mixed, milliseconds.
-    pub mixed_p99_ms: f64,
-    /// mixed over solo (1.0 = no interference).
-    pub ratio: f64,
+    /// p99 alone, milliseconds; absent when no request succeeded alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solo_p99_ms: Option<f64>,
+    /// p99 mixed, milliseconds; absent when no request succeeded mixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_p99_ms: Option<f64>,
+    /// mixed over solo (1.0 = no interference). Absent when either p99 cannot be ranked on
+    /// (see `excluded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// Why there is no ratio, e.g. "solo: 30 samples; p99 needs 100". Absent when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
 }

@@ -3,8 +3,12 @@
 
 use std::fmt::Write;
 
-use super::{RawCell, phase_endpoints, result_of};
-use crate::api::{BenchmarkRunStatus, CellPhase};
+use super::{ABSENT, RawCell, phase_endpoints, result_of};
+use crate::api::status::Percentile;
+use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio};
+
+/// [`super::THIN`] as markdown shows it (a bare `*` could start emphasis).
+const THIN_MD: &str = "\\*";
 
 /// Context the status does not carry: where the run came from and on what machine.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,6 +43,7 @@ pub fn render(
     charts: &[String],
     notes: &Notes,
 ) -> String {
+    let summary = super::ranking(status);
     let mut o = String::new();
     let _ = writeln!(o, "# Benchmark report\n");
     if !notes.source.is_empty() {
@@ -60,8 +65,18 @@ pub fn render(
             .map(|m| format!(" — {m}"))
             .unwrap_or_default()
     );
-    if let Some(h) = &status.headline {
+    if let Some(h) = crate::results::headline(&summary).or_else(|| status.headline.clone()) {
         let _ = writeln!(o, "- headline: {h}");
+    }
+    if !summary.needs_longer_phase.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n**Needs a longer phase.** These streams completed too few requests for their p99 \
+             to mean anything, so they are not ranked; run their phases longer to compare them:\n"
+        );
+        for line in &summary.needs_longer_phase {
+            let _ = writeln!(o, "- {line}");
+        }
     }
     for e in &notes.extra {
         let _ = writeln!(o, "\n{e}");
@@ -104,19 +119,46 @@ pub fn render(
         let _ = writeln!(o, "### {endpoint} in phase {phase}\n");
         let _ = writeln!(
             o,
-            "| configuration | requests | errors | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | p99 vs best |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "| configuration | requests | errors | samples | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | p99 vs best |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
         );
-        let best = super::best_p99(status, &phase, &endpoint);
+        let mut thin = false;
         for c in &status.cells {
             let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
                 continue;
             };
-            let l = &r.latency_ms;
-            let ratio = super::p99_vs_best(r, best);
+            thin |= r.latency_ms.is_some() && !r.unsupported_percentiles.is_empty();
+            let vs_best = match super::ranked(&summary, &c.name, &phase, &endpoint) {
+                Some(CellRatio {
+                    p99_ratio: Some(x), ..
+                }) => format!("{x:.1}x"),
+                Some(CellRatio {
+                    excluded: Some(why),
+                    ..
+                }) => format!("not ranked: {why}"),
+                _ => ABSENT.into(),
+            };
+            let pct = |p| super::percentile_text(r, p, THIN_MD);
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
-                c.name, r.requests, r.errors, r.rps, l.p50, l.p90, l.p99, l.p999, l.max, ratio
+                "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+                c.name,
+                r.requests,
+                r.errors,
+                r.samples,
+                r.rps,
+                pct(Percentile::P50),
+                pct(Percentile::P90),
+                pct(Percentile::P99),
+                pct(Percentile::P999),
+                super::max_text(r),
+                vs_best
+            );
+        }
+        if thin {
+            let _ = writeln!(
+                o,
+                "\n{}",
+                super::thin_note(&Percentile::ALL).replacen(super::THIN, THIN_MD, 1)
             );
         }
         let p99_chart = format!(
@@ -183,19 +225,26 @@ pub fn render(
 
     replica_spread(&mut o, status);
 
-    if let Some(summary) = &status.summary
-        && !summary.interference.is_empty()
-    {
+    if !summary.interference.is_empty() {
+        let ms = |v: Option<f64>| v.map_or_else(|| ABSENT.into(), |v| format!("{v:.1}"));
         let _ = writeln!(o, "\n## Interference (mixed p99 over solo p99)\n");
         let _ = writeln!(
             o,
-            "| configuration | endpoint | solo p99 ms | mixed p99 ms | ratio |\n|---|---|---:|---:|---:|"
+            "| configuration | endpoint | solo p99 ms | mixed p99 ms | ratio |\n|---|---|---:|---:|---|"
         );
         for i in &summary.interference {
+            let ratio = match (i.ratio, &i.excluded) {
+                (Some(r), _) => format!("{r:.1}x"),
+                (None, Some(why)) => format!("not computed: {why}"),
+                (None, None) => ABSENT.into(),
+            };
             let _ = writeln!(
                 o,
-                "| {} | {} | {:.1} | {:.1} | {:.1}x |",
-                i.cell, i.endpoint, i.solo_p99_ms, i.mixed_p99_ms, i.ratio
+                "| {} | {} | {} | {} | {ratio} |",
+                i.cell,
+                i.endpoint,
+                ms(i.solo_p99_ms),
+                ms(i.mixed_p99_ms)
             );
         }
     }
@@ -315,8 +364,14 @@ const MEASUREMENT: &str = "
   (histograms are merged). Closed-loop streams time each request from send to last byte of the
   answer; open-loop (rate) streams time from the intended send time, which corrects coordinated
   omission. Warm-up is driven but not reported.
-- **rps**: requests completed in the phase divided by the phase's measured duration. Errors
-  (connect, timeout, non-2xx) are counted separately and included in `errors`.
+- **samples, and what is ranked**: the successful requests of a stream, each of which has its
+  latency in the histogram. A percentile pN needs 1/(1-N) samples (p50 2, p90 10, p99 100,
+  p99.9 1000) to mean what its name says; from fewer it is marked `*` and never used to rank.
+  A stream is ranked (`p99 vs best`, the headline, interference ratios) only with at least one
+  success, errors under half of its requests, and at least 100 samples; the others say why
+  they were not ranked. A stream with no successful request has no latency at all (`—`).
+- **rps**: successful requests in the phase divided by the phase's measured duration. Errors
+  (connect, timeout, non-2xx) are counted separately in `errors`.
 - **CPU quota / detected CPUs / quota source / mode / pool size**: what the target itself reports
   on its `/stats` endpoint (its own reading of cgroup `cpu.max` or `cpu.cfs_quota_us`, or the
   affinity mask).
@@ -368,15 +423,17 @@ mod tests {
                 endpoint: "fast".into(),
                 requests: 100,
                 errors: 0,
+                samples: 100,
                 rps,
-                latency_ms: LatencyMs {
+                latency_ms: Some(LatencyMs {
                     p50: 1.0,
                     p90: 2.0,
                     p99,
                     p999: p99,
                     max: p99,
                     mean: 1.0,
-                },
+                }),
+                unsupported_percentiles: vec![Percentile::P999],
             }],
             target: Some(TargetStats {
                 replicas: Some(1),
@@ -406,9 +463,12 @@ mod tests {
             &["p99-mixed-fast.svg".into()],
             &Notes::default(),
         );
-        assert!(md.contains("| single-x1 | 100 | 0 | 3.0 | 1.0 | 2.0 | 1600.0 |"));
+        assert!(
+            md.contains("| single-x1 | 100 | 0 | 100 | 3.0 | 1.0 | 2.0 | 1600.0 | 1600.0\\* |"),
+            "{md}"
+        );
         assert!(md.contains("33.3x"), "{md}");
-        assert!(md.contains("| pool-x1 | 100 | 0 | 80.0 |"));
+        assert!(md.contains("| pool-x1 | 100 | 0 | 100 | 80.0 |"));
         assert!(md.contains("![p99 of fast in mixed](p99-mixed-fast.svg)"));
         assert!(md.contains("Failed (NeverReady)") && md.contains("not ready \\| in 5s"));
         assert!(md.contains("| 0.42 |"));
@@ -419,6 +479,85 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("not measured: broken: Failed"), "{table}");
+    }
+
+    /// The matrix of the issue: in pool-x8 /slow completed no request, in pool-x4 one.
+    fn short_phase_status() -> BenchmarkRunStatus {
+        let result = |requests: u64, p: f64| CellResult {
+            phase: "mixed".into(),
+            endpoint: "slow".into(),
+            requests,
+            errors: 0,
+            samples: requests,
+            rps: requests as f64 / 2.0,
+            latency_ms: (requests > 0).then_some(LatencyMs {
+                p50: p,
+                p90: p,
+                p99: p,
+                p999: p,
+                max: p,
+                mean: p,
+            }),
+            unsupported_percentiles: Percentile::unsupported_by(requests),
+        };
+        let cell = |name: &str, r: CellResult| CellStatus {
+            name: name.into(),
+            phase: CellPhase::Succeeded,
+            results: vec![r],
+            ..Default::default()
+        };
+        let mut status = BenchmarkRunStatus {
+            cells: vec![
+                cell("pool-x8", result(0, 0.0)),
+                cell("pool-x4", result(1, 1990.0)),
+                cell("pool-x2", result(400, 700.0)),
+            ],
+            ..Default::default()
+        };
+        status.summary = Some(crate::results::summarize(&status.cells));
+        status
+    }
+
+    #[test]
+    fn absent_figures_print_a_dash_and_thin_percentiles_are_marked() {
+        let status = short_phase_status();
+        let md = render(&status, &[], &[], &Notes::default());
+        let row = |cell: &str| {
+            md.lines()
+                .find(|l| l.starts_with(&format!("| {cell} |")) && !l.contains("Succeeded"))
+                .unwrap_or_else(|| panic!("no row for {cell} in {md}"))
+                .to_owned()
+        };
+        let x8 = row("pool-x8");
+        assert_eq!(
+            x8,
+            "| pool-x8 | 0 | 0 | 0 | 0.0 | — | — | — | — | — | not ranked: 0 samples; p99 needs 100 |"
+        );
+        let x4 = row("pool-x4");
+        assert!(x4.contains("1990.0\\*"), "{x4}");
+        assert!(!x4.contains("x |"), "pool-x4 has a ratio: {x4}");
+        assert!(md.contains("pool-x8 mixed/slow: 0 samples"), "{md}");
+        let table = super::super::comparison_table(&status);
+        let line = |cell: &str| {
+            table
+                .lines()
+                .find(|l| l.contains(cell))
+                .unwrap_or_else(|| panic!("no {cell} in {table}"))
+                .to_owned()
+        };
+        // p50, p99 and max: no figure, no zero.
+        assert_eq!(line("pool-x8").matches('—').count(), 3, "{table}");
+        assert!(line("pool-x8").ends_with("not ranked"), "{table}");
+        assert!(line("pool-x4").contains("1990.0*"), "{table}");
+        assert!(line("pool-x2").contains("1.0x"), "{table}");
+        assert!(
+            table.contains(
+                "needs a longer phase: pool-x4 mixed/slow: 1 sample; p99 needs 100 \
+                 (a phase of about 200 s at 0.5/s)"
+            ),
+            "{table}"
+        );
+        assert!(!table.contains("not ranked: pool-x4"), "{table}");
     }
 
     #[test]

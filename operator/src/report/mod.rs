@@ -1,7 +1,9 @@
 //! Tables and charts rendered from a BenchmarkRun status (plus, when at hand, the load
 //! generator's raw result per cell for the latency-over-time charts). Pure functions from
-//! documents to text; `write_report` is the only one that touches the disk.
+//! documents to text; `write_report` is the only one that writes to the disk, each file
+//! through [`write_atomically`].
 
+mod files;
 pub mod markdown;
 pub mod svg;
 
@@ -9,7 +11,16 @@ use std::path::{Path, PathBuf};
 
 use benchmatrix_loadgen::result::RunResult;
 
-use crate::api::{BenchmarkRunStatus, CellPhase, CellResult};
+use crate::api::status::Percentile;
+use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio, CellResult, Summary};
+
+pub use files::write_atomically;
+
+/// Printed for a figure that does not exist (no successful request): never "0.0".
+pub const ABSENT: &str = "—";
+
+/// Appended to a percentile its samples cannot support (see [`Percentile::min_samples`]).
+pub const THIN: &str = "*";
 
 /// Arguments of `benchmatrix report`.
 #[derive(Debug, clap::Args)]
@@ -120,35 +131,74 @@ pub fn result_of<'a>(
         .find(|r| r.phase == phase && r.endpoint == endpoint)
 }
 
-/// The lowest non-zero p99 any cell reached for (phase, endpoint): the "best" that the
-/// "p99 vs best" columns divide by. None when no cell has one.
-pub fn best_p99(status: &BenchmarkRunStatus, phase: &str, endpoint: &str) -> Option<f64> {
-    status
-        .cells
-        .iter()
-        .filter_map(|c| result_of(status, &c.name, phase, endpoint))
-        .map(|r| r.latency_ms.p99)
-        .filter(|p| *p > 0.0)
-        .min_by(f64::total_cmp)
+/// The ranking the report shows: always derived from the cells by the same rules as the
+/// status summary (so a status written by an older version is judged by today's rules).
+pub fn ranking(status: &BenchmarkRunStatus) -> Summary {
+    crate::results::summarize(&status.cells)
 }
 
-/// The "p99 vs best" cell: `r`'s p99 over `best` as "2.5x", or "-" when there is nothing to
-/// compare.
-pub fn p99_vs_best(r: &CellResult, best: Option<f64>) -> String {
-    match best {
-        // A cell with no completed request has no p99 to compare.
-        Some(best) if r.requests > 0 => format!("{:.1}x", r.latency_ms.p99 / best),
-        _ => "-".into(),
+/// `cell`'s place in the comparison of (phase, endpoint), if it took part.
+pub fn ranked<'a>(
+    summary: &'a Summary,
+    cell: &str,
+    phase: &str,
+    endpoint: &str,
+) -> Option<&'a CellRatio> {
+    summary
+        .comparisons
+        .iter()
+        .find(|c| c.phase == phase && c.endpoint == endpoint)?
+        .cells
+        .iter()
+        .find(|c| c.cell == cell)
+}
+
+/// Percentile `p` of `r` in milliseconds to one decimal, followed by `mark` when its samples
+/// cannot support it; [`ABSENT`] without a latency.
+pub fn percentile_text(r: &CellResult, p: Percentile, mark: &str) -> String {
+    match &r.latency_ms {
+        None => ABSENT.into(),
+        Some(l) if r.unsupported_percentiles.contains(&p) => format!("{:.1}{mark}", l.get(p)),
+        Some(l) => format!("{:.1}", l.get(p)),
     }
 }
 
+/// The largest latency of `r` to one decimal, or [`ABSENT`].
+pub fn max_text(r: &CellResult) -> String {
+    r.latency_ms
+        .map_or_else(|| ABSENT.into(), |l| format!("{:.1}", l.max))
+}
+
+/// True when some result of `status` shows a percentile marked [`THIN`].
+fn any_thin(status: &BenchmarkRunStatus, shown: &[Percentile]) -> bool {
+    status.cells.iter().flat_map(|c| &c.results).any(|r| {
+        r.latency_ms.is_some() && shown.iter().any(|p| r.unsupported_percentiles.contains(p))
+    })
+}
+
+/// The note under a table with [`THIN`] marks.
+pub fn thin_note(shown: &[Percentile]) -> String {
+    let needs: Vec<String> = shown
+        .iter()
+        .map(|p| format!("{p} {}", p.min_samples()))
+        .collect();
+    format!(
+        "{THIN} from fewer samples than the percentile needs ({}): shown, never ranked",
+        needs.join(", ")
+    )
+}
+
 /// The comparison table printed at the end of `benchmatrix run`: one row per phase, endpoint
-/// and cell, with p99 relative to the best cell of that row group.
+/// and cell, with p99 relative to the best ranked cell of that row group. Streams that were
+/// not ranked say why below the table.
 pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
-    let mut rows: Vec<[String; 9]> = vec![[
+    const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
+    let summary = ranking(status);
+    let mut rows: Vec<[String; 10]> = vec![[
         "phase".into(),
         "endpoint".into(),
         "configuration".into(),
+        "samples".into(),
         "rps".into(),
         "p50 ms".into(),
         "p99 ms".into(),
@@ -156,23 +206,37 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
         "errors".into(),
         "p99 vs best".into(),
     ]];
+    let mut not_ranked = Vec::new();
     for (phase, endpoint) in phase_endpoints(status) {
-        let best = best_p99(status, &phase, &endpoint);
         for c in &status.cells {
             let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
                 continue;
             };
-            let ratio = p99_vs_best(r, best);
+            let place = ranked(&summary, &c.name, &phase, &endpoint);
+            let vs_best = match place {
+                Some(CellRatio {
+                    p99_ratio: Some(x), ..
+                }) => format!("{x:.1}x"),
+                Some(CellRatio {
+                    excluded: Some(why),
+                    ..
+                }) => {
+                    not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
+                    "not ranked".into()
+                }
+                _ => ABSENT.into(),
+            };
             rows.push([
                 phase.clone(),
                 endpoint.clone(),
                 c.name.clone(),
+                r.samples.to_string(),
                 format!("{:.1}", r.rps),
-                format!("{:.1}", r.latency_ms.p50),
-                format!("{:.1}", r.latency_ms.p99),
-                format!("{:.1}", r.latency_ms.max),
+                percentile_text(r, Percentile::P50, THIN),
+                percentile_text(r, Percentile::P99, THIN),
+                max_text(r),
                 r.errors.to_string(),
-                ratio,
+                vs_best,
             ]);
         }
     }
@@ -192,7 +256,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             )
         })
         .collect();
-    let widths: Vec<usize> = (0..9)
+    let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -201,6 +265,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             .iter()
             .enumerate()
             .map(|(i, v)| {
+                // `format!` pads by chars, so "—" lines up like any digit.
                 if i < 3 {
                     format!("{v:<w$}", w = widths[i])
                 } else {
@@ -210,6 +275,24 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
+    }
+    if any_thin(status, &SHOWN) {
+        out.push_str(&thin_note(&SHOWN));
+        out.push('\n');
+    }
+    // Streams short of samples say how long a phase would collect them; the others why not.
+    for line in &summary.needs_longer_phase {
+        out.push_str(&format!("needs a longer phase: {line}\n"));
+    }
+    for (stream, why) in not_ranked {
+        let prefix = format!("{stream}: ");
+        if !summary
+            .needs_longer_phase
+            .iter()
+            .any(|l| l.starts_with(&prefix))
+        {
+            out.push_str(&format!("not ranked: {prefix}{why}\n"));
+        }
     }
     for f in failed {
         out.push_str(&format!("not measured: {f}\n"));
@@ -227,7 +310,12 @@ pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, Stri
             values: status
                 .cells
                 .iter()
-                .map(|c| result_of(status, &c.name, &phase, &endpoint).map(|r| r.latency_ms.p99))
+                .map(|c| {
+                    // Only a p99 its samples support gets a bar: a bar looks like a measurement.
+                    result_of(status, &c.name, &phase, &endpoint)
+                        .filter(|r| r.supports(Percentile::P99))
+                        .and_then(|r| Some(r.latency_ms?.p99))
+                })
                 .collect(),
         };
         out.push((
@@ -286,7 +374,8 @@ pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, Stri
                     points.extend(
                         s.timeline
                             .iter()
-                            .filter(|t| t.requests > 0)
+                            // Seconds with a success; the others have no latency.
+                            .filter(|t| t.requests > t.errors)
                             .map(|t| (offset + f64::from(t.second) + 0.5, t.p99_ms)),
                     );
                 }
@@ -323,7 +412,8 @@ pub fn file_part(s: &str) -> String {
         .collect()
 }
 
-/// Writes `report.md` and the charts into `dir`; returns the files written.
+/// Writes `report.md` and the charts into `dir`, each atomically (a failed write, such as on a
+/// full disk, leaves the previous file whole); returns the files written.
 pub fn write_report(
     dir: &Path,
     status: &BenchmarkRunStatus,
@@ -335,12 +425,12 @@ pub fn write_report(
     let charts = charts(status, raw);
     for (name, svg) in &charts {
         let p = dir.join(name);
-        std::fs::write(&p, svg)?;
+        write_atomically(&p, svg.as_bytes())?;
         written.push(p);
     }
     let names: Vec<String> = charts.into_iter().map(|(n, _)| n).collect();
     let p = dir.join("report.md");
-    std::fs::write(&p, markdown::render(status, raw, &names, notes))?;
+    write_atomically(&p, markdown::render(status, raw, &names, notes).as_bytes())?;
     written.push(p);
     Ok(written)
 }
@@ -379,6 +469,61 @@ mod tests {
         );
         assert_eq!(parse_status(&whole).unwrap(), s);
         assert!(parse_status("cells: 3").is_err());
+    }
+
+    /// Set in the child process of [`a_write_that_fails_midway_leaves_the_old_report`]: the
+    /// folder to write the report into under a 1000-byte file size limit.
+    const FSIZE_CHILD: &str = "BENCHMATRIX_TEST_FSIZE_CHILD_DIR";
+
+    /// A disk that fills up midway, for real: the child process may write files of at most
+    /// 1000 bytes (RLIMIT_FSIZE; writes beyond fail with EFBIG), and report.md is longer. The
+    /// report that was there before must survive whole, and no partial file may be left.
+    #[test]
+    fn a_write_that_fails_midway_leaves_the_old_report() {
+        if let Ok(dir) = std::env::var(FSIZE_CHILD) {
+            // SAFETY: ignoring SIGXFSZ and lowering this process's own soft limit; the child
+            // runs only this test.
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let limit = libc::rlimit {
+                    rlim_cur: 1000,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+            }
+            let status = BenchmarkRunStatus::default();
+            match write_report(Path::new(&dir), &status, &[], &markdown::Notes::default()) {
+                Ok(files) => println!("CHILD wrote {files:?}"),
+                Err(e) => println!("CHILD error: {e}"),
+            }
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("report.md"), "old report\n").unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "report::tests::a_write_that_fails_midway_leaves_the_old_report",
+                "--nocapture",
+            ])
+            .env(FSIZE_CHILD, dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("CHILD error:"),
+            "the write did not fail: {stdout}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("report.md")).unwrap(),
+            "old report\n"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["report.md"], "partial files left");
     }
 
     #[test]
