@@ -220,6 +220,10 @@ fn the_openmetrics_reader_rejects_what_is_not_openmetrics() {
         ("a 1\n# EOF\n", "no TYPE"),
         ("# TYPE a counter\na 1\n# EOF\n", "counter without _total"),
         (
+            "# TYPE a_total counter\na_total 1\n# EOF\n",
+            "counter family named with _total (Prometheus 0.0.4 style)",
+        ),
+        (
             "# TYPE a gauge\na 1\n# TYPE a gauge\na 2\n# EOF\n",
             "family twice",
         ),
