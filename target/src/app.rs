@@ -11,6 +11,7 @@ use axum::routing::get;
 
 use crate::config::{Mode, Offload};
 use crate::handlers;
+use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::stats::Stats;
 
@@ -37,6 +38,8 @@ pub struct Service {
     pub settings: Settings,
     /// Counters and samples.
     pub stats: Arc<Stats>,
+    /// The `/metrics` registry over `stats`.
+    pub metrics: Metrics,
     /// The CPU pool; `None` outside `pool` mode.
     pub pool: Option<Pool>,
     /// Measured cost of one recursive fib call, for estimating `/fib` cost.

@@ -66,14 +66,11 @@ pub async fn stats(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.stats.snapshot())
 }
 
-/// `/metrics`: Prometheus text.
+/// `/metrics`: the same figures in the OpenMetrics text format, plus the lag histogram.
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        state.stats.prometheus(),
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        state.metrics.render(),
     )
 }
 

@@ -13,6 +13,7 @@ pub mod connection;
 pub mod error;
 pub mod handlers;
 pub mod listener;
+pub mod metrics;
 pub mod pool;
 pub mod runtime;
 pub mod server;

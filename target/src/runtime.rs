@@ -25,6 +25,7 @@ use crate::app::{Service, Settings, app, stats_app};
 use crate::config::{Args, Mode, StatsPort};
 use crate::connection::{ConnectionCounters, Timeouts};
 use crate::listener::{Balance, SharedListener, bind};
+use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::server::{self, Limits};
 use crate::shutdown::{self, Shutdown};
@@ -152,6 +153,7 @@ pub fn serve(args: Args) -> Result<(), Failure> {
             task_deadline_ms: args.task_deadline_ms,
         },
         stats: Arc::clone(&stats),
+        metrics: Metrics::new(Arc::clone(&stats)),
         pool,
         fib_ns_per_call: calibrate_fib(),
     });

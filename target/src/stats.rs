@@ -1,13 +1,14 @@
 //! What the target knows about itself: counters, the latest CPU/RSS sample, event-loop lag, and
-//! the cgroup's throttling — served as `/stats` JSON and `/metrics` Prometheus text.
+//! the cgroup's throttling — served as `/stats` JSON, and at `/metrics` through
+//! [`crate::metrics`].
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use benchmatrix_quota::CpuLimit;
 use hdrhistogram::Histogram;
+use prometheus_client::metrics::histogram::{Histogram as LagBuckets, exponential_buckets};
 use serde::Serialize;
 
 use crate::config::Mode;
@@ -42,6 +43,7 @@ pub struct Stats {
     rss_bytes: AtomicU64,
     rss_peak_bytes: AtomicU64,
     lag: Mutex<Histogram<u32>>,
+    lag_buckets: LagBuckets,
     lag_max_us: AtomicU64,
     stats_port: Option<u16>,
     /// Connections of the main port (open, refused, closed by a timeout).
@@ -119,6 +121,7 @@ impl Stats {
             rss_bytes: AtomicU64::new(0),
             rss_peak_bytes: AtomicU64::new(0),
             lag: Mutex::new(lag),
+            lag_buckets: LagBuckets::new(lag_bucket_bounds()),
             lag_max_us: AtomicU64::new(0),
             stats_port: None,
             connections: Arc::new(ConnectionCounters::default()),
@@ -153,8 +156,15 @@ impl Stats {
         }
     }
 
+    /// Every lag observation in fixed buckets, for `/metrics` (the HDR histogram beside it
+    /// gives `/stats` its percentile).
+    pub fn lag_buckets(&self) -> &LagBuckets {
+        &self.lag_buckets
+    }
+
     /// Records one lag observation (how late a loop's timer fired).
     pub fn record_lag(&self, lag: Duration) {
+        self.lag_buckets.observe(lag.as_secs_f64());
         let us = (lag.as_micros() as u64).max(1);
         self.lag_max_us.fetch_max(us, Relaxed);
         if let Ok(mut h) = self.lag.lock() {
@@ -207,177 +217,13 @@ impl Stats {
             stats_port: self.stats_port,
         }
     }
-
-    /// The same figures as Prometheus text exposition (format 0.0.4).
-    pub fn prometheus(&self) -> String {
-        let d = self.snapshot();
-        let mut out = String::with_capacity(2048);
-        let mut metric = |name: &str, kind: &str, help: &str, value: f64| {
-            let _ = writeln!(out, "# HELP benchmatrix_target_{name} {help}");
-            let _ = writeln!(out, "# TYPE benchmatrix_target_{name} {kind}");
-            let _ = writeln!(out, "benchmatrix_target_{name} {value}");
-        };
-        metric(
-            "requests_served_total",
-            "counter",
-            "Responses sent.",
-            d.requests_served as f64,
-        );
-        metric(
-            "cpu_seconds_total",
-            "counter",
-            "Process CPU time (user+system).",
-            d.cpu_seconds_used,
-        );
-        metric(
-            "rss_bytes",
-            "gauge",
-            "Resident set size.",
-            d.rss_bytes as f64,
-        );
-        metric(
-            "rss_peak_bytes",
-            "gauge",
-            "Peak resident set size (VmHWM).",
-            d.rss_peak_bytes as f64,
-        );
-        metric(
-            "loop_lag_max_seconds",
-            "gauge",
-            "Longest event-loop lag since start.",
-            d.loop_lag_max_ms / 1e3,
-        );
-        if let Some(p99) = d.loop_lag_p99_ms {
-            metric(
-                "loop_lag_p99_seconds",
-                "gauge",
-                "99th percentile event-loop lag since start.",
-                p99 / 1e3,
-            );
-        }
-        metric(
-            "host_cpus",
-            "gauge",
-            "Online CPUs of the machine.",
-            d.host_cpus as f64,
-        );
-        metric(
-            "detected_cpus",
-            "gauge",
-            "CPUs the quota and affinity allow.",
-            d.detected_cpus as f64,
-        );
-        if let Some(q) = d.cpu_quota {
-            metric("cpu_quota_cores", "gauge", "CFS quota in cores.", q);
-        }
-        metric(
-            "pool_size",
-            "gauge",
-            "CPU pool workers.",
-            d.pool_size as f64,
-        );
-        metric(
-            "loop_threads",
-            "gauge",
-            "Event-loop threads.",
-            d.loop_threads as f64,
-        );
-        metric(
-            "pool_queue_depth",
-            "gauge",
-            "Tasks waiting for a pool worker.",
-            d.queue_depth as f64,
-        );
-        metric(
-            "pool_queue_peak",
-            "gauge",
-            "Most tasks ever waiting at once.",
-            d.queue_peak as f64,
-        );
-        metric(
-            "pool_rejected_total",
-            "counter",
-            "Requests refused because the queue was full.",
-            d.rejected as f64,
-        );
-        metric(
-            "pool_timed_out_total",
-            "counter",
-            "Pool tasks failed at their CPU deadline.",
-            d.timed_out as f64,
-        );
-        metric(
-            "pool_workers_replaced_total",
-            "counter",
-            "Workers replaced after a timed-out task.",
-            self.workers_replaced.load(Relaxed) as f64,
-        );
-        let conns = &self.connections;
-        metric(
-            "connections_open",
-            "gauge",
-            "Connections open on the main port.",
-            conns.open.load(Relaxed) as f64,
-        );
-        metric(
-            "connections_refused_total",
-            "counter",
-            "Connections answered 503 because the connection limit was reached.",
-            conns.refused.load(Relaxed) as f64,
-        );
-        metric(
-            "connections_header_timeouts_total",
-            "counter",
-            "Connections closed because a request head did not arrive within the header timeout.",
-            conns.header_timeouts.load(Relaxed) as f64,
-        );
-        metric(
-            "connections_idle_timeouts_total",
-            "counter",
-            "Connections closed after the idle timeout (idle, or a client reading nothing).",
-            conns.idle_timeouts.load(Relaxed) as f64,
-        );
-        if let Some(p) = d.throttled_periods {
-            metric(
-                "cpu_throttled_periods_total",
-                "counter",
-                "CFS periods in which the cgroup was throttled.",
-                p as f64,
-            );
-        }
-        if let Some(s) = d.throttled_seconds {
-            metric(
-                "cpu_throttled_seconds_total",
-                "counter",
-                "Time the cgroup was throttled.",
-                s,
-            );
-        }
-        metric(
-            "uptime_seconds",
-            "gauge",
-            "Seconds since start.",
-            d.uptime_seconds,
-        );
-        let _ = writeln!(
-            out,
-            "# HELP benchmatrix_target_info Mode and where the CPU limit came from."
-        );
-        let _ = writeln!(out, "# TYPE benchmatrix_target_info gauge");
-        let _ = writeln!(
-            out,
-            "benchmatrix_target_info{{mode=\"{}\",quota_source=\"{}\"}} 1",
-            d.mode,
-            escape_label(&d.quota_source)
-        );
-        out
-    }
 }
 
-fn escape_label(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// Bucket bounds of the lag histogram: 0.5 ms to about 33 s, doubling. An idle loop lands in
+/// the lowest buckets (tokio's timer has 1 ms granularity); the top one holds the longest CPU
+/// work a request may do inline (30 s, `MAX_CPU_MS`).
+fn lag_bucket_bounds() -> impl Iterator<Item = f64> {
+    exponential_buckets(0.0005, 2.0, 17)
 }
 
 /// User + system CPU time of the whole process.

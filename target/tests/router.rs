@@ -9,10 +9,14 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use benchmatrix_target::app::{AppState, Service, Settings, app};
 use benchmatrix_target::config::{Mode, Offload};
+use benchmatrix_target::metrics::Metrics;
 use benchmatrix_target::pool::Pool;
 use benchmatrix_target::stats::Stats;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
+
+#[path = "common/openmetrics.rs"]
+mod openmetrics;
 
 fn state(mode: Mode, pool_size: usize) -> AppState {
     // A root without cgroup files: the limit is the (given) host count.
@@ -29,6 +33,7 @@ fn state(mode: Mode, pool_size: usize) -> AppState {
             offload_threshold_ms: 50,
             task_deadline_ms: 5_000,
         },
+        metrics: Metrics::new(Arc::clone(&stats)),
         stats,
         pool,
         fib_ns_per_call: 2.0,
@@ -101,15 +106,18 @@ async fn stats_has_exactly_the_contract_fields() {
 }
 
 #[tokio::test]
-async fn metrics_are_prometheus_text_of_the_same_figures() {
+async fn metrics_are_openmetrics_text_of_the_same_figures() {
     let s = state(Mode::Pool, 1);
     let _ = get(&s, "/healthz").await;
     let (status, ctype, body) = get(&s, "/metrics").await;
     assert_eq!(status, StatusCode::OK);
-    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    assert_eq!(
+        ctype,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
     for name in [
         "benchmatrix_target_requests_served_total 1\n",
-        "# TYPE benchmatrix_target_requests_served_total counter\n",
+        "# TYPE benchmatrix_target_requests_served counter\n",
         "benchmatrix_target_pool_size 1\n",
         "benchmatrix_target_detected_cpus 2\n",
         "benchmatrix_target_pool_rejected_total 0\n",
@@ -117,11 +125,18 @@ async fn metrics_are_prometheus_text_of_the_same_figures() {
     ] {
         assert!(body.contains(name), "missing {name:?} in\n{body}");
     }
-    // Every sample line is `name value` or `name{labels} value` with a numeric value.
-    for line in body.lines().filter(|l| !l.starts_with('#')) {
-        let value = line.rsplit(' ').next().unwrap();
-        assert!(value.parse::<f64>().is_ok(), "{line}");
-    }
+    let parsed = openmetrics::parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
+    // The figures of /stats, from the same counters.
+    let (_, _, doc) = get(&s, "/stats").await;
+    let doc: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(
+        parsed.value("benchmatrix_target_loop_threads"),
+        doc["loopThreads"].as_f64()
+    );
+    assert_eq!(
+        parsed.value("benchmatrix_target_pool_queue_depth"),
+        doc["queueDepth"].as_f64()
+    );
 }
 
 #[tokio::test]

@@ -34,6 +34,7 @@ fn timing_stats_port_answers_while_the_only_loop_is_busy() {
     sleep(Duration::from_millis(200));
     let during = get(stats, "/stats");
     let health = get(stats, "/healthz");
+    let metrics = get(stats, "/metrics");
     // Ground truth that the loop was blocked meanwhile: the main port's /healthz waits for the
     // rest of the CPU work.
     let main_health = get(t.addr, "/healthz");
@@ -42,10 +43,11 @@ fn timing_stats_port_answers_while_the_only_loop_is_busy() {
         (
             during.status,
             health.status,
+            metrics.status,
             main_health.status,
             busy.status
         ),
-        (200, 200, 200, 200)
+        (200, 200, 200, 200, 200)
     );
     let remaining = Duration::from_millis(busy_ms).saturating_sub(main_health.started - t0);
     assert!(
@@ -54,7 +56,11 @@ fn timing_stats_port_answers_while_the_only_loop_is_busy() {
         ms(main_health.elapsed),
         ms(remaining)
     );
-    for (what, r) in [("/stats", &during), ("/healthz", &health)] {
+    for (what, r) in [
+        ("/stats", &during),
+        ("/healthz", &health),
+        ("/metrics", &metrics),
+    ] {
         assert!(
             r.elapsed < Duration::from_millis(100),
             "{what} on {stats} took {:.1} ms while the loop was busy (idle: {:.1} ms)",

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod openmetrics;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
