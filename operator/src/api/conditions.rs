@@ -43,6 +43,40 @@ pub mod reason {
     pub const SPEC_CHANGED: &str = "SpecChangedWhileRunning";
 }
 
+/// Failure reasons written into a cell, by the operator and the local runner alike.
+pub mod cause {
+    /// The image could not be pulled.
+    pub const IMAGE_PULL: &str = "ImagePullBackOff";
+    /// The target did not become ready in time.
+    pub const NEVER_READY: &str = "NeverReady";
+    /// A container ran out of memory.
+    pub const OOM_KILLED: &str = "OOMKilled";
+    /// The target container keeps crashing.
+    pub const CRASH_LOOP: &str = "CrashLoopBackOff";
+    /// The load generator failed.
+    pub const LOADGEN_FAILED: &str = "LoadgenFailed";
+    /// The result document could not be read.
+    pub const RESULT_UNPARSABLE: &str = "ResultUnparsable";
+    /// The load generator ran past its deadline.
+    pub const TIMEOUT: &str = "Timeout";
+    /// A child object was found in a state the operator cannot use (e.g. no ClusterIP).
+    pub const CHILD_BROKEN: &str = "ChildBroken";
+    /// A replica exited (locally: the process or one of its own; on a cluster: a target pod
+    /// restarted, or was deleted, evicted or replaced) while the cell ran.
+    pub const REPLICA_EXITED: &str = "ReplicaExited";
+    /// The cell's pods cannot be placed: they can never fit the nodes they may use, or the
+    /// scheduler reported a pod unschedulable.
+    pub const UNSCHEDULABLE: &str = "Unschedulable";
+    /// Locally: a replica or the load generator could not be started.
+    pub const SPAWN_FAILED: &str = "SpawnFailed";
+    /// Locally: the cell's cgroup could not be made or its quota set.
+    pub const CGROUP_FAILED: &str = "CgroupFailed";
+    /// Locally: a replica of a `roundRobin` cell answered on an address other than its own.
+    pub const WRONG_ADDRESS: &str = "WrongAddress";
+    /// Locally: the run was stopped by a signal while the cell ran.
+    pub const INTERRUPTED: &str = "Interrupted";
+}
+
 /// Condition status strings.
 pub mod status {
     /// The condition holds.

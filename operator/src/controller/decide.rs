@@ -145,30 +145,7 @@ pub fn current_cell(status: Option<&BenchmarkRunStatus>) -> Option<(usize, CellP
         .map(|(i, c)| (i, c.phase))
 }
 
-/// Failure reasons written into a cell.
-pub mod cause {
-    /// The image could not be pulled.
-    pub const IMAGE_PULL: &str = "ImagePullBackOff";
-    /// The target did not become ready in time.
-    pub const NEVER_READY: &str = "NeverReady";
-    /// A container ran out of memory.
-    pub const OOM_KILLED: &str = "OOMKilled";
-    /// The target container keeps crashing.
-    pub const CRASH_LOOP: &str = "CrashLoopBackOff";
-    /// The load generator failed.
-    pub const LOADGEN_FAILED: &str = "LoadgenFailed";
-    /// The result document could not be read.
-    pub const RESULT_UNPARSABLE: &str = "ResultUnparsable";
-    /// The load generator ran past its deadline.
-    pub const TIMEOUT: &str = "Timeout";
-    /// A child object was found in a state the operator cannot use (e.g. no ClusterIP).
-    pub const CHILD_BROKEN: &str = "ChildBroken";
-    /// A target pod restarted, or was deleted, evicted or replaced, while the load ran.
-    pub const REPLICA_EXITED: &str = "ReplicaExited";
-    /// The cell's pods cannot be placed: they can never fit the nodes they may use, or the
-    /// scheduler reported a pod unschedulable.
-    pub const UNSCHEDULABLE: &str = "Unschedulable";
-}
+pub use crate::api::conditions::cause;
 
 /// Operator-wide settings that shape the objects it builds.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,6 +20,7 @@ use super::cgroup::{Backend, Cgroup, CpuUsage, Enforcement};
 use super::guard;
 use super::http;
 use super::signals;
+use crate::api::conditions::cause;
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -37,10 +38,6 @@ pub fn stop_grace() -> Duration {
         STOP_GRACE
     }
 }
-
-/// The reason of a cell whose target replica (or a process it started) exited before the
-/// cell's result was in. The same word as the cluster's; the two are to be one constant.
-pub const REPLICA_EXITED: &str = "ReplicaExited";
 
 /// What to start: the built-in target (this binary re-executed) or any local program.
 #[derive(Debug, Clone)]
@@ -164,12 +161,12 @@ impl ReplicaSet {
     /// Starts every replica in its own cgroup and waits until all are ready.
     pub fn start(launch: &Launch, backend: &Backend) -> Result<ReplicaSet, StartError> {
         fs::create_dir_all(&launch.log_dir).map_err(|e| StartError {
-            reason: "SpawnFailed",
+            reason: cause::SPAWN_FAILED,
             message: format!("cannot create {}: {e}", launch.log_dir.display()),
         })?;
         if launch.spread == Spread::RoundRobin && launch.replicas > MAX_OWN_ADDRESS_REPLICAS {
             return Err(StartError {
-                reason: "SpawnFailed",
+                reason: cause::SPAWN_FAILED,
                 message: format!(
                     "spread roundRobin gives each local replica its own loopback address; \
                      at most {MAX_OWN_ADDRESS_REPLICAS} replicas, not {}",
@@ -193,7 +190,7 @@ impl ReplicaSet {
             // stops those already started.
             if signals::interrupted() {
                 return Err(StartError {
-                    reason: "Interrupted",
+                    reason: cause::INTERRUPTED,
                     message: format!(
                         "interrupted while starting replicas ({i} of {} started)",
                         launch.replicas
@@ -208,17 +205,17 @@ impl ReplicaSet {
                     i as usize * launch.cpu.unwrap_or(1.0).ceil() as usize,
                 )
                 .map_err(|e| StartError {
-                    reason: "CgroupFailed",
+                    reason: cause::CGROUP_FAILED,
                     message: e.to_string(),
                 })?;
             let log = launch.log_dir.join(format!("{name}.log"));
             let mut cmd = target_command(launch, replica_host(launch.spread, i))?;
             let out = File::create(&log).map_err(|e| StartError {
-                reason: "SpawnFailed",
+                reason: cause::SPAWN_FAILED,
                 message: format!("cannot create {}: {e}", log.display()),
             })?;
             let err = out.try_clone().map_err(|e| StartError {
-                reason: "SpawnFailed",
+                reason: cause::SPAWN_FAILED,
                 message: e.to_string(),
             })?;
             cmd.stdin(Stdio::null())
@@ -227,7 +224,7 @@ impl ReplicaSet {
             cgroup.apply_to(&mut cmd);
             tie_to_runner(&mut cmd);
             let child = cmd.spawn().map_err(|e| StartError {
-                reason: "SpawnFailed",
+                reason: cause::SPAWN_FAILED,
                 message: format!("cannot start {:?}: {e}", cmd.get_program()),
             })?;
             guard::watch(child.id());
@@ -257,7 +254,7 @@ impl ReplicaSet {
         loop {
             if signals::interrupted() {
                 return Err(StartError {
-                    reason: "Interrupted",
+                    reason: cause::INTERRUPTED,
                     message: "interrupted while waiting for readiness".into(),
                 });
             }
@@ -265,7 +262,7 @@ impl ReplicaSet {
                 if let Ok(Some(status)) = r.child.try_wait() {
                     r.exited = Some(status);
                     return Err(StartError {
-                        reason: REPLICA_EXITED,
+                        reason: cause::REPLICA_EXITED,
                         message: format!(
                             "target replica {} exited before it was ready ({status}); its last output: {}",
                             r.log.display(),
@@ -303,7 +300,7 @@ impl ReplicaSet {
             }
             if Instant::now() >= deadline {
                 return Err(StartError {
-                    reason: "NeverReady",
+                    reason: cause::NEVER_READY,
                     message: format!(
                         "the target was not ready on {} within {:?} ({last_probe}); last output: {}",
                         self.addr,
@@ -327,7 +324,7 @@ impl ReplicaSet {
         match std::net::TcpStream::connect_timeout(&shared, Duration::from_millis(300)) {
             Err(_) => Ok(()),
             Ok(_) => Err(StartError {
-                reason: "WrongAddress",
+                reason: cause::WRONG_ADDRESS,
                 message: format!(
                     "spread roundRobin gives each replica its own address (BENCH_HOST: {}), but \
                      something also answers on {shared}: the target seems to listen on every \
@@ -546,7 +543,7 @@ fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError
     let host = host.to_string();
     let mut cmd = if launch.command.is_empty() {
         let exe = std::env::current_exe().map_err(|e| StartError {
-            reason: "SpawnFailed",
+            reason: cause::SPAWN_FAILED,
             message: format!("cannot find this program to re-execute it as the target: {e}"),
         })?;
         let mut c = Command::new(exe);
@@ -671,7 +668,7 @@ mod tests {
         let l = launch("never", dir.path(), vec!["sleep".into(), "30".into()], 600);
         let started = Instant::now();
         let err = ReplicaSet::start(&l, &backend).unwrap_err();
-        assert_eq!(err.reason, "NeverReady", "{err:?}");
+        assert_eq!(err.reason, cause::NEVER_READY, "{err:?}");
         assert!(err.message.contains("not ready"), "{}", err.message);
         assert!(started.elapsed() < Duration::from_secs(5));
         backend.remove();
@@ -687,7 +684,7 @@ mod tests {
             "echo boom-from-target >&2; exit 3".into(),
         ];
         let err = ReplicaSet::start(&launch("exits", dir.path(), cmd, 5000), &backend).unwrap_err();
-        assert_eq!(err.reason, REPLICA_EXITED, "{err:?}");
+        assert_eq!(err.reason, cause::REPLICA_EXITED, "{err:?}");
         assert!(err.message.contains("boom-from-target"), "{}", err.message);
         backend.remove();
     }
@@ -740,7 +737,7 @@ mod tests {
         let mut l = round_robin_http_server("any-addr", dir.path(), "0.0.0.0");
         l.replicas = 1;
         let err = ReplicaSet::start(&l, &backend).unwrap_err();
-        assert_eq!(err.reason, "WrongAddress", "{err:?}");
+        assert_eq!(err.reason, cause::WRONG_ADDRESS, "{err:?}");
         assert!(err.message.contains("BENCH_HOST"), "{}", err.message);
         backend.remove();
     }

@@ -13,9 +13,9 @@ use super::cgroup::{Backend, CpuUsage, Enforcement as Enforced, host_cpus};
 use super::http;
 use super::loadgen::Loadgen;
 use super::progress::Display;
-use super::replicas::{Launch, REPLICA_EXITED, ReplicaSet, free_port};
+use super::replicas::{Launch, ReplicaSet, free_port};
 use super::signals;
-use crate::api::conditions::{self, now, reason, set_condition, status as cs};
+use crate::api::conditions::{self, cause, now, reason, set_condition, status as cs};
 use crate::api::{
     BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, Enforcement, ReplicaPhaseShare,
     ReplicaShare, RunPhase, TargetStats,
@@ -115,7 +115,7 @@ impl Runner {
             self.status.message = Some(format!("running cell {}", cell.name));
             let cs = self.run_cell(cell);
             let failed = cs.phase == CellPhase::Failed;
-            let interrupted = cs.reason.as_deref() == Some("Interrupted");
+            let interrupted = cs.reason.as_deref() == Some(cause::INTERRUPTED);
             self.status.cells[cell.index] = cs;
             self.status.progress = Some(results::progress(&self.status));
             // Results so far reach the disk after every cell, so a crash loses at most one.
@@ -230,7 +230,14 @@ impl Runner {
         };
         let port = match free_port() {
             Ok(p) => p,
-            Err(e) => return fail(cs, "SpawnFailed", format!("no free port: {e}"), started),
+            Err(e) => {
+                return fail(
+                    cs,
+                    cause::SPAWN_FAILED,
+                    format!("no free port: {e}"),
+                    started,
+                );
+            }
         };
         let launch = Launch {
             cell: cell.name.clone(),
@@ -266,7 +273,7 @@ impl Runner {
             Err(e) => {
                 // A replica that died because of the same Ctrl-C is not the cell's fault.
                 let reason = if signals::interrupted() {
-                    "Interrupted"
+                    cause::INTERRUPTED
                 } else {
                     e.reason
                 };
@@ -320,7 +327,7 @@ impl Runner {
                 .create(&format!("{}-loadgen", cell.name), lg_cpu, first_cpu)
             {
                 Ok(c) => c,
-                Err(e) => return fail(cs, "CgroupFailed", e.to_string(), started),
+                Err(e) => return fail(cs, cause::CGROUP_FAILED, e.to_string(), started),
             };
         let enforcement_loadgen = mechanism(lg_cgroup.enforcement());
         let lg_detail = lg_cgroup.enforcement().describe(lg_cpu);
@@ -345,7 +352,7 @@ impl Runner {
             let message = format!("{why} (before the load started)");
             self.display
                 .cell(cell.index, &cell.name, &format!("FAILED: {message}"));
-            return fail(cs, REPLICA_EXITED, message, started);
+            return fail(cs, cause::REPLICA_EXITED, message, started);
         }
         set.watch_descendants();
         let mut lg = match Loadgen::start(&plan_path, &result_path, &log, lg_cgroup) {
@@ -408,19 +415,25 @@ impl Runner {
             }
             if let Some(why) = set.first_exit() {
                 let when = elapsed.saturating_sub(late_by);
-                break Err((REPLICA_EXITED, phase_note(why, when, &boundaries, spec)));
+                break Err((
+                    cause::REPLICA_EXITED,
+                    phase_note(why, when, &boundaries, spec),
+                ));
             }
             if let Some(status) = lg.try_wait() {
                 // The result is only in if every replica lived to its end.
                 match set.first_exit() {
                     Some(why) => {
-                        break Err((REPLICA_EXITED, format!("{why} (as the load ended)")));
+                        break Err((cause::REPLICA_EXITED, format!("{why} (as the load ended)")));
                     }
                     None => break Ok(status),
                 }
             }
             if signals::interrupted() {
-                break Err(("Interrupted", "interrupted by SIGINT/SIGTERM".to_string()));
+                break Err((
+                    cause::INTERRUPTED,
+                    "interrupted by SIGINT/SIGTERM".to_string(),
+                ));
             }
             if load_started.elapsed() > deadline {
                 break Err((
@@ -434,7 +447,10 @@ impl Runner {
         };
         // A load generator that ended because of the same signal was interrupted, not failed.
         let exit = if signals::interrupted() {
-            Err(("Interrupted", "interrupted by SIGINT/SIGTERM".to_string()))
+            Err((
+                cause::INTERRUPTED,
+                "interrupted by SIGINT/SIGTERM".to_string(),
+            ))
         } else {
             exit
         };
