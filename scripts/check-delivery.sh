@@ -18,13 +18,16 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "helm lint"
 "${HELM}" lint --strict "${chart}"
+"${HELM}" lint --strict "${chart}" --set "watchNamespaces={bench-a,bench-b}"
 
 step "helm template (each value combination must render)"
 for set in \
   "" \
   "serviceAccount.create=false,serviceAccount.name=existing" \
   "metrics.service.enabled=false,rbac.create=false" \
-  "createNamespace=true"; do
+  "createNamespace=true" \
+  "watchNamespaces={bench-a,bench-b},operator.allowedImages={ghcr.io/acme/*}" \
+  "watchNamespaces={bench-a},rbac.nodeRead=false"; do
   args=()
   if [[ -n "${set}" ]]; then args=(--set "${set}"); fi
   "${HELM}" template benchmatrix "${chart}" --namespace benchmatrix-system --include-crds \
@@ -34,6 +37,10 @@ done
 # Values that cannot work must fail the render, not produce a broken install.
 if "${HELM}" template benchmatrix "${chart}" --set operator.logFormat=xml >/dev/null 2>&1; then
   echo "operator.logFormat=xml rendered; it must fail" >&2
+  exit 1
+fi
+if "${HELM}" template benchmatrix "${chart}" --set 'watchNamespaces={Bad_Name}' >/dev/null 2>&1; then
+  echo "watchNamespaces={Bad_Name} rendered; it must fail" >&2
   exit 1
 fi
 echo "ok: bad values are refused"

@@ -295,3 +295,56 @@ fn text_logs_written_to_a_file_carry_no_colour_codes() {
         "ANSI escape codes in a log written to a file:\n{log:?}"
     );
 }
+
+#[test]
+fn timing_sigterm_stops_a_namespaced_operator_when_no_api_server_answers() {
+    let mut op = Operator::start(
+        &format!("https://127.0.0.1:{}", closed_port()),
+        &["--namespace", "bench-a,bench-b"],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    op.sigterm();
+    let (status, took) = op.wait_exit(PROMPT_EXIT);
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        op.log_text()
+    );
+    eprintln!("exited {took:?} after SIGTERM");
+    let log = op.log_text();
+    assert!(
+        log.contains("bench-a,bench-b"),
+        "the watched namespaces are logged: {log}"
+    );
+}
+
+#[test]
+fn timing_sigterm_drains_every_controller_of_a_namespaced_operator() {
+    let (url, seen) = fake_api_server("");
+    let mut op = Operator::start(&url, &["--namespace=bench-a", "--namespace=bench-b"]);
+    // One Controller per namespace, each watching only its own.
+    for ns in ["bench-a", "bench-b"] {
+        wait_for_request(&seen, &format!("BenchmarkRun watch in {ns}"), |r| {
+            r.contains(&format!("/namespaces/{ns}/benchmarkruns")) && r.contains("watch=true")
+        });
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    op.sigterm();
+    let (status, took) = op.wait_exit(PROMPT_EXIT);
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        op.log_text()
+    );
+    eprintln!("exited {took:?} after SIGTERM");
+    let log = op.log_text();
+    assert_eq!(log.matches("controller drained").count(), 2, "{log}");
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .all(|r| r.contains("/namespaces/bench-a/") || r.contains("/namespaces/bench-b/")),
+        "a request outside the watched namespaces: {:?}",
+        seen.lock().unwrap()
+    );
+}

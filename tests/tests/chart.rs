@@ -5,7 +5,8 @@
 //!   document, so a misspelled or misplaced field fails here instead of being silently dropped
 //!   by the API server;
 //! - the operator Deployment meets Pod Security "restricted";
-//! - the RBAC rules cover every API call the operator makes, and grant nothing else;
+//! - the RBAC rules cover every API call the operator makes, and grant nothing else, both as the
+//!   cluster-wide ClusterRole and as the Roles of a namespace-scoped install (watchNamespaces);
 //! - manifests/install.yaml is exactly what the chart renders (scripts/gen-install.sh --check).
 //!
 //! The tests need helm. They look for it in $HELM, then the pinned helm that
@@ -20,7 +21,7 @@ use std::sync::OnceLock;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, PodSpec, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::de::DeserializeOwned;
@@ -129,6 +130,8 @@ enum Object {
     ServiceAccount(Box<ServiceAccount>),
     ClusterRole(Box<ClusterRole>),
     ClusterRoleBinding(Box<ClusterRoleBinding>),
+    Role(Box<Role>),
+    RoleBinding(Box<RoleBinding>),
     Service(Box<Service>),
     Deployment(Box<Deployment>),
     Crd(Box<CustomResourceDefinition>),
@@ -141,6 +144,8 @@ impl Object {
             Object::ServiceAccount(_) => "ServiceAccount",
             Object::ClusterRole(_) => "ClusterRole",
             Object::ClusterRoleBinding(_) => "ClusterRoleBinding",
+            Object::Role(_) => "Role",
+            Object::RoleBinding(_) => "RoleBinding",
             Object::Service(_) => "Service",
             Object::Deployment(_) => "Deployment",
             Object::Crd(_) => "CustomResourceDefinition",
@@ -176,6 +181,10 @@ fn parse_objects(source: &str, yaml: &str) -> Vec<Object> {
             }
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
                 Object::ClusterRoleBinding(typed(&what, &value))
+            }
+            ("rbac.authorization.k8s.io/v1", "Role") => Object::Role(typed(&what, &value)),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
+                Object::RoleBinding(typed(&what, &value))
             }
             ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
                 Object::Crd(typed(&what, &value))
@@ -386,6 +395,41 @@ fn operator_calls() -> Vec<Call> {
     calls
 }
 
+/// The operator's calls made within one namespace: what a Role in each watched namespace must
+/// allow when the operator watches a set of namespaces (`--namespace`; its Controllers then list
+/// and watch each namespace on its own, which `API_CALLS` lists as namespaced calls too).
+fn namespaced_operator_calls() -> Vec<Call> {
+    let mut calls: Vec<Call> = benchmatrix::controller::API_CALLS
+        .iter()
+        .filter(|c| c.namespaced)
+        .map(|c| call(c.verb, c.group, &c.rbac_resource()))
+        .collect();
+    calls.sort();
+    calls.dedup();
+    calls
+}
+
+/// The operator's calls on cluster-scoped resources (no call on the resource is made within a
+/// namespace), which no Role can grant: a namespace-scoped install keeps them in a ClusterRole.
+/// Calls across all namespaces on namespaced resources (the cluster-wide watches) are not
+/// among them.
+fn cluster_scoped_operator_calls() -> Vec<Call> {
+    let all = benchmatrix::controller::API_CALLS;
+    let mut calls: Vec<Call> = all
+        .iter()
+        .filter(|c| {
+            !c.namespaced
+                && !all
+                    .iter()
+                    .any(|n| n.namespaced && n.group == c.group && n.resource == c.resource)
+        })
+        .map(|c| call(c.verb, c.group, &c.rbac_resource()))
+        .collect();
+    calls.sort();
+    calls.dedup();
+    calls
+}
+
 /// Permissions the API server checks without the operator calling them: setting
 /// blockOwnerDeletion on a child's owner reference needs update on the owner's finalizers where
 /// the OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift, hardened clusters).
@@ -436,6 +480,67 @@ fn cluster_role_rules(objects: &[Object]) -> Vec<PolicyRule> {
         .collect();
     assert_eq!(roles.len(), 1, "exactly one ClusterRole");
     roles[0].rules.clone().unwrap_or_default()
+}
+
+fn roles(objects: &[Object]) -> Vec<&Role> {
+    objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::Role(r) => Some(r.as_ref()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn role_bindings(objects: &[Object]) -> Vec<&RoleBinding> {
+    objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::RoleBinding(b) => Some(b.as_ref()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn cluster_roles(objects: &[Object]) -> Vec<&ClusterRole> {
+    objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::ClusterRole(r) => Some(r.as_ref()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn cluster_role_bindings(objects: &[Object]) -> Vec<&ClusterRoleBinding> {
+    objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::ClusterRoleBinding(b) => Some(b.as_ref()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The calls `rules` allow of `needed`, and the grants beyond them (least privilege).
+fn missing_and_extra(
+    rules: &[PolicyRule],
+    needed: &[Call],
+) -> (Vec<Call>, Vec<(String, String, String)>) {
+    let missing = needed
+        .iter()
+        .filter(|c| !allows(rules, c))
+        .cloned()
+        .collect();
+    let wanted: BTreeSet<(String, String, String)> = needed
+        .iter()
+        .map(|c| (c.verb.clone(), c.group.clone(), c.resource.clone()))
+        .collect();
+    let extra = grants(rules)
+        .into_iter()
+        .filter(|g| !wanted.contains(g))
+        .collect();
+    (missing, extra)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -565,6 +670,9 @@ fn every_value_combination_renders_parseable_objects() {
         "metrics.service.enabled=false,rbac.create=false",
         "createNamespace=true",
         "nodeSelector.pool=bench,podAnnotations.a=b,imagePullSecrets[0].name=regcred",
+        "watchNamespaces={bench-a,bench-b}",
+        "watchNamespaces={bench-a},rbac.nodeRead=false,createNamespace=true",
+        "operator.allowedImages={ghcr.io/acme/**}",
     ] {
         let objects = parse_objects(set, &render(helm, &["--set", set]));
         let deployment = the_deployment(&objects);
@@ -775,6 +883,15 @@ fn impossible_values_fail_the_render_with_a_message() {
         (
             "serviceAccount.create=false",
             "serviceAccount.name is required",
+        ),
+        (
+            "watchNamespaces={Bench_A}",
+            "\"Bench_A\" is not a namespace name",
+        ),
+        ("watchNamespaces={a,a}", "names a namespace twice"),
+        (
+            "operator.allowedImages={nginx:*}",
+            "\"nginx:*\" names no registry",
         ),
     ] {
         match render_result(helm, &["--set", set]) {
@@ -1065,4 +1182,166 @@ fn the_operator_accepts_the_flags_the_chart_renders() {
             benchmatrix::api::spec::DEFAULT_LOADGEN_IMAGE
         );
     }
+}
+
+const WATCHED: [&str; 2] = ["bench-a", "bench-b"];
+
+#[test]
+fn a_namespaced_install_grants_roles_in_each_watched_namespace_and_no_cluster_wide_rules() {
+    let Some(helm) = helm_or_skip(
+        "a_namespaced_install_grants_roles_in_each_watched_namespace_and_no_cluster_wide_rules",
+    ) else {
+        return;
+    };
+    let set = format!("watchNamespaces={{{}}}", WATCHED.join(","));
+    let objects = parse_objects(&set, &render(helm, &["--set", &set]));
+    let deployment = the_deployment(&objects);
+    let args = operator_args(deployment);
+    for ns in WATCHED {
+        let flag = format!("--namespace={ns}");
+        assert!(args.contains(&flag), "missing {flag} in {args:?}");
+    }
+    let account = pod_spec(deployment)
+        .service_account_name
+        .clone()
+        .expect("the operator's ServiceAccount");
+
+    // One Role per watched namespace, each allowing every call the operator makes within a
+    // namespace (its watches included) and nothing more.
+    let roles = roles(&objects);
+    let mut role_namespaces: Vec<&str> = roles
+        .iter()
+        .map(|r| r.metadata.namespace.as_deref().expect("a Role's namespace"))
+        .collect();
+    role_namespaces.sort();
+    assert_eq!(role_namespaces, WATCHED);
+    let needed: Vec<Call> = namespaced_operator_calls()
+        .into_iter()
+        .chain(admission_checks())
+        .collect();
+    for role in &roles {
+        let rules = role.rules.clone().unwrap_or_default();
+        let (missing, extra) = missing_and_extra(&rules, &needed);
+        let ns = role.metadata.namespace.as_deref().unwrap_or_default();
+        assert!(
+            missing.is_empty(),
+            "the Role in {ns} does not allow: {missing:#?}"
+        );
+        assert!(
+            extra.is_empty(),
+            "the Role in {ns} grants more than needed: {extra:#?}"
+        );
+    }
+    // Each bound to the operator's ServiceAccount in the release namespace.
+    let bindings = role_bindings(&objects);
+    assert_eq!(bindings.len(), WATCHED.len());
+    for binding in bindings {
+        let ns = binding.metadata.namespace.as_deref().expect("a namespace");
+        let role = roles
+            .iter()
+            .find(|r| r.metadata.namespace.as_deref() == Some(ns))
+            .unwrap_or_else(|| panic!("no Role in {ns}"));
+        assert_eq!(binding.role_ref.kind, "Role");
+        assert_eq!(Some(&binding.role_ref.name), role.metadata.name.as_ref());
+        let subject = &binding.subjects.as_ref().expect("subjects")[0];
+        assert_eq!(subject.kind, "ServiceAccount");
+        assert_eq!(subject.name, account);
+        assert_eq!(subject.namespace.as_deref(), Some(NAMESPACE));
+    }
+
+    // A ClusterRole, if any, grants only the reads of cluster-scoped resources, which no Role
+    // can grant; nothing on runs, their children or pods in any namespace.
+    let cluster_scoped = cluster_scoped_operator_calls();
+    let cluster_roles = cluster_roles(&objects);
+    if cluster_scoped.is_empty() {
+        assert!(cluster_roles.is_empty(), "no ClusterRole is needed");
+    }
+    for role in &cluster_roles {
+        let rules = role.rules.clone().unwrap_or_default();
+        let (missing, extra) = missing_and_extra(&rules, &cluster_scoped);
+        assert!(missing.is_empty(), "{missing:#?}");
+        assert!(extra.is_empty(), "the ClusterRole grants more: {extra:#?}");
+        for (verb, _, resource) in grants(&rules) {
+            assert!(
+                ["get", "list", "watch"].contains(&verb.as_str()),
+                "{verb} {resource}: the ClusterRole of a namespaced install is read-only"
+            );
+        }
+    }
+    for binding in cluster_role_bindings(&objects) {
+        assert!(
+            cluster_roles
+                .iter()
+                .any(|r| r.metadata.name.as_ref() == Some(&binding.role_ref.name)),
+            "a ClusterRoleBinding to a ClusterRole the chart does not render: {}",
+            binding.role_ref.name
+        );
+    }
+}
+
+#[test]
+fn a_strictly_namespaced_install_renders_no_cluster_role() {
+    let Some(helm) = helm_or_skip("a_strictly_namespaced_install_renders_no_cluster_role") else {
+        return;
+    };
+    let set = "watchNamespaces={bench-a},rbac.nodeRead=false";
+    let objects = parse_objects(set, &render(helm, &["--set", set]));
+    let found = kinds(&objects);
+    assert!(
+        !found.contains(&"ClusterRole") && !found.contains(&"ClusterRoleBinding"),
+        "{found:?}"
+    );
+    assert_eq!(roles(&objects).len(), 1);
+    // And rbac.create=false leaves all RBAC to the installer.
+    let set = "watchNamespaces={bench-a},rbac.create=false";
+    let objects = parse_objects(set, &render(helm, &["--set", set]));
+    let found = kinds(&objects);
+    for kind in ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"] {
+        assert!(!found.contains(&kind), "{kind} rendered: {found:?}");
+    }
+}
+
+#[test]
+fn the_operator_parses_the_namespaces_and_image_patterns_the_chart_renders() {
+    use clap::Parser;
+    let Some(helm) =
+        helm_or_skip("the_operator_parses_the_namespaces_and_image_patterns_the_chart_renders")
+    else {
+        return;
+    };
+    let patterns = ["ghcr.io/acme/*", "registry.local:5000/bench-*:*", "**"];
+    let json = serde_json::to_string(&patterns).expect("JSON");
+    let objects = parse_objects(
+        "namespaces and images",
+        &render(
+            helm,
+            &[
+                "--set",
+                "watchNamespaces={bench-a,bench-b}",
+                "--set-json",
+                &format!("operator.allowedImages={json}"),
+            ],
+        ),
+    );
+    let args = operator_args(the_deployment(&objects));
+    let line = std::iter::once("benchmatrix".to_string()).chain(args.clone());
+    let parsed = OperatorCommandLine::try_parse_from(line)
+        .unwrap_or_else(|err| panic!("the operator refuses the chart's flags {args:?}:\n{err}"));
+    let OperatorSubcommand::Operator(parsed) = parsed.command;
+    assert_eq!(parsed.namespaces, ["bench-a", "bench-b"]);
+    let parsed_patterns: Vec<String> = parsed
+        .allowed_images
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(parsed_patterns, patterns);
+    // The defaults: every namespace, every image.
+    let objects = parse_objects("defaults", &render(helm, &[]));
+    let args = operator_args(the_deployment(&objects));
+    assert!(
+        !args
+            .iter()
+            .any(|a| a.starts_with("--namespace") || a.starts_with("--allowed-images")),
+        "{args:?}"
+    );
 }

@@ -70,4 +70,23 @@ Call with (dict "image" .Values.image.operator "root" .)
 {{- if lt (int .Values.operator.maxActiveRuns) 1 }}
 {{- fail "operator.maxActiveRuns must be at least 1" }}
 {{- end }}
+{{- range .Values.watchNamespaces }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (toString .)) }}
+{{- fail (printf "watchNamespaces: %q is not a namespace name (lower-case letters, digits and '-', at most 63)" (toString .)) }}
+{{- end }}
+{{- end }}
+{{- if ne (len .Values.watchNamespaces) (len (uniq .Values.watchNamespaces)) }}
+{{- fail "watchNamespaces names a namespace twice" }}
+{{- end }}
+{{- /* The operator refuses the same patterns at start-up; refusing them here fails the install
+instead of crash-looping the operator. */}}
+{{- range .Values.operator.allowedImages }}
+{{- $p := toString . }}
+{{- if or (eq $p "") (regexMatch "[\\s,]" $p) }}
+{{- fail (printf "operator.allowedImages: %q must be one image pattern, without spaces or commas" $p) }}
+{{- end }}
+{{- if not (and (regexMatch "^(localhost|[^/]*[.:*][^/]*)(/|$)" $p) (or (contains "/" $p) (contains "**" $p))) }}
+{{- fail (printf "operator.allowedImages: %q names no registry, so it can never match: images are matched in full, as the kubelet pulls them (nginx:1.27 is docker.io/library/nginx:1.27)" $p) }}
+{{- end }}
+{{- end }}
 {{- end }}

@@ -80,8 +80,10 @@ const RUNS: &str = "benchmarkruns";
 ///
 /// The reconciler's calls are the ones its faked-API tests record. The Controller's watches are
 /// made by kube's runtime (`Controller::new(...).owns(...).watches(...)` in
-/// controller/mod.rs), not by `reconcile`, across all namespaces: a list, then a watch from its
-/// resourceVersion, for BenchmarkRuns and for the Deployments, Jobs and pods the operator labels.
+/// controller/mod.rs), not by `reconcile`: a list, then a watch from its resourceVersion, for
+/// BenchmarkRuns and for the Deployments, Jobs and pods the operator labels; across all
+/// namespaces by default, within each namespace given with `--namespace` otherwise (a test runs
+/// the Controllers over the faked API in that mode and records them).
 pub const API_CALLS: &[ApiCall] = &[
     // kube's Controller: the watches that feed it (all namespaces).
     call("list", GROUP, RUNS, "", false),
@@ -92,6 +94,15 @@ pub const API_CALLS: &[ApiCall] = &[
     call("watch", "batch", "jobs", "", false),
     call("list", "", "pods", "", false),
     call("watch", "", "pods", "", false),
+    // The same watches with `--namespace`, one namespace each (the namespaced list of pods is
+    // observe.rs's too, below).
+    call("list", GROUP, RUNS, "", true),
+    call("watch", GROUP, RUNS, "", true),
+    call("list", "apps", "deployments", "", true),
+    call("watch", "apps", "deployments", "", true),
+    call("list", "batch", "jobs", "", true),
+    call("watch", "batch", "jobs", "", true),
+    call("watch", "", "pods", "", true),
     // observe.rs: the current cell's children, read by name.
     call("get", "apps", "deployments", "", true),
     call("get", "", "services", "", true),
@@ -128,6 +139,20 @@ pub const API_CALLS: &[ApiCall] = &[
     call("create", "events.k8s.io", "events", "", true),
     call("patch", "events.k8s.io", "events", "", true),
 ];
+
+/// Whether `call` is one a Controller's watch streams make (a list or watch of BenchmarkRuns, or
+/// of the Deployments, Jobs and pods it watches), in either scope.
+pub fn is_controller_watch(call: &ApiCall) -> bool {
+    matches!(call.verb, "list" | "watch")
+        && call.subresource.is_empty()
+        && [
+            (GROUP, RUNS),
+            ("apps", "deployments"),
+            ("batch", "jobs"),
+            ("", "pods"),
+        ]
+        .contains(&(call.group, call.resource))
+}
 
 /// Whether `call` is one of [`API_CALLS`].
 pub fn is_declared(call: &ApiCall) -> bool {

@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use super::fit::{self, CellRequests};
-use super::{build, replicas};
+use super::{build, images, replicas};
 use crate::api::conditions::{self, reason, set_condition, status as cs};
 use crate::api::status::RecordedPod;
 use crate::api::{
@@ -154,6 +154,8 @@ pub struct Settings {
     pub target_image: String,
     /// Load generator image for runs that do not name one.
     pub loadgen_image: String,
+    /// The images runs may use (`--allowed-images`); the default allows every image.
+    pub allowed_images: images::ImagePolicy,
 }
 
 impl Default for Settings {
@@ -161,6 +163,7 @@ impl Default for Settings {
         Self {
             target_image: crate::api::spec::DEFAULT_TARGET_IMAGE.into(),
             loadgen_image: crate::api::spec::DEFAULT_LOADGEN_IMAGE.into(),
+            allowed_images: images::ImagePolicy::default(),
         }
     }
 }
@@ -190,10 +193,21 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
         return d;
     }
 
-    // A spec that cannot run fails the run once, with the field named; nothing is created and
-    // nothing is retried until the spec changes (which re-triggers the reconcile).
-    if let Err(err) = validate_for_cluster(run) {
-        let message = format!("invalid spec: {err}");
+    // A spec that cannot run, or names an image the operator may not run, fails the run once,
+    // with the field named; nothing is created and nothing is retried until the spec changes
+    // (which re-triggers the reconcile). A run already running when the operator restarts with
+    // a narrower allow-list loses its current children too: a refused image must not keep going.
+    let refusal = match validate_for_cluster(run) {
+        Err(err) => Some((reason::INVALID_SPEC, format!("invalid spec: {err}"))),
+        Ok(()) => settings
+            .allowed_images
+            .refusal(run, &settings.target_image, &settings.loadgen_image)
+            .map(|message| (images::IMAGE_NOT_ALLOWED, message)),
+    };
+    if let Some((why, message)) = refusal {
+        if old.phase == RunPhase::Running {
+            d.actions.extend(current_children_cleanup(run, &old));
+        }
         let st = &mut d.status;
         st.phase = RunPhase::Failed;
         st.message = Some(message.clone());
@@ -203,7 +217,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
             &mut st.conditions,
             conditions::SPEC_VALID,
             cs::FALSE,
-            reason::INVALID_SPEC,
+            why,
             message.clone(),
             generation,
             now,
@@ -212,14 +226,18 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
             &mut st.conditions,
             conditions::PROGRESSING,
             cs::FALSE,
-            reason::INVALID_SPEC,
-            "the run cannot start",
+            why,
+            if old.phase == RunPhase::Running {
+                "the run was stopped and its current cell's objects deleted"
+            } else {
+                "the run cannot start"
+            },
             generation,
             now,
         );
         d.events.push(EventNote {
             warning: true,
-            reason: reason::INVALID_SPEC.into(),
+            reason: why.into(),
             note: message,
         });
         return d;

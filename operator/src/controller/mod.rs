@@ -4,6 +4,11 @@
 //! builders) -> apply (server-side apply, one field manager) -> status. Watches: BenchmarkRuns
 //! (through `DeserializeGuard`, so one malformed object cannot stall the watch), the
 //! Deployments and Jobs they own, and pods labelled with a run (image pulls, readiness, OOM).
+//!
+//! Scope: every namespace by default (one Controller over the cluster, which needs a
+//! ClusterRole), or the namespaces named with `--namespace` (one Controller per namespace, each
+//! watching only its own, so a Role in each is enough). The Controllers share one context, so
+//! `--max-active-runs` counts runs across every watched namespace.
 
 pub mod apply;
 pub mod build;
@@ -11,6 +16,7 @@ pub mod calls;
 pub mod decide;
 pub mod error;
 pub mod fit;
+pub mod images;
 pub mod observe;
 pub mod reconcile;
 pub mod replicas;
@@ -25,14 +31,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::core::DeserializeGuard;
+use kube::core::{DeserializeGuard, NamespaceResourceScope};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 
 use crate::admin::{self, AdminState};
 use crate::api::BenchmarkRun;
@@ -60,6 +67,29 @@ pub struct OperatorArgs {
     /// Load generator image for runs whose spec.loadgen.image is not set.
     #[arg(long, env = "BENCHMATRIX_LOADGEN_IMAGE", default_value = crate::api::spec::DEFAULT_LOADGEN_IMAGE)]
     pub loadgen_image: String,
+    /// Images runs may use, as glob patterns over the full image reference (nginx:1 is
+    /// docker.io/library/nginx:1): `*` matches within one path segment, `**` across them, e.g.
+    /// ghcr.io/acme/* or registry.local:5000/bench-*:*. Repeat the flag or separate with
+    /// commas. A run whose target or load generator image (its own, or the defaults above)
+    /// matches none fails with reason ImageNotAllowed. Not given: every image is allowed.
+    #[arg(
+        long = "allowed-images",
+        env = "BENCHMATRIX_ALLOWED_IMAGES",
+        value_delimiter = ',',
+        value_name = "PATTERN"
+    )]
+    pub allowed_images: Vec<images::ImagePattern>,
+    /// Watch only this namespace for BenchmarkRuns (repeat the flag, or separate with commas,
+    /// for several). Not given: every namespace, which needs a ClusterRole; with it, a Role in
+    /// each named namespace is enough.
+    #[arg(
+        long = "namespace",
+        env = "BENCHMATRIX_WATCH_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NAMESPACE",
+        value_parser = parse_namespace
+    )]
+    pub namespaces: Vec<String>,
     /// Log format.
     #[arg(
         long,
@@ -87,6 +117,24 @@ pub struct ShutdownTimeout(pub Duration);
 impl From<ShutdownTimeout> for Duration {
     fn from(t: ShutdownTimeout) -> Self {
         t.0
+    }
+}
+
+/// A namespace name: a DNS-1123 label (lower-case letters, digits and '-', at most 63).
+fn parse_namespace(s: &str) -> Result<String, String> {
+    let valid = !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if valid {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a namespace name (lower-case letters, digits and '-', at most 63, \
+             starting and ending with a letter or digit)"
+        ))
     }
 }
 
@@ -134,46 +182,58 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
             .into_future(),
     );
 
-    let runs = Api::<DeserializeGuard<BenchmarkRun>>::all(client.clone());
-    let managed = watcher::Config::default().labels(&format!(
-        "{}={}",
-        build::MANAGED_BY_LABEL,
-        build::MANAGED_BY
-    ));
-    let controller = Controller::new(runs, watcher::Config::default().any_semantic());
-    let store = controller.store();
-    let mut ctx =
-        reconcile::Context::new(client.clone(), store.clone(), args.max_active_runs, metrics);
-    ctx.settings = decide::Settings {
+    let mut namespaces = args.namespaces.clone();
+    namespaces.sort();
+    namespaces.dedup();
+    let settings = decide::Settings {
         target_image: args.target_image.clone(),
         loadgen_image: args.loadgen_image.clone(),
+        allowed_images: images::ImagePolicy::new(args.allowed_images.clone()),
     };
-    let ctx = Arc::new(ctx);
+    warn_about_refused_defaults(&settings);
+    let Wiring {
+        controllers,
+        stores,
+        ctx,
+    } = wire(
+        &client,
+        &namespaces,
+        args.max_active_runs,
+        metrics,
+        settings,
+    );
     admin_state.ready.store(true, Ordering::Relaxed);
     tracing::info!(
         max_active_runs = args.max_active_runs,
+        namespaces = %if namespaces.is_empty() { "all".to_owned() } else { namespaces.join(",") },
+        allowed_images = %if ctx.settings.allowed_images.allows_all() {
+            "all".to_owned()
+        } else {
+            ctx.settings.allowed_images.describe()
+        },
         "controller starting"
     );
-    let drive = controller
-        .owns(Api::<Deployment>::all(client.clone()), managed.clone())
-        .owns(Api::<Job>::all(client.clone()), managed.clone())
-        .watches(Api::<Pod>::all(client.clone()), managed, |pod: Pod| {
-            let ns = pod.namespace();
-            pod.labels().get(build::RUN_LABEL).map(|run| {
-                ObjectRef::<DeserializeGuard<BenchmarkRun>>::new(run)
-                    .within(ns.as_deref().unwrap_or("default"))
-            })
+    let mut drains: FuturesUnordered<_> = controllers
+        .into_iter()
+        .zip(stores)
+        .map(|(controller, store)| {
+            let drive = drive(controller, ctx.clone(), stop.clone().requested());
+            let stop = stop.clone();
+            let deadline = args.shutdown_timeout.into();
+            async move { drain(drive, &store, &stop, deadline).await }
         })
-        // Not `shutdown_on_signal()`: its graceful drain waits for the BenchmarkRun cache to be
-        // listed once, which never happens while the API server is unreachable (see `drain`).
-        .graceful_shutdown_on(stop.clone().requested())
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "reconcile did not complete");
-            }
-        });
-    drain(drive, &store, &stop, args.shutdown_timeout.into()).await;
+        .collect();
+    while drains.next().await.is_some() {
+        if !stop.was_requested() {
+            // One namespace's controller ended on its own: exit rather than run on blind to that
+            // namespace (the Deployment restarts the operator).
+            tracing::error!(
+                "a controller stopped without a shutdown signal; stopping the operator"
+            );
+            break;
+        }
+    }
+    drop(drains);
     // The admin server began its own graceful shutdown with the first signal; an idle
     // keep-alive connection (a metrics scraper) must not hold the process either.
     let mut admin = admin;
@@ -188,7 +248,133 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Drives the controller until a shutdown signal, then lets reconciles in flight finish for at
+/// The operator's Controllers, their caches of runs, and the context they share.
+pub struct Wiring {
+    /// One Controller per watched namespace, or one over the whole cluster.
+    pub controllers: Vec<Controller<DeserializeGuard<BenchmarkRun>>>,
+    /// Each Controller's cache of BenchmarkRuns, in the same order.
+    pub stores: Vec<Store<DeserializeGuard<BenchmarkRun>>>,
+    /// The context every Controller reconciles with; it sees every cache, so the admission
+    /// queue counts runs across all watched namespaces.
+    pub ctx: Arc<reconcile::Context>,
+}
+
+/// Builds the Controllers for `namespaces` (every namespace when empty, see [`controllers`])
+/// and the context they share.
+pub fn wire(
+    client: &kube::Client,
+    namespaces: &[String],
+    max_active_runs: usize,
+    metrics: Arc<Metrics>,
+    settings: decide::Settings,
+) -> Wiring {
+    let controllers = controllers(client, namespaces);
+    let stores: Vec<_> = controllers.iter().map(Controller::store).collect();
+    let mut caches = stores.iter().cloned();
+    let first = caches
+        .next()
+        .expect("controllers() makes at least one Controller");
+    let mut ctx = reconcile::Context::new(client.clone(), first, max_active_runs, metrics);
+    ctx.runs.extend(caches);
+    ctx.settings = settings;
+    Wiring {
+        controllers,
+        stores,
+        ctx: Arc::new(ctx),
+    }
+}
+
+/// One Controller per namespace in `namespaces`, or one over the whole cluster when it is empty.
+/// Each watches BenchmarkRuns, and the Deployments, Jobs and pods the operator labels, in its
+/// scope only.
+pub fn controllers(
+    client: &kube::Client,
+    namespaces: &[String],
+) -> Vec<Controller<DeserializeGuard<BenchmarkRun>>> {
+    if namespaces.is_empty() {
+        vec![controller(client, None)]
+    } else {
+        namespaces
+            .iter()
+            .map(|ns| controller(client, Some(ns)))
+            .collect()
+    }
+}
+
+/// The Controller over one namespace, or over all of them (`None`).
+fn controller(
+    client: &kube::Client,
+    namespace: Option<&str>,
+) -> Controller<DeserializeGuard<BenchmarkRun>> {
+    let managed = watcher::Config::default().labels(&format!(
+        "{}={}",
+        build::MANAGED_BY_LABEL,
+        build::MANAGED_BY
+    ));
+    Controller::new(
+        scoped::<DeserializeGuard<BenchmarkRun>>(client, namespace),
+        watcher::Config::default().any_semantic(),
+    )
+    .owns(scoped::<Deployment>(client, namespace), managed.clone())
+    .owns(scoped::<Job>(client, namespace), managed.clone())
+    .watches(scoped::<Pod>(client, namespace), managed, |pod: Pod| {
+        let ns = pod.namespace();
+        pod.labels().get(build::RUN_LABEL).map(|run| {
+            ObjectRef::<DeserializeGuard<BenchmarkRun>>::new(run)
+                .within(ns.as_deref().unwrap_or("default"))
+        })
+    })
+}
+
+/// An API over one namespace, or over all of them (`None`).
+fn scoped<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Runs `controller`'s reconciles with `ctx` until `shutdown` resolves and the reconciles in
+/// flight have ended.
+pub fn drive(
+    controller: Controller<DeserializeGuard<BenchmarkRun>>,
+    ctx: Arc<reconcile::Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> + Send {
+    controller
+        // Not `shutdown_on_signal()`: its graceful drain waits for the BenchmarkRun cache to be
+        // listed once, which never happens while the API server is unreachable (see `drain`).
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "reconcile did not complete");
+            }
+        })
+}
+
+/// Says at start-up when the operator's own default images are not on its allow-list: every
+/// run that does not name allowed images of its own will then be refused.
+fn warn_about_refused_defaults(settings: &decide::Settings) {
+    for (flag, image) in [
+        ("--target-image", &settings.target_image),
+        ("--loadgen-image", &settings.loadgen_image),
+    ] {
+        if !settings.allowed_images.allows(image) {
+            tracing::warn!(
+                image = %image,
+                allowed_images = %settings.allowed_images.describe(),
+                "the default image ({flag}) is not allowed: runs must name an allowed image"
+            );
+        }
+    }
+}
+
+/// Drives one controller until a shutdown signal, then lets reconciles in flight finish for at
 /// most `deadline` (a second signal stops at once).
 ///
 /// Why the deadline and the readiness check: kube's controller starts no reconcile before its
@@ -305,5 +491,65 @@ impl ShutdownSignals {
     /// Resolves on the second signal.
     fn forced(self) -> impl Future<Output = ()> + Send + Sync + 'static {
         self.at_least(2)
+    }
+}
+
+#[cfg(test)]
+mod args_tests {
+    use clap::Parser;
+
+    use super::OperatorArgs;
+
+    #[derive(Debug, Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: OperatorArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Result<OperatorArgs, String> {
+        Line::try_parse_from(std::iter::once("operator").chain(flags.iter().copied()))
+            .map(|l| l.args)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn allowed_images_and_namespaces_repeat_or_take_commas() {
+        let args = parse(&[
+            "--allowed-images=ghcr.io/acme/*",
+            "--allowed-images",
+            "registry.local:5000/bench-*:*,docker.io/library/nginx:*",
+            "--namespace=bench-a",
+            "--namespace",
+            "bench-b,bench-c",
+        ])
+        .unwrap();
+        let patterns: Vec<String> = args.allowed_images.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            patterns,
+            [
+                "ghcr.io/acme/*",
+                "registry.local:5000/bench-*:*",
+                "docker.io/library/nginx:*"
+            ]
+        );
+        assert_eq!(args.namespaces, ["bench-a", "bench-b", "bench-c"]);
+        let none = parse(&[]).unwrap();
+        assert!(none.allowed_images.is_empty() && none.namespaces.is_empty());
+    }
+
+    #[test]
+    fn bad_patterns_and_namespace_names_are_refused_with_a_reason() {
+        let err = parse(&["--allowed-images=nginx:*"]).unwrap_err();
+        assert!(err.contains("docker.io/library/nginx:*"), "{err}");
+        for bad in ["Bench", "-a", "a_b", ""] {
+            let flag = format!("--namespace={bad}");
+            let err = parse(&[&flag]).unwrap_err();
+            assert!(
+                err.contains("not a namespace name") || err.contains("a value is required"),
+                "{bad}: {err}"
+            );
+        }
+        let long = "a".repeat(64);
+        assert!(parse(&["--namespace", &long]).is_err());
     }
 }

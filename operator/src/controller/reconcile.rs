@@ -4,6 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt;
+
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action as Requeue;
@@ -23,8 +25,10 @@ pub struct Context {
     pub client: kube::Client,
     /// Publishes Events.
     pub recorder: Recorder,
-    /// The controller's cache of every BenchmarkRun (for the admission queue).
-    pub runs: Store<DeserializeGuard<BenchmarkRun>>,
+    /// The controllers' caches of every watched BenchmarkRun (for the admission queue): one,
+    /// or one per namespace when the operator watches a set of namespaces (`--namespace`), so
+    /// `max_active` counts runs across all of them.
+    pub runs: Vec<Store<DeserializeGuard<BenchmarkRun>>>,
     /// Most runs active at once.
     pub max_active: usize,
     /// The operator's metrics.
@@ -42,7 +46,8 @@ pub type Clock =
     Arc<dyn Fn() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time + Send + Sync>;
 
 impl Context {
-    /// A context over `client` with a fresh recorder and an empty failure table.
+    /// A context over `client` with a fresh recorder and an empty failure table; `runs` is the
+    /// first cache of runs (push the others onto [`Context::runs`]).
     pub fn new(
         client: kube::Client,
         runs: Store<DeserializeGuard<BenchmarkRun>>,
@@ -56,7 +61,7 @@ impl Context {
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
-            runs,
+            runs: vec![runs],
             max_active,
             metrics,
             failures: Mutex::new(HashMap::new()),
@@ -114,6 +119,16 @@ pub async fn reconcile(
 }
 
 async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Error> {
+    // A run waiting for admission waits until every watched namespace's runs have been listed
+    // once: with one Controller per namespace (`--namespace`), another namespace's cache may
+    // still be empty at start-up, and a run active there would not be counted.
+    let waiting = run
+        .status
+        .as_ref()
+        .is_none_or(|s| s.phase == RunPhase::Pending);
+    if waiting && !every_cache_listed(ctx) {
+        return Ok(Requeue::requeue(Duration::from_secs(1)));
+    }
     let queue = queue_view(run, ctx);
     let obs = observe::observe(&ctx.client, run, queue).await?;
     let now = (ctx.clock)();
@@ -139,13 +154,20 @@ async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Err
     })
 }
 
+/// Whether every cache of runs has been listed once (or will never be: its watch has ended).
+fn every_cache_listed(ctx: &Context) -> bool {
+    ctx.runs
+        .iter()
+        .all(|store| store.wait_until_ready().now_or_never().is_some())
+}
+
 /// Where this run stands in the admission queue, from the controller's cache (no API call).
 fn queue_view(run: &BenchmarkRun, ctx: &Context) -> QueueView {
     let me = (run.namespace(), run.name_any());
     let created = run.metadata.creation_timestamp.clone();
     let mut active = 0;
     let mut ahead = 0;
-    for other in ctx.runs.state() {
+    for other in ctx.runs.iter().flat_map(Store::state) {
         let Ok(other) = &other.0 else { continue };
         if (other.namespace(), other.name_any()) == me {
             continue;

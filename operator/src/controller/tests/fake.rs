@@ -17,8 +17,9 @@
 //! Why not kube-fake-client: its 0.3 release pins kube 4.2 while this crate is on kube 5, and a
 //! canned-reply mock (`tower_test::mock`) would script the very call sequence under test. The
 //! fake is deliberately simple: server-side apply merges top-level fields (no field-ownership
-//! tracking), there are no watches (tests call `reconcile` as the controller would after each
-//! event), and there is no admission or CEL; the CRD's rules are checked in the tests crate.
+//! tracking), a watch is accepted but never sends an event (tests call `reconcile` as the
+//! controller would after each event; a real Controller over the fake sees what its first list
+//! returned), and there is no admission or CEL; the CRD's rules are checked in the tests crate.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -26,7 +27,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::http::{self as http, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
 use serde_json::{Value, json};
 
 use crate::controller::calls::{self, ApiCall};
@@ -42,6 +44,8 @@ pub struct Call {
     pub name: Option<String>,
     /// Subresource ("status", "log").
     pub sub: Option<String>,
+    /// The namespace in the path; None for a call across all namespaces.
+    pub namespace: Option<String>,
 }
 
 impl Call {
@@ -105,6 +109,9 @@ impl std::fmt::Display for RecordedCall {
     }
 }
 
+/// The body of the fake's responses: a whole document, or a watch that never sends an event.
+type FakeBody = UnsyncBoxBody<Bytes, Infallible>;
+
 /// Key of a stored object: resource plural, namespace, name.
 pub type Key = (String, String, String);
 
@@ -117,6 +124,7 @@ struct State {
     creations: Vec<(String, String)>,
     failures: Vec<(String, String, u16)>,
     log_bytes_served: Vec<usize>,
+    namespace_failures: Vec<(String, String, String, u16)>,
     next: u64,
 }
 
@@ -236,6 +244,17 @@ impl FakeApi {
             .push((method.into(), resource.into(), code));
     }
 
+    /// Like [`FakeApi::fail_next`], for a call within `namespace` only (a list of one
+    /// namespace's runs failing while another's succeeds).
+    pub fn fail_next_in(&self, method: &str, resource: &str, namespace: &str, code: u16) {
+        self.state.lock().unwrap().namespace_failures.push((
+            method.into(),
+            resource.into(),
+            namespace.into(),
+            code,
+        ));
+    }
+
     /// Every call so far.
     pub fn calls(&self) -> Vec<Call> {
         self.state.lock().unwrap().calls.clone()
@@ -315,7 +334,7 @@ fn handle(
     method: &http::Method,
     uri: &http::Uri,
     body: &Bytes,
-) -> Response<Full<Bytes>> {
+) -> Response<FakeBody> {
     let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
     // /api/v1/namespaces/{ns}/{resource}[/{name}[/{sub}]]
     // /apis/{group}/{version}/namespaces/{ns}/{resource}[/{name}[/{sub}]]
@@ -329,25 +348,22 @@ fn handle(
     if let Some(recorded) = rbac_view(method, uri, group, rest) {
         st.api_calls.push(recorded);
     }
+    // `ns` is None for a collection across all namespaces (a Controller's list and watch).
     let (ns, resource, name, sub) = match rest {
-        ["namespaces", ns, resource] => (*ns, *resource, None, None),
-        ["namespaces", ns, resource, name] => (*ns, *resource, Some(*name), None),
-        ["namespaces", ns, resource, name, sub] => (*ns, *resource, Some(*name), Some(*sub)),
-        // Cluster-scoped resources, stored under the namespace "".
-        [resource @ "nodes"] => ("", *resource, None, None),
-        [resource @ "nodes", name] => ("", *resource, Some(*name), None),
-        _ => {
-            return status(
-                StatusCode::NOT_FOUND,
-                "this cluster-scoped path is not faked",
-            );
-        }
+        [resource] if method == http::Method::GET => (None, *resource, None, None),
+        // A cluster-scoped object by name (nodes), stored under the namespace "".
+        [resource @ "nodes", name] => (Some(""), *resource, Some(*name), None),
+        ["namespaces", ns, resource] => (Some(*ns), *resource, None, None),
+        ["namespaces", ns, resource, name] => (Some(*ns), *resource, Some(*name), None),
+        ["namespaces", ns, resource, name, sub] => (Some(*ns), *resource, Some(*name), Some(*sub)),
+        _ => return status(StatusCode::NOT_FOUND, "this path is not faked"),
     };
     st.calls.push(Call {
         method: method.to_string(),
         resource: resource.into(),
         name: name.map(str::to_owned),
         sub: sub.map(str::to_owned),
+        namespace: ns.map(str::to_owned),
     });
     if let Some(i) = st
         .failures
@@ -360,10 +376,33 @@ fn handle(
             "injected failure",
         );
     }
-    let key = |n: &str| (resource.to_owned(), ns.to_owned(), n.to_owned());
+    if let Some(i) = st
+        .namespace_failures
+        .iter()
+        .position(|(m, r, n, _)| m == method.as_str() && r == resource && Some(n.as_str()) == ns)
+    {
+        let (_, _, _, code) = st.namespace_failures.remove(i);
+        return status(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            "injected failure",
+        );
+    }
+    if method == http::Method::GET
+        && name.is_none()
+        && query(uri, "watch").as_deref() == Some("true")
+    {
+        return watch_without_events();
+    }
+    let key = |n: &str| {
+        (
+            resource.to_owned(),
+            ns.unwrap_or_default().to_owned(),
+            n.to_owned(),
+        )
+    };
     let payload: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     match (method.as_str(), name, sub) {
-        ("GET", Some(n), Some("log")) => match st.logs.get(&(ns.to_owned(), n.to_owned())) {
+        ("GET", Some(n), Some("log")) => match st.logs.get(&(key(n).1, n.to_owned())) {
             Some(log) => {
                 // The kubelet takes the last tailLines lines, then at most limitBytes of them.
                 let tail = query(uri, "tailLines").and_then(|t| t.parse::<usize>().ok());
@@ -389,7 +428,9 @@ fn handle(
                 .objects
                 .iter()
                 .filter(|((r, o_ns, _), obj)| {
-                    r == resource && o_ns == ns && matches_selector(obj, &selector)
+                    r == resource
+                        && ns.is_none_or(|ns| o_ns == ns)
+                        && matches_selector(obj, &selector)
                 })
                 .map(|(_, v)| v.clone())
                 .collect();
@@ -544,23 +585,37 @@ fn matches_selector(obj: &Value, selector: &str) -> bool {
     })
 }
 
-fn ok(value: Value) -> Response<Full<Bytes>> {
+fn whole(bytes: impl Into<Bytes>) -> FakeBody {
+    Full::new(bytes.into()).boxed_unsync()
+}
+
+/// A watch that stays open and never sends an event (until the client drops it).
+fn watch_without_events() -> Response<FakeBody> {
+    let events = futures::stream::pending::<Result<hyper::body::Frame<Bytes>, Infallible>>();
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(value.to_string())))
+        .body(StreamBody::new(events).boxed_unsync())
         .unwrap()
 }
 
-fn bytes_body(body: Vec<u8>) -> Response<Full<Bytes>> {
+fn ok(value: Value) -> Response<FakeBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(whole(value.to_string()))
+        .unwrap()
+}
+
+fn bytes_body(body: Vec<u8>) -> Response<FakeBody> {
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "text/plain")
-        .body(Full::new(Bytes::from(body)))
+        .body(whole(body))
         .unwrap()
 }
 
-fn status(code: StatusCode, message: &str) -> Response<Full<Bytes>> {
+fn status(code: StatusCode, message: &str) -> Response<FakeBody> {
     let reason = match code {
         StatusCode::NOT_FOUND => "NotFound",
         StatusCode::CONFLICT => "Conflict",
@@ -580,6 +635,6 @@ fn status(code: StatusCode, message: &str) -> Response<Full<Bytes>> {
     Response::builder()
         .status(code)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
+        .body(whole(body.to_string()))
         .unwrap()
 }
