@@ -19,7 +19,15 @@ pub enum LogFormat {
 /// Colours only on a terminal: `kubectl logs` and log collectors read a pipe, where ANSI codes
 /// would show as `[2m...[0m` around every field.
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    if !std::env::var("RUST_LOG").is_ok_and(|f| f.contains("kube")) {
+        // kube's client logs every failed request at error level: during an API server outage
+        // that is a line per watch every few seconds. The operator reports an outage once,
+        // with the error, and its end with the duration (controller/outage.rs).
+        if let Ok(quiet) = "kube_client::client::builder=off".parse() {
+            filter = filter.add_directive(quiet);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

@@ -348,3 +348,298 @@ fn timing_sigterm_drains_every_controller_of_a_namespaced_operator() {
         seen.lock().unwrap()
     );
 }
+/// The admin server's address, from its start-up log line (`--metrics-addr 127.0.0.1:0`
+/// binds any free port).
+fn admin_addr(op: &Operator) -> String {
+    op.wait_for_log("admin server listening", Duration::from_secs(30));
+    let log = op.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("admin server listening"))
+        .expect("the log line just seen");
+    let addr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("addr="))
+        .unwrap_or_else(|| panic!("no addr= in {line:?}"));
+    addr.trim_matches('"').to_owned()
+}
+
+/// The status code of `GET path` on the operator's admin server.
+fn admin_status(addr: &str, path: &str) -> u16 {
+    let mut s = TcpStream::connect(addr).expect("connect to the admin server");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {answer:?}"))
+}
+
+/// `/readyz` answers 503 until the controller's watches have listed their objects: an operator
+/// that cannot reach its API server is alive (`/healthz`) but not ready.
+#[test]
+fn readyz_waits_for_the_first_list_of_benchmarkruns() {
+    let op = Operator::start(&format!("https://127.0.0.1:{}", closed_port()), &[]);
+    let addr = admin_addr(&op);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(admin_status(&addr, "/healthz"), 200);
+    assert_eq!(
+        admin_status(&addr, "/readyz"),
+        503,
+        "ready although no API server answered; log:\n{}",
+        op.log_text()
+    );
+
+    let (url, seen) = fake_api_server("");
+    let op = Operator::start(&url, &[]);
+    let addr = admin_addr(&op);
+    wait_for_request(&seen, "BenchmarkRun watch", |r| {
+        r.contains("benchmarkruns") && r.contains("watch=true")
+    });
+    let start = Instant::now();
+    while admin_status(&addr, "/readyz") != 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "not ready after the first list; log:\n{}",
+            op.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A run that passes validation, so its reconcile observes its children (requests that hang).
+const VALID_RUN: &str = r#"{"apiVersion":"benchmatrix.dev/v1alpha1","kind":"BenchmarkRun","metadata":{"name":"carried","namespace":"default","uid":"6f1c0a8e-0000-4000-8000-000000000002","resourceVersion":"1","generation":1,"creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"configurations":[{"name":"a","mode":"single","replicas":1,"cpu":"1"}],"workload":{"endpoints":[{"name":"fast","path":"/fast"}],"phases":[{"name":"p","duration":"1s","load":[{"endpoint":"fast","connections":1}]}]}}}"#;
+
+/// The API server's answer to `GET /version`.
+const VERSION: &str = r#"{"major":"1","minor":"36","gitVersion":"v1.36.0","gitCommit":"0","gitTreeState":"clean","buildDate":"2026-01-01T00:00:00Z","goVersion":"go1.25","compiler":"gc","platform":"linux/amd64"}"#;
+
+/// An API server that can be stopped and started again on the same port, like a control plane
+/// restart: while down, the port refuses connections and every open connection (watches,
+/// requests in flight) is closed. Lists answer with `items` for BenchmarkRuns and empty lists
+/// otherwise, at the current resource version; a watch from an older version than the current
+/// one gets `410 Expired` (etcd compacted it meanwhile), a current one is held open with no
+/// events; every other request but `/version` hangs, like `fake_api_server`'s.
+struct RestartingApi {
+    port: u16,
+    up: Arc<std::sync::atomic::AtomicBool>,
+    version: Arc<std::sync::atomic::AtomicU32>,
+    seen: Seen,
+}
+
+impl RestartingApi {
+    fn start(runs: &'static str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let api = RestartingApi {
+            port: listener.local_addr().expect("addr").port(),
+            up: Arc::new(true.into()),
+            version: Arc::new(1.into()),
+            seen: Arc::default(),
+        };
+        api.serve(listener, runs);
+        api
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Closes the port and every open connection.
+    fn stop(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        // Wake the accept loop so it drops the listener now.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    /// Listens again on the same port, at a newer resource version.
+    fn restart(&self, runs: &'static str) {
+        self.version
+            .fetch_add(4, std::sync::atomic::Ordering::SeqCst);
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+        let listener = TcpListener::bind(("127.0.0.1", self.port)).expect("bind the same port");
+        self.serve(listener, runs);
+    }
+
+    fn serve(&self, listener: TcpListener, runs: &'static str) {
+        let (up, version, seen) = (self.up.clone(), self.version.clone(), self.seen.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                if !up.load(std::sync::atomic::Ordering::SeqCst) {
+                    return; // drops the listener: the port refuses connections
+                }
+                let (up, version, seen) = (up.clone(), version.clone(), seen.clone());
+                std::thread::spawn(move || serve_restarting(stream, runs, &up, &version, &seen));
+            }
+        });
+    }
+}
+
+fn serve_restarting(
+    stream: TcpStream,
+    runs: &str,
+    up: &std::sync::atomic::AtomicBool,
+    version: &std::sync::atomic::AtomicU32,
+    seen: &Seen,
+) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let mut writer = stream;
+    // Held connections end when the server goes down: the client sees them break.
+    let hold = |writer: &TcpStream| {
+        while up.load(SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = writer.shutdown(std::net::Shutdown::Both);
+    };
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 || !up.load(SeqCst) {
+            return;
+        }
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            if header.trim_end().is_empty() {
+                break;
+            }
+        }
+        let target = request_line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        let method = request_line.split_whitespace().next().unwrap_or_default();
+        seen.lock().unwrap().push(format!("{method} {target}"));
+        let path = target.split('?').next().unwrap_or_default();
+        let current = version.load(SeqCst);
+        let body = if path == "/version" {
+            VERSION.to_owned()
+        } else if method == "GET" && target.contains("watch=true") {
+            let asked = target
+                .split(['?', '&'])
+                .find_map(|p| p.strip_prefix("resourceVersion="))
+                .and_then(|v| v.parse::<u32>().ok());
+            if asked.is_some_and(|v| v < current) {
+                let event = format!(
+                    r#"{{"type":"ERROR","object":{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"too old resource version: {} ({current})","reason":"Expired","code":410}}}}"#,
+                    asked.unwrap_or(0)
+                );
+                let _ = write!(
+                    writer,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{event}\n"
+                );
+                return;
+            }
+            let _ = write!(
+                writer,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+            );
+            return hold(&writer);
+        } else if method == "GET"
+            && ["benchmarkruns", "deployments", "jobs", "pods"]
+                .iter()
+                .any(|r| path.ends_with(r))
+        {
+            let items = if path.ends_with("benchmarkruns") {
+                runs
+            } else {
+                ""
+            };
+            format!(
+                r#"{{"apiVersion":"v1","kind":"List","metadata":{{"resourceVersion":"{current}"}},"items":[{items}]}}"#
+            )
+        } else {
+            return hold(&writer);
+        };
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Whether a request line is a reconcile's (neither a list, a watch nor the version probe).
+fn is_reconcile_request(r: &str) -> bool {
+    !(r.starts_with("GET ")
+        && (r.contains("watch=true") || r.contains("limit=") || r.contains("/version")))
+}
+
+/// Issue: after a 27 s control-plane restart the operator took more than a minute to act
+/// again (its watches backed off up to 30 s, then hit 410 Expired and backed off again). Now,
+/// within 10 s of the API server answering again, it has re-listed and reconciles the run; the
+/// outage is logged once at warn level, with its duration when it ends.
+#[test]
+fn timing_the_first_reconcile_after_an_api_server_outage_comes_within_10_s() {
+    let api = RestartingApi::start(VALID_RUN);
+    let op = Operator::start(&api.url(), &["--log-format", "text"]);
+    wait_for_request(&api.seen, "first reconcile", is_reconcile_request);
+
+    api.stop();
+    let outage = Duration::from_secs(20);
+    std::thread::sleep(outage);
+    let before = api.seen.lock().unwrap().len();
+    let back = Instant::now();
+    api.restart(VALID_RUN);
+    // Back means: the runs listed again (the watches resynced) and a reconcile made.
+    let relisted = |since: &[String]| {
+        since
+            .iter()
+            .any(|r| r.contains("benchmarkruns?") && r.contains("limit="))
+            && since.iter().any(|r| is_reconcile_request(r))
+    };
+    let back_in = loop {
+        if relisted(&api.seen.lock().unwrap()[before..]) {
+            break back.elapsed();
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(30),
+            "not back 30 s after the API server came back; requests since: {:?}\nlog:\n{}",
+            &api.seen.lock().unwrap()[before..],
+            op.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("re-listed and reconciling {back_in:?} after the API server came back");
+    assert!(
+        back_in < Duration::from_secs(10),
+        "re-listed and reconciling only {back_in:?} after the API server answered again; requests since: {:?}\nlog:\n{}",
+        &api.seen.lock().unwrap()[before..],
+        op.log_text()
+    );
+    // One warning when the outage began, then one line with its duration when it ended: not a
+    // line per failed watch or retry in between.
+    op.wait_for_log("answers again", Duration::from_secs(5));
+    let log = op.log_text();
+    let outage_lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("lost the API server's watches") || l.contains("answers again"))
+        .collect();
+    assert!(
+        outage_lines.len() >= 2
+            && outage_lines[0].contains("lost the API server's watches")
+            && outage_lines[1].contains("answers again"),
+        "the outage is logged once when it begins and once when it ends:\n{log}"
+    );
+    let lasted: f64 = outage_lines[1]
+        .split("outage_secs=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or_else(|| panic!("no outage_secs in {:?}", outage_lines[1]));
+    assert!(
+        (outage.as_secs_f64() - 1.0..outage.as_secs_f64() + 5.0).contains(&lasted),
+        "the outage lasted {outage:?}; the log says {lasted} s"
+    );
+}

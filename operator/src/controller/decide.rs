@@ -59,6 +59,8 @@ pub struct QueueView {
     pub active: usize,
     /// Pending runs created before this one (they go first).
     pub ahead: usize,
+    /// Pending runs in the queue, this one included (0 when not computed).
+    pub waiting: usize,
     /// The most runs allowed to be Running at once.
     pub max_active: usize,
 }
@@ -146,6 +148,10 @@ pub fn current_cell(status: Option<&BenchmarkRunStatus>) -> Option<(usize, CellP
 }
 
 pub use crate::api::conditions::cause;
+
+/// How often a waiting run looks at the queue by itself. Runs leaving phase Running wake the
+/// waiting ones at once; this only bounds the wait should such a wake-up be lost.
+pub const QUEUED_SAFETY_NET: Duration = Duration::from_secs(60);
 
 /// Operator-wide settings that shape the objects it builds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,14 +287,11 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
         let q = obs.queue;
         if !q.admits() {
             let message = format!(
-                "queued: {} run(s) active, at most {} at once{}",
+                "queued: position {} of {}; {} run(s) active, at most {} at once",
+                q.ahead + 1,
+                q.waiting.max(q.ahead + 1),
                 q.active,
                 q.max_active.max(1),
-                if q.ahead > 0 {
-                    format!("; {} older run(s) go first", q.ahead)
-                } else {
-                    String::new()
-                }
             );
             let st = &mut d.status;
             st.message = Some(message.clone());
@@ -312,8 +315,9 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
                 generation,
                 now,
             );
-            // Other runs finishing do not trigger this one; look again now and then.
-            d.requeue = Some(Duration::from_secs(15));
+            // A run that finishes or is deleted wakes the waiting runs at once (queue.rs);
+            // this look now and then is only a safety net for a wake-up that was lost.
+            d.requeue = Some(QUEUED_SAFETY_NET);
             return d;
         }
         let st = &mut d.status;

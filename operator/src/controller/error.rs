@@ -44,6 +44,18 @@ impl Error {
         }
     }
 
+    /// True when the API server could not be reached at all (refused or broken connection, a
+    /// timeout, a 502-504 from a proxy in front of it): the retry is kept short, so the first
+    /// reconcile after the API server returns is not held back by a wait that grew while it
+    /// was gone.
+    pub fn lost_connection(&self) -> bool {
+        match self {
+            Error::Kube(e) => super::outage::unreachable(e),
+            Error::ReadLog(_) => true,
+            _ => false,
+        }
+    }
+
     /// A short stable label for the `benchmatrix_reconcile_errors_total` metric.
     pub fn metric_label(&self) -> &'static str {
         match self {

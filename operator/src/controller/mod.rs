@@ -11,6 +11,7 @@
 //! `--max-active-runs` counts runs across every watched namespace.
 
 pub mod apply;
+pub mod backoff;
 pub mod build;
 pub mod calls;
 pub mod decide;
@@ -18,6 +19,8 @@ pub mod error;
 pub mod fit;
 pub mod images;
 pub mod observe;
+pub mod outage;
+pub mod queue;
 pub mod reconcile;
 pub mod replicas;
 
@@ -28,7 +31,7 @@ mod tests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::stream::FuturesUnordered;
@@ -202,7 +205,7 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         metrics,
         settings,
     );
-    admin_state.ready.store(true, Ordering::Relaxed);
+    tokio::spawn(ready_once_listed(stores.clone(), admin_state.ready.clone()));
     tracing::info!(
         max_active_runs = args.max_active_runs,
         namespaces = %if namespaces.is_empty() { "all".to_owned() } else { namespaces.join(",") },
@@ -268,7 +271,17 @@ pub fn wire(
     metrics: Arc<Metrics>,
     settings: decide::Settings,
 ) -> Wiring {
-    let controllers = controllers(client, namespaces);
+    let mut queue = queue::Queue::default();
+    let outage = Arc::new(outage::Outage::default());
+    let controllers: Vec<_> = controllers(client, namespaces, &outage)
+        .into_iter()
+        .map(|(scope, controller)| {
+            // Waiting runs are woken through this channel when a slot frees up (queue.rs).
+            let (waker, wakes) = futures::channel::mpsc::unbounded();
+            queue.add_waker(scope, waker);
+            controller.reconcile_on(wakes)
+        })
+        .collect();
     let stores: Vec<_> = controllers.iter().map(Controller::store).collect();
     let mut caches = stores.iter().cloned();
     let first = caches
@@ -277,6 +290,8 @@ pub fn wire(
     let mut ctx = reconcile::Context::new(client.clone(), first, max_active_runs, metrics);
     ctx.runs.extend(caches);
     ctx.settings = settings;
+    ctx.queue = queue;
+    ctx.outage = outage;
     Wiring {
         controllers,
         stores,
@@ -287,16 +302,18 @@ pub fn wire(
 /// One Controller per namespace in `namespaces`, or one over the whole cluster when it is empty.
 /// Each watches BenchmarkRuns, and the Deployments, Jobs and pods the operator labels, in its
 /// scope only.
+/// Each comes with its scope: `None` for the whole cluster, or its namespace.
 pub fn controllers(
     client: &kube::Client,
     namespaces: &[String],
-) -> Vec<Controller<DeserializeGuard<BenchmarkRun>>> {
+    outage: &Arc<outage::Outage>,
+) -> Vec<(Option<String>, Controller<DeserializeGuard<BenchmarkRun>>)> {
     if namespaces.is_empty() {
-        vec![controller(client, None)]
+        vec![(None, controller(client, None, outage))]
     } else {
         namespaces
             .iter()
-            .map(|ns| controller(client, Some(ns)))
+            .map(|ns| (Some(ns.clone()), controller(client, Some(ns), outage)))
             .collect()
     }
 }
@@ -305,6 +322,7 @@ pub fn controllers(
 fn controller(
     client: &kube::Client,
     namespace: Option<&str>,
+    outage: &Arc<outage::Outage>,
 ) -> Controller<DeserializeGuard<BenchmarkRun>> {
     let managed = watcher::Config::default().labels(&format!(
         "{}={}",
@@ -315,6 +333,9 @@ fn controller(
         scoped::<DeserializeGuard<BenchmarkRun>>(client, namespace),
         watcher::Config::default().any_semantic(),
     )
+    // kube's default grows to 30 s and is shared by all the watches below: after an API server
+    // outage the operator sat idle for minutes. See backoff.rs.
+    .trigger_backoff(backoff::WatchBackoff::new(outage.clone()))
     .owns(scoped::<Deployment>(client, namespace), managed.clone())
     .owns(scoped::<Job>(client, namespace), managed.clone())
     .watches(scoped::<Pod>(client, namespace), managed, |pod: Pod| {
@@ -349,12 +370,78 @@ pub fn drive(
         // Not `shutdown_on_signal()`: its graceful drain waits for the BenchmarkRun cache to be
         // listed once, which never happens while the API server is unreachable (see `drain`).
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "reconcile did not complete");
-            }
+        .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
+        .for_each(move |result| {
+            after_reconcile(&ctx, result);
+            std::future::ready(())
         })
+}
+
+/// What a Controller's output says beyond the reconcile itself: a watch error starts (or
+/// continues) an API server outage, a completed reconcile ends one, and a run that is gone
+/// (deleted while Running, say) may have freed a slot for a waiting run.
+fn after_reconcile<T, E: std::fmt::Display>(
+    ctx: &Arc<reconcile::Context>,
+    result: Result<T, kube::runtime::controller::Error<E, watcher::Error>>,
+) {
+    use kube::runtime::controller::Error as Outcome;
+    match result {
+        Ok(_) => {
+            if ctx.outage.answered().is_some() {
+                ctx.forget_failures();
+            }
+        }
+        Err(Outcome::QueueError(e)) if !outage::watch_unreachable(&e) => {
+            // The API server answered (410 Expired after a compaction, say): the watch
+            // re-lists by itself.
+            tracing::debug!(error = %e, "watch error; re-listing");
+        }
+        Err(Outcome::QueueError(e)) => {
+            if ctx.outage.watch_failed(&e) {
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    let client = ctx.client.clone();
+                    outage::wait_for_api(client, &ctx.outage, || ctx.forget_failures()).await;
+                });
+            }
+        }
+        Err(Outcome::ObjectNotFound(gone)) => {
+            tracing::debug!(run = %gone, "a run is gone; waking the waiting runs");
+            ctx.queue.wake_waiting(&ctx.runs);
+        }
+        Err(e) => tracing::debug!(error = %e, "reconcile did not complete"),
+    }
+}
+
+/// Turns `/readyz` ready once every Controller's BenchmarkRun watch has listed its runs: before
+/// that no reconcile can start, and a rollout that waits for readiness must not take an
+/// operator that cannot reach its API server for a working one.
+///
+/// Checked every 100 ms rather than awaited: a store's readiness is a one-shot channel that
+/// wakes only the last task that waited on it, and the Controller's own runner waits on it.
+/// Checking never takes that wake-up away for good: the store turns ready while the Controller
+/// polls its watch stream, and the Controller polls its runner right after.
+async fn ready_once_listed(
+    stores: Vec<Store<DeserializeGuard<BenchmarkRun>>>,
+    ready: Arc<AtomicBool>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        let listed = stores
+            .iter()
+            .map(|s| s.wait_until_ready().now_or_never())
+            .collect::<Vec<_>>();
+        if listed.iter().any(|l| matches!(l, Some(Err(_)))) {
+            // A Controller is gone (shutting down): it will never be ready.
+            return;
+        }
+        if listed.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    ready.store(true, Ordering::Relaxed);
+    tracing::info!("watches listed: ready");
 }
 
 /// Says at start-up when the operator's own default images are not on its allow-list: every

@@ -13,9 +13,11 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::{Instrument, field, info_span};
 
-use super::decide::{self, QueueView};
+use super::decide;
 use super::error::Error;
-use super::{apply, observe};
+use super::outage::Outage;
+use super::queue::Queue;
+use super::{apply, backoff, observe};
 use crate::api::{BenchmarkRun, CellPhase, RunPhase, conditions};
 use crate::metrics::Metrics;
 
@@ -39,6 +41,11 @@ pub struct Context {
     pub clock: Clock,
     /// Default images and other operator-wide settings.
     pub settings: decide::Settings,
+    /// The admission queue: wakes waiting runs when a run leaves phase Running.
+    pub queue: Queue,
+    /// The API server outage in progress, if any (logged once, with its duration); shared with
+    /// the watches' backoff.
+    pub outage: Arc<Outage>,
 }
 
 /// A source of the current time.
@@ -67,6 +74,18 @@ impl Context {
             failures: Mutex::new(HashMap::new()),
             clock: Arc::new(conditions::now),
             settings: decide::Settings::default(),
+            queue: Queue::default(),
+            outage: Arc::default(),
+        }
+    }
+}
+
+impl Context {
+    /// Forgets the consecutive failures of every object: after an API server outage, retry
+    /// counts that grew while nothing could be reached start over.
+    pub fn forget_failures(&self) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.clear();
         }
     }
 }
@@ -129,7 +148,7 @@ async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Err
     if waiting && !every_cache_listed(ctx) {
         return Ok(Requeue::requeue(Duration::from_secs(1)));
     }
-    let queue = queue_view(run, ctx);
+    let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
     let obs = observe::observe(&ctx.client, run, queue).await?;
     let now = (ctx.clock)();
     let decision = decide::decide(run, &obs, &now, &ctx.settings);
@@ -146,6 +165,12 @@ async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Err
     if !deleted && decision.status != old {
         apply::patch_status(&ctx.client, run, &decision.status).await?;
         record_cells(&ctx.metrics, &old, &decision.status);
+        if decision.status.phase != old.phase {
+            // A run that leaves phase Running frees a slot; one that starts moves the others
+            // up a place. Either way the waiting runs look again now, not on a timer.
+            ctx.queue.note_phase(run, decision.status.phase);
+            ctx.queue.wake_waiting(&ctx.runs);
+        }
     }
     apply::publish_events(&ctx.recorder, run, &decision.events).await;
     Ok(match decision.requeue {
@@ -159,40 +184,6 @@ fn every_cache_listed(ctx: &Context) -> bool {
     ctx.runs
         .iter()
         .all(|store| store.wait_until_ready().now_or_never().is_some())
-}
-
-/// Where this run stands in the admission queue, from the controller's cache (no API call).
-fn queue_view(run: &BenchmarkRun, ctx: &Context) -> QueueView {
-    let me = (run.namespace(), run.name_any());
-    let created = run.metadata.creation_timestamp.clone();
-    let mut active = 0;
-    let mut ahead = 0;
-    for other in ctx.runs.iter().flat_map(Store::state) {
-        let Ok(other) = &other.0 else { continue };
-        if (other.namespace(), other.name_any()) == me {
-            continue;
-        }
-        let phase = other.status.as_ref().map(|s| s.phase).unwrap_or_default();
-        match phase {
-            RunPhase::Running => active += 1,
-            RunPhase::Pending => {
-                let older = match (&other.metadata.creation_timestamp, &created) {
-                    (Some(a), Some(b)) => (a, other.name_any()) < (b, me.1.clone()),
-                    _ => false,
-                };
-                // Runs that will fail validation do not hold the queue.
-                if older && crate::validate::validate_run(other).is_ok() {
-                    ahead += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    QueueView {
-        active,
-        ahead,
-        max_active: ctx.max_active,
-    }
 }
 
 fn record_cells(
@@ -219,7 +210,8 @@ fn record_cells(
 }
 
 /// Permanent errors wait for the object to change (no hot loop); transient ones back off
-/// exponentially per object, from 1 s to 5 minutes.
+/// exponentially per object, from 1 s to 5 minutes, or to a few seconds when the API server
+/// could not be reached (see [`backoff::reconcile_retry`]).
 pub fn error_policy(
     guard: Arc<DeserializeGuard<BenchmarkRun>>,
     error: &Error,
@@ -240,13 +232,13 @@ pub fn error_policy(
             *n
         })
         .unwrap_or(1);
-    let delay = backoff(attempt);
-    tracing::warn!(%error, attempt, delay_secs = delay.as_secs(), "reconcile failed; retrying");
+    let lost_connection = error.lost_connection();
+    let delay = backoff::reconcile_retry(attempt, lost_connection);
+    if lost_connection {
+        // An outage is reported once, by the watches (outage.rs); each object's retry is noise.
+        tracing::debug!(%error, attempt, delay_secs = delay.as_secs(), "reconcile failed; retrying");
+    } else {
+        tracing::warn!(%error, attempt, delay_secs = delay.as_secs(), "reconcile failed; retrying");
+    }
     Requeue::requeue(delay)
-}
-
-/// 1 s, 2 s, 4 s ... capped at 5 minutes.
-pub fn backoff(attempt: u32) -> Duration {
-    let secs = 1u64 << attempt.saturating_sub(1).min(9);
-    Duration::from_secs(secs.min(300))
 }

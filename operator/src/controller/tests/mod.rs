@@ -747,7 +747,7 @@ async fn runs_beyond_the_limit_wait_pending_with_a_queue_message() {
                 .message
                 .as_ref()
                 .unwrap()
-                .contains("queued: 1 run(s) active, at most 1"),
+                .contains("queued: position 1 of 1; 1 run(s) active, at most 1"),
             "{second:?}"
         );
         assert_ne!(requeue, Requeue::await_change(), "queued runs look again");
@@ -869,10 +869,10 @@ async fn a_job_deleted_behind_the_operators_back_is_applied_again_under_the_same
 
 #[test]
 fn backoff_grows_and_is_capped() {
-    use super::reconcile::backoff;
-    assert_eq!(backoff(1), Duration::from_secs(1));
-    assert_eq!(backoff(3), Duration::from_secs(4));
-    assert_eq!(backoff(30), Duration::from_secs(300));
+    use super::backoff::reconcile_retry;
+    assert_eq!(reconcile_retry(1, false), Duration::from_secs(1));
+    assert_eq!(reconcile_retry(3, false), Duration::from_secs(4));
+    assert_eq!(reconcile_retry(30, false), Duration::from_secs(300));
 }
 
 #[tokio::test]
@@ -1188,6 +1188,94 @@ async fn a_huge_log_line_is_read_only_up_to_the_limit_and_named_in_the_failure()
             "the message is short: {} bytes",
             message.len()
         );
+    })
+    .await;
+}
+
+/// Issue: queued runs waited for a 15 s timer after the run ahead of them finished. Now the
+/// reconcile that ends a run wakes the waiting runs at once, oldest first, and the first of them
+/// is admitted although the controller's cache has not yet seen the other run finish.
+#[tokio::test]
+async fn a_finished_run_wakes_the_waiting_runs_in_queue_order_without_a_timer() {
+    with_timeout(async {
+        let fake = FakeApi::default();
+        let now = Arc::new(AtomicI64::new(1_800_000_000));
+        for name in ["first", "second", "third"] {
+            fake.insert("benchmarkruns", sample(name, &["a"]));
+        }
+        let load = |name: &str| -> DeserializeGuard<BenchmarkRun> {
+            serde_json::from_value(fake.get("benchmarkruns", NS, name).unwrap()).unwrap()
+        };
+        h_start(&fake, &now, "first").await;
+        // The cache as the watch left it: first Running, the others waiting. It is never
+        // updated below, as if the watch events of the status writes were still on their way.
+        let mut writer: Writer<DeserializeGuard<BenchmarkRun>> = Writer::default();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for name in ["first", "second", "third"] {
+            writer.apply_watcher_event(&watcher::Event::InitApply(load(name)));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let (waker, mut wakes) = futures::channel::mpsc::unbounded();
+        let ctx = {
+            let mut ctx = Context::new(
+                fake.client(),
+                writer.as_reader(),
+                1,
+                Arc::new(Metrics::default()),
+            );
+            let clock = now.clone();
+            ctx.clock = Arc::new(move || conditions::time_from_secs(clock.load(Ordering::SeqCst)));
+            ctx.queue.add_waker(None, waker);
+            Arc::new(ctx)
+        };
+        let h = Harness {
+            fake: fake.clone(),
+            ctx: ctx.clone(),
+            now: now.clone(),
+        };
+
+        // Both wait; the second is first in line.
+        for name in ["second", "third"] {
+            reconcile(Arc::new(load(name)), ctx.clone()).await.unwrap();
+        }
+        let message = |name: &str| load(name).0.unwrap().status.unwrap().message.unwrap();
+        assert!(
+            message("second").contains("position 1 of 2"),
+            "{}",
+            message("second")
+        );
+        assert!(
+            message("third").contains("position 2 of 2"),
+            "{}",
+            message("third")
+        );
+        assert!(wakes.try_recv().is_err(), "nothing woken while first runs");
+
+        // The first run finishes: the reconcile that writes its end wakes both, in order.
+        let phases = h.drive("first", &healthy).await;
+        assert_eq!(phases.last(), Some(&RunPhase::Succeeded));
+        let mut woken = Vec::new();
+        while let Ok(r) = wakes.try_recv() {
+            woken.push(r.name);
+        }
+        assert_eq!(woken, ["second", "third"], "woken at once, oldest first");
+
+        // The woken second run is admitted at once, though the cache still says first runs.
+        reconcile(Arc::new(load("second")), ctx.clone())
+            .await
+            .unwrap();
+        assert_eq!(h.phase("second"), RunPhase::Running);
+        // Its start moves the third up; the third still waits, now first in line.
+        reconcile(Arc::new(load("third")), ctx.clone())
+            .await
+            .unwrap();
+        assert_eq!(h.phase("third"), RunPhase::Pending);
+        assert!(
+            message("third").contains("position 1 of 1; 1 run(s) active"),
+            "{}",
+            message("third")
+        );
+        fake.check_calls_are_declared();
     })
     .await;
 }
