@@ -4,8 +4,11 @@
 //! run of the same cells end the same way. A run that measured no cell at all is `Failed`: a
 //! run that produced no figure must never read as a success.
 
-use crate::api::conditions::reason;
-use crate::api::{CellPhase, CellStatus, RunPhase};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::conditions::{self, reason, set_condition, status as cs};
+use crate::api::{BenchmarkRunStatus, CellPhase, CellStatus, RunPhase};
+use crate::results;
 
 /// The end of a run, as written into its status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +75,46 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
         reason,
         message,
     }
+}
+
+/// Ends the run in `status`: the summary and headline, the completion time, the progress, and
+/// the phase, message and conditions of [`run_end`] (`Progressing` False, `Complete` True with
+/// its reason). The operator and the local runner both end a run through this, so the two
+/// status documents agree field by field. `generation` is the spec generation it is about
+/// (`None` locally).
+pub fn finish_run(
+    status: &mut BenchmarkRunStatus,
+    interrupted: bool,
+    generation: Option<i64>,
+    now: &Time,
+) -> RunEnd {
+    let summary = results::summarize(&status.cells);
+    status.headline = results::headline(&summary);
+    status.summary = Some(summary);
+    status.completion_time = Some(now.clone());
+    status.progress = Some(results::progress(status));
+    let end = run_end(&status.cells, interrupted);
+    status.phase = end.phase;
+    status.message = Some(end.message.clone());
+    set_condition(
+        &mut status.conditions,
+        conditions::PROGRESSING,
+        cs::FALSE,
+        reason::FINISHED,
+        "",
+        generation,
+        now,
+    );
+    set_condition(
+        &mut status.conditions,
+        conditions::COMPLETE,
+        cs::TRUE,
+        end.reason,
+        end.message.clone(),
+        generation,
+        now,
+    );
+    end
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use crate::api::{
 };
 use crate::plan::{self, Cell};
 use crate::results;
-use crate::run_end::{RunEnd, run_end};
+use crate::run_end::{RunEnd, finish_run};
 use crate::validate;
 
 /// What the operator saw of the current cell's children.
@@ -1013,37 +1013,8 @@ fn current_children_cleanup(run: &BenchmarkRun, status: &BenchmarkRunStatus) -> 
 }
 
 fn finish(run: &BenchmarkRun, now: &Time, d: &mut Decision) {
-    let generation = run.metadata.generation;
-    let st = &mut d.status;
-    let summary = results::summarize(&st.cells);
-    st.headline = results::headline(&summary);
-    st.summary = Some(summary);
-    st.completion_time = Some(now.clone());
-    let RunEnd {
-        phase,
-        reason: why,
-        message,
-    } = run_end(&st.cells, false);
-    st.phase = phase;
-    st.message = Some(message.clone());
-    set_condition(
-        &mut st.conditions,
-        conditions::PROGRESSING,
-        cs::FALSE,
-        reason::FINISHED,
-        "",
-        generation,
-        now,
-    );
-    set_condition(
-        &mut st.conditions,
-        conditions::COMPLETE,
-        cs::TRUE,
-        why,
-        message.clone(),
-        generation,
-        now,
-    );
+    let RunEnd { phase, message, .. } =
+        finish_run(&mut d.status, false, run.metadata.generation, now);
     d.events.push(EventNote {
         warning: phase == RunPhase::Failed,
         reason: if phase == RunPhase::Failed {

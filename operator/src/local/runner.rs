@@ -15,7 +15,7 @@ use super::loadgen::Loadgen;
 use super::progress::Display;
 use super::replicas::{Launch, ReplicaSet, free_port};
 use super::signals;
-use crate::api::conditions::{self, cause, now, reason, set_condition, status as cs};
+use crate::api::conditions::{cause, now};
 use crate::api::{
     BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, Enforcement, ReplicaPhaseShare,
     ReplicaShare, RunPhase, TargetStats,
@@ -23,7 +23,7 @@ use crate::api::{
 use crate::plan::{self, Cell};
 use crate::report::{self, RawCell, markdown::Notes};
 use crate::results;
-use crate::run_end::run_end;
+use crate::run_end::finish_run;
 
 /// How a whole run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,36 +140,13 @@ impl Runner {
     }
 
     fn finish(&mut self, outcome: Outcome) {
-        let summary = results::summarize(&self.status.cells);
-        self.status.headline = results::headline(&summary);
-        self.status.summary = Some(summary);
-        self.status.completion_time = Some(now());
-        self.status.progress = Some(results::progress(&self.status));
         // The same end, reasons and conditions as a run on a cluster.
-        let end = run_end(&self.status.cells, outcome == Outcome::Interrupted);
-        let at = now();
-        let st = &mut self.status;
-        set_condition(
-            &mut st.conditions,
-            conditions::PROGRESSING,
-            cs::FALSE,
-            reason::FINISHED,
-            "",
+        finish_run(
+            &mut self.status,
+            outcome == Outcome::Interrupted,
             None,
-            &at,
+            &now(),
         );
-        set_condition(
-            &mut st.conditions,
-            conditions::COMPLETE,
-            cs::TRUE,
-            end.reason,
-            end.message.clone(),
-            None,
-            &at,
-        );
-        let (phase, message) = (end.phase, end.message);
-        self.status.phase = phase;
-        self.status.message = Some(message);
         self.write_status();
         let notes = Notes {
             source: self.source.display().to_string(),
