@@ -25,6 +25,14 @@ use crate::api::conditions::cause;
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
+/// The grace replicas get once the load generator's result is in. Nothing of them is needed
+/// any more (their CPU, memory and `/stats` were read), and a single-mode replica busy with a
+/// long request at a fraction of a CPU reaches its SIGTERM handler only when that request
+/// ends: at 0.25 CPU a ~380 ms /slow takes ~1.5 s of wall time, and waiting for it was most
+/// of the runner's overhead per cell. A replica that exits at once still does so cleanly; the
+/// others are killed.
+pub const RESULT_IN_GRACE: Duration = Duration::from_millis(150);
+
 /// The shorter grace after Ctrl-C or SIGTERM: the interrupted cell is abandoned, and a target
 /// that ignores SIGTERM must not keep the user waiting for the prompt.
 pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(500);
@@ -134,6 +142,9 @@ pub struct ReplicaSet {
     /// Where the load generator reaches the replicas: the one shared address (`service`), or
     /// each replica's own (`roundRobin`).
     pub addrs: Vec<SocketAddr>,
+    /// Where each replica serves its statistics from a thread of their own (the built-in
+    /// target's `statistics on` line), in replica order; empty when not every replica has one.
+    pub stats_addrs: Vec<SocketAddr>,
 }
 
 /// Most replicas that get an address of their own on 127.0.0.0/8 (127.0.0.2 upwards).
@@ -184,6 +195,7 @@ impl ReplicaSet {
             replicas: Vec::new(),
             addr: addrs[0],
             addrs,
+            stats_addrs: Vec::new(),
         };
         for i in 0..launch.replicas {
             // Many replicas take a while to start: a Ctrl-C stops the loop, and dropping `set`
@@ -240,6 +252,12 @@ impl ReplicaSet {
         if launch.spread == Spread::RoundRobin {
             set.check_own_addresses(launch.port)?;
         }
+        set.stats_addrs = set
+            .replicas
+            .iter()
+            .map(|r| statistics_address(&fs::read_to_string(&r.log).unwrap_or_default()))
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default();
         Ok(set)
     }
 
@@ -444,14 +462,24 @@ impl ReplicaSet {
         self.stop_all();
     }
 
+    /// Stops the replicas once the result is in: SIGTERM, SIGKILL after [`RESULT_IN_GRACE`]
+    /// (or the shorter [`stop_grace`]), then removes their cgroups.
+    pub fn stop_promptly(mut self) {
+        self.stop_within(RESULT_IN_GRACE.min(stop_grace()));
+    }
+
     fn stop_all(&mut self) {
+        self.stop_within(stop_grace());
+    }
+
+    fn stop_within(&mut self, grace: Duration) {
         let mut procs: Vec<&mut Child> = self
             .replicas
             .iter_mut()
             .filter(|r| r.exited.is_none())
             .map(|r| &mut r.child)
             .collect();
-        stop_children(&mut procs, stop_grace());
+        stop_children(&mut procs, grace);
         for r in &mut self.replicas {
             // A replica that exited on its own may have left processes in its group (a shell
             // wrapper's children); they go too.
@@ -539,6 +567,14 @@ pub fn tie_to_runner(cmd: &mut Command) {
     }
 }
 
+/// The address in a built-in target's `statistics on http://ADDR` line, if it printed one.
+fn statistics_address(output: &str) -> Option<SocketAddr> {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("statistics on http://"))
+        .and_then(|a| a.trim_end_matches('/').parse().ok())
+}
+
 fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError> {
     let host = host.to_string();
     let mut cmd = if launch.command.is_empty() {
@@ -556,6 +592,10 @@ fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError
             "--port",
             &launch.port.to_string(),
         ]);
+        // /stats on a port of its own, served by a thread the workload cannot block: read at
+        // every phase boundary, it must not queue behind a busy event loop (0 = any free port;
+        // the target names it in its `statistics on` line).
+        c.env("BENCH_STATS_PORT", "0");
         c
     } else {
         let mut c = Command::new(&launch.command[0]);
@@ -814,6 +854,19 @@ mod tests {
             .collect();
         assert!(left.is_empty(), "left behind: {left:?}");
         backend.remove();
+    }
+
+    #[test]
+    fn the_statistics_address_is_read_from_the_targets_output() {
+        let out = "listening on http://127.0.0.2:4000\nstatistics on http://127.0.0.2:39111\n";
+        assert_eq!(
+            statistics_address(out),
+            Some("127.0.0.2:39111".parse().unwrap())
+        );
+        assert_eq!(
+            statistics_address("listening on http://127.0.0.1:4000\n"),
+            None
+        );
     }
 
     #[test]

@@ -301,6 +301,7 @@ impl Runner {
         let plan = PlanFile {
             target: format!("http://{}", set.addr),
             replicas: set.addrs.iter().map(|a| a.to_string()).collect(),
+            stats_addresses: set.stats_addrs.iter().map(|a| a.to_string()).collect(),
             stats_path: Some(spec.target.stats_path.clone()),
             threads: spec.loadgen.threads,
             workload: spec.workload.clone(),
@@ -458,10 +459,18 @@ impl Runner {
         let cpu_end_each = set.usage_each();
         let cpu_end = ReplicaSet::total(&cpu_end_each);
         let replica_names = set.replica_names();
+        let stats_addrs = set.stats_addrs.clone();
         let peak_rss = set.rss().1;
         let stopping = Instant::now();
         lg.stop();
-        set.stop();
+        // With the result in, the replicas' figures have all been read: a replica still busy
+        // with a long request is not waited for (see RESULT_IN_GRACE). After a failure they
+        // get the usual grace, so a target can still write its last words.
+        if exit.is_ok() {
+            set.stop_promptly();
+        } else {
+            set.stop();
+        }
         let stop_secs = stopping.elapsed().as_secs_f64();
         let status = match exit {
             Ok(s) => s,
@@ -502,6 +511,17 @@ impl Runner {
         };
         cs.results = results::cell_results(&result);
         let mut target = results::target_stats(&result).unwrap_or_default();
+        // Replicas sharing one address (service spread) were read on their statistics
+        // addresses: file those figures under the replicas' names, as the CPU figures are.
+        for share in &mut target.per_replica {
+            if let Some(i) = stats_addrs
+                .iter()
+                .position(|a| a.to_string() == share.replica)
+                && let Some(name) = replica_names.get(i)
+            {
+                share.replica = name.clone();
+            }
+        }
         merge_self_report(&mut target, self_report.as_ref());
         target.replicas = Some(cell.replicas);
         target.idle_rss_bytes = Some(idle_rss);
