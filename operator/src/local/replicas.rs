@@ -5,7 +5,7 @@
 //! 127.0.0.(i+2) at the same port, the local stand-in for a pod IP, so the load generator can
 //! deal connections to each in turn and read each one's `/stats`.
 //!
-//! Everything here is blocking and polls at 50 ms: the runner starts a handful of processes,
+//! Everything here is blocking and polls (readiness at 20 ms): the runner starts a handful of processes,
 //! and its own CPU use competes with the target's, so no async runtime is spun up for it.
 
 use std::fs::{self, File};
@@ -25,14 +25,6 @@ use crate::api::conditions::cause;
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
-/// The grace replicas get once the load generator's result is in. Nothing of them is needed
-/// any more (their CPU, memory and `/stats` were read), and a single-mode replica busy with a
-/// long request at a fraction of a CPU reaches its SIGTERM handler only when that request
-/// ends: at 0.25 CPU a ~380 ms /slow takes ~1.5 s of wall time, and waiting for it was most
-/// of the runner's overhead per cell. A replica that exits at once still does so cleanly; the
-/// others are killed.
-pub const RESULT_IN_GRACE: Duration = Duration::from_millis(150);
-
 /// The shorter grace after Ctrl-C or SIGTERM: the interrupted cell is abandoned, and a target
 /// that ignores SIGTERM must not keep the user waiting for the prompt.
 pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(500);
@@ -46,6 +38,10 @@ pub fn stop_grace() -> Duration {
         STOP_GRACE
     }
 }
+
+/// How often readiness is checked: a replica is seen ready up to this much late, which adds
+/// to every cell's overhead.
+const READY_POLL: Duration = Duration::from_millis(20);
 
 /// What to start: the built-in target (this binary re-executed) or any local program.
 #[derive(Debug, Clone)]
@@ -330,7 +326,7 @@ impl ReplicaSet {
                     ),
                 });
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(READY_POLL);
         }
     }
 
@@ -462,10 +458,25 @@ impl ReplicaSet {
         self.stop_all();
     }
 
-    /// Stops the replicas once the result is in: SIGTERM, SIGKILL after [`RESULT_IN_GRACE`]
-    /// (or the shorter [`stop_grace`]), then removes their cgroups.
-    pub fn stop_promptly(mut self) {
-        self.stop_within(RESULT_IN_GRACE.min(stop_grace()));
+    /// Freezes every live replica (SIGSTOP to its process group) once the load has ended.
+    /// Requests cut at the end keep a replica busy for up to a /slow's length (~1.5 s of wall
+    /// time at 0.25 CPU), and busy replicas take the CPU the runner needs to read their CPU
+    /// and memory and to stop them: with 8 replicas filling both cores of a 2-core box, those
+    /// reads took 0.18 s instead of a few ms. What a replica does after the end is not part of
+    /// the measurement, so it need not run at all.
+    pub fn freeze(&self) {
+        for r in self.replicas.iter().filter(|r| r.exited.is_none()) {
+            signal_group(r.child.id(), libc::SIGSTOP);
+        }
+    }
+
+    /// Stops frozen replicas once the result is in: SIGKILL at once, then removes their
+    /// cgroups. A frozen process would not handle SIGTERM before SIGCONT, and nothing of a
+    /// replica is needed any more (its CPU, memory and `/stats` were read): a grace would only
+    /// wait, as it used to for a single-mode replica that reaches its SIGTERM handler only
+    /// when its /slow request ends.
+    pub fn kill_frozen(mut self) {
+        self.stop_within(Duration::ZERO);
     }
 
     fn stop_all(&mut self) {

@@ -25,6 +25,11 @@ use crate::report::{self, RawCell, markdown::Notes};
 use crate::results;
 use crate::run_end::run_end;
 
+/// How often the runner looks at a running cell. Each look is a few system calls; the load
+/// generator's end is noticed up to one interval late, and that lateness adds to every cell's
+/// overhead (at 50 ms it was 25 ms on average).
+const POLL: Duration = Duration::from_millis(20);
+
 /// How a whole run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -391,7 +396,7 @@ impl Runner {
         };
         let mut late_by = Duration::ZERO;
         let mut cpu_at: Vec<Option<Vec<Option<CpuUsage>>>> = vec![None; boundaries.len()];
-        // Every 50 ms: progress, CPU at phase boundaries, the load generator's end, a signal,
+        // Every POLL (20 ms): progress, CPU at phase boundaries, the load generator's end, a signal,
         // the deadline, and every replica's liveness. A replica that exits ends the cell at
         // once (the load generator is stopped below): its figures would be another cell's.
         let exit = loop {
@@ -444,7 +449,7 @@ impl Runner {
                     ),
                 ));
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(POLL);
         };
         // A load generator that ended because of the same signal was interrupted, not failed.
         let exit = if signals::interrupted() {
@@ -456,6 +461,13 @@ impl Runner {
             exit
         };
         let load_wall = load_started.elapsed();
+        // With the result in, nothing the replicas do from here on counts: freeze them so the
+        // readings below get the CPU (see ReplicaSet::freeze). After a failure they run on, so
+        // a target can still write its last words while it is stopped with the usual grace.
+        let result_in = exit.is_ok();
+        if result_in {
+            set.freeze();
+        }
         let cpu_end_each = set.usage_each();
         let cpu_end = ReplicaSet::total(&cpu_end_each);
         let replica_names = set.replica_names();
@@ -463,11 +475,8 @@ impl Runner {
         let peak_rss = set.rss().1;
         let stopping = Instant::now();
         lg.stop();
-        // With the result in, the replicas' figures have all been read: a replica still busy
-        // with a long request is not waited for (see RESULT_IN_GRACE). After a failure they
-        // get the usual grace, so a target can still write its last words.
-        if exit.is_ok() {
-            set.stop_promptly();
+        if result_in {
+            set.kill_frozen();
         } else {
             set.stop();
         }
