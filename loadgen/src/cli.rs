@@ -267,6 +267,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
             workload: plan.workload,
             threads,
             replicas: plan.replicas,
+            stats_addresses: plan.stats_addresses,
             stats_path: Some(
                 args.stats_path
                     .clone()
@@ -414,6 +415,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
             .map(|t| t as usize)
             .unwrap_or_else(default_threads),
         replicas: Vec::new(),
+        stats_addresses: Vec::new(),
         stats_path: args.stats_path.clone(),
         open_max_connections,
         share: GeneratorShare::default(),

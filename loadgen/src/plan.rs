@@ -354,6 +354,14 @@ pub struct PlanFile {
     /// boundary. Empty: read `/stats` once through `target` instead. At most 64.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<String>,
+    /// Addresses ("IP:PORT") to read each replica's `/stats` from instead of `replicas`, in
+    /// the same order: a target's statistics port, served by a thread the workload cannot
+    /// block, so the read at a phase boundary neither waits behind a busy event loop nor
+    /// disturbs the measurement. Snapshots stay keyed by the replica's address in `replicas`
+    /// when it lists one per statistics address; else (one shared address) by the statistics
+    /// address. Empty: read from `replicas` (or `target`). At most 64.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stats_addresses: Vec<String>,
     /// Path of the target's statistics endpoint. Default "/stats".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats_path: Option<String>,
@@ -371,6 +379,27 @@ pub struct PlanFile {
     /// How many load generators share the workload, at most 32. Default 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub generators: u32,
+}
+
+/// At most [`MAX_REPLICAS`] addresses, each "HOST:PORT"; errors under `field`.
+fn check_addresses(field: &str, addresses: &[String], errors: &mut Vec<FieldError>) {
+    if addresses.len() > MAX_REPLICAS as usize {
+        errors.push(FieldError::new(
+            field,
+            format!(
+                "{} addresses; at most {MAX_REPLICAS} replicas are allowed",
+                addresses.len()
+            ),
+        ));
+    }
+    for (i, r) in addresses.iter().enumerate() {
+        if format!("http://{r}").parse::<TargetUrl>().is_err() || !r.contains(':') {
+            errors.push(FieldError::new(
+                format!("{field}[{i}]"),
+                format!("expected HOST:PORT, got {r:?}"),
+            ));
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -392,22 +421,20 @@ impl PlanFile {
         if let Err(e) = self.target.parse::<TargetUrl>() {
             errors.push(FieldError::new("target", e.to_string()));
         }
-        if self.replicas.len() > MAX_REPLICAS as usize {
+        check_addresses("replicas", &self.replicas, &mut errors);
+        check_addresses("statsAddresses", &self.stats_addresses, &mut errors);
+        if self.replicas.len() > 1
+            && !self.stats_addresses.is_empty()
+            && self.stats_addresses.len() != self.replicas.len()
+        {
             errors.push(FieldError::new(
-                "replicas",
+                "statsAddresses",
                 format!(
-                    "{} addresses; at most {MAX_REPLICAS} replicas are allowed",
+                    "{} addresses for {} replicas: list one per replica, in the same order",
+                    self.stats_addresses.len(),
                     self.replicas.len()
                 ),
             ));
-        }
-        for (i, r) in self.replicas.iter().enumerate() {
-            if format!("http://{r}").parse::<TargetUrl>().is_err() || !r.contains(':') {
-                errors.push(FieldError::new(
-                    format!("replicas[{i}]"),
-                    format!("expected HOST:PORT, got {r:?}"),
-                ));
-            }
         }
         if let Some(p) = &self.stats_path
             && !p.starts_with('/')
@@ -811,6 +838,21 @@ workload:
         let errs = plan.validate().unwrap_err();
         let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["target", "replicas[0]", "threads"]);
+    }
+
+    #[test]
+    fn stats_addresses_are_checked_like_replicas_and_must_match_them_one_to_one() {
+        let mut plan = parse_plan_file(SAMPLE).unwrap();
+        plan.replicas = vec!["127.0.0.2:8080".into(), "127.0.0.3:8080".into()];
+        plan.stats_addresses = vec!["127.0.0.2".into()];
+        let errs = plan.validate().unwrap_err();
+        let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["statsAddresses[0]", "statsAddresses"], "{errs:?}");
+        plan.stats_addresses = vec!["127.0.0.2:9091".into(), "127.0.0.3:9091".into()];
+        assert!(plan.validate().is_ok());
+        // Replicas sharing one address (service spread) may have a statistics address each.
+        plan.replicas = vec!["127.0.0.1:8080".into()];
+        assert!(plan.validate().is_ok());
     }
 
     #[test]

@@ -51,6 +51,7 @@ fn timing_open_loop_at_the_maximum_rate_ends_by_its_deadline() {
         workload,
         threads: 1,
         replicas: Vec::new(),
+        stats_addresses: Vec::new(),
         stats_path: None,
         // A few connections per stream: the server is thread-per-connection.
         open_max_connections: 4,

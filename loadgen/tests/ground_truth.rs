@@ -29,6 +29,7 @@ fn config(server: &TestServer, workload: Workload, threads: usize) -> RunConfig 
         workload,
         threads,
         replicas: Vec::new(),
+        stats_addresses: Vec::new(),
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
@@ -243,6 +244,7 @@ workload:
         workload: plan.workload,
         threads: 2,
         replicas: plan.replicas,
+        stats_addresses: plan.stats_addresses,
         stats_path: Some("/stats".into()),
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
@@ -276,4 +278,52 @@ workload:
     // Progress: warm-up (1 line) + one (1) + two (2 lines: 1 s and the partial second).
     let phases: Vec<_> = lines.iter().map(|l| l.phase.as_str()).collect();
     assert_eq!(phases, ["warmup", "one", "two", "two"]);
+}
+
+/// With `statsAddresses` each replica's `/stats` is read from its statistics address, never
+/// through the address under load, and the snapshot is still filed under the replica's address.
+#[test]
+fn a_plan_with_stats_addresses_reads_stats_there_and_files_it_under_the_replica() {
+    let busy = TestServer::start(Behaviour::Ok {
+        delay: Duration::from_millis(1),
+    });
+    let stats_port = TestServer::start(Behaviour::Ok {
+        delay: Duration::from_millis(1),
+    });
+    let text = format!(
+        r#"
+target: {}
+replicas: ["{}"]
+statsAddresses: ["{}"]
+workload:
+  endpoints: [{{name: fast, path: /fast}}]
+  warmup: 200ms
+  phases:
+    - name: one
+      duration: 500ms
+      load: [{{endpoint: fast, connections: 1}}]
+"#,
+        busy.url(""),
+        busy.addr,
+        stats_port.addr
+    );
+    let plan = plan::parse_plan_file(&text).unwrap();
+    let cfg = RunConfig {
+        target: plan.target.parse().unwrap(),
+        workload: plan.workload,
+        threads: 1,
+        replicas: plan.replicas,
+        stats_addresses: plan.stats_addresses,
+        stats_path: Some("/stats".into()),
+        open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
+        share: Default::default(),
+    };
+    let r = run(&cfg);
+    // One phase: read at its start and at its end, both on the statistics address.
+    assert_eq!(stats_port.stats_reads.load(Ordering::SeqCst), 2);
+    assert_eq!(busy.stats_reads.load(Ordering::SeqCst), 0);
+    let snap = &r.phases[0].target_stats;
+    assert_eq!(snap.len(), 1, "{snap:?}");
+    assert_eq!(snap[0].address, busy.addr.to_string());
+    assert!(snap[0].error.is_none(), "{:?}", snap[0]);
 }

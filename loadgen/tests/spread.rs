@@ -29,6 +29,7 @@ fn config(
         workload: common::workload(1, load, spread),
         threads,
         replicas: replicas.iter().map(|r| r.addr.to_string()).collect(),
+        stats_addresses: Vec::new(),
         // No /stats reads: every request a server counts is load.
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,

@@ -50,6 +50,10 @@ pub struct RunConfig {
     pub threads: usize,
     /// Replica addresses whose `/stats` are read; empty means the target itself.
     pub replicas: Vec<String>,
+    /// Where each replica's `/stats` is read instead, in the order of `replicas` (a target's
+    /// statistics port); empty means `replicas` themselves. See
+    /// [`crate::plan::PlanFile::stats_addresses`].
+    pub stats_addresses: Vec<String>,
     /// Path of the statistics endpoint; `None` turns snapshots off.
     pub stats_path: Option<String>,
     /// Cap on the connections of each open-loop stream (all workers together).
@@ -264,24 +268,48 @@ struct PhaseCtx<'a> {
 
 type Snapshots = Vec<(String, Result<crate::result::TargetStats, String>)>;
 
+/// Which `/stats` to read at a phase boundary: (the replica's key in the result, the address
+/// read). The statistics addresses when given, keyed by the replica address at the same place
+/// (or by themselves when the replicas share one address); else the replicas, or the target.
+fn stats_reads(
+    replicas: &[String],
+    stats_addresses: &[String],
+    target: impl FnOnce() -> String,
+) -> Vec<(String, String)> {
+    if !stats_addresses.is_empty() {
+        let keyed_by_replica = replicas.len() == stats_addresses.len();
+        return stats_addresses
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let key = if keyed_by_replica { &replicas[i] } else { s };
+                (key.clone(), s.clone())
+            })
+            .collect();
+    }
+    let addresses = if replicas.is_empty() {
+        vec![target()]
+    } else {
+        replicas.to_vec()
+    };
+    addresses.into_iter().map(|a| (a.clone(), a)).collect()
+}
+
 impl PhaseCtx<'_> {
     fn snapshots(&self) -> Snapshots {
         let Some(path) = &self.cfg.stats_path else {
             return Vec::new();
         };
-        let addresses: Vec<String> = if self.cfg.replicas.is_empty() {
-            vec![self.cfg.target.socket_authority()]
-        } else {
-            self.cfg.replicas.clone()
-        };
+        let reads = stats_reads(&self.cfg.replicas, &self.cfg.stats_addresses, || {
+            self.cfg.target.socket_authority()
+        });
         // One thread per replica: replicas that do not answer cost one probe timeout together
         // before the next phase starts, not one each.
         std::thread::scope(|scope| {
-            let reads: Vec<_> = addresses
+            let reads: Vec<_> = reads
                 .into_iter()
-                .map(|a| {
-                    let addr = a.clone();
-                    let read = scope.spawn(move || probe::snapshot(&addr, path));
+                .map(|(a, from)| {
+                    let read = scope.spawn(move || probe::snapshot(&from, path));
                     (a, read)
                 })
                 .collect();

@@ -42,6 +42,13 @@ pub const ROLE_LOADGEN: &str = "loadgen";
 pub const TARGET_CONTAINER: &str = "target";
 /// Name of the load generator container.
 pub const LOADGEN_CONTAINER: &str = "loadgen";
+/// Port on which the built-in target serves `/stats`, `/healthz` and `/metrics` from a thread
+/// of its own (env BENCH_STATS_PORT), declared as container port `stats`. The load generator
+/// reads each pod's `/stats` there at every phase boundary: on the main port the read would
+/// queue behind a single-mode pod's busy event loop and be served by the loop under test.
+pub const STATS_PORT: u16 = 9091;
+/// The environment variable that turns the built-in target's statistics port on.
+const STATS_PORT_ENV: &str = "BENCH_STATS_PORT";
 /// Where the plan ConfigMap is mounted in the load generator.
 const PLAN_DIR: &str = "/plan";
 /// Unprivileged UID the pods run as (the distroless "nonroot" user).
@@ -138,11 +145,24 @@ pub fn deployment(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Deplo
     let pod_labels = labels(run, &cell.name, ROLE_TARGET);
     // The cell's own env comes last and wins, as in the local runner: a Node target's cell may
     // set BENCH_MODE=cluster itself. Duplicate names would be refused by the API server.
-    let built_in = [
+    let mut built_in = vec![
         EnvVar::new("BENCH_MODE", cell.mode.as_str()),
         EnvVar::new("BENCH_POOL_SIZE", cell.pool_size.env_value()),
         EnvVar::new("PORT", spec.target.port.to_string()),
     ];
+    let mut ports = vec![ContainerPort {
+        name: Some("http".into()),
+        container_port: i32::from(spec.target.port),
+        ..ContainerPort::default()
+    }];
+    if let Some(stats) = stats_port(run, cell) {
+        built_in.push(EnvVar::new(STATS_PORT_ENV, stats.to_string()));
+        ports.push(ContainerPort {
+            name: Some("stats".into()),
+            container_port: i32::from(stats),
+            ..ContainerPort::default()
+        });
+    }
     let env_vars: Vec<K8sEnvVar> = merge_env(&built_in, &cell.env)
         .into_iter()
         .map(|v| env(&v.name, v.value))
@@ -175,11 +195,7 @@ pub fn deployment(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Deplo
                                 .clone()
                                 .unwrap_or_else(|| default_image.into()),
                         ),
-                        ports: Some(vec![ContainerPort {
-                            name: Some("http".into()),
-                            container_port: port,
-                            ..ContainerPort::default()
-                        }]),
+                        ports: Some(ports),
                         env: Some(env_vars),
                         resources: Some(resources(&cell.cpu, &cell.memory)),
                         readiness_probe: Some(Probe {
@@ -234,6 +250,27 @@ pub fn service(run: &BenchmarkRun, cell: &Cell) -> Service {
     }
 }
 
+/// The port a cell's pods serve their statistics on apart from the workload: [`STATS_PORT`]
+/// for the built-in target, unless the cell sets BENCH_STATS_PORT itself; `None` for a custom
+/// image, which is read on its main port as before.
+pub fn stats_port(run: &BenchmarkRun, cell: &Cell) -> Option<u16> {
+    let built_in = run.spec.target.image.is_none();
+    let own = cell.env.iter().any(|e| e.name == STATS_PORT_ENV);
+    (built_in && !own && run.spec.target.port != STATS_PORT).then_some(STATS_PORT)
+}
+
+/// Each pod's statistics address for the plan: the pod address ("IP:PORT", as in `replicas`)
+/// with the port replaced by `stats_port`; empty without one.
+pub fn stats_addresses(replicas: &[String], stats_port: Option<u16>) -> Vec<String> {
+    let Some(port) = stats_port else {
+        return Vec::new();
+    };
+    replicas
+        .iter()
+        .filter_map(|r| r.rsplit_once(':').map(|(host, _)| format!("{host}:{port}")))
+        .collect()
+}
+
 /// The plan file of load generator `index` of `parallelism`: its share of the connections
 /// (a remainder goes to the lower indices) and of the rate.
 pub fn plan_share(
@@ -247,6 +284,8 @@ pub fn plan_share(
     PlanFile {
         target: target.to_owned(),
         replicas: replicas.to_vec(),
+        // Set by `plan_config_map`, which knows the cell (see `stats_port`).
+        stats_addresses: Vec::new(),
         // With round-robin spread, generator i's k-th connection is connection i + k * n of
         // the whole, so the generators together deal the pods in turn.
         generator_index: index,
@@ -284,7 +323,8 @@ pub fn plan_config_map(
     let n = run.spec.loadgen.parallelism.max(1);
     let data = (0..n)
         .map(|i| {
-            let plan = plan_share(run, target, replicas, i, n);
+            let mut plan = plan_share(run, target, replicas, i, n);
+            plan.stats_addresses = stats_addresses(replicas, stats_port(run, cell));
             (
                 format!("plan-{i}.yaml"),
                 serde_yaml::to_string(&plan).unwrap_or_default(),
@@ -455,6 +495,72 @@ spec:
             // spread test checks that dealing against real servers).
             assert_eq!((back.generator_index, back.generators), (i, 2));
         }
+    }
+
+    /// The plans of `yaml`'s first cell for two pods, read back as the load generator reads
+    /// them, and the cell's target container.
+    fn plans_and_container(yaml: &str) -> (Vec<PlanFile>, Container) {
+        let run = crate::validate::parse_benchmark_run(yaml).expect("the spec is valid");
+        let cell = &crate::plan::cells(&run.spec)[0];
+        let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
+        let cm = plan_config_map(&run, cell, "http://10.96.0.10:8080", &pods);
+        let plans = cm
+            .data
+            .unwrap()
+            .values()
+            .map(|t| benchmatrix_loadgen::plan::parse_plan_file(t).unwrap())
+            .collect();
+        let dep = deployment(&run, cell, "default-image");
+        let container = dep.spec.template.spec.unwrap().containers[0].clone();
+        (plans, container)
+    }
+
+    const STATS_RUN: &str = r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: st, namespace: default, uid: "0000-1111"}
+spec:
+  configurations: [{name: x2, mode: single, replicas: 2, cpu: "1"}]
+  loadgen: {parallelism: 2}
+  workload:
+    spread: roundRobin
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 2}]}]
+"#;
+
+    #[test]
+    fn the_built_in_target_is_read_on_its_statistics_port_and_a_custom_image_on_its_own() {
+        let (plans, c) = plans_and_container(STATS_RUN);
+        assert_eq!(plans.len(), 2);
+        for plan in &plans {
+            assert_eq!(plan.stats_addresses, ["10.1.0.1:9091", "10.1.0.2:9091"]);
+            assert_eq!(plan.replicas, ["10.1.0.1:8080", "10.1.0.2:8080"]);
+        }
+        let env = c.env.unwrap();
+        let stats_env: Vec<_> = env
+            .iter()
+            .filter(|e| e.name == "BENCH_STATS_PORT")
+            .collect();
+        assert_eq!(stats_env.len(), 1, "{env:?}");
+        assert_eq!(stats_env[0].value.as_deref(), Some("9091"));
+        let ports = c.ports.unwrap();
+        assert!(
+            ports
+                .iter()
+                .any(|p| p.name.as_deref() == Some("stats") && p.container_port == 9091),
+            "{ports:?}"
+        );
+        // Readiness stays on the workload's port.
+        let probe = c.readiness_probe.unwrap().http_get.unwrap();
+        assert_eq!(probe.port, IntOrString::Int(8080));
+
+        let custom = STATS_RUN.replace("spec:\n", "spec:\n  target: {image: \"example/node:1\"}\n");
+        let (plans, c) = plans_and_container(&custom);
+        for plan in &plans {
+            assert!(plan.stats_addresses.is_empty(), "{plan:?}");
+        }
+        assert!(!c.env.unwrap().iter().any(|e| e.name == "BENCH_STATS_PORT"));
+        assert_eq!(c.ports.unwrap().len(), 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! 127.0.0.(i+2) at the same port, the local stand-in for a pod IP, so the load generator can
 //! deal connections to each in turn and read each one's `/stats`.
 //!
-//! Everything here is blocking and polls at 50 ms: the runner starts a handful of processes,
+//! Everything here is blocking and polls (readiness at 20 ms): the runner starts a handful of processes,
 //! and its own CPU use competes with the target's, so no async runtime is spun up for it.
 
 use std::fs::{self, File};
@@ -38,6 +38,10 @@ pub fn stop_grace() -> Duration {
         STOP_GRACE
     }
 }
+
+/// How often readiness is checked: a replica is seen ready up to this much late, which adds
+/// to every cell's overhead.
+const READY_POLL: Duration = Duration::from_millis(20);
 
 /// What to start: the built-in target (this binary re-executed) or any local program.
 #[derive(Debug, Clone)]
@@ -134,6 +138,9 @@ pub struct ReplicaSet {
     /// Where the load generator reaches the replicas: the one shared address (`service`), or
     /// each replica's own (`roundRobin`).
     pub addrs: Vec<SocketAddr>,
+    /// Where each replica serves its statistics from a thread of their own (the built-in
+    /// target's `statistics on` line), in replica order; empty when not every replica has one.
+    pub stats_addrs: Vec<SocketAddr>,
 }
 
 /// Most replicas that get an address of their own on 127.0.0.0/8 (127.0.0.2 upwards).
@@ -184,6 +191,7 @@ impl ReplicaSet {
             replicas: Vec::new(),
             addr: addrs[0],
             addrs,
+            stats_addrs: Vec::new(),
         };
         for i in 0..launch.replicas {
             // Many replicas take a while to start: a Ctrl-C stops the loop, and dropping `set`
@@ -240,6 +248,12 @@ impl ReplicaSet {
         if launch.spread == Spread::RoundRobin {
             set.check_own_addresses(launch.port)?;
         }
+        set.stats_addrs = set
+            .replicas
+            .iter()
+            .map(|r| statistics_address(&fs::read_to_string(&r.log).unwrap_or_default()))
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default();
         Ok(set)
     }
 
@@ -312,7 +326,7 @@ impl ReplicaSet {
                     ),
                 });
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(READY_POLL);
         }
     }
 
@@ -444,14 +458,39 @@ impl ReplicaSet {
         self.stop_all();
     }
 
+    /// Freezes every live replica (SIGSTOP to its process group) once the load has ended.
+    /// Requests cut at the end keep a replica busy for up to a /slow's length (~1.5 s of wall
+    /// time at 0.25 CPU), and busy replicas take the CPU the runner needs to read their CPU
+    /// and memory and to stop them: with 8 replicas filling both cores of a 2-core box, those
+    /// reads took 0.18 s instead of a few ms. What a replica does after the end is not part of
+    /// the measurement, so it need not run at all.
+    pub fn freeze(&self) {
+        for r in self.replicas.iter().filter(|r| r.exited.is_none()) {
+            signal_group(r.child.id(), libc::SIGSTOP);
+        }
+    }
+
+    /// Stops frozen replicas once the result is in: SIGKILL at once, then removes their
+    /// cgroups. A frozen process would not handle SIGTERM before SIGCONT, and nothing of a
+    /// replica is needed any more (its CPU, memory and `/stats` were read): a grace would only
+    /// wait, as it used to for a single-mode replica that reaches its SIGTERM handler only
+    /// when its /slow request ends.
+    pub fn kill_frozen(mut self) {
+        self.stop_within(Duration::ZERO);
+    }
+
     fn stop_all(&mut self) {
+        self.stop_within(stop_grace());
+    }
+
+    fn stop_within(&mut self, grace: Duration) {
         let mut procs: Vec<&mut Child> = self
             .replicas
             .iter_mut()
             .filter(|r| r.exited.is_none())
             .map(|r| &mut r.child)
             .collect();
-        stop_children(&mut procs, stop_grace());
+        stop_children(&mut procs, grace);
         for r in &mut self.replicas {
             // A replica that exited on its own may have left processes in its group (a shell
             // wrapper's children); they go too.
@@ -539,6 +578,14 @@ pub fn tie_to_runner(cmd: &mut Command) {
     }
 }
 
+/// The address in a built-in target's `statistics on http://ADDR` line, if it printed one.
+fn statistics_address(output: &str) -> Option<SocketAddr> {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("statistics on http://"))
+        .and_then(|a| a.trim_end_matches('/').parse().ok())
+}
+
 fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError> {
     let host = host.to_string();
     let mut cmd = if launch.command.is_empty() {
@@ -556,6 +603,10 @@ fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError
             "--port",
             &launch.port.to_string(),
         ]);
+        // /stats on a port of its own, served by a thread the workload cannot block: read at
+        // every phase boundary, it must not queue behind a busy event loop (0 = any free port;
+        // the target names it in its `statistics on` line).
+        c.env("BENCH_STATS_PORT", "0");
         c
     } else {
         let mut c = Command::new(&launch.command[0]);
@@ -814,6 +865,19 @@ mod tests {
             .collect();
         assert!(left.is_empty(), "left behind: {left:?}");
         backend.remove();
+    }
+
+    #[test]
+    fn the_statistics_address_is_read_from_the_targets_output() {
+        let out = "listening on http://127.0.0.2:4000\nstatistics on http://127.0.0.2:39111\n";
+        assert_eq!(
+            statistics_address(out),
+            Some("127.0.0.2:39111".parse().unwrap())
+        );
+        assert_eq!(
+            statistics_address("listening on http://127.0.0.1:4000\n"),
+            None
+        );
     }
 
     #[test]
