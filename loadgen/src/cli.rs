@@ -146,7 +146,6 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// directory, a directory, no permission) is bad input, refused before any load is sent.
 struct OutFile {
     path: PathBuf,
-    file: std::fs::File,
     /// Whether the file was created by this run (and so is removed if the run yields nothing).
     created: bool,
 }
@@ -156,7 +155,7 @@ impl OutFile {
     /// run has one to replace it with.
     fn open(path: &std::path::Path) -> Result<Self, FieldError> {
         let existed = path.exists();
-        let file = std::fs::OpenOptions::new()
+        std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
@@ -164,18 +163,27 @@ impl OutFile {
             .map_err(|e| field("--out", format!("cannot write {}: {e}", path.display())))?;
         Ok(Self {
             path: path.to_owned(),
-            file,
             created: !existed,
         })
     }
 
-    /// Replaces the file's contents with `text`.
+    /// Replaces the file's contents with `text`, all or nothing: written to a temporary file in
+    /// the same folder, synced, then renamed over the file, so a full disk or a crash leaves the
+    /// earlier contents (or the empty placeholder), never half a document.
     fn write(&mut self, text: &str) -> std::io::Result<()> {
-        use std::io::{Seek as _, SeekFrom};
-        self.file.set_len(0)?;
-        self.file.seek(SeekFrom::Start(0))?;
-        self.file.write_all(text.as_bytes())?;
-        self.file.flush()
+        let mut tmp_name = self.path.file_name().unwrap_or_default().to_owned();
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp = self.path.with_file_name(tmp_name);
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_all()
+            })
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 
     /// Removes the file if this run created it and has nothing to put in it.
@@ -446,6 +454,30 @@ mod tests {
         let mut v = vec!["benchmatrix-loadgen"];
         v.extend_from_slice(args);
         config(&Args::try_parse_from(v).unwrap())
+    }
+
+    #[test]
+    fn a_result_write_that_fails_leaves_the_earlier_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("result.json");
+        std::fs::write(&path, "{\"earlier\":true}\n").unwrap();
+        let mut out = OutFile::open(&path).unwrap();
+        // The temporary file cannot be made (a folder stands in its place): the write fails as
+        // it would on a full disk, part-way, and the earlier result must still be there, whole.
+        let tmp = dir
+            .path()
+            .join(format!("result.json.tmp-{}", std::process::id()));
+        std::fs::create_dir(&tmp).unwrap();
+        assert!(out.write("{\"new\":true}\n").is_err());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"earlier\":true}\n"
+        );
+        std::fs::remove_dir(&tmp).unwrap();
+        out.write("{\"new\":true}\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"new\":true}\n");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
     }
 
     #[test]
