@@ -44,6 +44,12 @@ args="$*"
 # Like the real kubectl, read the whole manifest given on stdin.
 if [[ " ${args} " == *" -f - "* ]]; then cat >/dev/null; fi
 case "${args}" in
+  # The run whose one cell can never fit: refused at once, Unschedulable, nothing deployed.
+  *"e2e-unfit"*"jsonpath={.status.phase}"*) echo -n "Failed" ;;
+  *"e2e-unfit"*"jsonpath={.status.cells[0].reason}"*) echo -n "Unschedulable" ;;
+  *"e2e-unfit"*"jsonpath={.status.cells[0].message}"*)
+    echo -n "needs 4096 CPUs on one node; the largest allocatable is 2 (node stub)" ;;
+  *"get deployments"*"e2e-unfit"*) ;;
   *"jsonpath={.status.phase}"*) echo -n "${STUB_PHASE}" ;;
   *"jsonpath={.status.progress}"*) echo -n "2/2" ;;
   *"jsonpath={.status.message}"*) echo -n "cell pool failed: image pull" ;;
@@ -119,8 +125,10 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^docker create ghcr.io/benchmatrix/benchmatrix-operator:0.1.0" \
   "^docker cp stub-container:/usr/local/bin/benchmatrix " \
   "^benchmatrix report .*/report/ci-smoke.yaml --out .*/report" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-unfit -o jsonpath={.status.cells\[0\].reason}" \
+  "^kubectl get deployments -n benchmatrix-e2e -l benchmatrix.dev/run=e2e-unfit" \
   "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}"; then
-  pass "kind mode: create, build, load, install, run, check, report, delete"
+  pass "kind mode: create, build, load, install, run, check, report, the unschedulable cell, delete"
 else
   fail "kind mode success (exit ${status})"
   echo "${out}" | tail -n 30
