@@ -82,6 +82,20 @@ impl Operator {
         assert_eq!(rc, 0, "kill(SIGTERM) failed");
     }
 
+    /// Sends SIGTERM and asserts a clean exit (status 0) within `limit`; returns how long the
+    /// exit took.
+    fn stop_cleanly(&mut self, limit: Duration) -> Duration {
+        self.sigterm();
+        let (status, took) = self.wait_exit(limit);
+        assert!(
+            status.success(),
+            "exit status {status}; log:\n{}",
+            self.log_text()
+        );
+        eprintln!("exited {took:?} after SIGTERM");
+        took
+    }
+
     /// Waits up to `limit` for the process to exit; returns its status and how long it took.
     fn wait_exit(&mut self, limit: Duration) -> (ExitStatus, Duration) {
         let start = Instant::now();
@@ -117,14 +131,7 @@ fn timing_sigterm_stops_the_operator_when_no_api_server_answers() {
     let mut op = Operator::start(&format!("https://127.0.0.1:{}", closed_port()), &[]);
     // Let the watchers fail and back off at least once, as in the reported case.
     std::thread::sleep(Duration::from_millis(1500));
-    op.sigterm();
-    let (status, took) = op.wait_exit(PROMPT_EXIT);
-    assert!(
-        status.success(),
-        "exit status {status}; log:\n{}",
-        op.log_text()
-    );
-    eprintln!("exited {took:?} after SIGTERM");
+    op.stop_cleanly(PROMPT_EXIT);
     assert!(
         op.log_text().contains("operator stopped"),
         "{}",
@@ -152,38 +159,42 @@ fn fake_api_server(runs: &'static str) -> (String, Seen) {
     (url, seen)
 }
 
+/// Reads one request (line, headers, body), records "METHOD TARGET" in `seen`, and returns
+/// both; `None` once the client has closed the connection.
+fn read_request(reader: &mut BufReader<TcpStream>, seen: &Seen) -> Option<(String, String)> {
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut content_length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+            return None;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            content_length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; content_length];
+    reader.read_exact(&mut body).ok()?;
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let target = parts.next().unwrap_or_default().to_owned();
+    seen.lock().unwrap().push(format!("{method} {target}"));
+    Some((method, target))
+}
+
 fn serve_connection(stream: TcpStream, runs: &str, seen: &Seen) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut writer = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut content_length = 0usize;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                content_length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; content_length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or_default().to_owned();
-        let target = parts.next().unwrap_or_default().to_owned();
-        seen.lock().unwrap().push(format!("{method} {target}"));
+    while let Some((method, target)) = read_request(&mut reader, seen) {
         let is_list = method == "GET" && !target.contains("watch=true") && {
             // A list is a GET on a collection: its path ends with the plural resource name.
             let path = target.split('?').next().unwrap_or_default();
@@ -236,14 +247,7 @@ fn timing_sigterm_drains_an_idle_operator_after_its_first_list() {
         r.contains("benchmarkruns") && r.contains("watch=true")
     });
     std::thread::sleep(Duration::from_millis(200));
-    op.sigterm();
-    let (status, took) = op.wait_exit(PROMPT_EXIT);
-    assert!(
-        status.success(),
-        "exit status {status}; log:\n{}",
-        op.log_text()
-    );
-    eprintln!("exited {took:?} after SIGTERM");
+    op.stop_cleanly(PROMPT_EXIT);
     let log = op.log_text();
     assert!(log.contains("controller drained"), "{log}");
 }
@@ -257,17 +261,8 @@ fn timing_sigterm_stops_a_reconcile_stuck_on_the_api_server_at_the_deadline() {
     let (url, seen) = fake_api_server(ONE_RUN);
     let mut op = Operator::start(&url, &["--shutdown-timeout", "1s"]);
     // Any request that is neither a list nor a watch comes from the reconcile, and hangs.
-    wait_for_request(&seen, "reconcile", |r| {
-        !(r.starts_with("GET ") && (r.contains("watch=true") || r.contains("limit=")))
-    });
-    op.sigterm();
-    let (status, took) = op.wait_exit(Duration::from_secs(1) + PROMPT_EXIT);
-    assert!(
-        status.success(),
-        "exit status {status}; log:\n{}",
-        op.log_text()
-    );
-    eprintln!("exited {took:?} after SIGTERM");
+    wait_for_request(&seen, "reconcile", is_reconcile_request);
+    let took = op.stop_cleanly(Duration::from_secs(1) + PROMPT_EXIT);
     assert!(
         took >= Duration::from_millis(900),
         "exited after {took:?}, before the 1s drain deadline: was the reconcile in flight?"
@@ -303,14 +298,7 @@ fn timing_sigterm_stops_a_namespaced_operator_when_no_api_server_answers() {
         &["--namespace", "bench-a,bench-b"],
     );
     std::thread::sleep(Duration::from_millis(1500));
-    op.sigterm();
-    let (status, took) = op.wait_exit(PROMPT_EXIT);
-    assert!(
-        status.success(),
-        "exit status {status}; log:\n{}",
-        op.log_text()
-    );
-    eprintln!("exited {took:?} after SIGTERM");
+    op.stop_cleanly(PROMPT_EXIT);
     let log = op.log_text();
     assert!(
         log.contains("bench-a,bench-b"),
@@ -329,14 +317,7 @@ fn timing_sigterm_drains_every_controller_of_a_namespaced_operator() {
         });
     }
     std::thread::sleep(Duration::from_millis(200));
-    op.sigterm();
-    let (status, took) = op.wait_exit(PROMPT_EXIT);
-    assert!(
-        status.success(),
-        "exit status {status}; log:\n{}",
-        op.log_text()
-    );
-    eprintln!("exited {took:?} after SIGTERM");
+    op.stop_cleanly(PROMPT_EXIT);
     let log = op.log_text();
     assert_eq!(log.matches("controller drained").count(), 2, "{log}");
     assert!(
@@ -498,27 +479,10 @@ fn serve_restarting(
         }
         let _ = writer.shutdown(std::net::Shutdown::Both);
     };
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 || !up.load(SeqCst) {
+    while let Some((method, target)) = read_request(&mut reader, seen) {
+        if !up.load(SeqCst) {
             return;
         }
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            if header.trim_end().is_empty() {
-                break;
-            }
-        }
-        let target = request_line
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
-        let method = request_line.split_whitespace().next().unwrap_or_default();
-        seen.lock().unwrap().push(format!("{method} {target}"));
         let path = target.split('?').next().unwrap_or_default();
         let current = version.load(SeqCst);
         let body = if path == "/version" {

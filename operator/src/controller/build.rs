@@ -460,21 +460,7 @@ mod tests {
 
     #[test]
     fn round_robin_plans_carry_the_spread_and_every_pod_address_to_each_generator() {
-        let run = crate::validate::parse_benchmark_run(
-            r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: rr, namespace: default, uid: "0000-1111"}
-spec:
-  configurations: [{name: x2, mode: single, replicas: 2, cpu: "1"}]
-  loadgen: {parallelism: 2}
-  workload:
-    spread: roundRobin
-    endpoints: [{name: fast, path: /fast}]
-    phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 2}]}]
-"#,
-        )
-        .expect("the spec is valid");
+        let run = crate::validate::parse_benchmark_run(TWO_REPLICA_RUN).expect("the spec is valid");
         let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
         for i in 0..2 {
             let plan = plan_share(&run, "http://10.96.0.10:8080", &pods, i, 2);
@@ -515,7 +501,8 @@ spec:
         (plans, container)
     }
 
-    const STATS_RUN: &str = r#"
+    /// One cell of two replicas, round-robin spread, two load generators.
+    const TWO_REPLICA_RUN: &str = r#"
 apiVersion: benchmatrix.dev/v1alpha1
 kind: BenchmarkRun
 metadata: {name: st, namespace: default, uid: "0000-1111"}
@@ -530,7 +517,7 @@ spec:
 
     #[test]
     fn the_built_in_target_is_read_on_its_statistics_port_and_a_custom_image_on_its_own() {
-        let (plans, c) = plans_and_container(STATS_RUN);
+        let (plans, c) = plans_and_container(TWO_REPLICA_RUN);
         assert_eq!(plans.len(), 2);
         for plan in &plans {
             assert_eq!(plan.stats_addresses, ["10.1.0.1:9091", "10.1.0.2:9091"]);
@@ -554,7 +541,8 @@ spec:
         let probe = c.readiness_probe.unwrap().http_get.unwrap();
         assert_eq!(probe.port, IntOrString::Int(8080));
 
-        let custom = STATS_RUN.replace("spec:\n", "spec:\n  target: {image: \"example/node:1\"}\n");
+        let custom =
+            TWO_REPLICA_RUN.replace("spec:\n", "spec:\n  target: {image: \"example/node:1\"}\n");
         let (plans, c) = plans_and_container(&custom);
         for plan in &plans {
             assert!(plan.stats_addresses.is_empty(), "{plan:?}");

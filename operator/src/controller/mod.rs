@@ -413,32 +413,17 @@ fn after_reconcile<T, E: std::fmt::Display>(
     }
 }
 
-/// Turns `/readyz` ready once every Controller's BenchmarkRun watch has listed its runs: before
-/// that no reconcile can start, and a rollout that waits for readiness must not take an
-/// operator that cannot reach its API server for a working one.
-///
-/// Checked every 100 ms rather than awaited: a store's readiness is a one-shot channel that
-/// wakes only the last task that waited on it, and the Controller's own runner waits on it.
-/// Checking never takes that wake-up away for good: the store turns ready while the Controller
-/// polls its watch stream, and the Controller polls its runner right after.
+/// Turns `/readyz` ready once every Controller's BenchmarkRun watch has listed its runs
+/// ([`queue::caches_listed`], checked every 100 ms): before that no reconcile can start, and a
+/// rollout that waits for readiness must not take an operator that cannot reach its API server
+/// for a working one.
 async fn ready_once_listed(
     stores: Vec<Store<DeserializeGuard<BenchmarkRun>>>,
     ready: Arc<AtomicBool>,
 ) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    loop {
+    while !queue::caches_listed(&stores) {
         tick.tick().await;
-        let listed = stores
-            .iter()
-            .map(|s| s.wait_until_ready().now_or_never())
-            .collect::<Vec<_>>();
-        if listed.iter().any(|l| matches!(l, Some(Err(_)))) {
-            // A Controller is gone (shutting down): it will never be ready.
-            return;
-        }
-        if listed.iter().all(Option::is_some) {
-            break;
-        }
     }
     ready.store(true, Ordering::Relaxed);
     tracing::info!("watches listed: ready");

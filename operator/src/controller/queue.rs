@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use futures::FutureExt;
 use futures::channel::mpsc::UnboundedSender;
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
@@ -134,6 +135,19 @@ impl Queue {
             max_active,
         }
     }
+}
+
+/// Whether every cache of runs has been listed once (or never will be: its watch has ended,
+/// the operator is stopping).
+///
+/// Checked without waiting: a store's readiness is a one-shot channel that wakes only the last
+/// task that waited on it, and each Controller's runner waits on it. Checking never takes that
+/// wake-up away for good: a store turns ready while its Controller polls its watch stream, and
+/// the Controller polls its runner right after.
+pub fn caches_listed(caches: &[Store<DeserializeGuard<BenchmarkRun>>]) -> bool {
+    caches
+        .iter()
+        .all(|c| c.wait_until_ready().now_or_never().is_some())
 }
 
 /// A run's place in the queue. Ordered by creation time, then name, then namespace, so the

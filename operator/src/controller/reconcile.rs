@@ -4,8 +4,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::FutureExt;
-
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action as Requeue;
@@ -16,7 +14,7 @@ use tracing::{Instrument, field, info_span};
 use super::decide;
 use super::error::Error;
 use super::outage::Outage;
-use super::queue::Queue;
+use super::queue::{self, Queue};
 use super::{apply, backoff, observe};
 use crate::api::{BenchmarkRun, CellPhase, RunPhase, conditions};
 use crate::metrics::Metrics;
@@ -145,7 +143,7 @@ async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Err
         .status
         .as_ref()
         .is_none_or(|s| s.phase == RunPhase::Pending);
-    if waiting && !every_cache_listed(ctx) {
+    if waiting && !queue::caches_listed(&ctx.runs) {
         return Ok(Requeue::requeue(Duration::from_secs(1)));
     }
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
@@ -177,13 +175,6 @@ async fn reconcile_run(run: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Err
         Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
         None => Requeue::await_change(),
     })
-}
-
-/// Whether every cache of runs has been listed once (or will never be: its watch has ended).
-fn every_cache_listed(ctx: &Context) -> bool {
-    ctx.runs
-        .iter()
-        .all(|store| store.wait_until_ready().now_or_never().is_some())
 }
 
 fn record_cells(
