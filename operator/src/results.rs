@@ -36,6 +36,7 @@ pub fn cell_results(result: &RunResult) -> Vec<CellResult> {
                     rps: finite(s.rps),
                     latency_ms: s.latency_ms.filter(|_| samples > 0),
                     unsupported_percentiles: Percentile::unsupported_by(samples),
+                    spread: None,
                 }
             })
         })
@@ -390,6 +391,7 @@ mod tests {
             samples,
             latency_ms: r.latency_ms.filter(|_| samples > 0),
             unsupported_percentiles: Percentile::unsupported_by(samples),
+            spread: None,
             ..r
         }
     }

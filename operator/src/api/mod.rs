@@ -15,5 +15,6 @@ pub use spec::{
 };
 pub use status::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Enforcement,
-    Interference, LatencyMs, ReplicaPhaseShare, ReplicaShare, RunPhase, Summary, TargetStats,
+    FigureSpread, Interference, LatencyMs, ReplicaPhaseShare, ReplicaShare, RepetitionStatus,
+    RunPhase, Spread, Summary, TargetStats,
 };

@@ -185,6 +185,79 @@ pub struct CellStatus {
     /// fails the cell with reason ReplicaExited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_pods: Vec<RecordedPod>,
+
+    /// Each repetition of the cell, in the order measured (only when spec.repeat is above 1).
+    /// The cell's own results then hold each figure's median over the successful repetitions,
+    /// with the spread beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<RepetitionStatus>,
+}
+
+/// One measurement of a cell when the run repeats every cell (spec.repeat above 1).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RepetitionStatus {
+    /// 1-based number of the repetition.
+    pub repetition: u32,
+    /// Succeeded or Failed.
+    #[serde(default)]
+    pub phase: CellPhase,
+    /// Why the repetition failed (the same words as a cell's reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What happened, in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When this repetition's load started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_start_time: Option<Time>,
+    /// When this repetition ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+    /// One entry per measured phase and endpoint, as measured in this repetition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<CellResult>,
+    /// Target CPU seconds used over the phases of this repetition, where measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds_used: Option<f64>,
+    /// Seconds spent on this repetition outside warm-up and phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_seconds: Option<f64>,
+}
+
+/// How one figure varied over the repetitions of a cell.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FigureSpread {
+    /// Each successful repetition's value, in the order measured.
+    pub values: Vec<f64>,
+    /// The median of the values (the figure the cell reports and thresholds use).
+    pub median: f64,
+    /// The smallest value.
+    pub min: f64,
+    /// The largest value.
+    pub max: f64,
+    /// Lower end of a 95% bootstrap confidence interval of the median (five or more values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_low: Option<f64>,
+    /// Upper end of a 95% bootstrap confidence interval of the median (five or more values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_high: Option<f64>,
+    /// True when the values spread more than 2x (max / min): such a figure is shown but never
+    /// decides a ranking or a recommendation; repeat more or lengthen the phase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unstable: bool,
+}
+
+/// How a cell's figures for one phase and endpoint varied over its repetitions.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Spread {
+    /// Repetitions that measured this stream.
+    pub repetitions: u32,
+    /// Figures by name: rps, p50, p90, p99, p999, max, errorRate.
+    #[serde(default)]
+    pub figures: std::collections::BTreeMap<String, FigureSpread>,
 }
 
 /// A target pod as it was when the load started.
@@ -296,6 +369,11 @@ pub struct CellResult {
     /// 100 and p999 1000. Absent when every percentile is supported.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported_percentiles: Vec<Percentile>,
+    /// How the figures varied over the cell's repetitions (only when spec.repeat is above 1);
+    /// the figures above are then the repetitions' medians, and requests, errors and samples
+    /// their totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
 }
 
 impl CellResult {
@@ -326,6 +404,8 @@ impl<'de> Deserialize<'de> for CellResult {
                 deserialize_with = "benchmatrix_loadgen::result::latency_of_samples"
             )]
             latency_ms: Option<LatencyMs>,
+            #[serde(default)]
+            spread: Option<Spread>,
         }
         let w = Written::deserialize(d)?;
         let samples = w
@@ -340,6 +420,7 @@ impl<'de> Deserialize<'de> for CellResult {
             rps: w.rps,
             latency_ms: w.latency_ms.filter(|_| samples > 0),
             unsupported_percentiles: Percentile::unsupported_by(samples),
+            spread: w.spread,
         })
     }
 }

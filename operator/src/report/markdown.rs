@@ -434,6 +434,7 @@ mod tests {
                     mean: 1.0,
                 }),
                 unsupported_percentiles: vec![Percentile::P999],
+                spread: None,
             }],
             target: Some(TargetStats {
                 replicas: Some(1),
@@ -499,6 +500,7 @@ mod tests {
                 mean: p,
             }),
             unsupported_percentiles: Percentile::unsupported_by(requests),
+            spread: None,
         };
         let cell = |name: &str, r: CellResult| CellStatus {
             name: name.into(),

@@ -121,6 +121,7 @@ mod tests {
             samples,
             latency_ms: (samples > 0).then(LatencyMs::default),
             unsupported_percentiles: Percentile::unsupported_by(samples),
+            spread: None,
             ..Default::default()
         }
     }
