@@ -178,6 +178,22 @@ pub fn child_name(run_name: &str, run_uid: Option<&str>, cell: &str) -> String {
     format!("{base}-{suffix}")
 }
 
+/// The child name of one repetition of a cell: [`child_name`] for the first, and a name of its
+/// own for each later one (`<cell>-r<N>` hashed in), so a repetition never meets the objects of
+/// the one before it while those are still being deleted.
+pub fn repetition_child_name(
+    run_name: &str,
+    run_uid: Option<&str>,
+    cell: &str,
+    repetition: u32,
+) -> String {
+    if repetition <= 1 {
+        child_name(run_name, run_uid, cell)
+    } else {
+        child_name(run_name, run_uid, &format!("{cell}-r{repetition}"))
+    }
+}
+
 /// Lower-cases and replaces anything outside `[a-z0-9-]` with '-', collapsing repeats.
 fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

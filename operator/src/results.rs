@@ -6,6 +6,8 @@
 //! generators are merged histogram by histogram in the loadgen crate before this runs).
 //! Which figures may be ranked is decided in [`trust`].
 
+pub mod noise;
+pub mod repeat;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -40,6 +42,24 @@ pub fn cell_results(result: &RunResult) -> Vec<CellResult> {
                 }
             })
         })
+        .collect()
+}
+
+/// Each stream's latency histogram as the load generator wrote it, keyed "phase/endpoint" (see
+/// [`repeat::histogram_key`]), for merging a cell's repetitions exactly.
+pub fn histograms(result: &RunResult) -> std::collections::BTreeMap<String, String> {
+    result
+        .phases
+        .iter()
+        .flat_map(|phase| {
+            phase.streams.iter().map(move |s| {
+                (
+                    repeat::histogram_key(&phase.name, &s.endpoint),
+                    s.histogram.clone(),
+                )
+            })
+        })
+        .filter(|(_, h)| !h.is_empty())
         .collect()
 }
 

@@ -17,11 +17,15 @@ use crate::api::{
     BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity,
 };
 use crate::plan;
+use kube::ResourceExt;
 
 /// The apiVersion a BenchmarkRun document must carry.
 pub const API_VERSION: &str = "benchmatrix.dev/v1alpha1";
 /// The kind a BenchmarkRun document must carry.
 pub const KIND: &str = "BenchmarkRun";
+
+/// Most repetitions of each cell (the CRD says the same).
+pub const MAX_REPEAT: u32 = 20;
 
 /// Most cells one run may have (a guard against an axes typo expanding to thousands).
 pub const MAX_CELLS: usize = 64;
@@ -177,6 +181,41 @@ pub fn parse_benchmark_run(yaml: &str) -> Result<BenchmarkRun, SpecError> {
 /// Validates a run the operator received (already deserialized by the API client).
 pub fn validate_run(run: &BenchmarkRun) -> Result<(), SpecError> {
     let errors = validate_spec(&run.spec);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SpecError { errors })
+    }
+}
+
+/// The spec checks plus what only a cluster needs (the run name becomes a label value).
+pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
+    let mut errors = match validate_run(run) {
+        Ok(()) => Vec::new(),
+        Err(e) => e.errors,
+    };
+    let name = run.name_any();
+    if name.len() > 63 {
+        errors.push(FieldError::new(
+            "metadata.name",
+            "at most 63 characters (it is used as a label value)",
+        ));
+    }
+    let n = run.spec.loadgen.parallelism;
+    if n > 1 {
+        for (p, phase) in run.spec.workload.phases.iter().enumerate() {
+            for (s, stream) in phase.load.iter().enumerate() {
+                if stream.connections.is_some_and(|c| c < n) {
+                    errors.push(FieldError::new(
+                        format!("spec.workload.phases[{p}].load[{s}].connections"),
+                        format!(
+                            "must be at least spec.loadgen.parallelism ({n}): each load generator gets a share"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -380,6 +419,12 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             ));
         }
         check_duration(ttl, MAX_ANY_DURATION, "spec.ttlAfterFinished", &mut errors);
+    }
+    if !(1..=MAX_REPEAT).contains(&spec.repeat) {
+        errors.push(FieldError::new(
+            "spec.repeat",
+            format!("must be 1..{MAX_REPEAT} (how many times every cell is measured)"),
+        ));
     }
     errors
 }

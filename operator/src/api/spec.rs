@@ -171,11 +171,28 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stop_on_failure: bool,
 
+    /// How many times every cell is measured (1 to 20; default 1). Repetitions are interleaved
+    /// (every cell once, then every cell again), so slow drift of the machine spreads over all
+    /// cells; each figure is then the repetitions' median, with its spread beside it, and two
+    /// cells that differ by less than the noise are not ranked. Five or more repetitions allow
+    /// a significance test.
+    #[serde(default = "default_repeat", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1, max = 20))]
+    pub repeat: u32,
+
     /// Delete the BenchmarkRun (and with it every child object) this long after it finished,
     /// e.g. "24h"; at most "8760h" (365 days). Unset: keep it until deleted by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     pub ttl_after_finished: Option<Duration>,
+}
+
+fn default_repeat() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// Caps the workload's lists so the API server's CEL cost estimate for the rules above stays

@@ -223,6 +223,10 @@ pub struct RepetitionStatus {
     /// Seconds spent on this repetition outside warm-up and phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_seconds: Option<f64>,
+    /// Each stream's latency histogram as the load generator wrote it (HDR, base64), keyed
+    /// "phase/endpoint", so that the cell's repetitions merge exactly into one histogram.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub histograms: std::collections::BTreeMap<String, String>,
 }
 
 /// How one figure varied over the repetitions of a cell.
@@ -258,6 +262,10 @@ pub struct Spread {
     /// Figures by name: rps, p50, p90, p99, p999, max, errorRate.
     #[serde(default)]
     pub figures: std::collections::BTreeMap<String, FigureSpread>,
+    /// Latency percentiles of every repetition's requests together (their histograms merged
+    /// exactly); absent when a repetition's histogram was not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_latency_ms: Option<LatencyMs>,
 }
 
 /// A target pod as it was when the load started.

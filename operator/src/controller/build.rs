@@ -22,12 +22,16 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
 use crate::api::{BenchmarkRun, EnvVar, Quantity};
-use crate::plan::{Cell, child_name, merge_env};
+use crate::engine::ValidatedRun;
+use crate::plan::{Cell, merge_env, repetition_child_name};
 
 /// Label naming the run an object belongs to.
 pub const RUN_LABEL: &str = "benchmatrix.dev/run";
 /// Label naming the cell an object belongs to.
 pub const CELL_LABEL: &str = "benchmatrix.dev/cell";
+/// Label naming the repetition of a cell an object belongs to (set from the second on, so a
+/// repetition's selectors never match the pods of the one before it).
+pub const REPETITION_LABEL: &str = "benchmatrix.dev/repetition";
 /// Label saying whether a pod is the target or the load generator.
 pub const ROLE_LABEL: &str = "benchmatrix.dev/role";
 /// The standard managed-by label, used to scope the operator's watches.
@@ -54,36 +58,72 @@ const PLAN_DIR: &str = "/plan";
 /// Unprivileged UID the pods run as (the distroless "nonroot" user).
 const NON_ROOT_UID: i64 = 65532;
 
-/// The name of a cell's children (they share it; kinds differ).
-pub fn cell_child_name(run: &BenchmarkRun, cell: &str) -> String {
-    child_name(&run.name_any(), run.metadata.uid.as_deref(), cell)
+/// One repetition of one cell of a run: what a set of child objects is built for and found by.
+#[derive(Debug, Clone, Copy)]
+pub struct CellRun<'a> {
+    /// The run.
+    pub run: &'a BenchmarkRun,
+    /// The cell's name.
+    pub cell: &'a str,
+    /// 1-based repetition.
+    pub repetition: u32,
 }
 
-/// Labels of a cell's objects with the given role.
-pub fn labels(run: &BenchmarkRun, cell: &str, role: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (RUN_LABEL.to_owned(), run.name_any()),
-        (CELL_LABEL.to_owned(), cell.to_owned()),
-        (ROLE_LABEL.to_owned(), role.to_owned()),
-        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
-    ])
+impl CellRun<'_> {
+    /// The name the children share (kinds differ).
+    pub fn child_name(&self) -> String {
+        repetition_child_name(
+            &self.run.name_any(),
+            self.run.metadata.uid.as_deref(),
+            self.cell,
+            self.repetition,
+        )
+    }
+
+    /// Labels of the objects with the given role.
+    pub fn labels(&self, role: &str) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([
+            (RUN_LABEL.to_owned(), self.run.name_any()),
+            (CELL_LABEL.to_owned(), self.cell.to_owned()),
+            (ROLE_LABEL.to_owned(), role.to_owned()),
+            (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+        ]);
+        if self.repetition > 1 {
+            labels.insert(REPETITION_LABEL.to_owned(), self.repetition.to_string());
+        }
+        labels
+    }
+
+    /// The selector string for the pods of a role, for LIST calls.
+    pub fn selector(&self, role: &str) -> String {
+        let mut s = format!(
+            "{RUN_LABEL}={},{CELL_LABEL}={},{ROLE_LABEL}={role}",
+            self.run.name_any(),
+            self.cell
+        );
+        if self.repetition > 1 {
+            s.push_str(&format!(",{REPETITION_LABEL}={}", self.repetition));
+        }
+        s
+    }
+
+    fn meta(&self, role: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(self.child_name()),
+            namespace: self.run.namespace(),
+            labels: Some(self.labels(role)),
+            owner_references: self.run.controller_owner_ref(&()).map(|o| vec![o]),
+            ..ObjectMeta::default()
+        }
+    }
 }
 
-/// The selector string for a cell's pods of a role, for LIST calls.
-pub fn selector(run: &BenchmarkRun, cell: &str, role: &str) -> String {
-    format!(
-        "{RUN_LABEL}={},{CELL_LABEL}={cell},{ROLE_LABEL}={role}",
-        run.name_any()
-    )
-}
-
-fn meta(run: &BenchmarkRun, cell: &str, role: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(cell_child_name(run, cell)),
-        namespace: run.namespace(),
-        labels: Some(labels(run, cell, role)),
-        owner_references: run.controller_owner_ref(&()).map(|o| vec![o]),
-        ..ObjectMeta::default()
+/// The objects of one repetition of `cell` of a validated run.
+pub fn cell_run<'a>(v: &'a ValidatedRun, cell: &'a Cell, repetition: u32) -> CellRun<'a> {
+    CellRun {
+        run: v.run(),
+        cell: &cell.name,
+        repetition,
     }
 }
 
@@ -140,9 +180,16 @@ fn env(name: &str, value: impl Into<String>) -> K8sEnvVar {
 }
 
 /// The target Deployment of a cell.
-pub fn deployment(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Deployment {
+pub fn deployment(
+    v: &ValidatedRun,
+    cell: &Cell,
+    repetition: u32,
+    default_image: &str,
+) -> Deployment {
+    let at = cell_run(v, cell, repetition);
+    let run = v.run();
     let spec = &run.spec;
-    let pod_labels = labels(run, &cell.name, ROLE_TARGET);
+    let pod_labels = at.labels(ROLE_TARGET);
     // The cell's own env comes last and wins, as in the local runner: a Node target's cell may
     // set BENCH_MODE=cluster itself. Duplicate names would be refused by the API server.
     let mut built_in = vec![
@@ -169,7 +216,7 @@ pub fn deployment(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Deplo
         .collect();
     let port = i32::from(spec.target.port);
     Deployment {
-        metadata: meta(run, &cell.name, ROLE_TARGET),
+        metadata: at.meta(ROLE_TARGET),
         spec: DeploymentSpec {
             replicas: Some(cell.replicas as i32),
             selector: LabelSelector {
@@ -228,12 +275,13 @@ pub fn deployment(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Deplo
 }
 
 /// The ClusterIP Service in front of a cell's replicas.
-pub fn service(run: &BenchmarkRun, cell: &Cell) -> Service {
-    let port = i32::from(run.spec.target.port);
-    let mut selector = labels(run, &cell.name, ROLE_TARGET);
+pub fn service(v: &ValidatedRun, cell: &Cell, repetition: u32) -> Service {
+    let at = cell_run(v, cell, repetition);
+    let port = i32::from(v.spec().target.port);
+    let mut selector = at.labels(ROLE_TARGET);
     selector.remove(MANAGED_BY_LABEL);
     Service {
-        metadata: meta(run, &cell.name, ROLE_TARGET),
+        metadata: at.meta(ROLE_TARGET),
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".into()),
             selector: Some(selector),
@@ -315,11 +363,13 @@ fn share_workload(workload: &Workload, index: u32, n: u32) -> Workload {
 
 /// The ConfigMap holding one plan file per load generator (`plan-<index>.yaml`).
 pub fn plan_config_map(
-    run: &BenchmarkRun,
+    v: &ValidatedRun,
     cell: &Cell,
+    repetition: u32,
     target: &str,
     replicas: &[String],
 ) -> ConfigMap {
+    let run = v.run();
     let n = run.spec.loadgen.parallelism.max(1);
     let data = (0..n)
         .map(|i| {
@@ -332,20 +382,10 @@ pub fn plan_config_map(
         })
         .collect();
     ConfigMap {
-        metadata: meta(run, &cell.name, ROLE_LOADGEN),
+        metadata: cell_run(v, cell, repetition).meta(ROLE_LOADGEN),
         data: Some(data),
         ..ConfigMap::default()
     }
-}
-
-/// Seconds the load generator is expected to run: warm-up plus phases.
-pub fn planned_load_secs(run: &BenchmarkRun) -> u64 {
-    let w = &run.spec.workload;
-    w.warmup.get().as_secs()
-        + w.phases
-            .iter()
-            .map(|p| p.duration.get().as_secs())
-            .sum::<u64>()
 }
 
 /// The load generator Job of a cell.
@@ -355,13 +395,19 @@ pub fn planned_load_secs(run: &BenchmarkRun) -> u64 {
 /// The result travels in the pod log's last line (see `controller::observe`), not in the
 /// termination message, which is cut at 4 KiB; `FallbackToLogsOnError` still puts the last log
 /// lines of a failed pod there, which is where the failure cause is read from.
-pub fn job(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Job {
-    let spec = &run.spec;
+pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) -> Job {
+    let at = cell_run(v, cell, repetition);
+    let spec = v.spec();
     let n = spec.loadgen.parallelism.max(1) as i32;
-    let pod_labels = labels(run, &cell.name, ROLE_LOADGEN);
-    let deadline = planned_load_secs(run) + spec.timeouts.run_slack.get().as_secs().max(1);
+    let pod_labels = at.labels(ROLE_LOADGEN);
+    // Whole seconds, rounded up, and at least one second beyond the planned load.
+    let deadline = v
+        .load_deadline()
+        .max(v.planned_load() + std::time::Duration::from_secs(1))
+        .as_secs_f64()
+        .ceil() as i64;
     let affinity = spec.placement.separate_loadgen.then(|| {
-        let mut target = labels(run, &cell.name, ROLE_TARGET);
+        let mut target = at.labels(ROLE_TARGET);
         target.remove(MANAGED_BY_LABEL);
         Affinity {
             pod_anti_affinity: Some(PodAntiAffinity {
@@ -383,15 +429,15 @@ pub fn job(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Job {
             ..Affinity::default()
         }
     });
-    let name = cell_child_name(run, &cell.name);
+    let name = at.child_name();
     Job {
-        metadata: meta(run, &cell.name, ROLE_LOADGEN),
+        metadata: at.meta(ROLE_LOADGEN),
         spec: Some(JobSpec {
             backoff_limit: Some(0),
             completions: Some(n),
             parallelism: Some(n),
             completion_mode: Some("Indexed".into()),
-            active_deadline_seconds: Some(deadline as i64),
+            active_deadline_seconds: Some(deadline),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(pod_labels),
@@ -487,16 +533,17 @@ mod tests {
     /// them, and the cell's target container.
     fn plans_and_container(yaml: &str) -> (Vec<PlanFile>, Container) {
         let run = crate::validate::parse_benchmark_run(yaml).expect("the spec is valid");
-        let cell = &crate::plan::cells(&run.spec)[0];
+        let v = ValidatedRun::for_cluster(run).expect("the spec is valid");
+        let cell = &v.cells()[0];
         let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
-        let cm = plan_config_map(&run, cell, "http://10.96.0.10:8080", &pods);
+        let cm = plan_config_map(&v, cell, 1, "http://10.96.0.10:8080", &pods);
         let plans = cm
             .data
             .unwrap()
             .values()
             .map(|t| benchmatrix_loadgen::plan::parse_plan_file(t).unwrap())
             .collect();
-        let dep = deployment(&run, cell, "default-image");
+        let dep = deployment(&v, cell, 1, "default-image");
         let container = dep.spec.template.spec.unwrap().containers[0].clone();
         (plans, container)
     }
@@ -571,8 +618,9 @@ spec:
 "#,
         )
         .expect("the spec is valid");
-        let cell = &crate::plan::cells(&run.spec)[0];
-        let dep = deployment(&run, cell, "default-image");
+        let v = ValidatedRun::for_cluster(run).expect("the spec is valid");
+        let cell = &v.cells()[0];
+        let dep = deployment(&v, cell, 1, "default-image");
         let env = dep.spec.template.spec.unwrap().containers[0]
             .env
             .clone()

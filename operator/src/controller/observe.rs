@@ -62,9 +62,10 @@ pub async fn observe(
         obs.nodes = list_nodes(client).await?;
         return Ok(obs);
     }
-    let Some((index, phase)) = decide::current_cell(run.status.as_ref()) else {
+    let Some(step) = decide::current_step(run.status.as_ref()) else {
         return Ok(obs);
     };
+    let (index, phase) = (step.cell, step.phase);
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let Some(cell) = run
         .status
@@ -74,32 +75,37 @@ pub async fn observe(
     else {
         return Ok(obs);
     };
-    let name = build::cell_child_name(run, &cell);
+    let at = build::CellRun {
+        run,
+        cell: &cell,
+        repetition: step.repetition,
+    };
+    let name = at.child_name();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     match phase {
         CellPhase::Deploying => {
             (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
-            obs.target_pods = target_pods(&pods, run, &cell).await?;
+            obs.target_pods = target_pods(&pods, &at).await?;
         }
         CellPhase::Running => {
             obs.job = Api::<Job>::namespaced(client.clone(), &ns)
                 .get_opt(&name)
                 .await?;
-            obs.target_pods = target_pods(&pods, run, &cell).await?;
+            obs.target_pods = target_pods(&pods, &at).await?;
             if let Some(job) = &obs.job {
                 if decide::job_complete(job) {
-                    obs.result = Some(read_results(&pods, run, &cell).await?);
+                    obs.result = Some(read_results(&pods, &at).await?);
                 } else if decide::job_failed(job) {
-                    obs.loadgen_failure = read_failure(&pods, run, &cell).await?;
+                    obs.loadgen_failure = read_failure(&pods, &at).await?;
                 }
             } else {
                 // A missing Job is re-created from the Service address and the pod IPs.
                 (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
             }
         }
-        CellPhase::Pending if index > 0 => {
-            // Pods of the previous cell that are still terminating would take CPU from this
-            // one; they are counted so the next cell waits for them.
+        CellPhase::Pending if index > 0 || step.repetition > 1 => {
+            // Pods of the previous cell (or repetition) that are still terminating would take
+            // CPU from this one; they are counted so the next cell waits for them.
             obs.terminating_pods = pods
                 .list(&ListParams::default().labels(&format!(
                     "{}={}",
@@ -159,9 +165,9 @@ async fn deployment_and_service(
 }
 
 /// The target pods of `cell`.
-async fn target_pods(pods: &Api<Pod>, run: &BenchmarkRun, cell: &str) -> Result<Vec<Pod>, Error> {
+async fn target_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Pod>, Error> {
     Ok(pods
-        .list(&ListParams::default().labels(&build::selector(run, cell, ROLE_TARGET)))
+        .list(&ListParams::default().labels(&at.selector(ROLE_TARGET)))
         .await?
         .items)
 }
@@ -170,11 +176,10 @@ async fn target_pods(pods: &Api<Pod>, run: &BenchmarkRun, cell: &str) -> Result<
 /// not an operator error).
 async fn read_results(
     pods: &Api<Pod>,
-    run: &BenchmarkRun,
-    cell: &str,
+    at: &build::CellRun<'_>,
 ) -> Result<Result<RunResult, String>, Error> {
     let list = pods
-        .list(&ListParams::default().labels(&build::selector(run, cell, ROLE_LOADGEN)))
+        .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
         .await?
         .items;
     let succeeded: Vec<&Pod> = list
@@ -275,13 +280,9 @@ fn excerpt(text: &str) -> String {
 
 /// The last words of a failed load generator: its termination message (the kubelet fills it
 /// from the log on error) or reason such as OOMKilled.
-async fn read_failure(
-    pods: &Api<Pod>,
-    run: &BenchmarkRun,
-    cell: &str,
-) -> Result<Option<String>, Error> {
+async fn read_failure(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Option<String>, Error> {
     let list = pods
-        .list(&ListParams::default().labels(&build::selector(run, cell, ROLE_LOADGEN)))
+        .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
         .await?
         .items;
     Ok(list.iter().find_map(|p| {

@@ -20,10 +20,10 @@ use crate::api::{
     BenchmarkRun, BenchmarkRunStatus, CellPhase, CellStatus, Enforcement, ReplicaPhaseShare,
     ReplicaShare, RunPhase, TargetStats,
 };
+use crate::engine::end::finish_run;
 use crate::plan::{self, Cell};
 use crate::report::{self, RawCell, markdown::Notes};
 use crate::results;
-use crate::run_end::finish_run;
 
 /// How often the runner looks at a running cell. Each look is a few system calls; the load
 /// generator's end is noticed up to one interval late, and that lateness adds to every cell's

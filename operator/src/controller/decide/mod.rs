@@ -1,0 +1,482 @@
+//! The operator's step, pure: (run, observation, now) -> the next status, the objects to apply
+//! or delete, the Events to publish and when to look again.
+//!
+//! What the cluster shows is turned into the run engine's events (`crate::engine`), which write
+//! the status exactly as they do for a local run; this module adds only what is the cluster's
+//! own: which objects to apply or delete, and when to look again.
+//!
+//! The status is the machine's only memory. Each call looks at the current step (the cell and
+//! repetition not finished, see `engine::next_step`) and moves it at most one step, so a
+//! restarted operator fed the same status and cluster state takes the same step, and child
+//! names are deterministic, so a step repeated after a crash applies the same objects again
+//! instead of creating new ones.
+
+mod inspect;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use benchmatrix_loadgen::result::RunResult;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{build, images, replicas};
+use crate::api::conditions::{self, reason};
+use crate::api::{
+    BenchmarkRun, BenchmarkRunStatus, CellPhase, CleanupPolicy, Enforcement, RunPhase,
+};
+use crate::engine::{self, Ctx, Event, Measured, Step, ValidatedRun};
+use crate::plan::Cell;
+use crate::results;
+
+pub use crate::api::conditions::cause;
+pub use inspect::{job_complete, job_failed};
+pub use types::{
+    Action, Child, ChildKind, Decision, EventNote, Observation, QUEUED_SAFETY_NET, QueueView,
+    Settings,
+};
+
+use inspect::{ReadyTarget, ready_target};
+
+/// The step the run is at, so `observe` reads only what matters: `None` unless the run is
+/// Running with a cell left.
+pub fn current_step(status: Option<&BenchmarkRunStatus>) -> Option<Step> {
+    let status = status?;
+    if status.phase != RunPhase::Running {
+        return None;
+    }
+    engine::next_step(status)
+}
+
+/// Decides the next step for `run`.
+pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Settings) -> Decision {
+    let old = run.status.clone().unwrap_or_default();
+    let mut d = Decision {
+        status: old.clone(),
+        actions: Vec::new(),
+        events: Vec::new(),
+        requeue: None,
+    };
+    let generation = run.metadata.generation;
+
+    // Finished runs only wait for their TTL.
+    if old.phase.is_finished() {
+        if let (Some(ttl), Some(done)) = (run.spec.ttl_after_finished, &old.completion_time) {
+            let expires = conditions::secs_of(done) + ttl.get().as_secs() as i64;
+            let left = expires - conditions::secs_of(now);
+            if left <= 0 {
+                d.actions.push(Action::DeleteRun);
+            } else {
+                d.requeue = Some(Duration::from_secs(left as u64));
+            }
+        }
+        return d;
+    }
+
+    // A spec that cannot run, or names an image the operator may not run, fails the run once,
+    // with the field named; nothing is created and nothing is retried until the spec changes
+    // (which re-triggers the reconcile). A run already running when the operator restarts with
+    // a narrower allow-list loses its current children too: a refused image must not keep going.
+    let ctx = Ctx {
+        generation,
+        now,
+        stop_on_failure: run.spec.stop_on_failure,
+        repeat: run.spec.repeat.max(1),
+    };
+    let refusal = match ValidatedRun::for_cluster(run.clone()) {
+        Err(err) => Err((reason::INVALID_SPEC, format!("invalid spec: {err}"))),
+        Ok(v) => match settings.allowed_images.refusal(
+            run,
+            &settings.target_image,
+            &settings.loadgen_image,
+        ) {
+            Some(message) => Err((images::IMAGE_NOT_ALLOWED, message)),
+            None => Ok(v),
+        },
+    };
+    let v = match refusal {
+        Ok(v) => v,
+        Err((why, message)) => {
+            if old.phase == RunPhase::Running {
+                d.actions.extend(current_children_cleanup(run, &old));
+            }
+            let event = Event::SpecRefused {
+                reason: why,
+                message,
+            };
+            d.events = engine::apply(&mut d.status, event, &ctx);
+            return d;
+        }
+    };
+
+    // The spec is immutable by a CEL rule; should it change anyway (an older CRD without the
+    // rule), the results of two specs must not mix: the run fails, saying so.
+    if old.phase == RunPhase::Running
+        && let (Some(seen), Some(current)) = (old.observed_generation, generation)
+        && seen != current
+    {
+        let message = format!(
+            "the spec changed while the run was running (generation {seen} -> {current}); \
+             delete the run and apply it again"
+        );
+        d.actions.extend(current_children_cleanup(run, &old));
+        d.events = engine::apply(&mut d.status, Event::SpecChanged { message }, &ctx);
+        return d;
+    }
+
+    if old.phase == RunPhase::Pending {
+        let q = obs.queue;
+        if !q.admits() {
+            let queued = Event::Queued {
+                cells: v.cells().len(),
+                position: q.ahead + 1,
+                waiting: q.waiting,
+                active: q.active,
+                max_active: q.max_active,
+            };
+            d.events = engine::apply(&mut d.status, queued, &ctx);
+            // A run that finishes or is deleted wakes the waiting runs at once (queue.rs);
+            // this look now and then is only a safety net for a wake-up that was lost.
+            d.requeue = Some(QUEUED_SAFETY_NET);
+            return d;
+        }
+        let cells = v.cells().iter().map(|c| c.name.clone()).collect();
+        d.events = engine::apply(&mut d.status, Event::Admitted { cells }, &ctx);
+    }
+
+    step_cell(&v, obs, &ctx, settings, &mut d);
+    d.status.progress = Some(results::progress(&d.status));
+    d
+}
+
+/// The current cell and repetition, and the decision being built.
+struct At<'a> {
+    v: &'a ValidatedRun,
+    cell: &'a Cell,
+    step: Step,
+}
+
+impl At<'_> {
+    fn deployment_and_service(&self, settings: &Settings) -> [Action; 2] {
+        let (v, cell, r) = (self.v, self.cell, self.step.repetition);
+        [
+            Action::Apply(Child::Deployment(Box::new(build::deployment(
+                v,
+                cell,
+                r,
+                &settings.target_image,
+            )))),
+            Action::Apply(Child::Service(Box::new(build::service(v, cell, r)))),
+        ]
+    }
+
+    fn plan_and_job(&self, ready: &ReadyTarget, settings: &Settings) -> [Action; 2] {
+        let (v, cell, r) = (self.v, self.cell, self.step.repetition);
+        [
+            Action::Apply(Child::ConfigMap(Box::new(build::plan_config_map(
+                v,
+                cell,
+                r,
+                &ready.target,
+                &ready.replicas,
+            )))),
+            Action::Apply(Child::Job(Box::new(build::job(
+                v,
+                cell,
+                r,
+                &settings.loadgen_image,
+            )))),
+        ]
+    }
+}
+
+/// Moves the current cell one step, or finishes the run when no cell is left.
+fn step_cell(
+    v: &ValidatedRun,
+    obs: &Observation,
+    ctx: &Ctx,
+    settings: &Settings,
+    d: &mut Decision,
+) {
+    let Some(step) = engine::next_step(&d.status) else {
+        finish(v, ctx, d);
+        return;
+    };
+    let Some(cell) = v.cells().get(step.cell) else {
+        finish(v, ctx, d);
+        return;
+    };
+    let at = At { v, cell, step };
+    let index = step.cell;
+    let run = v.run();
+    match step.phase {
+        CellPhase::Pending if !obs.terminating_pods.is_empty() => {
+            // The previous cell's pods still hold CPU; starting now would measure interference.
+            d.status.message = Some(format!(
+                "waiting for {} pod(s) of the previous cell to terminate: {}",
+                obs.terminating_pods.len(),
+                obs.terminating_pods.join(", ")
+            ));
+            d.requeue = Some(Duration::from_secs(5));
+        }
+        CellPhase::Pending => {
+            if let Some(why) = inspect::never_fits(run, cell, obs) {
+                // Nothing is created: the cell ends now instead of waiting out the ready timeout,
+                // and there is nothing of it to clean up.
+                let before = d.actions.len();
+                fail_cell(&at, cause::UNSCHEDULABLE, why, ctx, d);
+                d.actions.truncate(before);
+                return;
+            }
+            d.actions.extend(at.deployment_and_service(settings));
+            let message = format!(
+                "deploying {} replica(s) with {} CPU each",
+                cell.replicas, cell.cpu
+            );
+            let event = Event::CellDeploying {
+                cell: index,
+                message,
+            };
+            d.events.extend(engine::apply(&mut d.status, event, ctx));
+            d.requeue = Some(run.spec.timeouts.ready.get());
+        }
+        CellPhase::Deploying => {
+            if let Some((why, message)) = inspect::pod_failure(&obs.target_pods) {
+                fail_cell(&at, why, message, ctx, d);
+                return;
+            }
+            if let Some(message) = inspect::unschedulable(&obs.target_pods) {
+                fail_cell(&at, cause::UNSCHEDULABLE, message, ctx, d);
+                return;
+            }
+            let waited = seconds_since(d.status.cells[index].start_time.as_ref(), ctx.now);
+            let limit = run.spec.timeouts.ready.get().as_secs() as i64;
+            if obs.deployment.is_none() || obs.service.is_none() {
+                // Deleted behind our back, or a crash before the first apply: apply again.
+                d.actions.extend(at.deployment_and_service(settings));
+            } else if let Some(ready) = ready_target(run, cell, obs) {
+                match ready {
+                    Ok(ready) => {
+                        d.actions.extend(at.plan_and_job(&ready, settings));
+                        let event = Event::LoadStarted {
+                            cell: index,
+                            message: format!(
+                                "load generator running against {} ({} replica(s) ready)",
+                                ready.target,
+                                ready.replicas.len()
+                            ),
+                            target_pods: ready.pods,
+                        };
+                        d.events.extend(engine::apply(&mut d.status, event, ctx));
+                        d.requeue = Some(v.load_deadline());
+                    }
+                    Err(message) => fail_cell(&at, cause::CHILD_BROKEN, message, ctx, d),
+                }
+                return;
+            }
+            if waited >= limit {
+                let mut detail = inspect::readiness_detail(&obs.target_pods);
+                if let Some(why) = inspect::deployment_trouble(obs.deployment.as_ref()) {
+                    detail = format!("{why}; {detail}");
+                }
+                let message = format!(
+                    "the target was not ready within {}: {detail}",
+                    run.spec.timeouts.ready
+                );
+                fail_cell(&at, cause::NEVER_READY, message, ctx, d);
+                return;
+            }
+            d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
+        }
+        CellPhase::Running => step_running(&at, obs, ctx, settings, d),
+        CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
+    }
+}
+
+/// The load generator runs: a replica that left, a result, a failed Job, an OOM, the deadline.
+fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &mut Decision) {
+    let index = at.step.cell;
+    if let Some(message) = replicas::exited(&d.status.cells[index].target_pods, &obs.target_pods) {
+        // Checked before the result too: a result measured across a restart has a gap or
+        // errors in it, and must not be called a success.
+        let (why, message) = if message.contains("reason OOMKilled") {
+            (
+                cause::OOM_KILLED,
+                format!("{message}; raise the cell's memory"),
+            )
+        } else {
+            (cause::REPLICA_EXITED, message)
+        };
+        fail_cell(at, why, message, ctx, d);
+        return;
+    }
+    if let Some(res) = &obs.result {
+        match res {
+            Ok(doc) => succeed_cell(at, doc, ctx, d),
+            Err(why) => fail_cell(at, cause::RESULT_UNPARSABLE, why.clone(), ctx, d),
+        }
+        return;
+    }
+    if let Some(job) = &obs.job
+        && let Some(message) = inspect::job_failure(job)
+    {
+        let (why, detail) = match &obs.loadgen_failure {
+            Some(line) if line.contains("OOMKilled") => (cause::OOM_KILLED, line.clone()),
+            Some(line) => (cause::LOADGEN_FAILED, line.clone()),
+            None => (cause::LOADGEN_FAILED, String::from("no log")),
+        };
+        let message = format!("load generator failed: {message}; last log line: {detail}");
+        fail_cell(at, why, message, ctx, d);
+        return;
+    }
+    if let Some(message) = inspect::target_oom(&obs.target_pods) {
+        fail_cell(at, cause::OOM_KILLED, message, ctx, d);
+        return;
+    }
+    let waited = seconds_since(d.status.cells[index].load_start_time.as_ref(), ctx.now);
+    let limit = at.v.load_deadline().as_secs() as i64;
+    if waited >= limit {
+        let message = format!(
+            "the load generator did not finish within {limit}s (warm-up, phases and timeouts.runSlack)"
+        );
+        fail_cell(at, cause::TIMEOUT, message, ctx, d);
+        return;
+    }
+    if obs.job.is_none() {
+        // The Job vanished (deleted by hand, or a crash before it was created): the ConfigMap
+        // and Job are applied again under the same name, so never twice.
+        match ready_target(at.v.run(), at.cell, obs) {
+            Some(Ok(ready)) => {
+                d.actions.extend(at.plan_and_job(&ready, settings));
+                // The new Job measures afresh, against these pods.
+                d.status.cells[index].target_pods = ready.pods;
+            }
+            _ => {
+                // The target went away too: deploy again from the start of the cell.
+                let c = &mut d.status.cells[index];
+                c.phase = CellPhase::Pending;
+                c.load_start_time = None;
+                c.target_pods.clear();
+            }
+        }
+    } else if d.status.cells[index].target_pods.is_empty() {
+        // A cell started by an operator that kept no record: record the ready pods now, so a
+        // change from here on is still caught.
+        d.status.cells[index].target_pods = replicas::record(&inspect::ready_pods(obs));
+    }
+    d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
+}
+
+/// Whole seconds from `since` (now when unknown) to `now`.
+fn seconds_since(since: Option<&Time>, now: &Time) -> i64 {
+    let now = conditions::secs_of(now);
+    now - since.map_or(now, conditions::secs_of)
+}
+
+fn succeed_cell(at: &At, doc: &RunResult, ctx: &Ctx, d: &mut Decision) {
+    let cell = at.cell;
+    let measured = Measured {
+        results: results::cell_results(doc),
+        target: results::target_stats(doc),
+        enforcement: Some(Enforcement {
+            target: "kubernetes".into(),
+            loadgen: Some("kubernetes".into()),
+            detail: Some(format!(
+                "pod resources: cpu {} and memory {} per replica, requests == limits (CFS quota by the kubelet)",
+                cell.cpu, cell.memory
+            )),
+        }),
+        overhead_seconds: None,
+        message: format!(
+            "measured {} phase(s) with {} load generator(s)",
+            doc.phases.len(),
+            doc.generators.max(1)
+        ),
+        histograms: results::histograms(doc),
+    };
+    let event = Event::CellMeasured {
+        cell: at.step.cell,
+        measured: Box::new(measured),
+    };
+    d.events.extend(engine::apply(&mut d.status, event, ctx));
+    d.actions.extend(after_cell(at, &d.status, false));
+}
+
+fn fail_cell(at: &At, why: &'static str, message: String, ctx: &Ctx, d: &mut Decision) {
+    let event = Event::CellFailed {
+        cell: at.step.cell,
+        cause: why,
+        message,
+        overhead_seconds: None,
+    };
+    d.events.extend(engine::apply(&mut d.status, event, ctx));
+    d.actions.extend(after_cell(at, &d.status, true));
+}
+
+/// Deletions after a repetition of a cell ended. A cell that is finished keeps what the cleanup
+/// policy says; one that goes on to another repetition loses its objects in any case, as its
+/// pods would take CPU from the cells measured in between.
+fn after_cell(at: &At, status: &BenchmarkRunStatus, failed: bool) -> Vec<Action> {
+    let name = build::cell_run(at.v, at.cell, at.step.repetition).child_name();
+    let finished = status
+        .cells
+        .get(at.step.cell)
+        .is_some_and(|c| c.phase.is_finished());
+    if finished {
+        cleanup(at.v.run(), name, failed)
+    } else {
+        delete_children(name)
+    }
+}
+
+/// Deletions after a cell, per the cleanup policy.
+fn cleanup(run: &BenchmarkRun, name: String, failed: bool) -> Vec<Action> {
+    let keep = match run.spec.cleanup {
+        CleanupPolicy::Always => false,
+        CleanupPolicy::KeepFailed => failed,
+        CleanupPolicy::Never => true,
+    };
+    if keep {
+        return Vec::new();
+    }
+    delete_children(name)
+}
+
+fn delete_children(name: String) -> Vec<Action> {
+    [
+        ChildKind::Job,
+        ChildKind::ConfigMap,
+        ChildKind::Service,
+        ChildKind::Deployment,
+    ]
+    .into_iter()
+    .map(|k| Action::Delete(k, name.clone()))
+    .collect()
+}
+
+/// Deletions of the current cell's children when the run is abandoned mid-cell.
+fn current_children_cleanup(run: &BenchmarkRun, status: &BenchmarkRunStatus) -> Vec<Action> {
+    let Some(step) = engine::next_step(status) else {
+        return Vec::new();
+    };
+    if !matches!(step.phase, CellPhase::Deploying | CellPhase::Running) {
+        return Vec::new();
+    }
+    let cell = &status.cells[step.cell].name;
+    let at = build::CellRun {
+        run,
+        cell,
+        repetition: step.repetition,
+    };
+    cleanup(run, at.child_name(), false)
+}
+
+fn finish(v: &ValidatedRun, ctx: &Ctx, d: &mut Decision) {
+    let end = Event::Finished { interrupted: false };
+    d.events.extend(engine::apply(&mut d.status, end, ctx));
+    if let Some(ttl) = v.spec().ttl_after_finished {
+        d.requeue = Some(ttl.get());
+    }
+}

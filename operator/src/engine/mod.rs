@@ -1,0 +1,509 @@
+//! The run engine: the one state machine of a BenchmarkRun, shared by both executors.
+//!
+//! The operator (`controller::decide`) and the local runner (`local::runner`) each watch their
+//! own world (the Kubernetes API; processes and cgroups) and tell the engine what happened as
+//! an [`Event`]. [`apply`] turns the event into the next status: cell and run phases, failure
+//! causes, conditions, messages, repetitions, the summary and the end of the run. Neither
+//! executor writes those fields itself, so a run on a cluster and the same run on one machine
+//! end in the same status document (tested field by field in `tests.rs`).
+//!
+//! The engine is pure: the time comes in with the event's [`Ctx`], and nothing is read or
+//! written outside the status it is given.
+
+pub mod end;
+pub mod step;
+mod validated;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::conditions::{self, reason, set_condition, status as cs};
+use crate::api::status::RecordedPod;
+use crate::api::{
+    BenchmarkRunStatus, CellPhase, CellResult, CellStatus, Enforcement, RepetitionStatus, RunPhase,
+    TargetStats,
+};
+use crate::results;
+
+pub use crate::api::conditions::cause;
+pub use end::{RunEnd, run_end};
+pub use step::{Step, next_step};
+pub use validated::ValidatedRun;
+
+/// What an event is applied with: the run's fixed settings and the time it happened.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The spec generation the status describes (`None` locally).
+    pub generation: Option<i64>,
+    /// When the event happened.
+    pub now: &'a Time,
+    /// spec.stopOnFailure.
+    pub stop_on_failure: bool,
+    /// spec.repeat (1 when the run does not repeat its cells).
+    pub repeat: u32,
+}
+
+/// What a cell measured: the figures and how the measurement went.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    /// One entry per phase and endpoint.
+    pub results: Vec<CellResult>,
+    /// What the target saw and used.
+    pub target: Option<TargetStats>,
+    /// How the CPU limits were enforced.
+    pub enforcement: Option<Enforcement>,
+    /// Seconds spent outside warm-up and phases, where the executor measured them.
+    pub overhead_seconds: Option<f64>,
+    /// A sentence about the measurement (how long it took, with how many load generators).
+    pub message: String,
+    /// Each stream's latency histogram as the load generator wrote it (base64 HDR), keyed
+    /// "phase/endpoint": kept with a repetition so that the cell's repetitions merge exactly.
+    pub histograms: BTreeMap<String, String>,
+}
+
+/// Something that happened to a run, as an executor saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The spec cannot run (invalid, or an image the operator may not run); nothing starts, and
+    /// a run that was running stops.
+    SpecRefused {
+        /// `reason::INVALID_SPEC` or another CamelCase word.
+        reason: &'static str,
+        /// The field or rule at fault.
+        message: String,
+    },
+    /// The spec changed while the run was running: the results of two specs must not mix.
+    SpecChanged {
+        /// Which generations.
+        message: String,
+    },
+    /// The run waits for a free slot.
+    Queued {
+        /// Cells in the matrix.
+        cells: usize,
+        /// 1-based place in the queue.
+        position: usize,
+        /// Runs waiting, this one included.
+        waiting: usize,
+        /// Runs running now.
+        active: usize,
+        /// Most runs running at once.
+        max_active: usize,
+    },
+    /// The run starts with these cells (names in matrix order).
+    Admitted {
+        /// The cells' names.
+        cells: Vec<String>,
+    },
+    /// The executor deploys the current cell's target (for the next repetition).
+    CellDeploying {
+        /// Index of the cell.
+        cell: usize,
+        /// What is deployed, e.g. "deploying 2 replica(s) with 1 CPU each".
+        message: String,
+    },
+    /// The target is ready and the load generator has started.
+    LoadStarted {
+        /// Index of the cell.
+        cell: usize,
+        /// Against what, e.g. "load generator running against http://10.0.0.1:8080".
+        message: String,
+        /// The target pods the load runs against (cluster only).
+        target_pods: Vec<RecordedPod>,
+    },
+    /// The current repetition of a cell measured.
+    CellMeasured {
+        /// Index of the cell.
+        cell: usize,
+        /// The figures.
+        measured: Box<Measured>,
+    },
+    /// The current repetition of a cell failed: the cell fails.
+    CellFailed {
+        /// Index of the cell.
+        cell: usize,
+        /// One of [`cause`].
+        cause: &'static str,
+        /// The cause in a sentence, with the failing part's own words.
+        message: String,
+        /// Seconds spent on the cell, where measured.
+        overhead_seconds: Option<f64>,
+    },
+    /// No cell is left, or the run was interrupted (local runs): the run ends.
+    Finished {
+        /// Stopped by SIGINT/SIGTERM.
+        interrupted: bool,
+    },
+}
+
+/// A Kubernetes Event to publish (or a line to print) about a transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// True for a Warning, false for Normal.
+    pub warning: bool,
+    /// CamelCase reason.
+    pub reason: String,
+    /// Human sentence.
+    pub note: String,
+}
+
+impl Note {
+    fn normal(reason: &str, note: String) -> Self {
+        Note {
+            warning: false,
+            reason: reason.into(),
+            note,
+        }
+    }
+
+    fn warning(reason: &str, note: String) -> Self {
+        Note {
+            warning: true,
+            reason: reason.into(),
+            note,
+        }
+    }
+}
+
+/// Applies `event` to `status`; returns the notes worth publishing.
+pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+    let g = ctx.generation;
+    let now = ctx.now;
+    match event {
+        Event::SpecRefused { reason, message } => {
+            let was_running = status.phase == RunPhase::Running;
+            status.phase = RunPhase::Failed;
+            status.message = Some(message.clone());
+            status.observed_generation = g;
+            status.completion_time.get_or_insert_with(|| now.clone());
+            let c = &mut status.conditions;
+            set_condition(
+                c,
+                conditions::SPEC_VALID,
+                cs::FALSE,
+                reason,
+                &message,
+                g,
+                now,
+            );
+            let progressing = if was_running {
+                "the run was stopped and its current cell's objects deleted"
+            } else {
+                "the run cannot start"
+            };
+            set_condition(
+                c,
+                conditions::PROGRESSING,
+                cs::FALSE,
+                reason,
+                progressing,
+                g,
+                now,
+            );
+            vec![Note::warning(reason, message)]
+        }
+        Event::SpecChanged { message } => {
+            status.phase = RunPhase::Failed;
+            status.message = Some(message.clone());
+            status.completion_time = Some(now.clone());
+            let why = reason::SPEC_CHANGED;
+            set_condition(
+                &mut status.conditions,
+                conditions::PROGRESSING,
+                cs::FALSE,
+                why,
+                &message,
+                g,
+                now,
+            );
+            vec![Note::warning(why, message)]
+        }
+        Event::Queued {
+            cells,
+            position,
+            waiting,
+            active,
+            max_active,
+        } => {
+            let message = format!(
+                "queued: position {position} of {}; {active} run(s) active, at most {} at once",
+                waiting.max(position),
+                max_active.max(1),
+            );
+            status.message = Some(message.clone());
+            status.observed_generation = g;
+            status.progress = Some(format!("0/{cells}"));
+            let c = &mut status.conditions;
+            set_condition(
+                c,
+                conditions::SPEC_VALID,
+                cs::TRUE,
+                reason::VALID,
+                "",
+                g,
+                now,
+            );
+            set_condition(
+                c,
+                conditions::PROGRESSING,
+                cs::FALSE,
+                reason::QUEUED,
+                message,
+                g,
+                now,
+            );
+            Vec::new()
+        }
+        Event::Admitted { cells } => {
+            status.phase = RunPhase::Running;
+            status.start_time = Some(now.clone());
+            status.observed_generation = g;
+            status.cells = cells
+                .into_iter()
+                .map(|name| CellStatus {
+                    name,
+                    ..CellStatus::default()
+                })
+                .collect();
+            status.progress = Some(results::progress(status));
+            let c = &mut status.conditions;
+            set_condition(
+                c,
+                conditions::SPEC_VALID,
+                cs::TRUE,
+                reason::VALID,
+                "",
+                g,
+                now,
+            );
+            set_condition(
+                c,
+                conditions::CELL_FAILED,
+                cs::FALSE,
+                reason::NO_FAILURES,
+                "",
+                g,
+                now,
+            );
+            Vec::new()
+        }
+        Event::CellDeploying { cell, message } => {
+            let total = status.cells.len();
+            let Some(c) = status.cells.get_mut(cell) else {
+                return Vec::new();
+            };
+            let repetition = repetitions_done(c) + 1;
+            c.phase = CellPhase::Deploying;
+            c.start_time.get_or_insert_with(|| now.clone());
+            c.message = Some(message);
+            let name = c.name.clone();
+            let mut what = format!("cell {name} ({}/{total})", cell + 1);
+            if ctx.repeat > 1 {
+                what.push_str(&format!(", repetition {repetition}/{}", ctx.repeat));
+            }
+            status.message = Some(format!("running {what}"));
+            set_condition(
+                &mut status.conditions,
+                conditions::PROGRESSING,
+                cs::TRUE,
+                reason::CELL_RUNNING,
+                what,
+                g,
+                now,
+            );
+            let note = if ctx.repeat > 1 {
+                format!("deploying cell {name} for repetition {repetition}")
+            } else {
+                format!("deploying cell {name}")
+            };
+            vec![Note::normal("CellStarted", note)]
+        }
+        Event::LoadStarted {
+            cell,
+            message,
+            target_pods,
+        } => {
+            if let Some(c) = status.cells.get_mut(cell) {
+                c.phase = CellPhase::Running;
+                c.load_start_time = Some(now.clone());
+                c.target_pods = target_pods;
+                c.message = Some(message);
+            }
+            Vec::new()
+        }
+        Event::CellMeasured { cell, measured } => {
+            let notes = measure_cell(status, cell, *measured, ctx);
+            status.progress = Some(results::progress(status));
+            notes
+        }
+        Event::CellFailed {
+            cell,
+            cause,
+            message,
+            overhead_seconds,
+        } => {
+            let notes = fail_cell(status, cell, cause, message, overhead_seconds, ctx);
+            status.progress = Some(results::progress(status));
+            notes
+        }
+        Event::Finished { interrupted } => {
+            let end = end::finish_run(status, interrupted, g, now);
+            let failed = end.phase == RunPhase::Failed;
+            vec![Note {
+                warning: failed,
+                reason: if failed { "RunFailed" } else { "RunSucceeded" }.into(),
+                note: end.message,
+            }]
+        }
+    }
+}
+
+/// Repetitions of a cell measured so far (0 when the run does not repeat).
+fn repetitions_done(c: &CellStatus) -> u32 {
+    c.repetitions
+        .iter()
+        .filter(|r| r.phase == CellPhase::Succeeded)
+        .count() as u32
+}
+
+fn measure_cell(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    measured: Measured,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let Some(c) = status.cells.get_mut(cell) else {
+        return Vec::new();
+    };
+    let name = c.name.clone();
+    if ctx.repeat <= 1 {
+        c.phase = CellPhase::Succeeded;
+        c.reason = None;
+        c.message = Some(measured.message);
+        c.completion_time = Some(ctx.now.clone());
+        c.results = measured.results;
+        c.target = measured.target;
+        c.enforcement = measured.enforcement;
+        c.overhead_seconds = measured.overhead_seconds;
+        return vec![Note::normal(
+            "CellSucceeded",
+            format!("cell {name} measured"),
+        )];
+    }
+    let repetition = repetitions_done(c) + 1;
+    c.repetitions.push(RepetitionStatus {
+        repetition,
+        phase: CellPhase::Succeeded,
+        reason: None,
+        message: Some(measured.message.clone()),
+        load_start_time: c.load_start_time.clone(),
+        completion_time: Some(ctx.now.clone()),
+        cpu_seconds_used: measured.target.as_ref().and_then(|t| t.cpu_seconds_used),
+        overhead_seconds: measured.overhead_seconds,
+        results: measured.results,
+        histograms: measured.histograms,
+    });
+    c.target = results::repeat::add_target(c.target.take(), measured.target, repetition == 1);
+    c.enforcement = measured.enforcement;
+    c.overhead_seconds = Some(round2(
+        c.repetitions
+            .iter()
+            .filter_map(|r| r.overhead_seconds)
+            .sum(),
+    ));
+    c.target_pods.clear();
+    if repetition < ctx.repeat {
+        // Back in line: the other cells measure their repetition before this one's next.
+        c.phase = CellPhase::Pending;
+        c.message = Some(format!(
+            "repetition {repetition} of {} measured: {}",
+            ctx.repeat, measured.message
+        ));
+        return vec![Note::normal(
+            "RepetitionMeasured",
+            format!(
+                "cell {name} repetition {repetition} of {} measured",
+                ctx.repeat
+            ),
+        )];
+    }
+    c.results = results::repeat::merge(&c.repetitions);
+    c.phase = CellPhase::Succeeded;
+    c.reason = None;
+    c.completion_time = Some(ctx.now.clone());
+    c.message = Some(format!(
+        "measured {} repetitions; figures are their medians, with the spread beside them",
+        ctx.repeat
+    ));
+    vec![Note::normal(
+        "CellSucceeded",
+        format!("cell {name} measured {} times", ctx.repeat),
+    )]
+}
+
+fn fail_cell(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    cause: &'static str,
+    message: String,
+    overhead_seconds: Option<f64>,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let Some(c) = status.cells.get_mut(cell) else {
+        return Vec::new();
+    };
+    let name = c.name.clone();
+    let message = if ctx.repeat > 1 {
+        let repetition = repetitions_done(c) + 1;
+        c.repetitions.push(RepetitionStatus {
+            repetition,
+            phase: CellPhase::Failed,
+            reason: Some(cause.to_owned()),
+            message: Some(message.clone()),
+            load_start_time: c.load_start_time.clone(),
+            completion_time: Some(ctx.now.clone()),
+            overhead_seconds,
+            ..RepetitionStatus::default()
+        });
+        format!("repetition {repetition} of {}: {message}", ctx.repeat)
+    } else {
+        message
+    };
+    c.phase = CellPhase::Failed;
+    c.reason = Some(cause.to_owned());
+    c.message = Some(message.clone());
+    c.start_time.get_or_insert_with(|| ctx.now.clone());
+    c.completion_time = Some(ctx.now.clone());
+    if overhead_seconds.is_some() {
+        c.overhead_seconds = overhead_seconds;
+    }
+    set_condition(
+        &mut status.conditions,
+        conditions::CELL_FAILED,
+        cs::TRUE,
+        cause,
+        format!("cell {name}: {message}"),
+        ctx.generation,
+        ctx.now,
+    );
+    if ctx.stop_on_failure {
+        for later in status.cells.iter_mut().filter(|c| !c.phase.is_finished()) {
+            later.phase = CellPhase::Skipped;
+            later.message = Some(format!(
+                "skipped: cell {name} failed and stopOnFailure is set"
+            ));
+        }
+    }
+    vec![Note::warning(
+        "CellFailed",
+        format!("cell {name}: {cause}: {message}"),
+    )]
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}

@@ -1,0 +1,210 @@
+use super::*;
+use crate::api::conditions::{find, time_from_secs};
+use crate::api::{CellResult, LatencyMs};
+
+fn ctx(now: &Time, repeat: u32, stop_on_failure: bool) -> Ctx<'_> {
+    Ctx {
+        generation: Some(1),
+        now,
+        stop_on_failure,
+        repeat,
+    }
+}
+
+fn result(p99: f64, requests: u64) -> CellResult {
+    CellResult {
+        phase: "mixed".into(),
+        endpoint: "fast".into(),
+        requests,
+        errors: 0,
+        samples: requests,
+        rps: requests as f64 / 10.0,
+        latency_ms: Some(LatencyMs {
+            p50: p99 / 2.0,
+            p90: p99 / 1.5,
+            p99,
+            p999: p99,
+            max: p99,
+            mean: p99 / 2.0,
+        }),
+        unsupported_percentiles: Vec::new(),
+        spread: None,
+    }
+}
+
+fn measured(p99: f64, requests: u64, cpu: f64) -> Event {
+    Event::CellMeasured {
+        cell: usize::MAX, // set by the caller
+        measured: Box::new(Measured {
+            results: vec![result(p99, requests)],
+            target: Some(TargetStats {
+                cpu_seconds_used: Some(cpu),
+                ..TargetStats::default()
+            }),
+            message: "measured".into(),
+            ..Measured::default()
+        }),
+    }
+}
+
+fn at(event: Event, cell: usize) -> Event {
+    match event {
+        Event::CellMeasured { measured, .. } => Event::CellMeasured { cell, measured },
+        other => other,
+    }
+}
+
+/// Drives a run to its end, measuring each step with `measure(cell, repetition)`; returns the
+/// order of the steps taken.
+fn drive(
+    status: &mut BenchmarkRunStatus,
+    repeat: u32,
+    mut measure: impl FnMut(usize, u32) -> Event,
+) -> Vec<(usize, u32)> {
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, repeat, false);
+    let mut order = Vec::new();
+    while let Some(step) = next_step(status) {
+        order.push((step.cell, step.repetition));
+        apply(
+            status,
+            Event::CellDeploying {
+                cell: step.cell,
+                message: "deploying".into(),
+            },
+            &c,
+        );
+        apply(status, measure(step.cell, step.repetition), &c);
+        assert!(order.len() < 100, "the run never ends: {order:?}");
+    }
+    apply(status, Event::Finished { interrupted: false }, &c);
+    order
+}
+
+fn admitted(cells: &[&str], repeat: u32) -> BenchmarkRunStatus {
+    let now = time_from_secs(1_000);
+    let mut status = BenchmarkRunStatus::default();
+    let names = cells.iter().map(|c| c.to_string()).collect();
+    apply(
+        &mut status,
+        Event::Admitted { cells: names },
+        &ctx(&now, repeat, false),
+    );
+    status
+}
+
+#[test]
+fn repetitions_are_interleaved_every_cell_once_then_every_cell_again() {
+    let mut status = admitted(&["a", "b", "c"], 3);
+    let order = drive(&mut status, 3, |cell, _| at(measured(10.0, 100, 1.0), cell));
+    assert_eq!(
+        order,
+        vec![
+            (0, 1),
+            (1, 1),
+            (2, 1),
+            (0, 2),
+            (1, 2),
+            (2, 2),
+            (0, 3),
+            (1, 3),
+            (2, 3)
+        ]
+    );
+    assert_eq!(status.phase, RunPhase::Succeeded);
+    for c in &status.cells {
+        assert_eq!(c.phase, CellPhase::Succeeded);
+        assert_eq!(c.repetitions.len(), 3);
+    }
+}
+
+#[test]
+fn a_run_without_repeat_measures_each_cell_once_and_keeps_no_repetitions() {
+    let mut status = admitted(&["a", "b"], 1);
+    let order = drive(&mut status, 1, |cell, _| at(measured(10.0, 100, 1.0), cell));
+    assert_eq!(order, vec![(0, 1), (1, 1)]);
+    assert!(status.cells.iter().all(|c| c.repetitions.is_empty()));
+    assert_eq!(status.cells[0].results, vec![result(10.0, 100)]);
+}
+
+#[test]
+fn a_repeated_cell_reports_the_median_its_spread_and_totals() {
+    let mut status = admitted(&["a"], 3);
+    let p99s = [10.0, 30.0, 20.0];
+    drive(&mut status, 3, |cell, r| {
+        at(measured(p99s[r as usize - 1], 100, 2.0), cell)
+    });
+    let cell = &status.cells[0];
+    let r = &cell.results[0];
+    assert_eq!(r.latency_ms.unwrap().p99, 20.0, "the median of 10, 30, 20");
+    assert_eq!(r.requests, 300, "counts add up over repetitions");
+    let spread = r.spread.as_ref().expect("a repeated cell has a spread");
+    assert_eq!(spread.repetitions, 3);
+    let p99 = &spread.figures["p99"];
+    assert_eq!((p99.min, p99.max, p99.median), (10.0, 30.0, 20.0));
+    assert_eq!(p99.values, vec![10.0, 30.0, 20.0], "in the order measured");
+    assert!(p99.unstable, "30 / 10 is more than 2x apart");
+    assert!(!spread.figures["rps"].unstable);
+    assert_eq!(
+        cell.target.as_ref().unwrap().cpu_seconds_used,
+        Some(6.0),
+        "CPU seconds add up, like the requests they served"
+    );
+}
+
+#[test]
+fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
+    let mut status = admitted(&["a", "b"], 2);
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 2, true);
+    let order = drive(&mut status, 2, |cell, r| {
+        if cell == 0 && r == 2 {
+            Event::CellFailed {
+                cell,
+                cause: cause::REPLICA_EXITED,
+                message: "replica a-0 exited".into(),
+                overhead_seconds: None,
+            }
+        } else {
+            at(measured(10.0, 100, 1.0), cell)
+        }
+    });
+    let _ = c;
+    assert_eq!(order, vec![(0, 1), (1, 1), (0, 2), (1, 2)]);
+    let a = &status.cells[0];
+    assert_eq!(a.phase, CellPhase::Failed);
+    assert_eq!(a.reason.as_deref(), Some(cause::REPLICA_EXITED));
+    assert_eq!(
+        a.message.as_deref(),
+        Some("repetition 2 of 2: replica a-0 exited")
+    );
+    assert_eq!(a.repetitions.len(), 2);
+    assert_eq!(a.repetitions[1].phase, CellPhase::Failed);
+    let failed = find(&status.conditions, conditions::CELL_FAILED).unwrap();
+    assert_eq!(failed.status, "True");
+    assert_eq!(failed.reason, cause::REPLICA_EXITED);
+}
+
+#[test]
+fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() {
+    let mut status = admitted(&["a", "b"], 2);
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 2, true);
+    // a measured once, then b fails its first repetition: a's second never runs.
+    apply(&mut status, at(measured(10.0, 100, 1.0), 0), &c);
+    let notes = apply(
+        &mut status,
+        Event::CellFailed {
+            cell: 1,
+            cause: cause::NEVER_READY,
+            message: "not ready".into(),
+            overhead_seconds: None,
+        },
+        &c,
+    );
+    assert!(notes[0].warning);
+    assert_eq!(status.cells[0].phase, CellPhase::Skipped);
+    assert_eq!(next_step(&status), None);
+    apply(&mut status, Event::Finished { interrupted: false }, &c);
+    assert_eq!(status.phase, RunPhase::Failed);
+}

@@ -1,0 +1,90 @@
+//! A run whose spec passed validation, with everything derived from it once.
+//!
+//! Parse, don't validate: the executors and the object builders take a [`ValidatedRun`], which
+//! can only be had through validation, instead of a raw spec they would each re-check and
+//! re-expand. The matrix's cells, their child object names and the load's deadline are worked
+//! out here and nowhere else.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+
+use crate::api::{BenchmarkRun, BenchmarkRunSpec};
+use crate::plan::{self, Cell};
+use crate::validate::{self, SpecError};
+
+/// A validated run and what follows from its spec.
+#[derive(Debug, Clone)]
+pub struct ValidatedRun {
+    run: BenchmarkRun,
+    cells: Vec<Cell>,
+    planned_load: Duration,
+}
+
+impl ValidatedRun {
+    /// Validates `run` for a run on one machine.
+    pub fn new(run: BenchmarkRun) -> Result<Self, SpecError> {
+        validate::validate_run(&run)?;
+        Ok(Self::derive(run))
+    }
+
+    /// Validates `run` for a cluster: the same rules, and what only a cluster needs.
+    pub fn for_cluster(run: BenchmarkRun) -> Result<Self, SpecError> {
+        validate::validate_for_cluster(&run)?;
+        Ok(Self::derive(run))
+    }
+
+    fn derive(run: BenchmarkRun) -> Self {
+        let cells = plan::cells(&run.spec);
+        let w = &run.spec.workload;
+        let planned_load = w.warmup.get() + w.phases.iter().map(|p| p.duration.get()).sum();
+        ValidatedRun {
+            run,
+            cells,
+            planned_load,
+        }
+    }
+
+    /// The run as applied.
+    pub fn run(&self) -> &BenchmarkRun {
+        &self.run
+    }
+
+    /// Its spec.
+    pub fn spec(&self) -> &BenchmarkRunSpec {
+        &self.run.spec
+    }
+
+    /// The matrix, expanded: one cell per configuration, in order.
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// The name shared by the child objects (Deployment, Service, ConfigMap, Job) of one
+    /// repetition of a cell.
+    pub fn child_name(&self, cell: &Cell, repetition: u32) -> String {
+        plan::repetition_child_name(
+            &self.run.name_any(),
+            self.run.metadata.uid.as_deref(),
+            &cell.name,
+            repetition,
+        )
+    }
+
+    /// How many times each cell is measured.
+    pub fn repeat(&self) -> u32 {
+        self.run.spec.repeat.max(1)
+    }
+
+    /// How long the load is planned to take: warm-up plus every phase.
+    pub fn planned_load(&self) -> Duration {
+        self.planned_load
+    }
+
+    /// How long the load generator may run before its cell fails with a timeout: the planned
+    /// load plus `timeouts.runSlack`. The one definition for both executors and the Job's
+    /// `activeDeadlineSeconds`.
+    pub fn load_deadline(&self) -> Duration {
+        self.planned_load + self.run.spec.timeouts.run_slack.get()
+    }
+}

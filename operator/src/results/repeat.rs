@@ -1,0 +1,179 @@
+//! A repeated cell's figures: each repetition's results folded into one set of figures, the
+//! medians, with the spread beside them.
+//!
+//! The unit of evidence is a repetition, not a request: a closed loop can lock into a
+//! different steady state on each run, moving every request of that run together, so the
+//! figure reported is the median over repetitions and the spread shows how far runs moved.
+//! Counts (requests, errors, samples, CPU seconds) are totals over the repetitions, so rates
+//! such as CPU per request stay consistent.
+
+use std::collections::BTreeMap;
+
+use benchmatrix_loadgen::histogram;
+
+use crate::api::status::Percentile;
+use crate::api::status::{FigureSpread, Spread};
+use crate::api::{CellPhase, CellResult, LatencyMs, RepetitionStatus, TargetStats};
+
+use super::noise::spread_of;
+
+/// The key of a stream in [`RepetitionStatus::histograms`].
+pub fn histogram_key(phase: &str, endpoint: &str) -> String {
+    format!("{phase}/{endpoint}")
+}
+
+/// One result per phase and endpoint over the successful repetitions, in the order the
+/// streams first appear: medians of rps and of each latency percentile, totals of the counts,
+/// and the spread of every figure.
+pub fn merge(repetitions: &[RepetitionStatus]) -> Vec<CellResult> {
+    let measured: Vec<&RepetitionStatus> = repetitions
+        .iter()
+        .filter(|r| r.phase == CellPhase::Succeeded)
+        .collect();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in &measured {
+        for res in &r.results {
+            let key = (res.phase.clone(), res.endpoint.clone());
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    keys.iter()
+        .map(|(phase, endpoint)| {
+            let runs: Vec<(&RepetitionStatus, &CellResult)> = measured
+                .iter()
+                .filter_map(|r| {
+                    let res = r
+                        .results
+                        .iter()
+                        .find(|x| &x.phase == phase && &x.endpoint == endpoint)?;
+                    Some((*r, res))
+                })
+                .collect();
+            merge_stream(phase, endpoint, &runs)
+        })
+        .collect()
+}
+
+fn merge_stream(
+    phase: &str,
+    endpoint: &str,
+    runs: &[(&RepetitionStatus, &CellResult)],
+) -> CellResult {
+    let results: Vec<&CellResult> = runs.iter().map(|(_, r)| *r).collect();
+    let mut figures = BTreeMap::new();
+    let mut put = |name: &str, values: Vec<f64>| {
+        if !values.is_empty() {
+            figures.insert(name.to_owned(), spread_of(&values));
+        }
+    };
+    put("rps", results.iter().map(|r| r.rps).collect());
+    put(
+        "errorRate",
+        results
+            .iter()
+            .map(|r| {
+                if r.requests == 0 {
+                    0.0
+                } else {
+                    r.errors as f64 / r.requests as f64
+                }
+            })
+            .collect(),
+    );
+    let latencies: Vec<&LatencyMs> = results
+        .iter()
+        .filter_map(|r| r.latency_ms.as_ref())
+        .collect();
+    type Pick = fn(&LatencyMs) -> f64;
+    let picks: [(&str, Pick); 6] = [
+        ("p50", |l| l.p50),
+        ("p90", |l| l.p90),
+        ("p99", |l| l.p99),
+        ("p999", |l| l.p999),
+        ("max", |l| l.max),
+        ("mean", |l| l.mean),
+    ];
+    for (name, pick) in picks {
+        put(name, latencies.iter().map(|l| pick(l)).collect());
+    }
+    let median = |name: &str| figures.get(name).map_or(0.0, |f: &FigureSpread| f.median);
+    let latency_ms = (!latencies.is_empty()).then(|| LatencyMs {
+        p50: median("p50"),
+        p90: median("p90"),
+        p99: median("p99"),
+        p999: median("p999"),
+        max: median("max"),
+        mean: median("mean"),
+    });
+    // A percentile is only as supported as the thinnest repetition allows: each repetition's
+    // figure is one of the values the median is taken over.
+    let thinnest = results.iter().map(|r| r.samples).min().unwrap_or(0);
+    let samples: u64 = results.iter().map(|r| r.samples).sum();
+    CellResult {
+        phase: phase.to_owned(),
+        endpoint: endpoint.to_owned(),
+        requests: results.iter().map(|r| r.requests).sum(),
+        errors: results.iter().map(|r| r.errors).sum(),
+        samples,
+        rps: median("rps"),
+        latency_ms: latency_ms.filter(|_| samples > 0),
+        unsupported_percentiles: Percentile::unsupported_by(thinnest),
+        spread: Some(Spread {
+            repetitions: runs.len() as u32,
+            merged_latency_ms: merged_latency(phase, endpoint, runs),
+            figures,
+        }),
+    }
+}
+
+/// The percentiles of every repetition's requests together, from their histograms merged
+/// exactly; `None` unless every repetition kept a readable histogram of the stream.
+fn merged_latency(
+    phase: &str,
+    endpoint: &str,
+    runs: &[(&RepetitionStatus, &CellResult)],
+) -> Option<LatencyMs> {
+    let key = histogram_key(phase, endpoint);
+    let mut merged: Option<histogram::LatencyHistogram> = None;
+    for (rep, _) in runs {
+        let h = histogram::decode(rep.histograms.get(&key)?).ok()?;
+        match &mut merged {
+            None => merged = Some(h),
+            Some(m) => histogram::add(m, &h).ok()?,
+        }
+    }
+    LatencyMs::from_histogram(&merged?)
+}
+
+/// The target's figures after one more repetition: CPU seconds and throttling add up over the
+/// repetitions; the rest (replicas, quota, memory, per-replica shares) is the latest
+/// repetition's, with the peak memory the highest seen.
+pub fn add_target(
+    so_far: Option<TargetStats>,
+    latest: Option<TargetStats>,
+    first: bool,
+) -> Option<TargetStats> {
+    let Some(mut latest) = latest else {
+        return so_far;
+    };
+    if first {
+        return Some(latest);
+    }
+    let Some(prev) = so_far else {
+        return Some(latest);
+    };
+    let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => Some(((a + b) * 1000.0).round() / 1000.0),
+        (a, b) => a.or(b),
+    };
+    latest.cpu_seconds_used = add(prev.cpu_seconds_used, latest.cpu_seconds_used);
+    latest.throttled_seconds = add(prev.throttled_seconds, latest.throttled_seconds);
+    latest.throttled_periods = match (prev.throttled_periods, latest.throttled_periods) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    latest.peak_rss_bytes = prev.peak_rss_bytes.max(latest.peak_rss_bytes);
+    Some(latest)
+}
