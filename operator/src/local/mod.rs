@@ -5,6 +5,7 @@
 //! each in its own cgroup, the load generator in another — and finally `status.yaml` (the
 //! operator's status schema), `report.md` and SVG charts in the output folder.
 
+pub mod cell;
 pub mod cgroup;
 pub mod guard;
 pub mod http;
