@@ -132,6 +132,8 @@ pub enum Event {
         message: String,
         /// Seconds spent on the cell, where measured.
         overhead_seconds: Option<f64>,
+        /// How the CPU limits were enforced, where the executor got that far.
+        enforcement: Option<Enforcement>,
     },
     /// No cell is left, or the run was interrupted (local runs): the run ends.
     Finished {
@@ -345,7 +347,13 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             cause,
             message,
             overhead_seconds,
+            enforcement,
         } => {
+            if let Some(c) = status.cells.get_mut(cell)
+                && enforcement.is_some()
+            {
+                c.enforcement = enforcement;
+            }
             let notes = fail_cell(status, cell, cause, message, overhead_seconds, ctx);
             status.progress = Some(results::progress(status));
             notes
@@ -502,6 +510,15 @@ fn fail_cell(
         "CellFailed",
         format!("cell {name}: {cause}: {message}"),
     )]
+}
+
+/// Why a load generator that ran past its deadline failed its cell, in the same words on a
+/// cluster and locally.
+pub fn timeout_message(deadline: std::time::Duration) -> String {
+    format!(
+        "the load generator did not finish within {:.0}s (warm-up, phases and timeouts.runSlack)",
+        deadline.as_secs_f64()
+    )
 }
 
 fn round2(v: f64) -> f64 {

@@ -164,6 +164,7 @@ fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
                 cause: cause::REPLICA_EXITED,
                 message: "replica a-0 exited".into(),
                 overhead_seconds: None,
+                enforcement: None,
             }
         } else {
             at(measured(10.0, 100, 1.0), cell)
@@ -199,6 +200,7 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
             cause: cause::NEVER_READY,
             message: "not ready".into(),
             overhead_seconds: None,
+            enforcement: None,
         },
         &c,
     );

@@ -28,6 +28,12 @@ impl ValidatedRun {
         Ok(Self::derive(run))
     }
 
+    /// Parses and validates a BenchmarkRun document (as `benchmatrix run` reads one): every
+    /// problem is reported with its field path, line and column.
+    pub fn parse(yaml: &str) -> Result<Self, SpecError> {
+        validate::parse_benchmark_run(yaml).map(Self::derive)
+    }
+
     /// Validates `run` for a cluster: the same rules, and what only a cluster needs.
     pub fn for_cluster(run: BenchmarkRun) -> Result<Self, SpecError> {
         validate::validate_for_cluster(&run)?;

@@ -5,6 +5,7 @@
 //! each in its own cgroup, the load generator in another — and finally `status.yaml` (the
 //! operator's status schema), `report.md` and SVG charts in the output folder.
 
+pub mod cell;
 pub mod cgroup;
 pub mod guard;
 pub mod http;
@@ -38,7 +39,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let run = match crate::validate::parse_benchmark_run(&text) {
+    let run = match crate::engine::ValidatedRun::parse(&text) {
         Ok(r) => r,
         Err(e) => {
             eprintln!(

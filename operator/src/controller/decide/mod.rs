@@ -338,9 +338,7 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
     let waited = seconds_since(d.status.cells[index].load_start_time.as_ref(), ctx.now);
     let limit = at.v.load_deadline().as_secs() as i64;
     if waited >= limit {
-        let message = format!(
-            "the load generator did not finish within {limit}s (warm-up, phases and timeouts.runSlack)"
-        );
+        let message = engine::timeout_message(at.v.load_deadline());
         fail_cell(at, cause::TIMEOUT, message, ctx, d);
         return;
     }
@@ -410,6 +408,7 @@ fn fail_cell(at: &At, why: &'static str, message: String, ctx: &Ctx, d: &mut Dec
         cause: why,
         message,
         overhead_seconds: None,
+        enforcement: None,
     };
     d.events.extend(engine::apply(&mut d.status, event, ctx));
     d.actions.extend(after_cell(at, &d.status, true));

@@ -1,0 +1,177 @@
+//! Starting what a cell runs: the target's replicas (ready, with the target's own report of
+//! itself read), then the load generator in its own cgroup.
+
+use std::time::{Duration, Instant};
+
+use super::plan::{LoadFiles, LoadgenPlacement};
+use super::{CellContext, Failure};
+use crate::api::Enforcement;
+use crate::api::conditions::cause;
+use crate::local::cgroup::{Cgroup, Enforcement as Enforced};
+use crate::local::http;
+use crate::local::loadgen::Loadgen;
+use crate::local::replicas::{Launch, ReplicaSet, free_port};
+use crate::local::signals;
+use crate::plan::Cell;
+
+/// What was read of a cell's replicas once every one was ready, before any load.
+pub struct Ready {
+    /// What the target said of itself on its stats path once ready (`None`: it did not say).
+    pub self_report: Option<benchmatrix_loadgen::result::TargetStats>,
+    /// Resident memory of every replica's processes, summed, when ready.
+    pub idle_rss: u64,
+    /// Seconds from the cell's start until every replica was ready.
+    pub ready_secs: f64,
+    /// How the replicas' limit is enforced: the status word and a line of detail.
+    pub enforcement: (&'static str, String),
+}
+
+/// Starts `cell`'s replicas on a free port and waits until each is ready; `started` is when
+/// the cell began.
+pub fn start_replicas(
+    ctx: &mut CellContext,
+    cell: &Cell,
+    started: Instant,
+) -> Result<(ReplicaSet, Ready), Failure> {
+    let spec = ctx.run.spec();
+    let cpu = cell.cpu.cpu_cores().ok();
+    let port = free_port().map_err(|e| Failure {
+        cause: cause::SPAWN_FAILED,
+        message: format!("no free port: {e}"),
+    })?;
+    let launch = Launch {
+        cell: cell.name.clone(),
+        command: spec.target.command.clone(),
+        mode: cell.mode.as_str().to_string(),
+        pool_size: cell.pool_size.env_value(),
+        env: cell
+            .env
+            .iter()
+            .map(|e| (e.name.clone(), e.value.clone()))
+            .collect(),
+        replicas: cell.replicas,
+        cpu,
+        port,
+        spread: spec.workload.spread,
+        readiness_path: spec.target.readiness_path.clone(),
+        ready_timeout: spec.timeouts.ready.0,
+        log_dir: ctx.out.join("logs"),
+    };
+    ctx.display.cell(
+        cell.index,
+        &cell.name,
+        &format!(
+            "starting {} x {} replica(s), cpu {} each ({}), port {port}",
+            cell.mode,
+            cell.replicas,
+            cell.cpu.as_str(),
+            ctx.backend.name()
+        ),
+    );
+    let set = ReplicaSet::start(&launch, ctx.backend).map_err(|e| {
+        ctx.display
+            .cell(cell.index, &cell.name, &format!("FAILED: {}", e.message));
+        Failure {
+            // A replica that died because of the same Ctrl-C is not the cell's fault.
+            cause: if signals::interrupted() {
+                cause::INTERRUPTED
+            } else {
+                e.reason
+            },
+            message: e.message,
+        }
+    })?;
+    let enforcement = set
+        .enforcement()
+        .map(|e| (mechanism(e), e.describe(cpu)))
+        .unwrap_or(("none", "unlimited".into()));
+    let self_report = http::get(set.addr, &spec.target.stats_path, Duration::from_secs(2))
+        .ok()
+        .filter(|r| r.status == 200)
+        .and_then(|r| serde_json::from_slice(&r.body).ok());
+    let idle_rss = set.rss().0;
+    let ready = Ready {
+        self_report,
+        idle_rss,
+        ready_secs: started.elapsed().as_secs_f64(),
+        enforcement,
+    };
+    Ok((set, ready))
+}
+
+/// Makes the load generator's cgroup for `cell`.
+pub fn loadgen_cgroup(
+    ctx: &CellContext,
+    cell: &Cell,
+    placement: LoadgenPlacement,
+) -> Result<Cgroup, Failure> {
+    ctx.backend
+        .create(
+            &format!("{}-loadgen", cell.name),
+            placement.cores,
+            placement.first_cpu,
+        )
+        .map_err(|e| Failure {
+            cause: cause::CGROUP_FAILED,
+            message: e.to_string(),
+        })
+}
+
+/// The cell's enforcement entry: how the replicas' limit (`target`, from [`Ready`]) and
+/// the load generator's (`loadgen`, limited to `loadgen_cores`) are enforced.
+pub fn enforcement(
+    target: &(&'static str, String),
+    loadgen: &Cgroup,
+    loadgen_cores: Option<f64>,
+) -> Enforcement {
+    Enforcement {
+        target: target.0.to_string(),
+        loadgen: Some(mechanism(loadgen.enforcement()).to_string()),
+        detail: Some(format!(
+            "target replicas: {}; load generator: {}",
+            target.1,
+            loadgen.enforcement().describe(loadgen_cores)
+        )),
+    }
+}
+
+/// Checks that every replica still lives as the load is about to start, then records the
+/// processes each has started, which from then on must live too (see
+/// [`ReplicaSet::watch_descendants`]).
+pub fn alive_before_load(
+    ctx: &mut CellContext,
+    cell: &Cell,
+    set: &mut ReplicaSet,
+) -> Result<(), Failure> {
+    // A replica that exited since it was ready, or that a wrapper's server left, fails the
+    // cell before any load.
+    if let Some(why) = set.first_exit() {
+        let message = format!("{why} (before the load started)");
+        ctx.display
+            .cell(cell.index, &cell.name, &format!("FAILED: {message}"));
+        return Err(Failure {
+            cause: cause::REPLICA_EXITED,
+            message,
+        });
+    }
+    set.watch_descendants();
+    Ok(())
+}
+
+/// Starts the load generator on `files` inside `cgroup`.
+pub fn start_loadgen(files: &LoadFiles, cgroup: Cgroup) -> Result<Loadgen, Failure> {
+    Loadgen::start(&files.plan, &files.result, &files.log, cgroup).map_err(|e| Failure {
+        cause: cause::LOADGEN_FAILED,
+        message: format!("cannot start the load generator: {e}"),
+    })
+}
+
+/// The status word for a mechanism.
+fn mechanism(e: &Enforced) -> &'static str {
+    match e {
+        Enforced::CgroupV2 { .. } => "cgroup-v2",
+        Enforced::CgroupV1 { .. } => "cgroup-v1",
+        Enforced::Affinity { .. } => "affinity",
+        Enforced::Unlimited => "none",
+    }
+}

@@ -1,0 +1,221 @@
+//! Watching a cell's load until it ends, then stopping the load generator and the replicas
+//! with the last readings taken.
+
+use std::net::SocketAddr;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use super::plan::LoadTiming;
+use super::{CellContext, Failure};
+use crate::api::BenchmarkRunSpec;
+use crate::api::conditions::cause;
+use crate::local::cgroup::CpuUsage;
+use crate::local::loadgen::Loadgen;
+use crate::local::replicas::ReplicaSet;
+use crate::local::signals;
+use crate::plan::Cell;
+
+/// How often the runner looks at a running cell. Each look is a few system calls; the load
+/// generator's end is noticed up to one interval late, and that lateness adds to every cell's
+/// overhead (at 50 ms it was 25 ms on average).
+const POLL: Duration = Duration::from_millis(20);
+
+/// Each replica's CPU reading at one moment, in replica order (`None`: unreadable).
+pub type Readings = Vec<Option<CpuUsage>>;
+
+/// How the load went.
+pub struct Load {
+    /// The load generator's exit status when it ended with every replica alive; otherwise
+    /// what ended the load first (a replica's exit, a signal, the deadline).
+    pub ended: Result<ExitStatus, Failure>,
+    /// Each replica's CPU at the end of warm-up and of every phase but the last (whose end is
+    /// read as the load ends, see [`stop`]); `None` for a boundary the load did not reach.
+    pub cpu_at: Vec<Option<Readings>>,
+    /// Wall time from the load generator's start to its end.
+    pub wall: Duration,
+}
+
+/// Watches the load generator started just now until the load ends: every [`POLL`], its
+/// progress to the display, CPU readings at phase boundaries, then its end, a replica's exit,
+/// a signal or the deadline. A replica that exits ends the load at once: its figures would be
+/// another cell's.
+pub fn supervise(
+    ctx: &mut CellContext,
+    cell: &Cell,
+    set: &mut ReplicaSet,
+    lg: &mut Loadgen,
+    timing: &LoadTiming,
+) -> Load {
+    let spec = ctx.run.spec();
+    let load_started = Instant::now();
+    let boundaries = &timing.boundaries;
+    // The boundaries are planned from the load generator's start, and moved later by how late
+    // its phases really began: each progress line says how many seconds into its phase it is,
+    // and start-up, lead times and /stats reads between phases add up.
+    let mut late_by = Duration::ZERO;
+    let mut cpu_at: Vec<Option<Readings>> = vec![None; boundaries.len()];
+    let ended = loop {
+        while let Ok(p) = lg.progress.try_recv() {
+            if let Some(planned) = timing.planned_start(spec, &p.phase) {
+                let began = load_started
+                    .elapsed()
+                    .saturating_sub(Duration::from_secs_f64(p.elapsed_secs.max(0.0)));
+                late_by = late_by.max(began.saturating_sub(planned));
+            }
+            ctx.display.live(cell.index, &cell.name, &p);
+        }
+        let elapsed = load_started.elapsed();
+        for (at, &b) in cpu_at.iter_mut().zip(boundaries).take(boundaries.len() - 1) {
+            if at.is_none() && elapsed >= b + late_by {
+                *at = Some(set.usage_each());
+            }
+        }
+        if let Some(why) = set.first_exit() {
+            let when = elapsed.saturating_sub(late_by);
+            break Err(Failure {
+                cause: cause::REPLICA_EXITED,
+                message: phase_note(why, when, boundaries, spec),
+            });
+        }
+        if let Some(status) = lg.try_wait() {
+            // The result is only in if every replica lived to its end.
+            match set.first_exit() {
+                Some(why) => {
+                    break Err(Failure {
+                        cause: cause::REPLICA_EXITED,
+                        message: format!("{why} (as the load ended)"),
+                    });
+                }
+                None => break Ok(status),
+            }
+        }
+        if signals::interrupted() {
+            break Err(interrupted());
+        }
+        if load_started.elapsed() > timing.deadline {
+            break Err(Failure {
+                cause: cause::TIMEOUT,
+                message: crate::engine::timeout_message(timing.deadline),
+            });
+        }
+        std::thread::sleep(POLL);
+    };
+    // A load generator that ended because of the same signal was interrupted, not failed.
+    let ended = if signals::interrupted() {
+        Err(interrupted())
+    } else {
+        ended
+    };
+    Load {
+        ended,
+        cpu_at,
+        wall: load_started.elapsed(),
+    }
+}
+
+fn interrupted() -> Failure {
+    Failure {
+        cause: cause::INTERRUPTED,
+        message: "interrupted by SIGINT/SIGTERM".to_string(),
+    }
+}
+
+/// What was read of the replicas as the load ended.
+pub struct EndReadings {
+    /// Each replica's CPU at the end of the load.
+    pub cpu_each: Readings,
+    /// Each replica's name in the status.
+    pub replica_names: Vec<String>,
+    /// The address each replica's `/stats` was read on.
+    pub stats_addrs: Vec<SocketAddr>,
+    /// Peak resident memory of the replicas' processes, summed.
+    pub peak_rss: u64,
+    /// Seconds it took to stop the load generator and the replicas.
+    pub stop_secs: f64,
+}
+
+/// Takes the last readings and stops the load generator and the replicas. With the result in
+/// (`result_in`), nothing the replicas do from here on counts: they are frozen so the readings
+/// get the CPU (see [`ReplicaSet::freeze`]), then killed. After a failure they run on, so a
+/// target can still write its last words while it is stopped with the usual grace.
+pub fn stop(set: ReplicaSet, lg: &mut Loadgen, result_in: bool) -> EndReadings {
+    if result_in {
+        set.freeze();
+    }
+    let cpu_each = set.usage_each();
+    let replica_names = set.replica_names();
+    let stats_addrs = set.stats_addrs.clone();
+    let peak_rss = set.rss().1;
+    let stopping = Instant::now();
+    lg.stop();
+    if result_in {
+        set.kill_frozen();
+    } else {
+        set.stop();
+    }
+    EndReadings {
+        cpu_each,
+        replica_names,
+        stats_addrs,
+        peak_rss,
+        stop_secs: stopping.elapsed().as_secs_f64(),
+    }
+}
+
+/// `why` with the part of the load it happened in ("during phase mixed, 3.2 s into the load");
+/// `elapsed` is counted on the plan's clock (the load generator's lateness taken off).
+fn phase_note(
+    why: String,
+    elapsed: Duration,
+    boundaries: &[Duration],
+    spec: &BenchmarkRunSpec,
+) -> String {
+    let k = boundaries.iter().take_while(|&&b| elapsed >= b).count();
+    let part = match k {
+        0 => "warm-up".to_string(),
+        k => spec
+            .workload
+            .phases
+            .get(k - 1)
+            .map(|p| format!("phase {}", p.name))
+            .unwrap_or_else(|| "the slack after the last phase".into()),
+    };
+    format!(
+        "{why} (during {part}, {:.1} s into the load)",
+        elapsed.as_secs_f64()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_exit_is_placed_in_the_part_of_the_load_it_happened_in() {
+        let run = crate::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: t}
+spec:
+  configurations: [{name: a, mode: single, replicas: 1, cpu: "1"}]
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    warmup: 2s
+    phases:
+      - {name: first, duration: 3s, load: [{endpoint: fast, connections: 1}]}
+      - {name: second, duration: 4s, load: [{endpoint: fast, connections: 1}]}
+"#,
+        )
+        .unwrap();
+        let b = [2, 5, 9].map(Duration::from_secs);
+        let at = |s: f64| phase_note("x".into(), Duration::from_secs_f64(s), &b, &run.spec);
+        assert_eq!(at(1.0), "x (during warm-up, 1.0 s into the load)");
+        assert_eq!(at(2.0), "x (during phase first, 2.0 s into the load)");
+        assert_eq!(at(6.5), "x (during phase second, 6.5 s into the load)");
+        assert_eq!(
+            at(9.5),
+            "x (during the slack after the last phase, 9.5 s into the load)"
+        );
+    }
+}
