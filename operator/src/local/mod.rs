@@ -9,6 +9,7 @@ pub mod cgroup;
 pub mod guard;
 pub mod http;
 pub mod loadgen;
+pub mod process;
 pub mod progress;
 pub mod replicas;
 pub mod runner;

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use benchmatrix_loadgen::plan::PlanFile;
 use benchmatrix_loadgen::result::RunResult;
+use benchmatrix_quota::host_cpus;
 
-use super::cgroup::{Backend, CpuUsage, Enforcement as Enforced, host_cpus};
+use super::cgroup::{Backend, CpuUsage, Enforcement as Enforced};
 use super::http;
 use super::loadgen::Loadgen;
 use super::progress::Display;
