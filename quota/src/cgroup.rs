@@ -5,6 +5,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::mountinfo;
+
 /// Which cgroup interface a directory belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CgroupVersion {
@@ -44,22 +46,12 @@ impl CgroupDir {
     }
 }
 
-/// One line of /proc/self/mountinfo, the fields this crate needs.
-#[derive(Debug)]
-struct Mount {
-    root: String,
-    mount_point: String,
-    fs_type: String,
-    super_options: String,
-}
-
 /// The process's cgroup directories for the v1 cpu controller and for v2, as far as they can be
 /// found under `root` (which stands for `/`). Missing files give an empty list, not an error:
 /// a process outside any cgroup filesystem simply has no cgroup limit.
 pub fn cgroup_dirs_in(root: &Path) -> Vec<CgroupDir> {
     let cgroups = std::fs::read_to_string(root.join("proc/self/cgroup")).unwrap_or_default();
-    let mountinfo = std::fs::read_to_string(root.join("proc/self/mountinfo")).unwrap_or_default();
-    let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mount).collect();
+    let mounts = mountinfo::read_in(root);
 
     let mut dirs = Vec::new();
     for line in cgroups.lines() {
@@ -78,9 +70,7 @@ pub fn cgroup_dirs_in(root: &Path) -> Vec<CgroupDir> {
         };
         let candidates = mounts.iter().filter(|m| match version {
             CgroupVersion::V2 => m.fs_type == "cgroup2",
-            CgroupVersion::V1 => {
-                m.fs_type == "cgroup" && m.super_options.split(',').any(|o| o == "cpu")
-            }
+            CgroupVersion::V1 => m.fs_type == "cgroup" && m.has_super_option("cpu"),
         });
         // Of several mounts of one hierarchy, the one whose root is the longest prefix of our
         // path shows our cgroup most directly.
@@ -118,64 +108,14 @@ fn relative_to_mount(cgroup_path: &str, mount_root: &str) -> Option<PathBuf> {
     Some(rel)
 }
 
-fn under_root(root: &Path, absolute: &str) -> PathBuf {
-    root.join(absolute.trim_start_matches('/'))
-}
-
-/// Parses one mountinfo line:
-/// `36 35 98:0 /root /mount/point rw,noatime master:1 - fstype source super,options`.
-fn parse_mount(line: &str) -> Option<Mount> {
-    let (left, right) = line.split_once(" - ")?;
-    let left: Vec<&str> = left.split(' ').collect();
-    let right: Vec<&str> = right.split(' ').collect();
-    if left.len() < 5 || right.len() < 3 {
-        return None;
-    }
-    Some(Mount {
-        root: unescape(left[3]),
-        mount_point: unescape(left[4]),
-        fs_type: right[0].to_string(),
-        super_options: right[2].to_string(),
-    })
-}
-
-/// mountinfo escapes space, tab, newline and backslash as `\040`-style octal.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
-            let v = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// `absolute` as seen under `root`, which stands for `/`.
+fn under_root(root: &Path, absolute: &Path) -> PathBuf {
+    root.join(absolute.strip_prefix("/").unwrap_or(absolute))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mountinfo_line_with_optional_fields_and_escapes() {
-        let m = parse_mount(
-            "41 31 0:38 /a\\040b /sys/fs/cgroup/unified rw,relatime shared:9 master:2 - cgroup2 cgroup2 rw",
-        )
-        .unwrap();
-        assert_eq!(m.root, "/a b");
-        assert_eq!(m.mount_point, "/sys/fs/cgroup/unified");
-        assert_eq!(m.fs_type, "cgroup2");
-    }
 
     #[test]
     fn path_outside_the_mount_root_falls_back_to_the_mount_point() {

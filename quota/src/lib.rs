@@ -8,10 +8,16 @@
 //!
 //! The detection is a pure function over a filesystem root ([`detect_in`]), so it is tested
 //! against fake cgroup trees; [`detect`] applies it to the live process.
+//!
+//! It also holds the few platform helpers the rest of the workspace shares, so each exists
+//! once: the `/proc/self/mountinfo` parser ([`mountinfo`]), the host's CPU count
+//! ([`host_cpus`]) and a small blocking HTTP GET ([`http`]) for probes against local processes.
 
 #![warn(missing_docs)]
 
 mod cgroup;
+pub mod http;
+pub mod mountinfo;
 mod stat;
 
 use std::path::{Path, PathBuf};

@@ -23,6 +23,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use benchmatrix_quota::host_cpus;
+use benchmatrix_quota::mountinfo::{self, Mount};
+
+use super::process;
+
 /// CFS period used for every quota, in microseconds (the kubelet's default too).
 pub const CFS_PERIOD_US: u64 = 100_000;
 
@@ -155,7 +160,6 @@ impl Backend {
                     cpu_dir: Some(path.clone()),
                     acct_dir: None,
                     v2: true,
-                    cores,
                     affinity: None,
                     enforcement: if cores.is_some() {
                         Enforcement::CgroupV2 { path: path.clone() }
@@ -187,7 +191,6 @@ impl Backend {
                     cpu_dir: Some(path.clone()),
                     acct_dir: acct,
                     v2: false,
-                    cores,
                     affinity: None,
                     enforcement: if cores.is_some() {
                         Enforcement::CgroupV1 { path: path.clone() }
@@ -216,7 +219,6 @@ impl Backend {
                     cpu_dir: None,
                     acct_dir: None,
                     v2: false,
-                    cores,
                     enforcement: if cores.is_some() {
                         Enforcement::Affinity { cpus: cpus.clone() }
                     } else {
@@ -243,13 +245,6 @@ impl Backend {
     }
 }
 
-/// Number of CPUs the host has online.
-pub fn host_cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
-
 /// CPU time and throttling of one cgroup (or, with affinity, of its tracked processes).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CpuUsage {
@@ -269,7 +264,6 @@ pub struct Cgroup {
     cpu_dir: Option<PathBuf>,
     acct_dir: Option<PathBuf>,
     v2: bool,
-    cores: Option<f64>,
     affinity: Option<Vec<usize>>,
     enforcement: Enforcement,
 }
@@ -278,11 +272,6 @@ impl Cgroup {
     /// How the limit is enforced.
     pub fn enforcement(&self) -> &Enforcement {
         &self.enforcement
-    }
-
-    /// The requested limit in cores (`None`: unlimited).
-    pub fn cores(&self) -> Option<f64> {
-        self.cores
     }
 
     /// Arranges for a child started from `cmd` to enter this cgroup between fork and exec,
@@ -353,7 +342,7 @@ impl Cgroup {
                 return Some(u);
             }
         }
-        u.usage_secs = pids.iter().filter_map(|&p| proc_cpu_secs(p)).sum();
+        u.usage_secs = pids.iter().filter_map(|&p| process::cpu_secs(p)).sum();
         Some(u)
     }
 
@@ -373,19 +362,6 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         self.remove();
     }
-}
-
-/// CPU seconds (user + system) a live process has used, from /proc/PID/stat.
-pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the full line, 11 and 12 after the name.
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some(ticks as f64 / hz)
 }
 
 impl CpuUsage {
@@ -434,60 +410,27 @@ fn kill_members(dir: &Path) {
     let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) else {
         return;
     };
-    for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
+    for pid in procs.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
+        process::signal_process(pid, libc::SIGKILL);
     }
 }
 
-/// A mounted cgroup hierarchy, from one line of /proc/self/mountinfo.
-#[derive(Debug, Clone, PartialEq)]
-struct CgroupMount {
-    /// `cgroup` (v1) or `cgroup2`.
-    fs_type: String,
-    /// Super options: for v1, the controllers of the hierarchy.
-    options: String,
-    /// Where the hierarchy is mounted.
-    point: PathBuf,
-    /// Which cgroup of the hierarchy the mount shows: "/" on a host, the container's own
-    /// cgroup in a container without a cgroup namespace.
-    root: String,
+/// Where `cgroup` (a path from /proc/self/cgroup, relative to the hierarchy's root) is under
+/// `mount`: the part the mount's root already covers is dropped (in a container without a
+/// cgroup namespace the mount shows the container's own cgroup, not the hierarchy's root).
+fn dir_of(mount: &Mount, cgroup: &str) -> PathBuf {
+    let inside = match cgroup.strip_prefix(mount.root.trim_end_matches('/')) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => cgroup,
+    };
+    mount.mount_point.join(inside.trim_start_matches('/'))
 }
 
-impl CgroupMount {
-    /// The folder of `cgroup` (a path from /proc/self/cgroup, relative to the hierarchy's
-    /// root) under this mount: the part the mount's root already covers is dropped.
-    fn dir_of(&self, cgroup: &str) -> PathBuf {
-        let inside = match cgroup.strip_prefix(self.root.trim_end_matches('/')) {
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
-            _ => cgroup,
-        };
-        self.point.join(inside.trim_start_matches('/'))
-    }
-}
-
-/// The cgroup hierarchies mounted here.
-fn cgroup_mounts(mountinfo: &str) -> Vec<CgroupMount> {
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let mut fields = left.split_whitespace();
-            let root = fields.nth(3)?;
-            let point = fields.next()?;
-            let mut r = right.split_whitespace();
-            let fs_type = r.next()?;
-            let _source = r.next()?;
-            let options = r.next().unwrap_or("");
-            (fs_type == "cgroup" || fs_type == "cgroup2").then(|| CgroupMount {
-                fs_type: fs_type.to_string(),
-                options: options.to_string(),
-                point: PathBuf::from(point),
-                root: root.to_string(),
-            })
-        })
+/// The cgroup hierarchies (v1 and v2) in a mountinfo text.
+fn cgroup_mounts(mountinfo: &str) -> Vec<Mount> {
+    mountinfo::parse(mountinfo)
+        .into_iter()
+        .filter(Mount::is_cgroup)
         .collect()
 }
 
@@ -513,7 +456,7 @@ fn try_v2(mountinfo: &str, own: &str, run_name: &str) -> Result<PathBuf, String>
         .into_iter()
         .find(|m| m.fs_type == "cgroup2")
         .ok_or("not mounted")?;
-    let base = mount.dir_of(&own_path(own, "").unwrap_or_default());
+    let base = dir_of(&mount, &own_path(own, "").unwrap_or_default());
     let controllers = fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
     if !controllers.split_whitespace().any(|c| c == "cpu") {
         return Err(format!(
@@ -546,12 +489,10 @@ fn try_v1(
     let find = |ctrl: &str| {
         mounts
             .iter()
-            .find(|m| m.fs_type == "cgroup" && m.options.split(',').any(|x| x == ctrl))
+            .find(|m| m.fs_type == "cgroup" && m.has_super_option(ctrl))
     };
     let cpu_mount = find("cpu").ok_or("no cpu hierarchy mounted")?;
-    let cpu_dir = cpu_mount
-        .dir_of(&own_path(own, "cpu").unwrap_or_default())
-        .join(run_name);
+    let cpu_dir = dir_of(cpu_mount, &own_path(own, "cpu").unwrap_or_default()).join(run_name);
     make_dir(&cpu_dir).map_err(|e| e.to_string())?;
     // The run's parent competes with its siblings by weight too.
     let _ = fs::write(cpu_dir.join("cpu.shares"), BENCH_SHARES_V1.to_string());
@@ -562,11 +503,9 @@ fn try_v1(
         return Err(format!("{} is not writable: {e}", probe.display()));
     }
     let acct_dir = match find("cpuacct") {
-        Some(m) if m.point == cpu_mount.point => Some(cpu_dir.clone()),
+        Some(m) if m.mount_point == cpu_mount.mount_point => Some(cpu_dir.clone()),
         Some(m) => {
-            let d = m
-                .dir_of(&own_path(own, "cpuacct").unwrap_or_default())
-                .join(run_name);
+            let d = dir_of(m, &own_path(own, "cpuacct").unwrap_or_default()).join(run_name);
             make_dir(&d).ok().map(|_| d)
         }
         None => None,
@@ -577,7 +516,7 @@ fn try_v1(
 /// Removes run folders whose runner is gone (SIGKILL leaves them behind).
 fn remove_stale(mountinfo: &str) {
     for mount in cgroup_mounts(mountinfo) {
-        let Ok(entries) = fs::read_dir(&mount.point) else {
+        let Ok(entries) = fs::read_dir(&mount.mount_point) else {
             continue;
         };
         for e in entries.flatten() {
@@ -615,12 +554,12 @@ mod tests {
                   22 1 8:1 / / rw - ext4 /dev/sda rw\n";
         let m = cgroup_mounts(mi);
         assert_eq!(m.len(), 3);
-        assert_eq!(m[2].point, PathBuf::from("/sys/fs/cgroup/unified"));
+        assert_eq!(m[2].mount_point, PathBuf::from("/sys/fs/cgroup/unified"));
         let own = "4:memory:/a/b\n2:cpuacct:/\n1:cpu,cpuacct:/x\n0::/user.slice\n";
         assert_eq!(own_path(own, "cpu").as_deref(), Some("/x"));
         assert_eq!(own_path(own, "memory").as_deref(), Some("/a/b"));
         assert_eq!(own_path(own, "").as_deref(), Some("/user.slice"));
-        assert_eq!(m[0].dir_of("/x"), PathBuf::from("/sys/fs/cgroup/cpu/x"));
+        assert_eq!(dir_of(&m[0], "/x"), PathBuf::from("/sys/fs/cgroup/cpu/x"));
     }
 
     #[test]
@@ -630,16 +569,26 @@ mod tests {
         let mi = "500 499 0:29 /docker/abc /sys/fs/cgroup/cpu ro,nosuid - cgroup cgroup rw,cpu,cpuacct\n";
         let m = &cgroup_mounts(mi)[0];
         assert_eq!(m.root, "/docker/abc");
-        assert_eq!(m.dir_of("/docker/abc"), PathBuf::from("/sys/fs/cgroup/cpu"));
         assert_eq!(
-            m.dir_of("/docker/abc/inner"),
+            dir_of(m, "/docker/abc"),
+            PathBuf::from("/sys/fs/cgroup/cpu")
+        );
+        assert_eq!(
+            dir_of(m, "/docker/abc/inner"),
             PathBuf::from("/sys/fs/cgroup/cpu/inner")
         );
         // A sibling whose name only starts the same is not inside the mount's root.
         assert_eq!(
-            m.dir_of("/docker/abcdef"),
+            dir_of(m, "/docker/abcdef"),
             PathBuf::from("/sys/fs/cgroup/cpu/docker/abcdef")
         );
+    }
+
+    #[test]
+    fn a_mount_point_with_a_space_names_the_real_folder() {
+        let mi = "41 31 0:38 / /run/my\\040cgroups rw - cgroup2 cgroup2 rw\n";
+        let m = &cgroup_mounts(mi)[0];
+        assert_eq!(dir_of(m, "/a"), PathBuf::from("/run/my cgroups/a"));
     }
 
     #[test]
@@ -710,24 +659,5 @@ mod tests {
         cg.remove();
         assert!(!path.exists(), "cgroup folder must be removed");
         backend.remove();
-    }
-
-    #[test]
-    fn proc_stat_reports_cpu_of_a_busy_process() {
-        // `exec` keeps the pid (and its CPU times) and leaves no orphaned grandchild behind.
-        let mut child = Command::new("sh")
-            .args([
-                "-c",
-                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec sleep 5",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn");
-        std::thread::sleep(Duration::from_millis(1500));
-        let secs = proc_cpu_secs(child.id()).expect("stat");
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(secs > 0.05, "a busy loop used {secs} s");
     }
 }

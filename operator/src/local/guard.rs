@@ -118,7 +118,7 @@ fn guard_main(pipe: File) -> ! {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         libc::signal(libc::SIGTERM, libc::SIG_IGN);
     }
-    let mut groups: Vec<i32> = Vec::new();
+    let mut groups: Vec<u32> = Vec::new();
     let mut clean = false;
     for line in BufReader::new(pipe).lines() {
         let Ok(line) = line else { break };
@@ -127,7 +127,7 @@ fn guard_main(pipe: File) -> ! {
             break;
         }
         let (sign, pid) = line.split_at(line.len().min(1));
-        let Ok(pid) = pid.parse::<i32>() else {
+        let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
         match sign {
@@ -138,10 +138,7 @@ fn guard_main(pipe: File) -> ! {
     }
     if !clean {
         for g in groups {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe {
-                libc::kill(-g, libc::SIGKILL);
-            }
+            super::process::signal_group(g, libc::SIGKILL);
         }
     }
     // SAFETY: ends this forked copy at once, without running the runner's exit handlers.

@@ -10,13 +10,15 @@ use std::time::Duration;
 
 use super::cgroup::Cgroup;
 use super::guard;
+use super::process::{self, stop_children, tie_to_runner};
 use super::progress::ProgressLine;
-use super::replicas::{stop_children, stop_grace, tail, tie_to_runner};
+use super::replicas::{stop_grace, tail};
 
 /// A running load generator.
 #[derive(Debug)]
 pub struct Loadgen {
     child: Option<Child>,
+    /// Kept for [`Loadgen::stop`], which removes it once the child is gone.
     cgroup: Cgroup,
     /// Its log file (stdout, and stderr lines that are not progress).
     pub log: PathBuf,
@@ -72,9 +74,9 @@ impl Loadgen {
         })
     }
 
-    /// The exit status once it has ended; `None` while it runs.
+    /// The exit status once it has ended (reaping it); `None` while it runs.
     pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut()?.try_wait().ok().flatten()
+        process::exit_status(self.child.as_mut()?)
     }
 
     /// Its last lines of output, for failure messages.
@@ -82,15 +84,10 @@ impl Loadgen {
         tail(&self.log, 5)
     }
 
-    /// The cgroup it runs in.
-    pub fn cgroup(&self) -> &Cgroup {
-        &self.cgroup
-    }
-
     /// Stops it (SIGTERM, then SIGKILL) and removes its cgroup.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            if matches!(c.try_wait(), Ok(None)) {
+            if process::is_running(&mut c) {
                 stop_children(&mut [&mut c], stop_grace().min(Duration::from_secs(2)));
             } else {
                 let _ = c.wait();

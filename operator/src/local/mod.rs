@@ -8,8 +8,8 @@
 pub mod cell;
 pub mod cgroup;
 pub mod guard;
-pub mod http;
 pub mod loadgen;
+pub mod process;
 pub mod progress;
 pub mod replicas;
 pub mod runner;

@@ -18,9 +18,10 @@ use benchmatrix_loadgen::plan::Spread;
 
 use super::cgroup::{Backend, Cgroup, CpuUsage, Enforcement};
 use super::guard;
-use super::http;
+use super::process::{self, LiveProcess, process_tree, signal_group, stop_children, tie_to_runner};
 use super::signals;
 use crate::api::conditions::cause;
+use benchmatrix_quota::http;
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -91,42 +92,7 @@ struct Replica {
     exited: Option<ExitStatus>,
     /// The processes it had started when the load began (a shell wrapper's server, forked
     /// workers): each must live until the result is in, as the replica itself must.
-    watched: Vec<Watched>,
-}
-
-/// A descendant of a replica that must stay alive, told apart from a later process that
-/// reuses its pid by its start time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Watched {
-    pid: u32,
-    start_ticks: u64,
-    command: String,
-}
-
-impl Watched {
-    /// The process `pid` as it is now; `None` if it is gone or a zombie.
-    fn read(pid: u32) -> Option<Watched> {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let open = stat.find('(')?;
-        let close = stat.rfind(')')?;
-        let command = stat.get(open + 1..close)?.to_string();
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        // After the name: state is field 3 of stat(5), starttime field 22.
-        if matches!(fields.first(), Some(&"Z") | Some(&"X") | Some(&"x")) {
-            return None;
-        }
-        let start_ticks = fields.get(19)?.parse().ok()?;
-        Some(Watched {
-            pid,
-            start_ticks,
-            command,
-        })
-    }
-
-    /// Whether this very process still runs (not exited, not reaped and replaced).
-    fn running(&self) -> bool {
-        Watched::read(self.pid).is_some_and(|now| now.start_ticks == self.start_ticks)
-    }
+    watched: Vec<LiveProcess>,
 }
 
 /// The running replicas of one cell. Dropping it stops them and removes their cgroups.
@@ -273,7 +239,7 @@ impl ReplicaSet {
                 });
             }
             for r in &mut self.replicas {
-                if let Ok(Some(status)) = r.child.try_wait() {
+                if let Some(status) = process::exit_status(&mut r.child) {
                     r.exited = Some(status);
                     return Err(StartError {
                         reason: cause::REPLICA_EXITED,
@@ -404,7 +370,7 @@ impl ReplicaSet {
         self.replicas
             .iter()
             .flat_map(|r| process_tree(r.child.id()))
-            .filter_map(proc_rss)
+            .filter_map(process::rss)
             .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
     }
 
@@ -416,19 +382,19 @@ impl ReplicaSet {
             r.watched = process_tree(r.child.id())
                 .into_iter()
                 .skip(1)
-                .filter_map(Watched::read)
+                .filter_map(LiveProcess::read)
                 .collect();
         }
     }
 
     /// The first replica that has exited, or a process it had started when the load began
     /// that has; a sentence with the pid, exit status or signal, and the replica's last
-    /// output. The replica is reaped (`try_wait`), so an exited one is never mistaken for a
+    /// output. The replica is reaped ([`process::exit_status`]), so an exited one is never mistaken for a
     /// live one the way a zombie's /proc entry would be.
     pub fn first_exit(&mut self) -> Option<String> {
         for r in &mut self.replicas {
             if r.exited.is_none()
-                && let Ok(Some(status)) = r.child.try_wait()
+                && let Some(status) = process::exit_status(&mut r.child)
             {
                 r.exited = Some(status);
             }
@@ -510,74 +476,6 @@ impl Drop for ReplicaSet {
     }
 }
 
-/// Sends SIGTERM to every child's process group (each child leads its own, see
-/// [`tie_to_runner`], so what a shell wrapper started is stopped with it), waits up to `grace`
-/// for the children, then SIGKILLs what is left of each group and reaps the children.
-pub fn stop_children(children: &mut [&mut Child], grace: Duration) {
-    for c in children.iter() {
-        signal_group(c.id(), libc::SIGTERM);
-    }
-    let deadline = Instant::now() + grace;
-    loop {
-        let mut alive = 0;
-        for c in children.iter_mut() {
-            if matches!(c.try_wait(), Ok(None)) {
-                alive += 1;
-            }
-        }
-        if alive == 0 || Instant::now() >= deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for c in children.iter_mut() {
-        signal_group(c.id(), libc::SIGKILL);
-        let _ = c.kill();
-        let _ = c.wait();
-        guard::unwatch(c.id());
-    }
-}
-
-/// Sends `sig` to the process group led by `leader` (a child started with [`tie_to_runner`]).
-/// The group id stays reserved while any member lives, so this cannot reach a stranger while
-/// something of the group is left; once the group is empty it reaches no one.
-pub fn signal_group(leader: u32, sig: libc::c_int) {
-    // SAFETY: kill has no memory-safety preconditions.
-    unsafe {
-        libc::kill(-(leader as i32), sig);
-    }
-}
-
-/// Puts the child in its own process group, so a Ctrl-C at the terminal reaches only the
-/// runner, which then stops children in order and still collects what was measured, and so
-/// the child and everything it starts can be signalled as one; and asks the kernel to SIGKILL
-/// the child should the runner die without cleaning up (SIGKILL, crash).
-///
-/// The kernel sends that signal when the *thread* that spawned the child exits, not the
-/// process: spawn only from a thread that lives as long as the child (the runner spawns from
-/// its main thread). The child's own children are not covered by it; register the child with
-/// [`guard::watch`] so the guard ends its whole group if the runner dies.
-pub fn tie_to_runner(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    cmd.process_group(0);
-    let runner = std::process::id() as libc::pid_t;
-    // SAFETY: runs in the forked child before exec; prctl and getppid are async-signal-safe
-    // and the closure allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The runner may have died between the fork and the prctl, when no signal would
-            // come any more: then this child has been reparented already and must not run.
-            if libc::getppid() != runner {
-                return Err(std::io::Error::other("the runner is gone"));
-            }
-            Ok(())
-        });
-    }
-}
-
 /// The address in a built-in target's `statistics on http://ADDR` line, if it printed one.
 fn statistics_address(output: &str) -> Option<SocketAddr> {
     output
@@ -621,61 +519,6 @@ fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError
         cmd.env(k, v);
     }
     Ok(cmd)
-}
-
-/// `root` and all its live descendants, found through each process' parent in /proc/PID/stat.
-pub fn process_tree(root: u32) -> Vec<u32> {
-    let mut parent_of: Vec<(u32, u32)> = Vec::new();
-    if let Ok(entries) = fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if let Some(ppid) = parent_pid(pid) {
-                parent_of.push((pid, ppid));
-            }
-        }
-    }
-    let mut tree = vec![root];
-    let mut next = 0;
-    while next < tree.len() {
-        let parent = tree[next];
-        tree.extend(
-            parent_of
-                .iter()
-                .filter(|(_, pp)| *pp == parent)
-                .map(|(p, _)| *p),
-        );
-        next += 1;
-    }
-    tree
-}
-
-/// The parent pid of a live process. The command name in /proc/PID/stat may hold spaces and
-/// parentheses, so the fields are read after its last ')'.
-fn parent_pid(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// (VmRSS, VmHWM) in bytes of a live process.
-pub fn proc_rss(pid: u32) -> Option<(u64, u64)> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb = |key: &str| -> Option<u64> {
-        status
-            .lines()
-            .find(|l| l.starts_with(key))?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
-    };
-    Some((kb("VmRSS:")? * 1024, kb("VmHWM:")? * 1024))
 }
 
 /// The last `n` non-empty lines of a log file, joined with " | ".
@@ -810,8 +653,7 @@ mod tests {
         let mut set = ReplicaSet::start(&l, &backend).unwrap();
         assert_eq!(set.first_exit(), None);
         let pid = set.pids()[0];
-        // SAFETY: kill has no memory-safety preconditions; pid is the set's own child.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        process::signal_process(pid, libc::SIGKILL);
         std::thread::sleep(Duration::from_millis(200));
         assert!(
             Path::new(&format!("/proc/{pid}")).exists(),
@@ -845,8 +687,7 @@ mod tests {
         assert_eq!(set.first_exit(), None);
         let shell = set.pids()[0];
         let server = process_tree(shell)[1];
-        // SAFETY: as above; the server is the set's grandchild.
-        unsafe { libc::kill(server as i32, libc::SIGKILL) };
+        process::signal_process(server, libc::SIGKILL);
         std::thread::sleep(Duration::from_millis(300));
         let why = set.first_exit().expect("the server's exit is noticed");
         assert!(
@@ -861,7 +702,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         let left: Vec<u32> = tree
             .into_iter()
-            .filter(|&p| Watched::read(p).is_some())
+            .filter(|&p| LiveProcess::read(p).is_some())
             .collect();
         assert!(left.is_empty(), "left behind: {left:?}");
         backend.remove();
@@ -878,40 +719,5 @@ mod tests {
             statistics_address("listening on http://127.0.0.1:4000\n"),
             None
         );
-    }
-
-    #[test]
-    fn reads_rss_of_a_live_process() {
-        let (rss, hwm) = proc_rss(std::process::id()).unwrap();
-        assert!(rss > 0 && hwm >= rss);
-    }
-
-    #[test]
-    fn the_process_tree_holds_forked_workers_and_grandchildren() {
-        // A parent with two sleeping children, one of which has a child of its own: the shape of
-        // a node:cluster primary whose memory must be counted with its workers'.
-        let mut parent = Command::new("sh")
-            .arg("-c")
-            .arg("sleep 30 & sh -c 'sleep 30 & wait' & wait")
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let mut tree = process_tree(parent.id());
-        while tree.len() < 4 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-            tree = process_tree(parent.id());
-        }
-        let _ = parent.kill();
-        for pid in &tree[1..] {
-            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-        }
-        let _ = parent.wait();
-        assert_eq!(tree[0], parent.id());
-        assert_eq!(
-            tree.len(),
-            4,
-            "parent, two children and a grandchild: {tree:?}"
-        );
-        assert!(!tree.contains(&std::process::id()));
     }
 }

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use benchmatrix_loadgen::result::RunResult;
+use benchmatrix_quota::host_cpus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cell::{self, CellContext, CellOutcome};
-use super::cgroup::{Backend, host_cpus};
+use super::cgroup::Backend;
 use super::progress::Display;
 use super::signals;
 use crate::api::conditions::{cause, now};

@@ -6,8 +6,8 @@
 
 pub mod openmetrics;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -146,6 +146,10 @@ impl Drop for Target {
     }
 }
 
+/// Longest a test's GET may take, connect to last byte: far above the slowest endpoint a
+/// test asks for (`/cpu?ms=10000` queued behind others), so only a hang reaches it.
+pub const GET_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// One HTTP response.
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -180,37 +184,19 @@ pub fn get(addr: SocketAddr, path: &str) -> Reply {
     try_get(addr, path).unwrap_or_else(|e| panic!("GET {path}: {e}"))
 }
 
-/// GET `path` from `addr` on a new connection with `Connection: close`.
+/// GET `path` from `addr` on a new connection with `Connection: close`, through the
+/// workspace's one blocking client (`benchmatrix_quota::http`, the one the local runner probes
+/// targets with); at most [`GET_TIMEOUT`] for the whole exchange.
 pub fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<Reply> {
-    let start = Instant::now();
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
-    s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
+    let started = Instant::now();
+    let r = benchmatrix_quota::http::get(addr, path, GET_TIMEOUT)?;
     let finished = Instant::now();
-    let elapsed = finished - start;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("bad response: {text:?}")))?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
     Ok(Reply {
-        status,
-        headers,
-        body: body.to_string(),
-        elapsed,
-        started: start,
+        status: r.status,
+        headers: r.headers,
+        body: String::from_utf8_lossy(&r.body).into_owned(),
+        elapsed: finished - started,
+        started,
         finished,
     })
 }

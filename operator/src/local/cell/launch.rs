@@ -8,11 +8,11 @@ use super::{CellContext, Failure};
 use crate::api::Enforcement;
 use crate::api::conditions::cause;
 use crate::local::cgroup::{Cgroup, Enforcement as Enforced};
-use crate::local::http;
 use crate::local::loadgen::Loadgen;
 use crate::local::replicas::{Launch, ReplicaSet, free_port};
 use crate::local::signals;
 use crate::plan::Cell;
+use benchmatrix_quota::http;
 
 /// What was read of a cell's replicas once every one was ready, before any load.
 pub struct Ready {

@@ -11,9 +11,9 @@ use super::Failure;
 use crate::api::BenchmarkRunSpec;
 use crate::api::conditions::cause;
 use crate::engine::ValidatedRun;
-use crate::local::cgroup::host_cpus;
 use crate::local::replicas::ReplicaSet;
 use crate::plan::Cell;
+use benchmatrix_quota::host_cpus;
 
 /// The load's clock as planned, counted from the load generator's start.
 #[derive(Debug, Clone, PartialEq, Eq)]
