@@ -17,6 +17,7 @@
 use std::fmt;
 
 use crate::api::FigureSpread;
+use crate::api::status::Percentile;
 
 /// Values per side from which a test (and a confidence interval) is computed.
 pub const MIN_FOR_TEST: usize = 5;
@@ -36,6 +37,19 @@ pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
 
 /// Exact Mann-Whitney distribution up to this many values per side (without ties).
 const EXACT_MAX_PER_SIDE: usize = 20;
+
+/// The key of percentile `p` in [`crate::api::Spread::figures`] (`p50`, `p90`, `p99`, `p999`).
+pub fn figure_key(p: Percentile) -> &'static str {
+    match p {
+        Percentile::P50 => "p50",
+        Percentile::P90 => "p90",
+        Percentile::P99 => "p99",
+        Percentile::P999 => "p999",
+    }
+}
+
+/// The key of throughput in [`crate::api::Spread::figures`].
+pub const RPS: &str = "rps";
 
 /// Median, range, confidence interval and stability of one figure's repetition values.
 ///
