@@ -15,6 +15,6 @@ pub use spec::{
 };
 pub use status::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Enforcement,
-    FigureSpread, Interference, LatencyMs, RepetitionStatus, ReplicaPhaseShare, ReplicaShare,
+    FigureSpread, Interference, LatencyMs, ReplicaPhaseShare, ReplicaShare, RepetitionStatus,
     RunPhase, Spread, Summary, TargetStats,
 };
