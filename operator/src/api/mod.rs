@@ -15,6 +15,6 @@ pub use spec::{
 };
 pub use status::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Enforcement,
-    FigureSpread, Interference, LatencyMs, ReplicaPhaseShare, ReplicaShare, RepetitionStatus,
+    FigureSpread, Interference, LatencyMs, RepetitionStatus, ReplicaPhaseShare, ReplicaShare,
     RunPhase, Spread, Summary, TargetStats,
 };
