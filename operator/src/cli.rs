@@ -26,6 +26,10 @@ enum Command {
     /// Render report.md, charts and the comparison table from a saved status.yaml (or a
     /// BenchmarkRun from `kubectl get bmr NAME -o yaml`).
     Report(crate::report::ReportArgs),
+    /// Compare two saved statuses (status.yaml or `kubectl get bmr NAME -o yaml`): per cell,
+    /// phase and endpoint the change in p50, p99, rps and CPU, marked regression, improvement
+    /// or within noise. Exit 3 on a regression beyond --max-regression, 2 on bad input.
+    Compare(crate::compare::CompareArgs),
     /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
     Crd,
     /// Run the Kubernetes operator that reconciles BenchmarkRuns.
@@ -62,6 +66,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     match cli.command {
         Command::Run(run) => crate::local::run(run),
         Command::Report(report) => crate::report::run(report),
+        Command::Compare(args) => crate::compare::run(args),
         Command::Operator(args) => crate::controller::main(args),
         Command::Crd => {
             print!("{}", crate::crdgen::crd_yaml());

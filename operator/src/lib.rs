@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod compare;
 pub mod controller;
 pub mod crdgen;
 pub mod engine;

@@ -152,7 +152,10 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
 /// the streams that need a longer phase.
 ///
 /// Only Succeeded cells take part, and only streams that [`trust`] ranks decide the best cell
-/// or carry a ratio; the others are listed with the reason they were not ranked.
+/// or carry a ratio; the others are listed with the reason they were not ranked. When the
+/// cells were repeated, a cell whose p99 does not differ from the best's ([`noise::differ`])
+/// is marked `withinNoiseOf` instead of being ranked against it; cells run once are ranked
+/// as measured.
 pub fn summarize(cells: &[CellStatus]) -> Summary {
     let measured: Vec<&CellStatus> = cells
         .iter()
@@ -223,6 +226,9 @@ fn compare(measured: &[&CellStatus], phase: &str, endpoint: &str) -> Comparison 
                 a
             }
         });
+    let within_noise = best
+        .map(|(best_cell, b, _)| within_noise_of_best(&entries, best_cell, b))
+        .unwrap_or_default();
     Comparison {
         phase: phase.to_owned(),
         endpoint: endpoint.to_owned(),
@@ -234,7 +240,17 @@ fn compare(measured: &[&CellStatus], phase: &str, endpoint: &str) -> Comparison 
                     (Ok(p99), Some((_, b, best_p99))) => Some((*p99, b, best_p99)),
                     _ => None,
                 };
+                let within_noise_of = match best {
+                    Some((best_cell, _, _)) if best_cell == *cell => {
+                        within_noise.first().map(|c| (*c).to_owned())
+                    }
+                    Some((best_cell, _, _)) if within_noise.contains(cell) => {
+                        Some(best_cell.to_owned())
+                    }
+                    _ => None,
+                };
                 CellRatio {
+                    within_noise_of,
                     cell: (*cell).to_owned(),
                     samples: r.samples,
                     p99_ms: r.latency_ms.map(|l| l.get(RANKED)),
@@ -246,6 +262,29 @@ fn compare(measured: &[&CellStatus], phase: &str, endpoint: &str) -> Comparison 
             })
             .collect(),
     }
+}
+
+/// The ranked cells other than the best whose p99 does not differ from the best's over the
+/// repetitions (see [`noise::differ`]), in matrix order. Empty when the cells ran once: a
+/// single run has no spread to judge by, and is ranked as measured.
+fn within_noise_of_best<'a>(
+    entries: &[(&'a str, &CellResult, Result<f64, Exclusion>)],
+    best_cell: &str,
+    best: &CellResult,
+) -> Vec<&'a str> {
+    let key = noise::figure_key(RANKED);
+    let Some(best_values) = trust::figure(best, key).map(|s| &s.values) else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter(|(cell, _, p99)| *cell != best_cell && p99.is_ok())
+        .filter_map(|(cell, r, _)| {
+            let values = &trust::figure(r, key)?.values;
+            let d = noise::differ(best_values, values, true, noise::MIN_PRACTICAL_CHANGE);
+            (d.verdict == noise::Verdict::WithinNoise).then_some(*cell)
+        })
+        .collect()
 }
 
 /// For one cell: each endpoint that ran alone in some phase ("solo") and alongside other
@@ -303,8 +342,15 @@ pub fn headline(summary: &Summary) -> Option<String> {
                 .iter()
                 .any(|l| l.starts_with(&stream))
         });
+        let unstable = cmp.cells.iter().all(|c| {
+            c.excluded
+                .as_deref()
+                .is_some_and(|e| e.starts_with("unstable over repetitions"))
+        });
         let why = if short_of_samples {
             "too few samples: run the phase longer"
+        } else if unstable {
+            "unstable over repetitions: repeat more or lengthen the phase"
         } else {
             "too few samples or too many errors"
         };
@@ -314,19 +360,46 @@ pub fn headline(summary: &Summary) -> Option<String> {
         ));
     };
     let best = cmp.cells.iter().find(|c| &c.cell == best_cell)?;
-    let mut line = format!(
-        "{}/{}: {} p99 {}ms",
-        cmp.phase,
-        cmp.endpoint,
-        best_cell,
-        round_sig(best.p99_ms?)
-    );
+    // The best and the cells within noise of it: no winner among them.
+    let tied: Vec<&CellRatio> = cmp
+        .cells
+        .iter()
+        .filter(|c| &c.cell == best_cell || c.within_noise_of.as_ref() == Some(best_cell))
+        .collect();
+    let mut line = if tied.len() > 1 {
+        let figures: Vec<String> = tied
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let p99 = round_sig(c.p99_ms?);
+                Some(if i == 0 {
+                    format!("{} p99 {p99}ms", c.cell)
+                } else {
+                    format!("{} {p99}ms", c.cell)
+                })
+            })
+            .collect();
+        format!(
+            "{}/{}: no clear winner, within noise: {}",
+            cmp.phase,
+            cmp.endpoint,
+            figures.join(", ")
+        )
+    } else {
+        format!(
+            "{}/{}: {} p99 {}ms",
+            cmp.phase,
+            cmp.endpoint,
+            best_cell,
+            round_sig(best.p99_ms?)
+        )
+    };
     if let Some((worst, worst_ratio)) = cmp
         .cells
         .iter()
         .filter_map(|c| Some((c, c.p99_ratio?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .filter(|(w, _)| &w.cell != best_cell)
+        .filter(|(w, _)| !tied.iter().any(|t| t.cell == w.cell))
     {
         line.push_str(&format!(" ({} {}x)", worst.cell, round_sig(worst_ratio)));
     }
@@ -504,6 +577,109 @@ mod tests {
             headline(&summary).unwrap(),
             "mixed/fast: pool-x1 p99 20.0ms (single-x1 20.0x)"
         );
+    }
+
+    /// `r` as the median of repetitions whose p99 took `p99s` (the other figures steady).
+    fn repeated(r: CellResult, p99s: &[f64]) -> CellResult {
+        let spread = noise::spread_of(p99s);
+        let mut figures = BTreeMap::new();
+        figures.insert(
+            noise::RPS.to_owned(),
+            noise::spread_of(&vec![r.rps; p99s.len()]),
+        );
+        let latency = r.latency_ms.map(|l| LatencyMs {
+            p99: spread.median,
+            ..l
+        });
+        figures.insert("p99".to_owned(), spread);
+        CellResult {
+            latency_ms: latency,
+            spread: Some(crate::api::Spread {
+                repetitions: p99s.len() as u32,
+                figures,
+                merged_latency_ms: None,
+            }),
+            ..r
+        }
+    }
+
+    /// mixed/fast of three cells repeated five times: pool-x1 and pool-x2 overlap (exact
+    /// Mann-Whitney p = 0.69), single-x1 is far slower in every repetition.
+    fn repeated_cells(x1: &[f64], x2: &[f64]) -> Vec<CellStatus> {
+        let stream = |p99s: &[f64], rps| repeated(result("mixed", "fast", 0.0, rps), p99s);
+        vec![
+            cell(
+                "single-x1",
+                vec![stream(&[400.0, 410.0, 395.0, 420.0, 405.0], 5.0)],
+            ),
+            cell("pool-x1", vec![stream(x1, 80.0)]),
+            cell("pool-x2", vec![stream(x2, 82.0)]),
+        ]
+    }
+
+    const X1: [f64; 5] = [20.0, 23.0, 19.0, 22.0, 21.0];
+    const X2: [f64; 5] = [21.5, 20.5, 22.5, 19.5, 24.0];
+
+    #[test]
+    fn cells_within_noise_are_not_ranked_against_each_other() {
+        let summary = summarize(&repeated_cells(&X1, &X2));
+        let cmp = &summary.comparisons[0];
+        // The lowest median stays the reference of the ratios...
+        assert_eq!(cmp.best_cell.as_deref(), Some("pool-x1"));
+        let by = |name: &str| cmp.cells.iter().find(|c| c.cell == name).unwrap();
+        // ...but it is no winner over pool-x2, and the headline names none.
+        assert_eq!(by("pool-x2").within_noise_of.as_deref(), Some("pool-x1"));
+        assert_eq!(by("pool-x1").within_noise_of.as_deref(), Some("pool-x2"));
+        assert_eq!(by("single-x1").within_noise_of, None);
+        let line = headline(&summary).unwrap();
+        assert_eq!(
+            line,
+            "mixed/fast: no clear winner, within noise: pool-x1 p99 21.0ms, pool-x2 21.5ms \
+             (single-x1 19.3x)"
+        );
+    }
+
+    #[test]
+    fn a_difference_beyond_the_noise_is_ranked() {
+        let far: Vec<f64> = X2.iter().map(|v| v * 1.5).collect();
+        let summary = summarize(&repeated_cells(&X1, &far));
+        let cmp = &summary.comparisons[0];
+        assert_eq!(cmp.best_cell.as_deref(), Some("pool-x1"));
+        assert!(
+            cmp.cells.iter().all(|c| c.within_noise_of.is_none()),
+            "{cmp:?}"
+        );
+        assert_eq!(
+            headline(&summary).unwrap(),
+            "mixed/fast: pool-x1 p99 21.0ms (single-x1 19.3x)"
+        );
+    }
+
+    /// The issue's autocannon p99s (183, 827, 825 ms): the lowest median would not win if it
+    /// were stable; unstable, it is not ranked at all.
+    #[test]
+    fn an_unstable_figure_never_decides_a_ranking() {
+        let mut cells = repeated_cells(&X1, &X2);
+        cells.push(cell(
+            "lucky",
+            vec![repeated(
+                result("mixed", "fast", 0.0, 90.0),
+                &[3.0, 30.0, 2.0, 3.5, 2.5],
+            )],
+        ));
+        let summary = summarize(&cells);
+        let cmp = &summary.comparisons[0];
+        assert_eq!(cmp.best_cell.as_deref(), Some("pool-x1"));
+        let lucky = cmp.cells.iter().find(|c| c.cell == "lucky").unwrap();
+        assert_eq!(lucky.p99_ratio, None);
+        assert_eq!(
+            lucky.excluded.as_deref(),
+            Some(
+                "unstable over repetitions: p99 from 2.0 to 30.0 ms (15.0x); repeat more or \
+                 lengthen the phase"
+            )
+        );
+        assert!(summary.needs_longer_phase.is_empty(), "{summary:?}");
     }
 
     /// A Succeeded cell whose mixed/fast stream failed every request (p99 reads 0.0).

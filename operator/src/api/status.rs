@@ -474,7 +474,8 @@ pub struct Comparison {
     /// Endpoint name.
     pub endpoint: String,
     /// The cell with the lowest p99 among the ranked ones (ties: the higher throughput, then
-    /// the earlier cell). Absent when no cell could be ranked (see each cell's `excluded`).
+    /// the earlier cell): the reference of the ratios. Absent when no cell could be ranked
+    /// (see each cell's `excluded`). Not a winner when its `withinNoiseOf` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_cell: Option<String>,
     /// Every measured cell, in matrix order.
@@ -504,9 +505,19 @@ pub struct CellRatio {
     pub rps_ratio: Option<f64>,
     /// Why this cell was not ranked, e.g. "3 samples; p99 needs 100" or "errors 60% of 40
     /// requests": a stream is ranked only with at least one success, errors under half of
-    /// its requests and at least 100 samples. Absent when it was ranked.
+    /// its requests, at least 100 samples and, over repetitions, a stable p99. Absent when it
+    /// was ranked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded: Option<String>,
+    /// Only when the cells were repeated: the cell whose p99 this one's does not differ from
+    /// over the repetitions (Mann-Whitney U at 0.05 and a 5% minimum change with 5 or more
+    /// repetitions a side, else overlapping min-max ranges), so the two are not ranked against
+    /// each other. On a cell other than the best it names the best cell; on the best cell it
+    /// names the first cell within noise of it, which means the best is no clear winner (the
+    /// headline then names none). Absent when the difference is real or the run repeated
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_noise_of: Option<String>,
 }
 
 /// Interference of a heavy endpoint on a light one within one cell.

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::{ABSENT, RawCell, phase_endpoints, result_of};
 use crate::api::status::Percentile;
 use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio};
+use crate::results::noise;
 
 /// [`super::THIN`] as markdown shows it (a bare `*` could start emphasis).
 const THIN_MD: &str = "\\*";
@@ -68,6 +69,7 @@ pub fn render(
     if let Some(h) = crate::results::headline(&summary).or_else(|| status.headline.clone()) {
         let _ = writeln!(o, "- headline: {h}");
     }
+    let _ = writeln!(o, "- spread: {}", spread_line(status));
     if !summary.needs_longer_phase.is_empty() {
         let _ = writeln!(
             o,
@@ -127,25 +129,27 @@ pub fn render(
                 continue;
             };
             thin |= r.latency_ms.is_some() && !r.unsupported_percentiles.is_empty();
-            let vs_best = match super::ranked(&summary, &c.name, &phase, &endpoint) {
-                Some(CellRatio {
-                    p99_ratio: Some(x), ..
-                }) => format!("{x:.1}x"),
+            let place = super::ranked(&summary, &c.name, &phase, &endpoint);
+            let vs_best = match place {
+                Some(p) if p.p99_ratio.is_some() => super::ratio_text(p).unwrap_or_default(),
                 Some(CellRatio {
                     excluded: Some(why),
                     ..
                 }) => format!("not ranked: {why}"),
                 _ => ABSENT.into(),
             };
-            let pct = |p| super::percentile_text(r, p, THIN_MD);
+            let pct = |p| {
+                let text = super::percentile_text(r, p, THIN_MD);
+                super::with_spread(text, r, noise::figure_key(p))
+            };
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 c.name,
                 r.requests,
                 r.errors,
                 r.samples,
-                r.rps,
+                super::with_spread(format!("{:.1}", r.rps), r, noise::RPS),
                 pct(Percentile::P50),
                 pct(Percentile::P90),
                 pct(Percentile::P99),
@@ -161,6 +165,7 @@ pub fn render(
                 super::thin_note(&Percentile::ALL).replacen(super::THIN, THIN_MD, 1)
             );
         }
+        spread_notes(&mut o, status, &phase, &endpoint);
         let p99_chart = format!(
             "p99-{}-{}.svg",
             super::file_part(&phase),
@@ -263,6 +268,86 @@ pub fn render(
 
     o.push_str(MEASUREMENT);
     o
+}
+
+/// The header line about repetitions: how many, or that no spread is known.
+fn spread_line(status: &BenchmarkRunStatus) -> String {
+    let most = status
+        .cells
+        .iter()
+        .flat_map(|c| &c.results)
+        .filter_map(|r| r.spread.as_ref().map(|s| s.repetitions))
+        .max();
+    match most {
+        None => "none known: each cell ran once (`spec.repeat: 1`), so no difference between \
+                 cells can be told from noise; set `spec.repeat: 5` or more for a test"
+            .into(),
+        Some(n) if (n as usize) < noise::MIN_FOR_TEST => format!(
+            "figures are medians of up to {n} repetitions with their min–max range; cells \
+             differ only when the ranges do not overlap (a test needs {}+ repetitions)",
+            noise::MIN_FOR_TEST
+        ),
+        Some(n) => format!(
+            "figures are medians of up to {n} repetitions with their min–max range and 95% \
+             bootstrap CI; cells differ when a Mann-Whitney U test says so at {} and the \
+             medians are at least {:.0}% apart",
+            noise::ALPHA,
+            noise::MIN_PRACTICAL_CHANGE * 100.0
+        ),
+    }
+}
+
+/// Under a latency table: which cells are within noise of the best, and which figures were
+/// unstable with the advice to repeat more or lengthen the phase.
+fn spread_notes(o: &mut String, status: &BenchmarkRunStatus, phase: &str, endpoint: &str) {
+    let results: Vec<_> = status
+        .cells
+        .iter()
+        .filter_map(|c| Some((c, super::result_of(status, &c.name, phase, endpoint)?)))
+        .filter(|(_, r)| r.spread.is_some())
+        .collect();
+    if results.is_empty() {
+        return;
+    }
+    let summary = super::ranking(status);
+    let tied: Vec<&str> = results
+        .iter()
+        .filter(|(c, _)| {
+            super::ranked(&summary, &c.name, phase, endpoint)
+                .is_some_and(|p| p.within_noise_of.is_some())
+        })
+        .map(|(c, _)| c.name.as_str())
+        .collect();
+    if !tied.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n~ within noise: the p99 of {} do not differ over the repetitions, so they are \
+             not ranked against each other.",
+            tied.join(", ")
+        );
+    }
+    let unstable: Vec<String> = results
+        .iter()
+        .filter_map(|(c, r)| {
+            let spread = r.spread.as_ref()?;
+            let names: Vec<&str> = spread
+                .figures
+                .iter()
+                .filter(|(_, f)| f.unstable)
+                .map(|(k, _)| k.as_str())
+                .collect();
+            (!names.is_empty()).then(|| format!("{} ({})", c.name, names.join(", ")))
+        })
+        .collect();
+    if !unstable.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{} unstable over repetitions in {}: the values spread more than 2x (max/min), \
+             so they are shown but never ranked; repeat more or lengthen the phase.",
+            super::UNSTABLE,
+            unstable.join(", ")
+        );
+    }
 }
 
 /// A replica is called out as uneven when its CPU share differs from an even split by more than
@@ -403,6 +488,14 @@ const MEASUREMENT: &str = "
   own address: with `roundRobin` spread locally, and always in a cluster). A CPU share more than
   25% away from an even split is called out; no shares are shown when a replica has no reading
   or the phase used under 0.1 CPU seconds per replica.
+- **repetitions and noise** (`spec.repeat` above 1): every figure is the median over the
+  cell's successful repetitions, shown with its min–max range and, from 5 repetitions, a 95%
+  bootstrap confidence interval of the median. The unit of evidence is a repetition, not a
+  request. Two cells are ranked against each other only when their p99s differ: with 5 or more
+  repetitions each, a two-sided Mann-Whitney U test at 0.05 and medians at least 5% apart;
+  with fewer, non-overlapping min–max ranges. Otherwise the ratio is marked `~` (within noise).
+  A figure whose repetitions spread more than 2x (max/min) is marked `!` (unstable) and never
+  ranked. With `repeat: 1` no spread is known and cells are ranked as measured.
 - **runner overhead**: wall time the runner spent on a cell outside the configured warm-up and
   phases: starting replicas, waiting for readiness, starting the load generator, collecting
   results and stopping the replicas.
@@ -560,6 +653,120 @@ mod tests {
             "{table}"
         );
         assert!(!table.contains("not ranked: pool-x4"), "{table}");
+    }
+
+    /// mixed/fast of cells repeated five times: pool-x1 and pool-x2 overlap, single-x1 is
+    /// far slower, and `lucky`'s p99 spread 15x.
+    fn repeated_status() -> BenchmarkRunStatus {
+        use crate::results::noise::spread_of;
+        let cell = |name: &str, p99s: &[f64], rps: f64| {
+            let p99 = spread_of(p99s);
+            let mut figures = std::collections::BTreeMap::new();
+            figures.insert("rps".to_owned(), spread_of(&[rps; 5]));
+            let median = p99.median;
+            figures.insert("p99".to_owned(), p99);
+            CellStatus {
+                name: name.into(),
+                phase: CellPhase::Succeeded,
+                results: vec![CellResult {
+                    phase: "mixed".into(),
+                    endpoint: "fast".into(),
+                    requests: 1000,
+                    errors: 0,
+                    samples: 1000,
+                    rps,
+                    latency_ms: Some(LatencyMs {
+                        p50: 1.0,
+                        p90: 2.0,
+                        p99: median,
+                        p999: median,
+                        max: median,
+                        mean: 1.0,
+                    }),
+                    unsupported_percentiles: vec![],
+                    spread: Some(crate::api::Spread {
+                        repetitions: 5,
+                        figures,
+                        merged_latency_ms: None,
+                    }),
+                }],
+                ..Default::default()
+            }
+        };
+        BenchmarkRunStatus {
+            cells: vec![
+                cell("single-x1", &[400.0, 410.0, 395.0, 420.0, 405.0], 5.0),
+                cell("pool-x1", &[20.0, 23.0, 19.0, 22.0, 21.0], 80.0),
+                cell("pool-x2", &[21.5, 20.5, 22.5, 19.5, 24.0], 82.0),
+                cell("lucky", &[3.0, 30.0, 2.0, 3.5, 2.5], 90.0),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn repeated_cells_show_their_spread_noise_and_instability() {
+        let status = repeated_status();
+        let md = render(&status, &[], &[], &Notes::default());
+        let row = |cell: &str| {
+            md.lines()
+                .find(|l| l.starts_with(&format!("| {cell} |")) && !l.contains("Succeeded"))
+                .unwrap_or_else(|| panic!("no row for {cell} in {md}"))
+                .to_owned()
+        };
+        let x2 = row("pool-x2");
+        assert!(x2.contains("| 21.5 (19.5–24.0, CI "), "{x2}");
+        assert!(x2.contains("| 82.0 (82.0–82.0, CI 82.0–82.0) |"), "{x2}");
+        assert!(x2.ends_with("| ~1.0x |"), "{x2}");
+        assert!(row("pool-x1").ends_with("| ~1.0x |"), "{md}");
+        assert!(row("single-x1").ends_with("| 19.3x |"), "{md}");
+        let lucky = row("lucky");
+        assert!(lucky.contains("| 3.0 (2.0–30.0, CI "), "{lucky}");
+        assert!(lucky.contains(")! |"), "{lucky}");
+        assert!(
+            lucky.ends_with(
+                "| not ranked: unstable over repetitions: p99 from 2.0 to 30.0 ms \
+                 (15.0x); repeat more or lengthen the phase |"
+            ),
+            "{lucky}"
+        );
+        assert!(
+            md.contains("~ within noise: the p99 of pool-x1, pool-x2 do not differ"),
+            "{md}"
+        );
+        assert!(
+            md.contains("! unstable over repetitions in lucky (p99): ")
+                && md.contains("repeat more or lengthen the phase."),
+            "{md}"
+        );
+        assert!(
+            md.contains("- spread: figures are medians of up to 5 repetitions"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- headline: mixed/fast: no clear winner, within noise: pool-x1"),
+            "{md}"
+        );
+        let table = super::super::comparison_table(&status);
+        let line = |cell: &str| table.lines().find(|l| l.contains(cell)).unwrap().to_owned();
+        assert!(line("pool-x2").ends_with("~1.0x"), "{table}");
+        assert!(line("pool-x2").contains("21.5 (19.5–24.0, CI"), "{table}");
+        assert!(line("lucky").ends_with("not ranked"), "{table}");
+        assert!(
+            table.contains("not ranked: lucky mixed/fast: unstable"),
+            "{table}"
+        );
+        assert!(table.contains(super::super::UNSTABLE_NOTE), "{table}");
+    }
+
+    #[test]
+    fn a_single_run_says_no_spread_is_known() {
+        let md = render(&short_phase_status(), &[], &[], &Notes::default());
+        assert!(
+            md.contains("- spread: none known: each cell ran once (`spec.repeat: 1`)"),
+            "{md}"
+        );
+        assert!(!md.contains("~ within noise") && !md.contains("~1"), "{md}");
     }
 
     #[test]

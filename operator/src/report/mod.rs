@@ -169,6 +169,67 @@ pub fn max_text(r: &CellResult) -> String {
         .map_or_else(|| ABSENT.into(), |l| format!("{:.1}", l.max))
 }
 
+/// Appended to a figure that was unstable over the repetitions (max/min above 2).
+pub const UNSTABLE: &str = "!";
+
+/// Prefix of a ratio to the best cell when the two do not differ beyond the noise.
+pub const WITHIN_NOISE: &str = "~";
+
+/// `text` (the figure's median as shown) followed by its spread over the repetitions, e.g.
+/// `21.0 (19.0–23.0, CI 19.5–22.5)`, and [`UNSTABLE`] when it is; `text` alone when the cell
+/// ran once or `key` (see [`crate::results::noise::figure_key`]) has no spread.
+pub fn with_spread(text: String, r: &CellResult, key: &str) -> String {
+    let Some(s) = crate::results::trust::figure(r, key) else {
+        return text;
+    };
+    let ci = match (s.ci_low, s.ci_high) {
+        (Some(lo), Some(hi)) => format!(", CI {lo:.1}–{hi:.1}"),
+        _ => String::new(),
+    };
+    let mark = if s.unstable { UNSTABLE } else { "" };
+    format!("{text} ({:.1}–{:.1}{ci}){mark}", s.min, s.max)
+}
+
+/// True when some result of `status` carries a spread over repetitions.
+pub fn any_spread(status: &BenchmarkRunStatus) -> bool {
+    status
+        .cells
+        .iter()
+        .flat_map(|c| &c.results)
+        .any(|r| r.spread.is_some())
+}
+
+/// True when some shown figure of `status` is unstable over the repetitions.
+pub fn any_unstable(status: &BenchmarkRunStatus) -> bool {
+    status
+        .cells
+        .iter()
+        .flat_map(|c| &c.results)
+        .filter_map(|r| r.spread.as_ref())
+        .flat_map(|s| s.figures.values())
+        .any(|f| f.unstable)
+}
+
+/// The note under a table with [`UNSTABLE`] marks.
+pub const UNSTABLE_NOTE: &str = "! unstable over repetitions (max/min above 2x): shown, never \
+    ranked; repeat more or lengthen the phase";
+
+/// The note under a table with spreads: what the brackets and [`WITHIN_NOISE`] mean.
+pub const SPREAD_NOTE: &str = "figures are medians over the repetitions (min–max, and a 95% \
+    bootstrap CI from 5 repetitions); ~ = p99 within noise of the best, not ranked against it";
+
+/// The ratio of `place` to the best cell as a table shows it: `3.1x`, `~1.1x` when within
+/// noise of the best; `None` when it was not ranked.
+pub fn ratio_text(place: &CellRatio) -> Option<String> {
+    let x = place.p99_ratio?;
+    let noise = if place.within_noise_of.is_some() {
+        WITHIN_NOISE
+    } else {
+        ""
+    };
+    Some(format!("{noise}{x:.1}x"))
+}
+
 /// True when some result of `status` shows a percentile marked [`THIN`].
 fn any_thin(status: &BenchmarkRunStatus, shown: &[Percentile]) -> bool {
     status.cells.iter().flat_map(|c| &c.results).any(|r| {
@@ -213,27 +274,36 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
                 continue;
             };
             let place = ranked(&summary, &c.name, &phase, &endpoint);
-            let vs_best = match place {
-                Some(CellRatio {
-                    p99_ratio: Some(x), ..
-                }) => format!("{x:.1}x"),
-                Some(CellRatio {
-                    excluded: Some(why),
-                    ..
-                }) => {
-                    not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
-                    "not ranked".into()
-                }
-                _ => ABSENT.into(),
+            let vs_best = match place.and_then(ratio_text) {
+                Some(x) => x,
+                None => match place {
+                    Some(CellRatio {
+                        excluded: Some(why),
+                        ..
+                    }) => {
+                        not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
+                        "not ranked".into()
+                    }
+                    _ => ABSENT.into(),
+                },
             };
+            let key = crate::results::noise::figure_key;
             rows.push([
                 phase.clone(),
                 endpoint.clone(),
                 c.name.clone(),
                 r.samples.to_string(),
-                format!("{:.1}", r.rps),
-                percentile_text(r, Percentile::P50, THIN),
-                percentile_text(r, Percentile::P99, THIN),
+                with_spread(format!("{:.1}", r.rps), r, crate::results::noise::RPS),
+                with_spread(
+                    percentile_text(r, Percentile::P50, THIN),
+                    r,
+                    key(Percentile::P50),
+                ),
+                with_spread(
+                    percentile_text(r, Percentile::P99, THIN),
+                    r,
+                    key(Percentile::P99),
+                ),
                 max_text(r),
                 r.errors.to_string(),
                 vs_best,
@@ -278,6 +348,14 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
     }
     if any_thin(status, &SHOWN) {
         out.push_str(&thin_note(&SHOWN));
+        out.push('\n');
+    }
+    if any_spread(status) {
+        out.push_str(SPREAD_NOTE);
+        out.push('\n');
+    }
+    if any_unstable(status) {
+        out.push_str(UNSTABLE_NOTE);
         out.push('\n');
     }
     // Streams short of samples say how long a phase would collect them; the others why not.

@@ -9,15 +9,19 @@
 //! - errors are under half of its requests ([`MAX_ERROR_SHARE`]): otherwise its latency
 //!   describes the few survivors, not the endpoint;
 //! - its samples support the ranking percentile, p99 ([`RANKED`]): at least 100 samples (see
-//!   [`Percentile::min_samples`]). From fewer, "p99" is one of the few largest samples.
+//!   [`Percentile::min_samples`]). From fewer, "p99" is one of the few largest samples;
+//! - when the cell was measured several times (`spec.repeat`), its p99 is stable over the
+//!   repetitions (max/min at most [`super::noise::UNSTABLE_RATIO`]): an unstable figure is a
+//!   coin toss between steady states and never decides a ranking.
 //!
-//! Streams that fail the last rule only need a longer phase; the others need a healthier
-//! target.
+//! Streams that fail the sample rule only need a longer phase; unstable ones need more
+//! repetitions or a longer phase; the others need a healthier target.
 
 use std::fmt;
 
-use crate::api::CellResult;
+use super::noise;
 use crate::api::status::Percentile;
+use crate::api::{CellResult, FigureSpread};
 
 /// The percentile cells are ranked on.
 pub const RANKED: Percentile = Percentile::P99;
@@ -26,7 +30,7 @@ pub const RANKED: Percentile = Percentile::P99;
 pub const MAX_ERROR_SHARE: f64 = 0.5;
 
 /// Why a stream is not ranked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Exclusion {
     /// Requests completed, and every one failed.
     AllFailed {
@@ -44,6 +48,13 @@ pub enum Exclusion {
     TooFewSamples {
         /// Successful requests.
         samples: u64,
+    },
+    /// The ranked percentile spread more than [`noise::UNSTABLE_RATIO`] over the repetitions.
+    Unstable {
+        /// Its smallest value over the repetitions, milliseconds.
+        min: f64,
+        /// Its largest value over the repetitions, milliseconds.
+        max: f64,
     },
 }
 
@@ -69,6 +80,18 @@ impl fmt::Display for Exclusion {
                 if samples == 1 { "" } else { "s" },
                 RANKED.min_samples()
             ),
+            Exclusion::Unstable { min, max } => {
+                write!(
+                    f,
+                    "unstable over repetitions: {RANKED} from {min:.1} to {max:.1} ms ("
+                )?;
+                if min > 0.0 {
+                    write!(f, "{:.1}x", max / min)?;
+                } else {
+                    f.write_str("unbounded")?;
+                }
+                f.write_str("); repeat more or lengthen the phase")
+            }
         }
     }
 }
@@ -89,7 +112,19 @@ pub fn exclusion(r: &CellResult) -> Option<Exclusion> {
     if !r.supports(RANKED) {
         return Some(Exclusion::TooFewSamples { samples: r.samples });
     }
+    if let Some(s) = figure(r, noise::figure_key(RANKED)).filter(|s| s.unstable) {
+        return Some(Exclusion::Unstable {
+            min: s.min,
+            max: s.max,
+        });
+    }
     None
+}
+
+/// How figure `key` (see [`noise::figure_key`]) of `r` varied over the cell's repetitions;
+/// `None` when the cell ran once.
+pub fn figure<'a>(r: &'a CellResult, key: &str) -> Option<&'a FigureSpread> {
+    r.spread.as_ref()?.figures.get(key)
 }
 
 /// The figure `r` is ranked by (its p99), or why it has none to rank.
