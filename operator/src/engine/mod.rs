@@ -15,6 +15,8 @@ pub mod step;
 mod validated;
 
 #[cfg(test)]
+mod agreement;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

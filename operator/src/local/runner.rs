@@ -14,8 +14,9 @@ use super::cgroup::Backend;
 use super::progress::Display;
 use super::signals;
 use crate::api::conditions::{cause, now};
-use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
+use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase, TargetStats};
 use crate::engine::{self, Ctx, Event, Measured, ValidatedRun};
+use crate::plan::Cell;
 use crate::report::{self, RawCell, markdown::Notes};
 use crate::results;
 
@@ -110,16 +111,7 @@ impl Runner {
                 break;
             }
             let cell = self.run.cells()[step.cell].clone();
-            let deploying = Event::CellDeploying {
-                cell: step.cell,
-                message: format!(
-                    "starting {} x {} replica(s), cpu {} each",
-                    cell.mode,
-                    cell.replicas,
-                    cell.cpu.as_str()
-                ),
-            };
-            self.apply(deploying, &now());
+            self.apply(deploying(&cell), &now());
             let mut ctx = CellContext {
                 run: &self.run,
                 out: &self.out,
@@ -208,6 +200,19 @@ impl Runner {
     }
 }
 
+/// The run engine's event for a cell (repetition) about to start.
+pub(crate) fn deploying(cell: &Cell) -> Event {
+    Event::CellDeploying {
+        cell: cell.index,
+        message: format!(
+            "starting {} x {} replica(s), cpu {} each",
+            cell.mode,
+            cell.replicas,
+            cell.cpu.as_str()
+        ),
+    }
+}
+
 /// The run engine's events for how one cell's current repetition went (each with the time it
 /// happened; `ended` is now), and the load generator's raw result for the charts.
 pub(crate) fn events_of(
@@ -228,7 +233,8 @@ pub(crate) fn events_of(
             let m = *m;
             let measured = Measured {
                 results: m.results,
-                target: Some(m.target),
+                // No figure at all is no target section, as on a cluster.
+                target: Some(m.target).filter(|t| *t != TargetStats::default()),
                 enforcement: Some(m.enforcement),
                 overhead_seconds: Some(m.overhead_seconds),
                 message: m.message,
