@@ -18,6 +18,7 @@ use crate::api::{
     BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity,
 };
 use crate::plan;
+use kube::ResourceExt;
 
 /// The apiVersion a BenchmarkRun document must carry.
 pub const API_VERSION: &str = "benchmatrix.dev/v1alpha1";
@@ -100,6 +101,39 @@ fn is_tolerated(path: &str) -> bool {
 /// Validates a run the operator received (already deserialized by the API client).
 pub fn validate_run(run: &BenchmarkRun) -> Result<(), SpecError> {
     let errors = validate_spec(&run.spec);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SpecError { errors })
+    }
+}
+
+/// [`validate_run`] plus the rules only a cluster needs: the run's name becomes a label value,
+/// and each of the `spec.loadgen.parallelism` load generators takes a share of every
+/// closed-loop stream's connections.
+pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
+    let mut errors = validate_spec(&run.spec);
+    if run.name_any().len() > 63 {
+        errors.push(FieldError::new(
+            "metadata.name",
+            "at most 63 characters (it is used as a label value)",
+        ));
+    }
+    let n = run.spec.loadgen.parallelism;
+    if n > 1 {
+        for (p, phase) in run.spec.workload.phases.iter().enumerate() {
+            for (s, stream) in phase.load.iter().enumerate() {
+                if stream.connections.is_some_and(|c| c < n) {
+                    errors.push(FieldError::new(
+                        format!("spec.workload.phases[{p}].load[{s}].connections"),
+                        format!(
+                            "must be at least spec.loadgen.parallelism ({n}): each load generator gets a share"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -697,6 +731,57 @@ spec:
             Ok(Count::Fixed(MAX_POOL_SIZE as usize))
         );
         assert!((MAX_POOL_SIZE + 1).to_string().parse::<Count>().is_err());
+    }
+
+    fn cluster_errors_of(yaml: &str) -> Vec<String> {
+        let run = parse_benchmark_run(yaml).expect("valid for the local runner");
+        match validate_for_cluster(&run) {
+            Ok(()) => vec![],
+            Err(e) => e.errors.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn on_a_cluster_the_run_name_is_at_most_63_characters() {
+        let named =
+            |n: usize| GOOD.replace("name: quickstart", &format!("name: {}", "r".repeat(n)));
+        assert!(cluster_errors_of(&named(63)).is_empty());
+        assert_eq!(
+            cluster_errors_of(&named(64)),
+            ["metadata.name: at most 63 characters (it is used as a label value)"]
+        );
+    }
+
+    #[test]
+    fn on_a_cluster_each_load_generator_gets_a_connection_of_every_closed_stream() {
+        let with_parallelism = |n: u32| {
+            GOOD.replace(
+                "  workload:\n",
+                &format!("  loadgen:\n    parallelism: {n}\n  workload:\n"),
+            )
+        };
+        // Closed-loop streams have 2 connections each; the open-loop one has none to share.
+        assert!(cluster_errors_of(&with_parallelism(2)).is_empty());
+        let errs = cluster_errors_of(&with_parallelism(3));
+        let share =
+            "must be at least spec.loadgen.parallelism (3): each load generator gets a share";
+        assert_eq!(
+            errs,
+            [
+                format!("spec.workload.phases[0].load[0].connections: {share}"),
+                format!("spec.workload.phases[1].load[0].connections: {share}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_cluster_rules_come_after_the_spec_rules() {
+        let mut run = parse_benchmark_run(GOOD).unwrap();
+        run.metadata.name = Some("r".repeat(64));
+        run.spec.configurations[1].replicas = 0;
+        let errs = validate_for_cluster(&run).unwrap_err().errors;
+        let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["spec.configurations[1].replicas", "metadata.name"]);
     }
 
     #[test]

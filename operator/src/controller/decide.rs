@@ -203,7 +203,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
     // with the field named; nothing is created and nothing is retried until the spec changes
     // (which re-triggers the reconcile). A run already running when the operator restarts with
     // a narrower allow-list loses its current children too: a refused image must not keep going.
-    let refusal = match validate_for_cluster(run) {
+    let refusal = match validate::validate_for_cluster(run) {
         Err(err) => Some((reason::INVALID_SPEC, format!("invalid spec: {err}"))),
         Ok(()) => settings
             .allowed_images
@@ -603,41 +603,6 @@ fn step_cell(
             d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
         }
         CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
-    }
-}
-
-/// The spec checks plus what only a cluster needs (the run name becomes a label value).
-fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), validate::SpecError> {
-    let mut errors = match validate::validate_run(run) {
-        Ok(()) => Vec::new(),
-        Err(e) => e.errors,
-    };
-    let name = run.name_any();
-    if name.len() > 63 {
-        errors.push(validate::FieldError::new(
-            "metadata.name",
-            "at most 63 characters (it is used as a label value)",
-        ));
-    }
-    let n = run.spec.loadgen.parallelism;
-    if n > 1 {
-        for (p, phase) in run.spec.workload.phases.iter().enumerate() {
-            for (s, stream) in phase.load.iter().enumerate() {
-                if stream.connections.is_some_and(|c| c < n) {
-                    errors.push(validate::FieldError::new(
-                        format!("spec.workload.phases[{p}].load[{s}].connections"),
-                        format!(
-                            "must be at least spec.loadgen.parallelism ({n}): each load generator gets a share"
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(validate::SpecError { errors })
     }
 }
 
