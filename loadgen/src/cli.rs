@@ -223,17 +223,11 @@ fn cli_duration(flag: &str, text: &str) -> Result<Duration, FieldError> {
     } else {
         text.parse::<Duration>()
     };
-    parsed.map_err(|e| FieldError {
-        path: flag.into(),
-        message: e.to_string(),
-    })
+    parsed.map_err(|e| FieldError::new(flag, e.to_string()))
 }
 
 fn field(path: &str, message: impl Into<String>) -> FieldError {
-    FieldError {
-        path: path.into(),
-        message: message.into(),
-    }
+    FieldError::new(path, message)
 }
 
 /// The `--threads` flag, when given, is 1 to [`MAX_THREADS`].

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod probe;
 pub mod recorder;
 pub mod result;
+pub mod strict_yaml;
 pub mod summary;
 pub mod target_url;
 pub mod timeline;

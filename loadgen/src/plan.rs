@@ -3,13 +3,12 @@
 //! The operator embeds [`Workload`] in the `BenchmarkRun` CRD as `spec.workload`, so every field
 //! carries a doc comment (it becomes `kubectl explain` text) and the types avoid
 //! `deny_unknown_fields`: a structural schema with `additionalProperties: false` is awkward in
-//! Kubernetes. Unknown fields are reported by [`parse_document`] instead.
+//! Kubernetes. Unknown fields are reported by [`parse_plan_file`] instead.
 
 use std::collections::HashSet;
 use std::fmt;
 
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use crate::duration::{DURATION_PATTERN, Duration, ParseDurationError};
@@ -17,6 +16,8 @@ use crate::limits::{
     MAX_CONNECTIONS_PER_PHASE, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_GENERATORS,
     MAX_RATE_PER_STREAM, MAX_REPLICAS, MAX_THREADS,
 };
+use crate::strict_yaml;
+pub use crate::strict_yaml::FieldError;
 use crate::target_url::TargetUrl;
 
 /// The per-request timeout used when a workload names none.
@@ -145,32 +146,6 @@ impl Stream {
         }
     }
 }
-
-/// A validation failure tied to the field that caused it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FieldError {
-    /// Path of the field, e.g. `workload.phases[1].load[0].endpoint`.
-    pub path: String,
-    /// What is wrong and, where it helps, what would be right.
-    pub message: String,
-}
-
-impl FieldError {
-    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
-
-impl std::error::Error for FieldError {}
 
 impl Workload {
     /// The per-request timeout in force.
@@ -480,97 +455,14 @@ impl PlanFile {
     }
 }
 
-/// A document parsed leniently: the value plus the paths of fields it did not recognise.
-#[derive(Clone, Debug)]
-pub struct Parsed<T> {
-    /// The parsed value.
-    pub value: T,
-    /// Paths of fields present in the input that no type knows, e.g. `workload.phases[0].lod`.
-    /// Callers decide whether these are errors (the CLI refuses them: a misspelt field would
-    /// otherwise silently fall back to a default).
-    pub unknown_fields: Vec<String>,
-}
-
-/// Parses YAML or JSON (JSON is read as YAML, of which it is a subset) into `T`, naming the field
-/// path on error and collecting unknown fields.
-///
-/// On error the list holds the failure and, before it, any unknown fields seen so far (a
-/// misspelt field is often why a required one is "missing").
-pub fn parse_document<T: DeserializeOwned>(text: &str) -> Result<Parsed<T>, Vec<FieldError>> {
-    let mut unknown_fields = Vec::new();
-    let de = serde_yaml::Deserializer::from_str(text);
-    let mut on_unknown =
-        |path: serde_ignored::Path<'_>| unknown_fields.push(bracket_indices(&path.to_string()));
-    let ignoring = serde_ignored::Deserializer::new(de, &mut on_unknown);
-    match serde_path_to_error::deserialize::<_, T>(ignoring) {
-        Ok(value) => Ok(Parsed {
-            value,
-            unknown_fields,
-        }),
-        Err(err) => {
-            let path = err.path().to_string();
-            // "." is the root; "?" means the text is not valid YAML at all.
-            let path = if path == "." || path == "?" {
-                "(document)".to_owned()
-            } else {
-                path
-            };
-            let mut errors: Vec<FieldError> = unknown_fields
-                .into_iter()
-                .map(|p| FieldError::new(p, "unknown field"))
-                .collect();
-            let message = without_path_prefix(&err.into_inner().to_string(), &path);
-            errors.push(FieldError::new(path, message));
-            Err(errors)
-        }
-    }
-}
-
-/// serde_yaml starts a type error's message with the field's path (`a.b: invalid type: ...`),
-/// which the error already carries in its own field: drop the copy so the path prints once.
-pub fn without_path_prefix(message: &str, path: &str) -> String {
-    message
-        .strip_prefix(path)
-        .and_then(|rest| rest.strip_prefix(": "))
-        .unwrap_or(message)
-        .to_owned()
-}
-
-/// Rewrites serde_ignored's `a.0.b` into the `a[0].b` form validation errors use.
-fn bracket_indices(dotted: &str) -> String {
-    let mut out = String::with_capacity(dotted.len() + 4);
-    for part in dotted.split('.') {
-        if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
-            out.push('[');
-            out.push_str(part);
-            out.push(']');
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(part);
-        }
-    }
-    out
-}
-
 /// Parses and validates a plan file; every problem comes back as a field error, unknown fields
 /// included.
 pub fn parse_plan_file(text: &str) -> Result<PlanFile, Vec<FieldError>> {
-    let parsed = parse_document::<PlanFile>(text)?;
-    let mut errors: Vec<FieldError> = parsed
-        .unknown_fields
-        .iter()
-        .map(|p| FieldError::new(p.clone(), "unknown field"))
-        .collect();
-    if let Err(mut more) = parsed.value.validate() {
-        errors.append(&mut more);
-    }
-    if errors.is_empty() {
-        Ok(parsed.value)
-    } else {
-        Err(errors)
-    }
+    strict_yaml::parse_strict_checked(
+        text,
+        |_| false,
+        |plan: &PlanFile| plan.validate().err().unwrap_or_default(),
+    )
 }
 
 #[cfg(test)]
@@ -801,6 +693,27 @@ workload:
             "{line}"
         );
         assert!(line.contains("invalid type"), "{line}");
+        // Line 10 of SAMPLE (it starts with a newline), column of the `x`.
+        assert_eq!((e.line, e.column), (Some(10), Some(44)), "{line}");
+        assert!(line.ends_with(" (line 10, column 44)"), "{line}");
+    }
+
+    #[test]
+    fn several_unknown_fields_are_all_reported() {
+        let bad = SAMPLE
+            .replace("warmup: 15s", "warmup: 15s\n  warmpu: 1s")
+            .replace("- name: mixed", "- name: mixed\n      durration: 1s");
+        let errs = parse_plan_file(&bad).unwrap_err();
+        let unknown: Vec<_> = errs
+            .iter()
+            .filter(|e| e.message == "unknown field")
+            .map(|e| e.path.as_str())
+            .collect();
+        assert_eq!(
+            unknown,
+            ["workload.warmpu", "workload.phases[1].durration"],
+            "{errs:?}"
+        );
     }
 
     #[test]

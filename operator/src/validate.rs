@@ -12,6 +12,7 @@ use std::fmt;
 use benchmatrix_loadgen::limits::{
     MAX_ANY_DURATION, MAX_DURATION, MAX_GENERATORS, MAX_POOL_SIZE, MAX_REPLICAS, MAX_THREADS,
 };
+use benchmatrix_loadgen::strict_yaml;
 
 use crate::api::{
     BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity,
@@ -30,60 +31,13 @@ pub const MAX_REPEAT: u32 = 20;
 /// Most cells one run may have (a guard against an axes typo expanding to thousands).
 pub const MAX_CELLS: usize = 64;
 
-/// One problem with a spec, tied to the field that causes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// Path of the field, e.g. `spec.configurations[2].name`.
-    pub path: String,
-    /// What is wrong and, where it helps, what would be right.
-    pub message: String,
-    /// 1-based line in the YAML document, where known.
-    pub line: Option<usize>,
-    /// 1-based column in the YAML document, where known.
-    pub column: Option<usize>,
-}
-
-impl FieldError {
-    /// An error at `path` with no known location.
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            message: message.into(),
-            line: None,
-            column: None,
-        }
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.line, self.column) {
-            (Some(line), Some(col)) => {
-                write!(
-                    f,
-                    "{}: {} (line {line}, column {col})",
-                    self.path, self.message
-                )
-            }
-            (Some(line), None) => write!(f, "{}: {} (line {line})", self.path, self.message),
-            _ => write!(f, "{}: {}", self.path, self.message),
-        }
-    }
-}
+pub use benchmatrix_loadgen::strict_yaml::FieldError;
 
 /// Everything wrong with a spec, one line per problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct SpecError {
     /// The problems, in document order where known.
     pub errors: Vec<FieldError>,
-}
-
-impl SpecError {
-    fn one(error: FieldError) -> Self {
-        Self {
-            errors: vec![error],
-        }
-    }
 }
 
 impl fmt::Display for SpecError {
@@ -100,26 +54,30 @@ impl fmt::Display for SpecError {
 
 /// Parses and validates a BenchmarkRun YAML (or JSON) document.
 ///
-/// Reports, in this order of precedence: YAML syntax errors with line and column; type errors
-/// with the field path (and location); unknown fields with their path (a misspelt field would
-/// otherwise silently fall back to its default); then every semantic problem at once.
+/// Reports, in this order of precedence: YAML syntax errors with line and column; else a wrong
+/// apiVersion or kind, then unknown fields with their path (a misspelt field would otherwise
+/// silently fall back to its default), then a type error with the field path, line and column,
+/// or else every semantic problem at once.
 pub fn parse_benchmark_run(yaml: &str) -> Result<BenchmarkRun, SpecError> {
-    // Syntax first, so a broken document gets a line and column rather than a type error.
-    let raw = match serde_yaml::from_str::<serde_yaml::Value>(yaml) {
-        Ok(raw) => raw,
-        Err(err) => {
-            let mut fe = FieldError::new(
-                "(document)",
-                format!("YAML syntax error: {}", strip_location(&err.to_string())),
-            );
-            if let Some(loc) = err.location() {
-                fe.line = Some(loc.line());
-                fe.column = Some(loc.column());
-            }
-            return Err(SpecError::one(fe));
+    let mut errors = type_meta_errors(yaml);
+    match strict_yaml::parse_strict_checked(yaml, is_tolerated, |run: &BenchmarkRun| {
+        validate_spec(&run.spec)
+    }) {
+        Ok(run) if errors.is_empty() => Ok(run),
+        Ok(_) => Err(SpecError { errors }),
+        Err(more) => {
+            errors.extend(more);
+            Err(SpecError { errors })
         }
+    }
+}
+
+/// The derived type does not keep apiVersion and kind, so they are checked on the raw value
+/// (nothing to say here about a document that is not YAML: the parser says that).
+fn type_meta_errors(yaml: &str) -> Vec<FieldError> {
+    let Ok(raw) = serde_yaml::from_str::<serde_yaml::Value>(yaml) else {
+        return Vec::new();
     };
-    // The derived type does not keep apiVersion and kind, so they are checked on the raw value.
     let mut errors = Vec::new();
     for (field, want) in [("apiVersion", API_VERSION), ("kind", KIND)] {
         let got = raw.get(field).and_then(|v| v.as_str());
@@ -133,49 +91,14 @@ pub fn parse_benchmark_run(yaml: &str) -> Result<BenchmarkRun, SpecError> {
             ));
         }
     }
+    errors
+}
 
-    let mut unknown = Vec::new();
-    let mut record = |path: serde_ignored::Path<'_>| unknown.push(ignored_path(&path));
-    let de = serde_yaml::Deserializer::from_str(yaml);
-    let ignoring = serde_ignored::Deserializer::new(de, &mut record);
-    let run: BenchmarkRun = match serde_path_to_error::deserialize(ignoring) {
-        Ok(run) => run,
-        Err(err) => {
-            let path = err.path().to_string();
-            let path = if path == "." {
-                "(document)".to_owned()
-            } else {
-                path
-            };
-            let inner = err.into_inner();
-            // serde_yaml's message starts with the path too; keep the one in `path`.
-            let message = benchmatrix_loadgen::plan::without_path_prefix(
-                &strip_location(&inner.to_string()),
-                &path,
-            );
-            let mut fe = FieldError::new(path, message);
-            if let Some(loc) = inner.location() {
-                fe.line = Some(loc.line());
-                fe.column = Some(loc.column());
-            }
-            return Err(SpecError::one(fe));
-        }
-    };
-
-    errors.extend(
-        unknown
-            .into_iter()
-            // apiVersion and kind were checked above; the status is written by the operator, and
-            // a document copied from `kubectl get -o yaml` carries it, which is fine.
-            .filter(|p| p != "apiVersion" && p != "kind" && !p.starts_with("status"))
-            .map(|p| FieldError::new(p, "unknown field")),
-    );
-    errors.extend(validate_spec(&run.spec));
-    if errors.is_empty() {
-        Ok(run)
-    } else {
-        Err(SpecError { errors })
-    }
+/// Fields the BenchmarkRun type does not read that a document may still carry: apiVersion and
+/// kind were checked above; the status is written by the operator, and a document copied from
+/// `kubectl get -o yaml` carries it, which is fine.
+fn is_tolerated(path: &str) -> bool {
+    path == "apiVersion" || path == "kind" || path.starts_with("status")
 }
 
 /// Validates a run the operator received (already deserialized by the API client).
@@ -188,14 +111,12 @@ pub fn validate_run(run: &BenchmarkRun) -> Result<(), SpecError> {
     }
 }
 
-/// The spec checks plus what only a cluster needs (the run name becomes a label value).
+/// [`validate_run`] plus the rules only a cluster needs: the run's name becomes a label value,
+/// and each of the `spec.loadgen.parallelism` load generators takes a share of every
+/// closed-loop stream's connections.
 pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
-    let mut errors = match validate_run(run) {
-        Ok(()) => Vec::new(),
-        Err(e) => e.errors,
-    };
-    let name = run.name_any();
-    if name.len() > 63 {
+    let mut errors = validate_spec(&run.spec);
+    if run.name_any().len() > 63 {
         errors.push(FieldError::new(
             "metadata.name",
             "at most 63 characters (it is used as a label value)",
@@ -520,35 +441,6 @@ fn check_env(env: &[EnvVar], at: &str, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// Renders a serde_ignored path the way serde_path_to_error does: `spec.configurations[0].nme`.
-fn ignored_path(path: &serde_ignored::Path<'_>) -> String {
-    use serde_ignored::Path;
-    match path {
-        Path::Root => String::new(),
-        Path::Seq { parent, index } => format!("{}[{index}]", ignored_path(parent)),
-        Path::Map { parent, key } => {
-            let parent = ignored_path(parent);
-            if parent.is_empty() {
-                key.clone()
-            } else {
-                format!("{parent}.{key}")
-            }
-        }
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => ignored_path(parent),
-    }
-}
-
-/// serde_yaml appends " at line L column C" to its messages; the location is reported in its
-/// own fields, so drop the duplicate.
-fn strip_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(idx) => message[..idx].to_owned(),
-        None => message.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -708,6 +600,50 @@ spec:
     }
 
     #[test]
+    fn type_errors_carry_their_line_and_column() {
+        // Line 14 of GOOD (it starts with a newline), column of the `two`.
+        let errs = errors_of(&GOOD.replace("replicas: 2", "replicas: two"));
+        assert_eq!(
+            errs,
+            [
+                "spec.configurations[1].replicas: invalid type: string \"two\", expected u32 (line 14, column 17)"
+            ]
+        );
+    }
+
+    #[test]
+    fn several_unknown_fields_are_all_reported_and_a_status_is_not_one() {
+        let yaml = GOOD
+            .replace("      poolSize: auto", "      poolsize: auto")
+            .replace("    warmup: 2s", "    warmup: 2s\n    warmpu: 1s")
+            .replace(
+                "metadata:",
+                "status: {phase: Running, aFutureField: 1}\nmetadata:",
+            );
+        assert_eq!(
+            errors_of(&yaml),
+            [
+                "spec.configurations[1].poolsize: unknown field",
+                "spec.workload.warmpu: unknown field",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wrong_kind_and_a_type_error_are_reported_together() {
+        let yaml = GOOD
+            .replace("kind: BenchmarkRun", "kind: Job")
+            .replace("replicas: 2", "replicas: two");
+        let errs = errors_of(&yaml);
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert_eq!(errs[0], "kind: expected \"BenchmarkRun\", got \"Job\"");
+        assert!(
+            errs[1].starts_with("spec.configurations[1].replicas: invalid type"),
+            "{errs:#?}"
+        );
+    }
+
+    #[test]
     fn replicas_beyond_the_limit_are_refused() {
         assert_error(
             &GOOD.replace("replicas: 2", "replicas: 1000"),
@@ -804,6 +740,57 @@ spec:
             Ok(Count::Fixed(MAX_POOL_SIZE as usize))
         );
         assert!((MAX_POOL_SIZE + 1).to_string().parse::<Count>().is_err());
+    }
+
+    fn cluster_errors_of(yaml: &str) -> Vec<String> {
+        let run = parse_benchmark_run(yaml).expect("valid for the local runner");
+        match validate_for_cluster(&run) {
+            Ok(()) => vec![],
+            Err(e) => e.errors.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn on_a_cluster_the_run_name_is_at_most_63_characters() {
+        let named =
+            |n: usize| GOOD.replace("name: quickstart", &format!("name: {}", "r".repeat(n)));
+        assert!(cluster_errors_of(&named(63)).is_empty());
+        assert_eq!(
+            cluster_errors_of(&named(64)),
+            ["metadata.name: at most 63 characters (it is used as a label value)"]
+        );
+    }
+
+    #[test]
+    fn on_a_cluster_each_load_generator_gets_a_connection_of_every_closed_stream() {
+        let with_parallelism = |n: u32| {
+            GOOD.replace(
+                "  workload:\n",
+                &format!("  loadgen:\n    parallelism: {n}\n  workload:\n"),
+            )
+        };
+        // Closed-loop streams have 2 connections each; the open-loop one has none to share.
+        assert!(cluster_errors_of(&with_parallelism(2)).is_empty());
+        let errs = cluster_errors_of(&with_parallelism(3));
+        let share =
+            "must be at least spec.loadgen.parallelism (3): each load generator gets a share";
+        assert_eq!(
+            errs,
+            [
+                format!("spec.workload.phases[0].load[0].connections: {share}"),
+                format!("spec.workload.phases[1].load[0].connections: {share}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_cluster_rules_come_after_the_spec_rules() {
+        let mut run = parse_benchmark_run(GOOD).unwrap();
+        run.metadata.name = Some("r".repeat(64));
+        run.spec.configurations[1].replicas = 0;
+        let errs = validate_for_cluster(&run).unwrap_err().errors;
+        let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["spec.configurations[1].replicas", "metadata.name"]);
     }
 
     #[test]

@@ -1,0 +1,370 @@
+//! The one strict YAML (and JSON) reader of the workspace, and the [`FieldError`] every input
+//! check reports with.
+//!
+//! The load generator's plan file and the operator's `BenchmarkRun` are both read here, so a
+//! misspelt field, a wrong type or broken YAML reads the same whichever tool refuses it:
+//! `spec.configurations[1].replicas: invalid type: string "two", expected u32 (line 14, column 17)`.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+
+/// Where [`FieldError::path`] points when the fault is the document as a whole (broken YAML, a
+/// required top-level field missing).
+pub const DOCUMENT: &str = "(document)";
+
+/// One problem with an input, tied to the field that causes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Path of the field as the user wrote it, e.g. `spec.configurations[2].name`.
+    pub path: String,
+    /// What is wrong and, where it helps, what would be right.
+    pub message: String,
+    /// 1-based line in the YAML document, where known.
+    pub line: Option<usize>,
+    /// 1-based column in the YAML document, where known.
+    pub column: Option<usize>,
+}
+
+impl FieldError {
+    /// An error at `path` with no known location.
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+            line: None,
+            column: None,
+        }
+    }
+
+    /// The same error, located where serde_yaml says it is (when it says).
+    fn located(mut self, location: Option<serde_yaml::Location>) -> Self {
+        if let Some(at) = location {
+            self.line = Some(at.line());
+            self.column = Some(at.column());
+        }
+        self
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)?;
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(f, " (line {line}, column {column})"),
+            (Some(line), None) => write!(f, " (line {line})"),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// Parses YAML or JSON (JSON is read as YAML, of which it is a subset) into `T`, refusing every
+/// field `T` does not know: a misspelt field would otherwise silently fall back to its default.
+///
+/// See [`parse_strict_checked`] for what the errors hold.
+pub fn parse_strict<T: DeserializeOwned>(text: &str) -> Result<T, Vec<FieldError>> {
+    parse_strict_checked(text, |_| false, |_| Vec::new())
+}
+
+/// [`parse_strict`], letting through the unknown fields whose path `tolerated` accepts, and
+/// running `check` on a value whose shape is right so that its problems come back together with
+/// the unknown fields (every problem at once, not one per attempt).
+///
+/// The errors, in this order:
+/// - broken YAML: "YAML syntax error: ..." with line and column, at the field where the text
+///   breaks when known, else at `(document)`; then any wrong type met before the break;
+/// - unknown fields (as far as the parser got), each "unknown field" at its path, with list
+///   positions in brackets: `workload.phases[0].load[0].conections`;
+/// - a value of the wrong type or a missing field: its path (`(document)` for the top level),
+///   serde_yaml's message, line and column;
+/// - else whatever `check` found.
+pub fn parse_strict_checked<T: DeserializeOwned>(
+    text: &str,
+    tolerated: impl Fn(&str) -> bool,
+    check: impl FnOnce(&T) -> Vec<FieldError>,
+) -> Result<T, Vec<FieldError>> {
+    // Syntax first, so a broken document is called broken rather than a type error.
+    if let Err(syntax) = serde_yaml::from_str::<serde_yaml::Value>(text) {
+        return Err(syntax_errors::<T>(text, &syntax));
+    }
+    let mut errors = Vec::new();
+    let mut on_unknown = |path: serde_ignored::Path<'_>| {
+        let path = bracketed_path(&path);
+        if !tolerated(&path) {
+            errors.push(FieldError::new(path, "unknown field"));
+        }
+    };
+    let ignoring =
+        serde_ignored::Deserializer::new(serde_yaml::Deserializer::from_str(text), &mut on_unknown);
+    match serde_path_to_error::deserialize::<_, T>(ignoring) {
+        Ok(value) => {
+            errors.extend(check(&value));
+            if errors.is_empty() {
+                Ok(value)
+            } else {
+                Err(errors)
+            }
+        }
+        Err(err) => {
+            errors.push(type_error(err));
+            Err(errors)
+        }
+    }
+}
+
+/// A wrong type or a missing field, at its path.
+fn type_error(err: serde_path_to_error::Error<serde_yaml::Error>) -> FieldError {
+    let path = document_or(err.path().to_string());
+    let inner = err.into_inner();
+    let message = without_path_prefix(&without_location(&inner.to_string()), &path);
+    FieldError::new(path, message).located(inner.location())
+}
+
+/// serde_path_to_error writes the root as "." and an unknown position as "?": both are the
+/// document.
+fn document_or(path: String) -> String {
+    if path == "." || path == "?" {
+        DOCUMENT.to_owned()
+    } else {
+        path
+    }
+}
+
+/// Broken YAML, said where it breaks: at the field `T` was reading there (serde_yaml hands the
+/// events it could parse to the type before it reports the break), e.g. `workload.phases` for
+/// an unclosed list. A fault `T` meets before the break is reported too, after it: it is real
+/// whatever the rest of the text holds, and the break is then at no known field.
+fn syntax_errors<T: DeserializeOwned>(text: &str, syntax: &serde_yaml::Error) -> Vec<FieldError> {
+    let mut path = DOCUMENT.to_owned();
+    let mut before_the_break = None;
+    if let Err(err) =
+        serde_path_to_error::deserialize::<_, T>(serde_yaml::Deserializer::from_str(text))
+    {
+        let at_the_break = match (err.inner().location(), syntax.location()) {
+            (Some(a), Some(b)) => a.index() == b.index(),
+            _ => false,
+        };
+        if at_the_break {
+            path = document_or(err.path().to_string());
+        } else {
+            before_the_break = Some(type_error(err));
+        }
+    }
+    let message = format!(
+        "YAML syntax error: {}",
+        without_location(&syntax.to_string())
+    );
+    let broken = FieldError::new(path, message).located(syntax.location());
+    std::iter::once(broken).chain(before_the_break).collect()
+}
+
+/// Renders a serde_ignored path the way serde_path_to_error does, `spec.configurations[0].nme`:
+/// from the path's parts, so a key such as "0" or "a.b" stays a key.
+fn bracketed_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", bracketed_path(parent)),
+        Path::Map { parent, key } => {
+            let parent = bracketed_path(parent);
+            if parent.is_empty() {
+                key.clone()
+            } else {
+                format!("{parent}.{key}")
+            }
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => bracketed_path(parent),
+    }
+}
+
+/// serde_yaml starts a type error's message with the field's path (`a.b: invalid type: ...`),
+/// which the error already carries in its own field: drop the copy so the path prints once.
+fn without_path_prefix(message: &str, path: &str) -> String {
+    message
+        .strip_prefix(path)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+        .to_owned()
+}
+
+/// serde_yaml ends its messages with " at line L column C"; the location has its own fields.
+fn without_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(idx) => message[..idx].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Doc {
+        name: String,
+        #[serde(default)]
+        items: Vec<Item>,
+        #[serde(default)]
+        inner: Option<Inner>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Item {
+        id: u32,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Inner {
+        #[serde(default)]
+        depth: u32,
+    }
+
+    fn paths(errors: &[FieldError]) -> Vec<&str> {
+        errors.iter().map(|e| e.path.as_str()).collect()
+    }
+
+    #[test]
+    fn a_well_formed_document_parses() {
+        let doc: Doc =
+            parse_strict("name: a\nitems: [{id: 1}, {id: 2}]\ninner: {depth: 3}\n").expect("valid");
+        assert_eq!(doc.items[1], Item { id: 2 });
+        assert_eq!(doc.inner, Some(Inner { depth: 3 }));
+    }
+
+    #[test]
+    fn json_is_read_as_yaml() {
+        let doc: Doc = parse_strict(r#"{"name": "a", "items": [{"id": 7}]}"#).expect("valid");
+        assert_eq!(doc.items, [Item { id: 7 }]);
+    }
+
+    #[test]
+    fn every_unknown_field_is_an_error_with_its_bracketed_path() {
+        let text = "name: a\nnme: b\nitems:\n  - id: 1\n  - id: 2\n    idd: 3\ninner: {depth: 1, deep: 2}\n";
+        let errors = parse_strict::<Doc>(text).unwrap_err();
+        assert_eq!(paths(&errors), ["nme", "items[1].idd", "inner.deep"]);
+        assert!(
+            errors.iter().all(|e| e.message == "unknown field"),
+            "{errors:?}"
+        );
+        assert_eq!(errors[1].to_string(), "items[1].idd: unknown field");
+    }
+
+    #[test]
+    fn numeric_and_dotted_keys_stay_keys_in_paths() {
+        // A key that looks like an index or holds a dot is still a key, not a list position.
+        let errors = parse_strict::<Doc>("name: a\ninner: {\"0\": 1, \"a.b\": 2}\n").unwrap_err();
+        assert_eq!(paths(&errors), ["inner.0", "inner.a.b"]);
+    }
+
+    #[test]
+    fn a_type_error_names_the_path_line_and_column_once() {
+        let text = "name: a\nitems:\n  - id: 1\n  - id: two\n";
+        let errors = parse_strict::<Doc>(text).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let e = &errors[0];
+        assert_eq!(e.path, "items[1].id");
+        assert_eq!((e.line, e.column), (Some(4), Some(9)), "{e}");
+        assert!(e.message.starts_with("invalid type: string \"two\""), "{e}");
+        assert!(
+            !e.message.contains("line"),
+            "the location is not repeated: {e}"
+        );
+        let line = e.to_string();
+        assert_eq!(line.matches("items[1].id").count(), 1, "{line}");
+        assert!(line.ends_with(" (line 4, column 9)"), "{line}");
+    }
+
+    #[test]
+    fn unknown_fields_seen_before_a_failure_are_reported_first() {
+        // The misspelt field is why the required one is missing: say both.
+        let errors = parse_strict::<Doc>("nam: a\n").unwrap_err();
+        assert_eq!(paths(&errors), ["nam", "(document)"], "{errors:?}");
+        assert!(
+            errors[1].message.contains("missing field `name`"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn broken_yaml_is_a_syntax_error_with_its_location() {
+        let errors = parse_strict::<Doc>("{ not yaml").unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let e = &errors[0];
+        assert_eq!(e.path, "(document)");
+        // The unclosed mapping is noticed where the text ends; the location has its own fields.
+        assert_eq!(
+            e.message, "YAML syntax error: did not find expected ',' or '}'",
+            "{e}"
+        );
+        assert_eq!((e.line, e.column), (Some(2), Some(1)), "{e}");
+    }
+
+    #[test]
+    fn a_syntax_error_inside_a_field_names_the_field() {
+        let errors = parse_strict::<Doc>("name: a\nitems: [{id: 1}\n").unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].path, "items", "{errors:?}");
+        assert!(
+            errors[0].message.starts_with("YAML syntax error: "),
+            "{errors:?}"
+        );
+        assert_eq!(errors[0].line, Some(3), "{errors:?}");
+    }
+
+    #[test]
+    fn a_type_error_before_a_syntax_error_is_reported_too() {
+        // The type fails at `name` first; the break further down is then at no known field.
+        let errors = parse_strict::<Doc>("name: [1]\nitems: [{id: 1}\n").unwrap_err();
+        assert_eq!(paths(&errors), ["(document)", "name"], "{errors:?}");
+        assert!(
+            errors[1].message.starts_with("invalid type: sequence"),
+            "{errors:?}"
+        );
+        assert_eq!(
+            (errors[1].line, errors[1].column),
+            (Some(1), Some(7)),
+            "{errors:?}"
+        );
+        assert!(
+            errors[0].message.starts_with("YAML syntax error: "),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn tolerated_fields_pass_and_the_check_runs_with_the_unknown_ones() {
+        let text = "name: a\nstatus: {x: 1}\nextra: 2\n";
+        let errors = parse_strict_checked::<Doc>(
+            text,
+            |path| path.starts_with("status"),
+            |doc| {
+                vec![FieldError::new(
+                    "name",
+                    format!("{:?} is too short", doc.name),
+                )]
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["extra: unknown field", "name: \"a\" is too short"]
+        );
+        let doc = parse_strict_checked::<Doc>(text, |p| p != "name", |_| Vec::new()).unwrap();
+        assert_eq!(doc.name, "a");
+    }
+
+    #[test]
+    fn the_location_prints_as_far_as_it_is_known() {
+        let mut e = FieldError::new("a.b", "wrong");
+        assert_eq!(e.to_string(), "a.b: wrong");
+        e.line = Some(3);
+        assert_eq!(e.to_string(), "a.b: wrong (line 3)");
+        e.column = Some(7);
+        assert_eq!(e.to_string(), "a.b: wrong (line 3, column 7)");
+    }
+}
