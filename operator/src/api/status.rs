@@ -208,6 +208,9 @@ pub struct RepetitionStatus {
     /// What happened, in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When this repetition's target started deploying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
     /// When this repetition's load started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_start_time: Option<Time>,

@@ -93,10 +93,16 @@ pub async fn observe(
                 .await?;
             obs.target_pods = target_pods(&pods, &at).await?;
             if let Some(job) = &obs.job {
-                if decide::job_complete(job) {
-                    obs.result = Some(read_results(&pods, &at).await?);
-                } else if decide::job_failed(job) {
+                if decide::job_failed(job) {
                     obs.loadgen_failure = read_failure(&pods, &at).await?;
+                } else {
+                    // The result is read as soon as every load generator container has ended
+                    // well, not when the Job controller gets round to marking the Job complete
+                    // (a second or more later on a busy control plane).
+                    let loadgen = loadgen_pods(&pods, &at).await?;
+                    if decide::job_complete(job) || all_succeeded(job, &loadgen) {
+                        obs.result = Some(read_results(&pods, &loadgen).await?);
+                    }
                 }
             } else {
                 // A missing Job is re-created from the Service address and the pod IPs.
@@ -172,16 +178,27 @@ async fn target_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Pod
         .items)
 }
 
-/// The merged result document of a completed Job, or why it cannot be had (a cell failure,
-/// not an operator error).
-async fn read_results(
-    pods: &Api<Pod>,
-    at: &build::CellRun<'_>,
-) -> Result<Result<RunResult, String>, Error> {
-    let list = pods
+/// The load generator pods of one repetition of a cell.
+async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Pod>, Error> {
+    Ok(pods
         .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
         .await?
-        .items;
+        .items)
+}
+
+/// True when as many load generator pods have succeeded as the Job wants completions.
+fn all_succeeded(job: &Job, pods: &[Pod]) -> bool {
+    let want = job.spec.as_ref().and_then(|s| s.completions).unwrap_or(1);
+    let succeeded = pods
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+        .count();
+    want > 0 && succeeded >= want as usize
+}
+
+/// The merged result document of a completed Job, or why it cannot be had (a cell failure,
+/// not an operator error).
+async fn read_results(pods: &Api<Pod>, list: &[Pod]) -> Result<Result<RunResult, String>, Error> {
     let succeeded: Vec<&Pod> = list
         .iter()
         .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))

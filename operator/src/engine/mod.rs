@@ -302,7 +302,13 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             };
             let repetition = repetitions_done(c) + 1;
             c.phase = CellPhase::Deploying;
-            c.start_time.get_or_insert_with(|| now.clone());
+            // While a repeated cell runs, its start is the current repetition's (each kept in
+            // its repetition's entry); once it ends, the first repetition's again.
+            if ctx.repeat > 1 {
+                c.start_time = Some(now.clone());
+            } else {
+                c.start_time.get_or_insert_with(|| now.clone());
+            }
             c.message = Some(message);
             let name = c.name.clone();
             let mut what = format!("cell {name} ({}/{total})", cell + 1);
@@ -410,6 +416,7 @@ fn measure_cell(
         phase: CellPhase::Succeeded,
         reason: None,
         message: Some(measured.message.clone()),
+        start_time: c.start_time.clone(),
         load_start_time: c.load_start_time.clone(),
         completion_time: Some(ctx.now.clone()),
         cpu_seconds_used: measured.target.as_ref().and_then(|t| t.cpu_seconds_used),
@@ -442,6 +449,7 @@ fn measure_cell(
         )];
     }
     c.results = results::repeat::merge(&c.repetitions);
+    c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
     c.phase = CellPhase::Succeeded;
     c.reason = None;
     c.completion_time = Some(ctx.now.clone());
@@ -474,11 +482,13 @@ fn fail_cell(
             phase: CellPhase::Failed,
             reason: Some(cause.to_owned()),
             message: Some(message.clone()),
+            start_time: c.start_time.clone(),
             load_start_time: c.load_start_time.clone(),
             completion_time: Some(ctx.now.clone()),
             overhead_seconds,
             ..RepetitionStatus::default()
         });
+        c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
         format!("repetition {repetition} of {}: {message}", ctx.repeat)
     } else {
         message

@@ -373,8 +373,48 @@ fn seconds_since(since: Option<&Time>, now: &Time) -> i64 {
     now - since.map_or(now, conditions::secs_of)
 }
 
+/// Where a measured cell's time went on the cluster, in whole seconds (the resolution of the
+/// times in the status): until the target was ready, and beyond the planned load until the
+/// result was read (the Job's pod starting, running, ending, and the log read). Their sum
+/// outside the planned load is the cell's overhead.
+struct ClusterTiming {
+    ready_secs: i64,
+    beyond_load_secs: i64,
+}
+
+impl ClusterTiming {
+    fn of(at: &At, status: &BenchmarkRunStatus, now: &Time) -> Option<ClusterTiming> {
+        let c = status.cells.get(at.step.cell)?;
+        let start = conditions::secs_of(c.start_time.as_ref()?);
+        let load = conditions::secs_of(c.load_start_time.as_ref()?);
+        let planned = at.v.planned_load().as_secs_f64().round() as i64;
+        Some(ClusterTiming {
+            ready_secs: (load - start).max(0),
+            beyond_load_secs: (conditions::secs_of(now) - load - planned).max(0),
+        })
+    }
+
+    fn overhead_secs(&self) -> f64 {
+        (self.ready_secs + self.beyond_load_secs) as f64
+    }
+}
+
 fn succeed_cell(at: &At, doc: &RunResult, ctx: &Ctx, d: &mut Decision) {
     let cell = at.cell;
+    let timing = ClusterTiming::of(at, &d.status, ctx.now);
+    let mut message = format!(
+        "measured {} phase(s) with {} load generator(s)",
+        doc.phases.len(),
+        doc.generators.max(1)
+    );
+    if let Some(t) = &timing {
+        message.push_str(&format!(
+            "; overhead {} s (target ready in {} s, result read {} s after the planned load)",
+            t.overhead_secs(),
+            t.ready_secs,
+            t.beyond_load_secs
+        ));
+    }
     let measured = Measured {
         results: results::cell_results(doc),
         target: results::target_stats(doc),
@@ -386,12 +426,8 @@ fn succeed_cell(at: &At, doc: &RunResult, ctx: &Ctx, d: &mut Decision) {
                 cell.cpu, cell.memory
             )),
         }),
-        overhead_seconds: None,
-        message: format!(
-            "measured {} phase(s) with {} load generator(s)",
-            doc.phases.len(),
-            doc.generators.max(1)
-        ),
+        overhead_seconds: timing.as_ref().map(ClusterTiming::overhead_secs),
+        message,
         histograms: results::histograms(doc),
     };
     let event = Event::CellMeasured {
