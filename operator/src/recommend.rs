@@ -192,3 +192,210 @@ pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommend
         sentence: format!("{lead}{tail}."),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{CellResult, RepetitionStatus, TargetStats};
+
+    /// A succeeded cell that served `requests` requests with `cpu` target CPU seconds.
+    fn cell(name: &str, cpu: f64, requests: u64) -> CellStatus {
+        CellStatus {
+            name: name.into(),
+            phase: CellPhase::Succeeded,
+            target: Some(TargetStats {
+                cpu_seconds_used: Some(cpu),
+                ..TargetStats::default()
+            }),
+            // Split over two streams: the CPU is per request of every measured stream.
+            results: vec![
+                CellResult {
+                    phase: "mixed".into(),
+                    endpoint: "fast".into(),
+                    requests: requests - requests / 4,
+                    ..CellResult::default()
+                },
+                CellResult {
+                    phase: "mixed".into(),
+                    endpoint: "slow".into(),
+                    requests: requests / 4,
+                    ..CellResult::default()
+                },
+            ],
+            ..CellStatus::default()
+        }
+    }
+
+    fn verdict(index: u32, cell: &str, verdict: Verdict) -> ThresholdResult {
+        ThresholdResult {
+            index,
+            threshold: format!("threshold {index}"),
+            cell: cell.into(),
+            phase: "mixed".into(),
+            endpoint: "fast".into(),
+            verdict,
+            ..ThresholdResult::default()
+        }
+    }
+
+    /// Every cell judged by thresholds 0..3, passing unless listed in `failing`.
+    fn all_judged(cells: &[CellStatus], failing: &[&str]) -> Vec<ThresholdResult> {
+        let mut out = Vec::new();
+        for i in 0..3 {
+            for c in cells {
+                let v = if failing.contains(&c.name.as_str()) && i == 1 {
+                    Verdict::Fail
+                } else {
+                    Verdict::Pass
+                };
+                out.push(verdict(i, &c.name, v));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn recommends_the_lowest_cpu_among_cells_that_meet_every_threshold() {
+        // CPU-s per 1000 requests: single-x1 0.20 (but fails), single-x2 0.66, pool-x1 0.50,
+        // pool-x2 0.41.
+        let cells = vec![
+            cell("single-x1", 2.0, 10_000),
+            cell("single-x2", 6.6, 10_000),
+            cell("pool-x1", 5.0, 10_000),
+            cell("pool-x2", 4.1, 10_000),
+        ];
+        let results = all_judged(&cells, &["single-x1"]);
+        let r = recommend(&cells, &results);
+        assert_eq!(r.cell.as_deref(), Some("pool-x2"));
+        assert!((r.cpu_per_1000.unwrap() - 0.41).abs() < 1e-9);
+        assert_eq!(r.thresholds_met, 3);
+        assert_eq!(
+            r.alternatives
+                .iter()
+                .map(|a| a.cell.as_str())
+                .collect::<Vec<_>>(),
+            vec!["pool-x1", "single-x2"]
+        );
+        // (0.66 - 0.41) / 0.66 = 37.9%; (0.50 - 0.41) / 0.50 = 18%.
+        assert_eq!(
+            r.sentence,
+            "pool-x2 meets all 3 thresholds at 0.41 CPU-s per 1000 requests, 18% less than \
+             pool-x1, 38% less than single-x2."
+        );
+        assert_eq!(
+            r.passed_over,
+            vec![("single-x1".to_owned(), "it fails threshold 1".to_owned())]
+        );
+    }
+
+    #[test]
+    fn recommend_skips_a_cell_whose_deciding_figure_is_unstable() {
+        let cells = vec![cell("pool-x1", 5.0, 10_000), cell("pool-x2", 4.1, 10_000)];
+        let mut results = all_judged(&cells, &[]);
+        results
+            .iter_mut()
+            .find(|r| r.cell == "pool-x2" && r.index == 2)
+            .unwrap()
+            .unstable = true;
+        let r = recommend(&cells, &results);
+        assert_eq!(r.cell.as_deref(), Some("pool-x1"));
+        assert_eq!(r.passed_over[0].0, "pool-x2");
+        assert!(
+            r.passed_over[0].1.contains("unstable"),
+            "{:?}",
+            r.passed_over
+        );
+        assert!(r.sentence.ends_with(", the only configuration that does."));
+    }
+
+    #[test]
+    fn recommend_uses_each_repetitions_own_cpu_and_refuses_an_unstable_one() {
+        let rep = |n: u32, cpu: f64, requests: u64| RepetitionStatus {
+            repetition: n,
+            phase: CellPhase::Succeeded,
+            cpu_seconds_used: Some(cpu),
+            results: vec![CellResult {
+                requests,
+                ..CellResult::default()
+            }],
+            ..RepetitionStatus::default()
+        };
+        // Steady: 0.40, 0.42, 0.44 CPU-s per 1000 requests, median 0.42. The cell's own
+        // totals (3 repetitions' requests against one repetition's CPU) would say 0.14.
+        let mut steady = cell("steady", 4.2, 30_000);
+        steady.repetitions = vec![
+            rep(1, 4.0, 10_000),
+            rep(2, 4.2, 10_000),
+            rep(3, 4.4, 10_000),
+        ];
+        // Shaky: 0.10 to 0.30, cheaper at the median (0.2) but spread 3x.
+        let mut shaky = cell("shaky", 2.0, 30_000);
+        shaky.repetitions = vec![
+            rep(1, 1.0, 10_000),
+            rep(2, 2.0, 10_000),
+            rep(3, 3.0, 10_000),
+        ];
+        let (cpu, unstable) = cpu_per_1000_requests(&steady).unwrap();
+        assert!((cpu - 0.42).abs() < 1e-9, "{cpu}");
+        assert!(!unstable);
+        let cells = vec![shaky, steady];
+        let r = recommend(&cells, &[]);
+        assert_eq!(r.cell.as_deref(), Some("steady"));
+        assert!(!r.service_level);
+        assert_eq!(
+            r.passed_over,
+            vec![(
+                "shaky".to_owned(),
+                "its CPU per request is unstable over the repetitions".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn without_thresholds_recommend_by_cpu_among_succeeded_cells_and_say_so() {
+        let mut failed = cell("single-x1", 1.0, 10_000);
+        failed.phase = CellPhase::Failed;
+        let cells = vec![
+            failed,
+            cell("single-x2", 6.6, 10_000),
+            cell("pool-x2", 4.1, 10_000),
+        ];
+        let r = recommend(&cells, &[]);
+        assert_eq!(r.cell.as_deref(), Some("pool-x2"));
+        assert_eq!(
+            r.sentence,
+            "No service level was given (spec.thresholds); by CPU alone, pool-x2 uses the \
+             least: 0.41 CPU-s per 1000 requests, 38% less than single-x2."
+        );
+        assert_eq!(r.passed_over[0].0, "single-x1");
+    }
+
+    #[test]
+    fn recommend_nothing_when_no_cell_meets_the_thresholds() {
+        let cells = vec![cell("a", 1.0, 1000), cell("b", 2.0, 1000)];
+        let results = all_judged(&cells, &["a", "b"]);
+        let r = recommend(&cells, &results);
+        assert_eq!(r.cell, None);
+        assert_eq!(
+            r.sentence,
+            "No configuration meets every threshold with stable figures, so none is recommended."
+        );
+    }
+
+    #[test]
+    fn recommend_passes_over_a_cell_no_threshold_judges() {
+        let cells = vec![cell("single-x1", 1.0, 10_000), cell("pool-x1", 5.0, 10_000)];
+        let results = vec![verdict(0, "pool-x1", Verdict::Pass)];
+        let r = recommend(&cells, &results);
+        assert_eq!(r.cell.as_deref(), Some("pool-x1"));
+        assert_eq!(
+            r.passed_over,
+            vec![("single-x1".to_owned(), "no threshold judges it".to_owned())]
+        );
+        assert_eq!(
+            r.sentence,
+            "pool-x1 meets the only threshold at 0.50 CPU-s per 1000 requests, the only \
+             configuration that does."
+        );
+    }
+}

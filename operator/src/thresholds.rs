@@ -4,12 +4,73 @@
 //!
 //! Pure functions from documents to documents, shared by the operator and the local runner.
 
-use crate::api::conditions::{reason, status};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::conditions::{self, reason, status};
 use crate::api::status::Percentile;
 use crate::api::{
-    Bound, CellPhase, CellResult, CellStatus, Metric, Threshold, ThresholdResult, Verdict,
+    BenchmarkRunSpec, BenchmarkRunStatus, Bound, CellPhase, CellResult, CellStatus, Metric,
+    Threshold, ThresholdResult, Verdict,
 };
 use crate::validate::FieldError;
+
+/// [`validate`] for a whole spec: its thresholds against the cells of its matrix
+/// (`configurations` and `axes`) and the phases and endpoints of its workload.
+pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
+    let cells: Vec<String> = crate::plan::cells(spec)
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    let phases: Vec<&str> = spec
+        .workload
+        .phases
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let endpoints: Vec<&str> = spec
+        .workload
+        .endpoints
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    validate(&spec.thresholds, &cells, &phases, &endpoints)
+}
+
+/// Judges a finished run in one step: writes `status.thresholds` (every verdict), the
+/// `ThresholdsMet` condition (removed when the spec has no thresholds) and
+/// `status.summary.recommendation`. Returns true when a threshold failed, which the local
+/// runner turns into exit code 3. Call it after `status.cells` are final and the summary is
+/// written.
+pub fn apply(
+    thresholds: &[Threshold],
+    status: &mut BenchmarkRunStatus,
+    observed_generation: Option<i64>,
+    now: &Time,
+) -> bool {
+    status.thresholds = evaluate(thresholds, &status.cells);
+    match condition(&status.thresholds) {
+        Some((state, why, message)) => {
+            conditions::set_condition(
+                &mut status.conditions,
+                conditions::THRESHOLDS_MET,
+                state,
+                why,
+                message,
+                observed_generation,
+                now,
+            );
+        }
+        None => status
+            .conditions
+            .retain(|c| c.type_ != conditions::THRESHOLDS_MET),
+    }
+    let recommendation = crate::recommend::recommend(&status.cells, &status.thresholds);
+    status
+        .summary
+        .get_or_insert_with(Default::default)
+        .recommendation = Some(recommendation.sentence);
+    status.thresholds.iter().any(|r| r.verdict == Verdict::Fail)
+}
 
 /// True when `name` matches `pattern`, where `*` matches any run of characters (none
 /// included) and `?` exactly one; every other character matches itself.
@@ -73,21 +134,27 @@ pub fn validate<C: AsRef<str>, P: AsRef<str>, E: AsRef<str>>(
     let mut errors = Vec::new();
     for (i, t) in thresholds.iter().enumerate() {
         let at = format!("spec.thresholds[{i}]");
-        if let Some(pattern) = &t.cell {
-            if selected(Some(pattern), cell_names).is_empty() {
-                let what = if is_glob(pattern) {
-                    format!("the pattern {pattern:?} matches no cell")
-                } else {
-                    format!("no cell is named {pattern:?}")
-                };
-                errors.push(FieldError::new(
-                    format!("{at}.cell"),
-                    format!("{what}; the cells are {}", listed(cell_names)),
-                ));
-            }
+        if let Some(pattern) = &t.cell
+            && selected(Some(pattern), cell_names).is_empty()
+        {
+            let what = if is_glob(pattern) {
+                format!("the pattern {pattern:?} matches no cell")
+            } else {
+                format!("no cell is named {pattern:?}")
+            };
+            errors.push(FieldError::new(
+                format!("{at}.cell"),
+                format!("{what}; the cells are {}", listed(cell_names)),
+            ));
         }
         check_name(&mut errors, &at, "phase", t.phase.as_deref(), phases);
-        check_name(&mut errors, &at, "endpoint", t.endpoint.as_deref(), endpoints);
+        check_name(
+            &mut errors,
+            &at,
+            "endpoint",
+            t.endpoint.as_deref(),
+            endpoints,
+        );
         let limits = t.limits();
         if limits.is_empty() {
             errors.push(FieldError::new(
@@ -133,12 +200,13 @@ fn check_name<S: AsRef<str>>(
     known: &[S],
 ) {
     match name {
-        Some(name) if !known.iter().any(|k| k.as_ref() == name) => {
-            errors.push(FieldError::new(
-                format!("{at}.{field}"),
-                format!("no {field} is named {name:?}; the {field}s are {}", listed(known)),
-            ))
-        }
+        Some(name) if !known.iter().any(|k| k.as_ref() == name) => errors.push(FieldError::new(
+            format!("{at}.{field}"),
+            format!(
+                "no {field} is named {name:?}; the {field}s are {}",
+                listed(known)
+            ),
+        )),
         None if known.len() != 1 => errors.push(FieldError::new(
             format!("{at}.{field}"),
             format!(
@@ -172,7 +240,10 @@ fn check_bound<S: AsRef<str>>(
         }
         Bound::Below(v) => {
             if *v <= 0.0 {
-                refuse("below", "must be a positive duration, e.g. \"100ms\"".into());
+                refuse(
+                    "below",
+                    "must be a positive duration, e.g. \"100ms\"".into(),
+                );
             }
         }
         Bound::Above(v) => {
@@ -229,8 +300,8 @@ fn ms_text(ms: f64) -> String {
     }
 }
 
-/// A figure with its unit, for messages.
-fn figure_text(metric: Metric, v: f64) -> String {
+/// A figure with its unit, for messages and the report.
+pub fn figure_text(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Rps => format!("{v:.1} rps"),
         Metric::ErrorRate => format!("{:.2}%", v * 100.0),
@@ -365,6 +436,7 @@ pub fn evaluate(thresholds: &[Threshold], cells: &[CellStatus]) -> Vec<Threshold
             let mut result = ThresholdResult {
                 index: index as u32,
                 threshold: threshold.clone(),
+                figure: metric.key().to_owned(),
                 cell: name.to_owned(),
                 phase: phase.clone(),
                 endpoint: endpoint.clone(),
@@ -587,7 +659,70 @@ mod tests {
     }
 
     fn verdicts(results: &[ThresholdResult]) -> Vec<(String, Verdict)> {
-        results.iter().map(|r| (r.cell.clone(), r.verdict)).collect()
+        results
+            .iter()
+            .map(|r| (r.cell.clone(), r.verdict))
+            .collect()
+    }
+
+    #[test]
+    fn the_ci_gate_sample_parses_and_its_thresholds_validate() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../manifests/samples/ci-gate.yaml"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let run = crate::validate::parse_benchmark_run(&text).unwrap();
+        assert_eq!(run.spec.thresholds.len(), 6);
+        assert_eq!(validate_spec(&run.spec), Vec::new());
+        // Relative ones included, each with one well-formed limit.
+        assert!(run.spec.thresholds.iter().all(|t| t.limit().is_some()));
+        assert_eq!(
+            run.spec
+                .thresholds
+                .iter()
+                .filter(|t| t.limit().unwrap().1.reference().is_some())
+                .count(),
+            3
+        );
+    }
+
+    #[test]
+    fn apply_writes_verdicts_condition_and_recommendation() {
+        let t = thresholds(
+            r#"
+- {cell: "pool-*", phase: mixed, endpoint: fast, p99: {below: 100ms}}
+- {phase: mixed, endpoint: fast, p99: {below: 100ms}}
+"#,
+        );
+        let mut status = BenchmarkRunStatus {
+            cells: matrix(),
+            ..BenchmarkRunStatus::default()
+        };
+        for (c, cpu) in status.cells.iter_mut().zip([1.0, 3.0, 2.0]) {
+            c.target = Some(crate::api::TargetStats {
+                cpu_seconds_used: Some(cpu),
+                ..Default::default()
+            });
+        }
+        let now = conditions::time_from_secs(1000);
+        assert!(apply(&t, &mut status, Some(2), &now));
+        assert_eq!(status.thresholds.len(), 5);
+        let met = conditions::find(&status.conditions, conditions::THRESHOLDS_MET).unwrap();
+        assert_eq!(met.status, "False");
+        assert_eq!(met.observed_generation, Some(2));
+        // single-x1 fails; pool-x2 (2 CPU-s) is cheaper per request than pool-x1 (3 CPU-s)
+        // even with its 5 extra error requests counted.
+        let line = status.summary.unwrap().recommendation.unwrap();
+        assert!(line.starts_with("pool-x2 meets all 2 thresholds"), "{line}");
+        // No thresholds: the condition goes away.
+        let mut status = BenchmarkRunStatus {
+            cells: matrix(),
+            conditions: vec![met.clone()],
+            ..BenchmarkRunStatus::default()
+        };
+        assert!(!apply(&[], &mut status, Some(2), &now));
+        assert!(conditions::find(&status.conditions, conditions::THRESHOLDS_MET).is_none());
     }
 
     #[test]
@@ -666,7 +801,10 @@ mod tests {
         assert_eq!(single.limit, Some(100.0));
         assert_eq!(single.threshold, "mixed/fast p99 below 100ms");
         assert_eq!(single.message, "p99 500.0 ms, not below 100.0 ms");
-        let errors = r.iter().find(|x| x.index == 3 && x.cell == "pool-x2").unwrap();
+        let errors = r
+            .iter()
+            .find(|x| x.index == 3 && x.cell == "pool-x2")
+            .unwrap();
         assert!((errors.measured.unwrap() - 5.0 / 1005.0).abs() < 1e-12);
     }
 
@@ -742,7 +880,11 @@ mod tests {
         let t = thresholds("- {cell: \"pool-*\", phase: mixed, endpoint: fast, p99: {below: 1s}}");
         let r = evaluate(&t, &cells);
         assert_eq!(verdicts(&r)[0].1, Verdict::Fail);
-        assert!(r[0].message.contains("no request succeeded"), "{}", r[0].message);
+        assert!(
+            r[0].message.contains("no request succeeded"),
+            "{}",
+            r[0].message
+        );
         assert_eq!(verdicts(&r)[1].1, Verdict::Fail);
         assert!(
             r[1].message.contains("30 samples and needs 100"),

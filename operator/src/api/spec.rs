@@ -136,6 +136,16 @@ pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
         "message": "ttlAfterFinished must be at most 8760h (365 days)",
         "fieldPath": ".ttlAfterFinished",
     },
+    {
+        "rule": "!has(self.thresholds) || self.thresholds.all(t, has(t.phase) ? self.workload.phases.exists(p, p.name == t.phase) : size(self.workload.phases) == 1)",
+        "message": "every threshold must name a phase of workload.phases (phase may be left out only when there is one phase)",
+        "fieldPath": ".thresholds",
+    },
+    {
+        "rule": "!has(self.thresholds) || self.thresholds.all(t, has(t.endpoint) ? self.workload.endpoints.exists(e, e.name == t.endpoint) : size(self.workload.endpoints) == 1)",
+        "message": "every threshold must name an endpoint of workload.endpoints (endpoint may be left out only when there is one endpoint)",
+        "fieldPath": ".thresholds",
+    },
 ]))]
 pub struct BenchmarkRunSpec {
     /// The HTTP service under test. Defaults to the built-in target image of this release.

@@ -179,6 +179,21 @@ impl Metric {
         }
     }
 
+    /// The metric whose [`Metric::key`] is `key`.
+    pub fn from_key(key: &str) -> Option<Metric> {
+        [
+            Metric::P50,
+            Metric::P90,
+            Metric::P99,
+            Metric::P999,
+            Metric::Max,
+            Metric::Rps,
+            Metric::ErrorRate,
+        ]
+        .into_iter()
+        .find(|m| m.key() == key)
+    }
+
     /// True for a figure where more is better (throughput); latency and errors are better low.
     pub fn higher_is_better(self) -> bool {
         matches!(self, Metric::Rps)
@@ -296,6 +311,9 @@ pub struct ThresholdResult {
     /// The threshold in words, e.g. "mixed/fast p99 below 100ms" or "mixed/slow rps at least
     /// 0.8 x single-x2".
     pub threshold: String,
+    /// The figure judged: p50, p90, p99, p999 or max (milliseconds), rps (successful requests
+    /// per second) or errorRate (a fraction).
+    pub figure: String,
     /// The cell judged.
     pub cell: String,
     /// The phase judged.
