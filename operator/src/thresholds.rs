@@ -913,6 +913,7 @@ mod tests {
                 },
             )]
             .into(),
+            ..Spread::default()
         });
         let t = thresholds("- {cell: pool-x1, phase: mixed, endpoint: fast, p99: {below: 60ms}}");
         let r = evaluate(&t, &cells);
