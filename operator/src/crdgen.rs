@@ -116,7 +116,12 @@ mod tests {
             .iter()
             .map(|c| c.name.as_str())
             .collect();
-        assert_eq!(columns, ["Phase", "Cells", "Headline", "Age"]);
+        assert_eq!(columns, ["Phase", "Cells", "Headline", "Thresholds", "Age"]);
+        let thresholds = &version.additional_printer_columns.as_ref().unwrap()[3];
+        assert_eq!(
+            thresholds.json_path,
+            r#".status.conditions[?(@.type=="ThresholdsMet")].status"#
+        );
     }
 
     /// Every `format` in the generated schema, with the path where it stands.

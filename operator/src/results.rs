@@ -200,6 +200,7 @@ pub fn summarize(cells: &[CellStatus]) -> Summary {
         comparisons,
         interference,
         needs_longer_phase,
+        recommendation: None,
     }
 }
 

@@ -14,6 +14,10 @@ pub const PROGRESSING: &str = "Progressing";
 pub const COMPLETE: &str = "Complete";
 /// At least one cell failed (the message names the most recent one and its cause).
 pub const CELL_FAILED: &str = "CellFailed";
+/// Every threshold of spec.thresholds held on every cell it applies to (False: the message
+/// names the failed ones). Set when the run finishes; absent when the spec has no thresholds,
+/// so `kubectl wait --for=condition=ThresholdsMet` waits for a verdict.
+pub const THRESHOLDS_MET: &str = "ThresholdsMet";
 
 /// Reasons (CamelCase words, as the API conventions ask).
 pub mod reason {
@@ -41,6 +45,10 @@ pub mod reason {
     pub const NO_FAILURES: &str = "NoFailures";
     /// The spec changed while the run was running (the change is refused until it ends).
     pub const SPEC_CHANGED: &str = "SpecChangedWhileRunning";
+    /// Every threshold held (condition ThresholdsMet).
+    pub const THRESHOLDS_PASSED: &str = "ThresholdsPassed";
+    /// At least one threshold failed on at least one cell (condition ThresholdsMet).
+    pub const THRESHOLDS_FAILED: &str = "ThresholdsFailed";
 }
 
 /// Failure reasons written into a cell, by the operator and the local runner alike.

@@ -7,6 +7,7 @@ pub mod conditions;
 pub mod quantity;
 pub mod spec;
 pub mod status;
+pub mod thresholds;
 
 pub use quantity::Quantity;
 pub use spec::{
@@ -17,4 +18,7 @@ pub use status::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Enforcement,
     FigureSpread, Interference, LatencyMs, RepetitionStatus, ReplicaPhaseShare, ReplicaShare,
     RunPhase, Spread, Summary, TargetStats,
+};
+pub use thresholds::{
+    Bound, ErrorRateLimit, LatencyLimit, Metric, RpsLimit, Threshold, ThresholdResult, Verdict,
 };

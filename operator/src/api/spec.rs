@@ -24,6 +24,7 @@ pub use benchmatrix_target::config::Mode;
 
 use super::quantity::Quantity;
 use super::status::BenchmarkRunStatus;
+use super::thresholds::Threshold;
 
 /// The image the operator deploys when `spec.target.image` is not set: the built-in target of
 /// this release.
@@ -67,6 +68,12 @@ pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
         type_ = "string",
         description = "the best cell for the last phase's first endpoint, by p99",
         json_path = ".status.headline"
+    ),
+    printcolumn(
+        name = "Thresholds",
+        type_ = "string",
+        description = "status of the ThresholdsMet condition: True when every threshold held",
+        json_path = ".status.conditions[?(@.type==\"ThresholdsMet\")].status"
     ),
     printcolumn(
         name = "Age",
@@ -129,6 +136,16 @@ pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
         "message": "ttlAfterFinished must be at most 8760h (365 days)",
         "fieldPath": ".ttlAfterFinished",
     },
+    {
+        "rule": "!has(self.thresholds) || self.thresholds.all(t, has(t.phase) ? self.workload.phases.exists(p, p.name == t.phase) : size(self.workload.phases) == 1)",
+        "message": "every threshold must name a phase of workload.phases (phase may be left out only when there is one phase)",
+        "fieldPath": ".thresholds",
+    },
+    {
+        "rule": "!has(self.thresholds) || self.thresholds.all(t, has(t.endpoint) ? self.workload.endpoints.exists(e, e.name == t.endpoint) : size(self.workload.endpoints) == 1)",
+        "message": "every threshold must name an endpoint of workload.endpoints (endpoint may be left out only when there is one endpoint)",
+        "fieldPath": ".thresholds",
+    },
 ]))]
 pub struct BenchmarkRunSpec {
     /// The HTTP service under test. Defaults to the built-in target image of this release.
@@ -185,6 +202,14 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     pub ttl_after_finished: Option<Duration>,
+
+    /// Service levels the run is judged against once it has finished, each on one phase and
+    /// endpoint of some cells: a latency percentile below a duration, a throughput above a
+    /// rate, an error rate below a fraction, or a latency or throughput relative to another
+    /// cell of the run. The verdicts land in status.thresholds and the condition ThresholdsMet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub thresholds: Vec<Threshold>,
 }
 
 fn default_repeat() -> u32 {

@@ -54,6 +54,11 @@ pub struct BenchmarkRunStatus {
     /// Comparison across cells, written when the run finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
+
+    /// Each threshold of spec.thresholds judged on each cell it applies to, written when the
+    /// run finished.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<super::thresholds::ThresholdResult>,
 }
 
 /// Phase of a whole run.
@@ -466,6 +471,11 @@ pub struct Summary {
     /// long a phase would collect them. Run these phases longer to compare them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs_longer_phase: Vec<String>,
+    /// The configuration that meets every threshold at the lowest target CPU per 1,000
+    /// requests, and by how much it beats the other cells that meet them, in one sentence
+    /// (without thresholds: the lowest CPU among the cells that succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<String>,
 }
 
 /// The cells compared on one phase and endpoint.

@@ -6,6 +6,7 @@
 mod files;
 pub mod markdown;
 pub mod svg;
+pub mod thresholds;
 
 use std::path::{Path, PathBuf};
 
