@@ -13,8 +13,6 @@
 //! once: the `/proc/self/mountinfo` parser ([`mountinfo`]), the host's CPU count
 //! ([`host_cpus`]) and a small blocking HTTP GET ([`http`]) for probes against local processes.
 
-#![warn(missing_docs)]
-
 mod cgroup;
 pub mod http;
 pub mod mountinfo;

@@ -4,8 +4,6 @@
 //! it actually has (never the host's core count), reporting what it detected and how it is
 //! doing at `/stats` and `/metrics`. See README.md beside this crate.
 
-#![warn(missing_docs)]
-
 pub mod app;
 pub mod cli;
 pub mod config;
