@@ -341,6 +341,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
         }
         check_duration(ttl, MAX_ANY_DURATION, "spec.ttlAfterFinished", &mut errors);
     }
+    errors.extend(crate::thresholds::validate_spec(spec));
     if !(1..=MAX_REPEAT).contains(&spec.repeat) {
         errors.push(FieldError::new(
             "spec.repeat",

@@ -120,6 +120,7 @@ fn on_one_machine() -> BenchmarkRunStatus {
             now: &now,
             stop_on_failure: false,
             repeat: v.repeat(),
+            thresholds: &[],
         };
         apply(status, event, &ctx);
     };

@@ -7,6 +7,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::conditions::{self, reason, set_condition, status as cs};
+use crate::api::thresholds::Threshold;
 use crate::api::{BenchmarkRunStatus, CellPhase, CellStatus, RunPhase};
 use crate::results;
 
@@ -19,6 +20,8 @@ pub struct RunEnd {
     pub reason: &'static str,
     /// One line a person can act on, naming the failed cells.
     pub message: String,
+    /// True when a threshold of spec.thresholds failed (condition ThresholdsMet False).
+    pub thresholds_failed: bool,
 }
 
 /// How a run with these cells ends. `interrupted`: stopped by a signal (local runs only).
@@ -74,6 +77,7 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
         phase,
         reason,
         message,
+        thresholds_failed: false,
     }
 }
 
@@ -85,15 +89,20 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
 pub fn finish_run(
     status: &mut BenchmarkRunStatus,
     interrupted: bool,
+    thresholds: &[Threshold],
     generation: Option<i64>,
     now: &Time,
 ) -> RunEnd {
     let summary = results::summarize(&status.cells);
     status.headline = results::headline(&summary);
     status.summary = Some(summary);
+    // The verdicts, the ThresholdsMet condition and the recommendation, in the same status
+    // write as Complete, so `kubectl wait --for=condition=Complete` sees them all.
+    let thresholds_failed = crate::thresholds::apply(thresholds, status, generation, now);
     status.completion_time = Some(now.clone());
     status.progress = Some(results::progress(status));
-    let end = run_end(&status.cells, interrupted);
+    let mut end = run_end(&status.cells, interrupted);
+    end.thresholds_failed = thresholds_failed;
     status.phase = end.phase;
     status.message = Some(end.message.clone());
     set_condition(

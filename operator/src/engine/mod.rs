@@ -25,6 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::conditions::{self, reason, set_condition, status as cs};
 use crate::api::status::RecordedPod;
+use crate::api::thresholds::Threshold;
 use crate::api::{
     BenchmarkRunStatus, CellPhase, CellResult, CellStatus, Enforcement, RepetitionStatus, RunPhase,
     TargetStats,
@@ -47,6 +48,8 @@ pub struct Ctx<'a> {
     pub stop_on_failure: bool,
     /// spec.repeat (1 when the run does not repeat its cells).
     pub repeat: u32,
+    /// spec.thresholds, judged when the run ends.
+    pub thresholds: &'a [Threshold],
 }
 
 /// What a cell measured: the figures and how the measurement went.
@@ -367,7 +370,7 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             notes
         }
         Event::Finished { interrupted } => {
-            let end = end::finish_run(status, interrupted, g, now);
+            let end = end::finish_run(status, interrupted, ctx.thresholds, g, now);
             let failed = end.phase == RunPhase::Failed;
             vec![Note {
                 warning: failed,

@@ -8,6 +8,7 @@ fn ctx(now: &Time, repeat: u32, stop_on_failure: bool) -> Ctx<'_> {
         now,
         stop_on_failure,
         repeat,
+        thresholds: &[],
     }
 }
 

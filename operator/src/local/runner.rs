@@ -13,7 +13,7 @@ use super::cell::{self, CellContext, CellOutcome};
 use super::cgroup::Backend;
 use super::progress::Display;
 use super::signals;
-use crate::api::conditions::{cause, now};
+use crate::api::conditions::{self, cause, now};
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase, TargetStats};
 use crate::engine::{self, Ctx, Event, Measured, ValidatedRun};
 use crate::plan::Cell;
@@ -27,16 +27,20 @@ pub enum Outcome {
     AllSucceeded,
     /// Some cell failed; the others ran.
     SomeFailed,
+    /// Every cell ran, and a threshold of spec.thresholds failed.
+    ThresholdsFailed,
     /// Stopped by SIGINT/SIGTERM.
     Interrupted,
 }
 
 impl Outcome {
-    /// 0, 1, or 130 (the shell's code for an interrupt).
+    /// 0, 1, 3 (a threshold failed; before 1, as the gate is what CI asks about), or 130 (the
+    /// shell's code for an interrupt).
     pub fn exit_code(self) -> ExitCode {
         match self {
             Outcome::AllSucceeded => ExitCode::SUCCESS,
             Outcome::SomeFailed => ExitCode::from(1),
+            Outcome::ThresholdsFailed => ExitCode::from(3),
             Outcome::Interrupted => ExitCode::from(130),
         }
     }
@@ -97,6 +101,7 @@ impl Runner {
             now: at,
             stop_on_failure: spec.stop_on_failure,
             repeat: self.run.repeat(),
+            thresholds: &spec.thresholds,
         };
         engine::apply(&mut self.status, event, &ctx);
     }
@@ -127,8 +132,11 @@ impl Runner {
             }
         }
         self.finish(interrupted);
+        let gate = conditions::find(&self.status.conditions, conditions::THRESHOLDS_MET);
         if interrupted {
             Outcome::Interrupted
+        } else if gate.is_some_and(|c| c.status == conditions::status::FALSE) {
+            Outcome::ThresholdsFailed
         } else if self
             .status
             .cells
@@ -175,6 +183,20 @@ impl Runner {
                 self.display.line("");
                 self.display
                     .line(report::comparison_table(&self.status).trim_end());
+                if let Some(gate) =
+                    conditions::find(&self.status.conditions, conditions::THRESHOLDS_MET)
+                {
+                    self.display
+                        .line(&format!("\nthresholds: {}", gate.message));
+                }
+                if let Some(r) = self
+                    .status
+                    .summary
+                    .as_ref()
+                    .and_then(|s| s.recommendation.as_deref())
+                {
+                    self.display.line(&format!("recommendation: {r}"));
+                }
                 self.display.line(&format!(
                     "\nwrote {} and {} more file(s) in {}",
                     self.out.join("status.yaml").display(),

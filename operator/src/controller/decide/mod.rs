@@ -84,6 +84,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
         now,
         stop_on_failure: run.spec.stop_on_failure,
         repeat: run.spec.repeat.max(1),
+        thresholds: &run.spec.thresholds,
     };
     let refusal = match ValidatedRun::for_cluster(run.clone()) {
         Err(err) => Err((reason::INVALID_SPEC, format!("invalid spec: {err}"))),

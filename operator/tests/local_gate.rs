@@ -1,0 +1,107 @@
+//! `benchmatrix run` as a CI gate: thresholds judged at the end of the run (exit code 3 when one
+//! fails, condition ThresholdsMet, the report's section), and repetitions measured interleaved
+//! with their spread.
+
+mod local_common;
+
+use local_common::{cell, run, spec, status, text};
+
+/// /fast burns about 12 ms of CPU per request: no p50 can be below a millisecond, while one
+/// request a second is easily served. One threshold must fail, the other pass.
+#[test]
+fn a_failed_threshold_exits_3_names_itself_and_the_passing_one_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = "  thresholds:\n    - {phase: fast-only, endpoint: fast, p50: {below: 1ms}}\n    - {phase: fast-only, endpoint: fast, rps: {above: 1}}\n";
+    let cells = [("single-x1", "single", 1, "1")];
+    let (o, out) = run(dir.path(), &spec(&cells, "0s", "2s", "1s", gate));
+    let t = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "a failed threshold is exit 3: {t}"
+    );
+    let st = status(&out);
+    assert_eq!(
+        st["phase"].as_str(),
+        Some("Succeeded"),
+        "the cells ran: {t}"
+    );
+    let gate = st["conditions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"].as_str() == Some("ThresholdsMet"))
+        .expect("a ThresholdsMet condition");
+    assert_eq!(gate["status"].as_str(), Some("False"), "{gate:?}");
+    assert!(
+        gate["message"].as_str().unwrap().contains("p50"),
+        "the failed threshold is named: {gate:?}"
+    );
+    let verdicts: Vec<&str> = st["thresholds"]
+        .as_sequence()
+        .expect("status.thresholds")
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["Fail", "Pass"], "{:?}", st["thresholds"]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Thresholds"), "{md}");
+    assert!(t.contains("thresholds:"), "the verdict is printed: {t}");
+}
+
+/// Two cells, three repetitions each: measured a b a b a b (checked by when each repetition's
+/// load started), every figure a median with its spread, and a gate that holds exits 0.
+#[test]
+fn repetitions_run_interleaved_and_a_gate_that_holds_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra =
+        "  repeat: 3\n  thresholds:\n    - {phase: fast-only, endpoint: fast, rps: {above: 1}}\n";
+    let cells = [("a", "single", 1, "1"), ("b", "pool", 1, "1")];
+    let (o, out) = run(dir.path(), &spec(&cells, "0s", "1s", "1s", extra));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let st = status(&out);
+    // The order the six measurements happened in, from their completion times and, within a
+    // second, from the engine's own order of entries (each cell's repetitions are in order).
+    let mut done: Vec<(String, u64, String)> = Vec::new();
+    for name in ["a", "b"] {
+        let reps = cell(&st, name)["repetitions"]
+            .as_sequence()
+            .expect("repetitions kept");
+        assert_eq!(reps.len(), 3, "{reps:?}");
+        for r in reps {
+            done.push((
+                r["startTime"].as_str().unwrap().to_owned(),
+                r["repetition"].as_u64().unwrap(),
+                name.to_owned(),
+            ));
+        }
+    }
+    done.sort();
+    let order: Vec<(u64, &str)> = done.iter().map(|(_, r, c)| (*r, c.as_str())).collect();
+    // Start times have whole seconds, so compare repetition rounds: every cell's first before
+    // any cell's second, and so on.
+    let rounds: Vec<u64> = order.iter().map(|(r, _)| *r).collect();
+    assert_eq!(rounds, [1, 1, 2, 2, 3, 3], "interleaved rounds: {order:?}");
+    let fast = cell(&st, "a")["results"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|r| r["phase"].as_str() == Some("fast-only"))
+        .unwrap();
+    let spread = &fast["spread"];
+    assert_eq!(spread["repetitions"].as_u64(), Some(3), "{fast:?}");
+    let p50 = &spread["figures"]["p50"];
+    assert_eq!(p50["values"].as_sequence().unwrap().len(), 3);
+    assert!(p50["min"].as_f64() <= p50["median"].as_f64());
+    assert!(p50["median"].as_f64() <= p50["max"].as_f64());
+    assert_eq!(
+        fast["latencyMs"]["p50"].as_f64(),
+        p50["median"].as_f64(),
+        "the cell's figure is the median"
+    );
+    assert!(
+        spread["mergedLatencyMs"]["p50"].as_f64().is_some(),
+        "the repetitions' histograms merged: {spread:?}"
+    );
+}
