@@ -130,7 +130,7 @@ fn on_one_machine() -> BenchmarkRunStatus {
     let doc = result_doc();
     let measured = CellOutcome::Measured(Box::new(cell::Measured {
         results: results::cell_results(&doc),
-        target: results::target_stats(&doc).unwrap_or_else(TargetStats::default),
+        target: results::target_stats(&doc).unwrap_or_default(),
         enforcement: Enforcement::default(),
         overhead_seconds: 0.4,
         message: "warm-up + phases 6.0 s ran in 6.1 s".into(),
