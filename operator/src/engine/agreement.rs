@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::*;
 use crate::api::conditions::time_from_secs;
-use crate::api::{BenchmarkRun, TargetStats};
+use crate::api::BenchmarkRun;
 use crate::controller::decide::{Observation, Settings, decide};
 use crate::local::cell::{self, CellOutcome};
 use crate::local::runner::{deploying, events_of};
