@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use serde_json::json;
 
 use super::*;
-use crate::api::conditions::time_from_secs;
 use crate::api::BenchmarkRun;
+use crate::api::conditions::time_from_secs;
 use crate::controller::decide::{Observation, Settings, decide};
 use crate::local::cell::{self, CellOutcome};
 use crate::local::runner::{deploying, events_of};

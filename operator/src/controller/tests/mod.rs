@@ -7,6 +7,7 @@
 mod fake;
 mod images;
 mod namespaces;
+mod repeat;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
