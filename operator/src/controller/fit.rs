@@ -16,7 +16,7 @@
 //!
 //! The check is against allocatable capacity, not what other pods leave free: it fails only a
 //! cell that can never fit. A cell that fits an empty node but not the node's free room is left
-//! to the scheduler, and its PodScheduled=False condition ends the cell (decide.rs).
+//! to the scheduler, and its PodScheduled=False condition ends the cell (controller/decide).
 
 use std::collections::BTreeMap;
 

@@ -243,7 +243,7 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             );
             status.message = Some(message.clone());
             status.observed_generation = g;
-            status.progress = Some(format!("0/{cells}"));
+            status.progress = Some(format!("0/{}", cells * ctx.repeat.max(1) as usize));
             let c = &mut status.conditions;
             set_condition(
                 c,
@@ -276,7 +276,7 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
                     ..CellStatus::default()
                 })
                 .collect();
-            status.progress = Some(results::progress(status));
+            status.progress = Some(progress(status, ctx.repeat));
             let c = &mut status.conditions;
             set_condition(
                 c,
@@ -350,7 +350,7 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
         }
         Event::CellMeasured { cell, measured } => {
             let notes = measure_cell(status, cell, *measured, ctx);
-            status.progress = Some(results::progress(status));
+            status.progress = Some(progress(status, ctx.repeat));
             notes
         }
         Event::CellFailed {
@@ -366,11 +366,12 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
                 c.enforcement = enforcement;
             }
             let notes = fail_cell(status, cell, cause, message, overhead_seconds, ctx);
-            status.progress = Some(results::progress(status));
+            status.progress = Some(progress(status, ctx.repeat));
             notes
         }
         Event::Finished { interrupted } => {
             let end = end::finish_run(status, interrupted, ctx.thresholds, g, now);
+            status.progress = Some(progress(status, ctx.repeat));
             let failed = end.phase == RunPhase::Failed;
             vec![Note {
                 warning: failed,
@@ -379,6 +380,26 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             }]
         }
     }
+}
+
+/// Measurements done out of measurements planned, e.g. "2/4" (a printer column): cells, or with
+/// `repeat` above 1, repetitions of cells (a finished cell counts all of its own).
+pub fn progress(status: &BenchmarkRunStatus, repeat: u32) -> String {
+    if repeat <= 1 {
+        return results::progress(status);
+    }
+    let done: usize = status
+        .cells
+        .iter()
+        .map(|c| {
+            if c.phase.is_finished() {
+                repeat as usize
+            } else {
+                c.repetitions.len()
+            }
+        })
+        .sum();
+    format!("{done}/{}", status.cells.len() * repeat as usize)
 }
 
 /// Repetitions of a cell measured so far (0 when the run does not repeat).

@@ -117,6 +117,7 @@ fn repetitions_are_interleaved_every_cell_once_then_every_cell_again() {
         assert_eq!(c.phase, CellPhase::Succeeded);
         assert_eq!(c.repetitions.len(), 3);
     }
+    assert_eq!(status.progress.as_deref(), Some("9/9"), "measurements done");
 }
 
 #[test]
@@ -194,6 +195,11 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
     let c = ctx(&now, 2, true);
     // a measured once, then b fails its first repetition: a's second never runs.
     apply(&mut status, at(measured(10.0, 100, 1.0), 0), &c);
+    assert_eq!(
+        status.progress.as_deref(),
+        Some("1/4"),
+        "one of 2 x 2 measured"
+    );
     let notes = apply(
         &mut status,
         Event::CellFailed {

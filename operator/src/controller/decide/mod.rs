@@ -148,7 +148,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
     }
 
     step_cell(&v, obs, &ctx, settings, &mut d);
-    d.status.progress = Some(results::progress(&d.status));
+    d.status.progress = Some(engine::progress(&d.status, ctx.repeat));
     d
 }
 
