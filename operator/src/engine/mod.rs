@@ -244,18 +244,9 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             status.message = Some(message.clone());
             status.observed_generation = g;
             status.progress = Some(format!("0/{}", cells * ctx.repeat.max(1) as usize));
-            let c = &mut status.conditions;
+            spec_valid(status, ctx);
             set_condition(
-                c,
-                conditions::SPEC_VALID,
-                cs::TRUE,
-                reason::VALID,
-                "",
-                g,
-                now,
-            );
-            set_condition(
-                c,
+                &mut status.conditions,
                 conditions::PROGRESSING,
                 cs::FALSE,
                 reason::QUEUED,
@@ -277,18 +268,9 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
                 })
                 .collect();
             status.progress = Some(progress(status, ctx.repeat));
-            let c = &mut status.conditions;
+            spec_valid(status, ctx);
             set_condition(
-                c,
-                conditions::SPEC_VALID,
-                cs::TRUE,
-                reason::VALID,
-                "",
-                g,
-                now,
-            );
-            set_condition(
-                c,
+                &mut status.conditions,
                 conditions::CELL_FAILED,
                 cs::FALSE,
                 reason::NO_FAILURES,
@@ -380,6 +362,19 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             }]
         }
     }
+}
+
+/// Condition SpecValid True: the spec passed validation (a queued run says so too).
+fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
+    set_condition(
+        &mut status.conditions,
+        conditions::SPEC_VALID,
+        cs::TRUE,
+        reason::VALID,
+        "",
+        ctx.generation,
+        ctx.now,
+    );
 }
 
 /// Measurements done out of measurements planned, e.g. "2/4" (a printer column): cells, or with
