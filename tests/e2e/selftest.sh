@@ -39,13 +39,13 @@ case "$1" in
     chmod +x "$3"
     ;;
   # The control-plane node: moving the static pod manifests out takes the API away, moving
-  # them back brings it back (the time is kept, for STUB_RECOVERY_DELAY).
+  # them back brings it back.
   exec)
     case "$*" in
       *"mv /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/manifests/etcd.yaml /etc/kubernetes/") touch "${STUB_STATE}/down" ;;
       *"mv /etc/kubernetes/kube-apiserver.yaml /etc/kubernetes/etcd.yaml /etc/kubernetes/manifests/")
         rm -f "${STUB_STATE}/down"
-        date +%s >"${STUB_STATE}/restored"
+        touch "${STUB_STATE}/restored"
         ;;
       *"crictl ps -q --name "*) echo "id-${!#}" ;;
     esac
@@ -68,16 +68,20 @@ case "${args}" in
   *"e2e-unfit"*"jsonpath={.status.cells[0].message}"*)
     echo -n "needs 4096 CPUs on one node; the largest allocatable is 2 (node stub)" ;;
   *"get deployments"*"e2e-unfit"*) ;;
-  # The API server: away while the control plane's manifests are moved out.
-  *"get --raw /readyz"*) [[ ! -e "${STUB_STATE}/down" ]] || exit 1 ;;
-  # The outage check's run: its first cell runs until the API is back, then (after
+  # The API server: away while the control plane's manifests are moved out; the second it
+  # first answers again is kept.
+  *"get --raw /readyz"*)
+    [[ ! -e "${STUB_STATE}/down" ]] || exit 1
+    if [[ -e "${STUB_STATE}/restored" && ! -e "${STUB_STATE}/answered" ]]; then date +%s >"${STUB_STATE}/answered"; fi
+    ;;
+  # The outage check's run: its first cell runs until the API answers again, then (after
   # STUB_RECOVERY_DELAY seconds) the operator records it.
   *"e2e-restart"*"jsonpath={.status.cells[0].phase}"*) echo -n "Running" ;;
   *"get pods"*"benchmatrix.dev/run=e2e-restart"*) echo -n "Running" ;;
   *"e2e-restart"*"jsonpath={.status.progress} {.status.cells[*].phase}"*)
     [[ ! -e "${STUB_STATE}/down" ]] || exit 1
-    if [[ -e "${STUB_STATE}/restored" ]] &&
-      (($(date +%s) >= $(cat "${STUB_STATE}/restored") + ${STUB_RECOVERY_DELAY:-0})); then
+    if [[ -e "${STUB_STATE}/answered" ]] &&
+      (($(date +%s) >= $(cat "${STUB_STATE}/answered") + ${STUB_RECOVERY_DELAY:-0})); then
       echo -n "1/2 Succeeded Deploying"
     else
       echo -n "0/2 Running Pending"
