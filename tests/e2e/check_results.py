@@ -1,16 +1,35 @@
 #!/usr/bin/env python3
 """Checks a finished BenchmarkRun (the JSON of `kubectl get bmr NAME -o json`) for tests/e2e/kind.sh.
 
+    check_results.py RUN.json                  the results
+    check_results.py --thresholds RUN.json     ... and the CI gate's verdicts
+    check_results.py --repeat N RUN.json       ... and N interleaved repetitions per cell
+
 Prints one row per cell, phase and endpoint, then asserts what an end-to-end run must show:
 the run Succeeded; every cell of the matrix is there and Succeeded; every cell has a result for
 every (phase, endpoint) pair that the workload loads, with requests served and a full set of
-latency percentiles in a sane order. Exits 1 with every problem listed otherwise.
+latency percentiles in a sane order.
+
+With --thresholds: condition ThresholdsMet is True; status.thresholds holds exactly one verdict
+per threshold of spec.thresholds and cell its `cell` glob matches (none: every cell), each Pass
+with its measured and limit values; status.summary.recommendation is set.
+
+With --repeat N: every cell has N repetitions, numbered 1..N, each Succeeded; sorted by their
+startTime the repetitions run interleaved (every cell once in matrix order, then again: a b a b);
+every result carries a spread over the N repetitions whose values are the repetitions' own
+figures and whose median is the figure the cell reports.
+
+Exits 1 with every problem listed otherwise.
 
 Standard library only, so it runs on any CI image that has python3.
 """
 
+import argparse
+import fnmatch
 import json
+import statistics
 import sys
+from datetime import datetime
 
 PERCENTILES = ("p50", "p90", "p99", "p999", "max", "mean")
 
@@ -66,6 +85,140 @@ def check(run):
     return problems
 
 
+def condition(status, kind):
+    """The condition of type `kind` in status.conditions, or {}."""
+    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), {})
+
+
+def check_thresholds(run):
+    """Problems with the CI gate's outcome: ThresholdsMet, one Pass per threshold and cell, a recommendation."""
+    problems = []
+    spec, status = run.get("spec", {}), run.get("status") or {}
+    thresholds = spec.get("thresholds") or []
+    if not thresholds:
+        return ["spec.thresholds is empty: nothing to judge"]
+    met = condition(status, "ThresholdsMet")
+    if met.get("status") != "True":
+        problems.append(f"condition ThresholdsMet is {met.get('status')!r}, want 'True' ({met.get('reason')}: {met.get('message')})")
+
+    # The cells each threshold applies to, from its glob (`*` any run, `?` one character; the
+    # CRD allows no other special character, so fnmatch's rules are the operator's).
+    cells = [c.get("name") for c in status.get("cells") or []]
+    want = sorted(
+        (i, cell) for i, t in enumerate(thresholds) for cell in cells if t.get("cell") is None or fnmatch.fnmatchcase(cell, t["cell"])
+    )
+    verdicts = status.get("thresholds") or []
+    got = sorted((v.get("index"), v.get("cell")) for v in verdicts)
+    if got != want:
+        missing = [p for p in want if p not in got]
+        extra = [p for p in got if p not in want or got.count(p) > 1]
+        problems.append(f"status.thresholds has {len(got)} verdicts, want {len(want)} (one per threshold and matched cell); missing (index, cell) {missing}, unexpected or repeated {sorted(set(extra))}")
+    for v in verdicts:
+        where = f"threshold {v.get('index')} ({v.get('threshold')}) on {v.get('cell')}"
+        if v.get("verdict") != "Pass":
+            problems.append(f"{where}: verdict {v.get('verdict')!r}: {v.get('message')}")
+        elif not isinstance(v.get("measured"), (int, float)) or not isinstance(v.get("limit"), (int, float)):
+            problems.append(f"{where}: Pass without measured and limit values: {v}")
+
+    recommendation = ((status.get("summary") or {}).get("recommendation") or "").strip()
+    if not recommendation:
+        problems.append("status.summary.recommendation is not set")
+    return problems
+
+
+def rfc3339(text):
+    """A Kubernetes timestamp ("2026-12-01T10:00:00Z", perhaps with fractions) as a datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def close(a, b):
+    """Equal as the operator computed them: the same doubles, allowing for JSON's printing."""
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def check_repeat(run, n):
+    """Problems with a run of spec.repeat n: n repetitions a cell, interleaved, spread on every result."""
+    problems = []
+    status = run.get("status") or {}
+    cells = status.get("cells") or []
+    names = [c.get("name") for c in cells]
+    starts = []
+    for cell in cells:
+        cname, reps = cell.get("name"), cell.get("repetitions") or []
+        numbers = [r.get("repetition") for r in reps]
+        if numbers != list(range(1, n + 1)):
+            problems.append(f"cell {cname}: repetitions {numbers}, want {list(range(1, n + 1))}")
+        for r in reps:
+            if r.get("phase") != "Succeeded":
+                problems.append(f"cell {cname} repetition {r.get('repetition')}: phase {r.get('phase')!r} ({r.get('reason')}: {r.get('message')})")
+            if not r.get("startTime"):
+                problems.append(f"cell {cname} repetition {r.get('repetition')}: no startTime")
+            else:
+                starts.append((rfc3339(r["startTime"]), cname, r.get("repetition")))
+
+        # The spread's values are the repetitions' own figures, in order; the cell reports their median.
+        for result in cell.get("results") or []:
+            where = f"cell {cname}, phase {result.get('phase')}, endpoint {result.get('endpoint')}"
+            spread = result.get("spread")
+            if not spread:
+                problems.append(f"{where}: no spread")
+                continue
+            if spread.get("repetitions") != n:
+                problems.append(f"{where}: spread over {spread.get('repetitions')} repetitions, want {n}")
+            per_rep = [
+                next((x for x in r.get("results") or [] if (x.get("phase"), x.get("endpoint")) == (result.get("phase"), result.get("endpoint"))), {})
+                for r in reps
+            ]
+            figures = spread.get("figures") or {}
+            for figure, own, reported in (
+                ("rps", [x.get("rps") for x in per_rep], result.get("rps")),
+                ("p90", [(x.get("latencyMs") or {}).get("p90") for x in per_rep], (result.get("latencyMs") or {}).get("p90")),
+            ):
+                values = (figures.get(figure) or {}).get("values")
+                if values is None or len(values) != len(own) or not all(close(a, b) for a, b in zip(values, own)):
+                    problems.append(f"{where}: spread of {figure} has values {values}, want the repetitions' {own}")
+                    continue
+                if not close(reported, statistics.median(own)):
+                    problems.append(f"{where}: {figure} {reported}, want the median of {own}")
+
+    # Interleaved: ordered by start, every cell's first repetition in matrix order, then every
+    # cell's second, and so on.
+    starts.sort()
+    if len(starts) == len(names) * n:
+        order = [(c, r) for _, c, r in starts]
+        want = [(c, r) for r in range(1, n + 1) for c in names]
+        if order != want:
+            problems.append(f"repetitions by startTime ran {order}, want interleaved {want}")
+        ties = [f"{a[1]}#{a[2]} and {b[1]}#{b[2]}" for a, b in zip(starts, starts[1:]) if a[0] == b[0]]
+        if ties:
+            problems.append(f"repetitions started in the same second, order unknown: {ties}")
+    return problems
+
+
+def print_verdicts(run):
+    """The threshold verdicts, one row each."""
+    verdicts = (run.get("status") or {}).get("thresholds") or []
+    if not verdicts:
+        return
+    print()
+    for v in verdicts:
+        print(f"{v.get('verdict', '?'):<5} {v.get('cell', '?'):<16} {v.get('threshold', '?')}: {v.get('message', '')}")
+    print(f"recommendation: {((run.get('status') or {}).get('summary') or {}).get('recommendation')}")
+
+
+def print_repetitions(run):
+    """Each repetition's start, in the order they ran."""
+    rows = sorted(
+        (r.get("startTime") or "?", c.get("name", "?"), r.get("repetition"), r.get("phase"))
+        for c in (run.get("status") or {}).get("cells") or []
+        for r in c.get("repetitions") or []
+    )
+    if rows:
+        print()
+        for start, cell, rep, phase in rows:
+            print(f"{start}  {cell:<16} repetition {rep}  {phase}")
+
+
 def print_table(run):
     """The results as a table, one row per cell, phase and endpoint."""
     header = f"{'cell':<16} {'phase':<12} {'endpoint':<10} {'requests':>9} {'errors':>7} {'rps':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
@@ -82,20 +235,33 @@ def print_table(run):
 
 
 def main(argv):
-    if len(argv) != 2:
-        print(f"usage: {argv[0]} RUN.json", file=sys.stderr)
-        return 2
-    with open(argv[1]) as f:
+    parser = argparse.ArgumentParser(description="Checks a finished BenchmarkRun for tests/e2e/kind.sh.")
+    parser.add_argument("run", metavar="RUN.json", help="kubectl get bmr NAME -o json")
+    parser.add_argument("--thresholds", action="store_true", help="check the CI gate: ThresholdsMet, verdicts, recommendation")
+    parser.add_argument("--repeat", type=int, metavar="N", help="check N interleaved repetitions per cell and the spread")
+    args = parser.parse_args(argv[1:])
+    with open(args.run) as f:
         run = json.load(f)
     print_table(run)
     problems = check(run)
+    if args.thresholds:
+        print_verdicts(run)
+        problems += check_thresholds(run)
+    if args.repeat is not None:
+        print_repetitions(run)
+        problems += check_repeat(run, args.repeat)
     if problems:
         print("\nresult check FAILED:", file=sys.stderr)
         for p in problems:
             print(f"  - {p}", file=sys.stderr)
         return 1
     cells = len((run.get("status") or {}).get("cells") or [])
-    print(f"\nresult check passed: {cells} cells x {len(expected_pairs(run['spec']))} phase/endpoint pairs, all with percentiles")
+    extra = ""
+    if args.thresholds:
+        extra += f"; {len((run.get('status') or {}).get('thresholds') or [])} threshold verdicts, all Pass"
+    if args.repeat is not None:
+        extra += f"; {args.repeat} repetitions a cell, interleaved, with spread"
+    print(f"\nresult check passed: {cells} cells x {len(expected_pairs(run['spec']))} phase/endpoint pairs, all with percentiles{extra}")
     return 0
 
 

@@ -3,14 +3,21 @@
 # manifests/samples/ci-smoke.yaml (it fits one 2-CPU node), check that the run and every cell
 # Succeeded with percentiles for every phase and endpoint, check that a cell that can never fit
 # the nodes fails Unschedulable at once with nothing deployed (this also proves the operator may
-# list nodes), and render the report with `benchmatrix report`. On failure it dumps diagnostics
-# (events, describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step
+# list nodes), and render the report with `benchmatrix report`. Then the CI gate: run
+# manifests/samples/ci-gate.yaml, wait for conditions Complete and ThresholdsMet, and check one
+# Pass verdict per threshold and matched cell and a recommendation; and the same sample with
+# `repeat: 2` (a copy), checking that the repetitions ran interleaved (a b a b) and that every
+# result carries its spread. Opt-in (E2E_RESTART_CONTROL_PLANE=1): stop the API server and etcd
+# while a run is in its first cell and check that the operator carries the run on within
+# RESTART_RECOVERY_BOUND seconds of the API's return. On failure it dumps diagnostics (events,
+# describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step
 # converges (upgrade --install, apply, replace).
 #
 #   tests/e2e/kind.sh                        kind: create cluster, build, load, test, delete
 #   KEEP_CLUSTER=1 tests/e2e/kind.sh         ... and keep the cluster and the run afterwards
 #   CLUSTER=existing tests/e2e/kind.sh       use the current kubeconfig context (k3d, minikube,
 #                                            a cluster of your own): no create, load or delete
+#   E2E_RESTART_CONTROL_PLANE=1 tests/e2e/kind.sh   ... with the API server outage check
 #
 # Environment (defaults in brackets):
 #   CLUSTER           kind | existing                                   [kind]
@@ -28,10 +35,18 @@
 #   RUN_NAMESPACE     namespace of the BenchmarkRun; a new one per run, so runs on a shared
 #                     cluster never meet                   [benchmatrix-e2e-<UTC timestamp>]
 #   RELEASE_NAMESPACE namespace of the operator                         [benchmatrix-system]
-#   RUN_TIMEOUT       seconds for the run to finish                     [600]
-#   SAMPLE            the BenchmarkRun to apply           [manifests/samples/ci-smoke.yaml]
+#   RUN_TIMEOUT       seconds for each run to finish                    [600]
+#   SAMPLE            the BenchmarkRun to apply first     [manifests/samples/ci-smoke.yaml]
 #   ARTIFACTS_DIR     where diagnostics go on failure                   [build/e2e-artifacts]
 #   HELM              helm binary                    [helm on PATH, else scripts/install-helm.sh]
+#   E2E_RESTART_CONTROL_PLANE  1: the API server outage check (stops the control plane!) [unset]
+#   CONTROL_PLANE_EXEC   command prefix that runs a command as root on the control-plane node
+#                        of a kubeadm-style cluster (static pod manifests, crictl); existing mode
+#                        needs it for the outage check, e.g. "docker exec mykind-control-plane"
+#                        or "minikube ssh -- sudo"      [kind: $DOCKER exec KIND_CLUSTER-control-plane]
+#   RESTART_OUTAGE_SECONDS   how long the control plane stays down                [20]
+#   RESTART_RECOVERY_BOUND   most seconds from the API's return to the run's next status change
+#                            (the operator aims at 10; the rest is slack for the kubelet) [20]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -49,6 +64,14 @@ readonly SAMPLE="${SAMPLE:-manifests/samples/ci-smoke.yaml}"
 readonly ARTIFACTS_DIR="${ARTIFACTS_DIR:-build/e2e-artifacts}"
 readonly RELEASE="benchmatrix"
 readonly CHART="charts/benchmatrix"
+readonly GATE_SAMPLE="manifests/samples/ci-gate.yaml"
+readonly RESTART_CONTROL_PLANE="${E2E_RESTART_CONTROL_PLANE:-}"
+readonly RESTART_OUTAGE_SECONDS="${RESTART_OUTAGE_SECONDS:-20}"
+readonly RESTART_RECOVERY_BOUND="${RESTART_RECOVERY_BOUND:-20}"
+if [[ "${CLUSTER}" == "kind" ]]; then
+  CONTROL_PLANE_EXEC="${CONTROL_PLANE_EXEC:-${DOCKER} exec ${KIND_CLUSTER}-control-plane}"
+fi
+readonly CONTROL_PLANE_EXEC="${CONTROL_PLANE_EXEC:-}"
 
 log() { printf '\n[e2e %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() {
@@ -61,6 +84,9 @@ case "${CLUSTER}" in
   kind | existing) ;;
   *) die "CLUSTER must be kind or existing, not '${CLUSTER}'" ;;
 esac
+if [[ "${RESTART_CONTROL_PLANE}" == "1" && -z "${CONTROL_PLANE_EXEC}" ]]; then
+  die "E2E_RESTART_CONTROL_PLANE=1 in existing mode needs CONTROL_PLANE_EXEC, a command prefix that runs a command on the control-plane node (e.g. \"docker exec mykind-control-plane\")"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # Tools
@@ -69,6 +95,10 @@ need kubectl "https://kubernetes.io/docs/tasks/tools/"
 need python3 "it reads the run's status"
 if [[ "${CLUSTER}" == "kind" ]]; then need kind "https://kind.sigs.k8s.io/"; fi
 if [[ "${BUILD_IMAGES}" == "1" ]]; then need "${DOCKER}" "it builds the images (or set BUILD_IMAGES=0)"; fi
+if [[ "${RESTART_CONTROL_PLANE}" == "1" ]]; then
+  read -r -a control_plane_exec <<<"${CONTROL_PLANE_EXEC}"
+  need "${control_plane_exec[0]}" "it reaches the control-plane node (CONTROL_PLANE_EXEC)"
+fi
 helm="${HELM:-}"
 if [[ -z "${helm}" ]]; then
   if command -v helm >/dev/null 2>&1; then helm="$(command -v helm)"; else helm="$(scripts/install-helm.sh | tail -n 1)"; fi
@@ -82,16 +112,29 @@ readonly TARGET_IMAGE="${IMAGE_REGISTRY}/benchmatrix-target:${IMAGE_TAG}"
 readonly LOADGEN_IMAGE="${IMAGE_REGISTRY}/benchmatrix-loadgen:${IMAGE_TAG}"
 readonly IMAGES=("${OPERATOR_IMAGE}" "${TARGET_IMAGE}" "${LOADGEN_IMAGE}")
 
-run_name="$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["metadata"]["name"])' "${SAMPLE}" 2>/dev/null)" ||
-  run_name="$(sed -n '/^metadata:/,/^[^ ]/s/^  name: *//p' "${SAMPLE}" | head -n 1)"
-[[ -n "${run_name}" ]] || die "cannot read metadata.name from ${SAMPLE}"
-readonly RUN_NAME="${run_name}"
+# metadata.name of the BenchmarkRun in file $1.
+run_name_of() {
+  local name
+  name="$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["metadata"]["name"])' "$1" 2>/dev/null)" ||
+    name="$(sed -n '/^metadata:/,/^[^ ]/s/^  name: *//p' "$1" | head -n 1)"
+  [[ -n "${name}" ]] || die "cannot read metadata.name from $1"
+  echo "${name}"
+}
+RUN_NAME="$(run_name_of "${SAMPLE}")"
+readonly RUN_NAME
+GATE_NAME="$(run_name_of "${GATE_SAMPLE}")"
+readonly GATE_NAME
+readonly REPEAT_NAME="${GATE_NAME}-repeat"
 
 # ---------------------------------------------------------------------------------------------
 # Diagnostics and cleanup
 
 work="$(mktemp -d)"
 cluster_created=""
+# The run the script is at, for the diagnostics.
+current_run="${RUN_NAME}"
+# Set while the outage check has the control plane stopped, so that an exit restores it.
+control_plane_stopped=""
 
 dump_diagnostics() {
   mkdir -p "${ARTIFACTS_DIR}"
@@ -120,16 +163,64 @@ dump_diagnostics() {
     done
   done
   {
-    echo "### kubectl describe bmr ${RUN_NAME}"
-    kubectl describe benchmarkrun -n "${RUN_NAMESPACE}" "${RUN_NAME}" 2>&1 || true
-    echo "### kubectl get bmr ${RUN_NAME} -o yaml"
-    kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RUN_NAME}" -o yaml 2>&1 || true
+    echo "### kubectl describe bmr ${current_run}"
+    kubectl describe benchmarkrun -n "${RUN_NAMESPACE}" "${current_run}" 2>&1 || true
+    echo "### kubectl get bmr ${current_run} -o yaml"
+    kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${current_run}" -o yaml 2>&1 || true
   } | tee "${out}/benchmarkrun.txt"
 }
+
+# The outage check stops the API server and etcd of a kubeadm-style node (kind's is one) and
+# starts them again. Neither `docker stop` nor `docker restart` of the node will do: they stop
+# the kubelet and every pod on the node with it, so the run's own target and load generator die
+# and the cell fails ReplicaExited, which is not the outage of issue 14 (the control plane gone,
+# the workload running on). `crictl stop` of the two containers alone does not keep them down
+# either: they are static pods, and the kubelet starts a stopped one again within a second or
+# two. So the manifests leave /etc/kubernetes/manifests first (the kubelet then removes the two
+# pods and keeps them removed; kubeadm's etcd restore procedure stops them the same way), and
+# `crictl stop` ends the containers at once rather than after the kubelet's grace period.
+# Moving the manifests back makes the kubelet start them again, on the same etcd data. The
+# kubelet, the other pods and kube-proxy's rules stay up throughout.
+readonly MANIFESTS="/etc/kubernetes/manifests"
+readonly PARKED="/etc/kubernetes"
+stop_control_plane() {
+  "${control_plane_exec[@]}" mv "${MANIFESTS}/kube-apiserver.yaml" "${MANIFESTS}/etcd.yaml" "${PARKED}/"
+  control_plane_stopped=1
+  local name id
+  for name in kube-apiserver etcd; do
+    for id in $("${control_plane_exec[@]}" crictl ps -q --name "${name}" || true); do
+      "${control_plane_exec[@]}" crictl stop --timeout 5 "${id}" >/dev/null || true
+    done
+  done
+}
+start_control_plane() {
+  "${control_plane_exec[@]}" mv "${PARKED}/kube-apiserver.yaml" "${PARKED}/etcd.yaml" "${MANIFESTS}/"
+  control_plane_stopped=""
+}
+
+# Whether the API server answers its readiness check (etcd included).
+api_ready() { kubectl get --raw /readyz --request-timeout=2s >/dev/null 2>&1; }
+
+# Waits up to $1 seconds for the API server to answer; returns 1 if it does not.
+wait_for_api() {
+  local deadline=$((SECONDS + $1))
+  until api_ready; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
+
+# Seconds since the epoch with a fraction (bash 3's `date` has no %N).
+now() { python3 -c 'import time; print(f"{time.time():.2f}")'; }
 
 finish() {
   local status=$?
   set +e
+  if [[ -n "${control_plane_stopped}" ]]; then
+    log "restoring the control plane stopped by the outage check"
+    start_control_plane
+    wait_for_api 180 || printf '[e2e] the API server is not back: the cluster needs a look\n' >&2
+  fi
   if [[ ${status} -ne 0 ]]; then
     dump_diagnostics
     log "FAILED (exit ${status})"
@@ -270,14 +361,20 @@ if [[ "${BUILD_IMAGES}" == "1" ]]; then
 elif command -v benchmatrix >/dev/null 2>&1; then
   report_bin="$(command -v benchmatrix)"
 fi
-if [[ -n "${report_bin}" ]]; then
-  log "benchmatrix report (files in ${ARTIFACTS_DIR}/report)"
-  mkdir -p "${ARTIFACTS_DIR}/report"
-  kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RUN_NAME}" -o yaml >"${ARTIFACTS_DIR}/report/${RUN_NAME}.yaml"
-  "${report_bin}" report "${ARTIFACTS_DIR}/report/${RUN_NAME}.yaml" --out "${ARTIFACTS_DIR}/report"
-else
-  log "no benchmatrix binary (BUILD_IMAGES=0 and none on PATH): report step skipped"
-fi
+# Renders the report of finished run $1 into ${ARTIFACTS_DIR}/report (its own folder for each
+# run but the first, so the report.md files stay apart).
+render_report() {
+  local out="${ARTIFACTS_DIR}/report${2:+/$2}"
+  if [[ -z "${report_bin}" ]]; then
+    log "no benchmatrix binary (BUILD_IMAGES=0 and none on PATH): report of $1 skipped"
+    return
+  fi
+  log "benchmatrix report of $1 (files in ${out})"
+  mkdir -p "${out}"
+  kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "$1" -o yaml >"${out}/$1.yaml"
+  "${report_bin}" report "${out}/$1.yaml" --out "${out}"
+}
+render_report "${RUN_NAME}"
 
 # ---------------------------------------------------------------------------------------------
 # 6. A cell that can never fit fails at once, Unschedulable, without deploying anything
@@ -315,5 +412,143 @@ printf '[e2e] %s: phase %s, cell reason %s: %s\n' "${UNFIT}" "${phase}" "${reaso
 [[ "${message}" == *"needs 4096 CPU"* ]] || die "${UNFIT}: the message lacks the numbers: ${message}"
 deployed="$(kubectl get deployments -n "${RUN_NAMESPACE}" -l "benchmatrix.dev/run=${UNFIT}" -o name)"
 [[ -z "${deployed}" ]] || die "${UNFIT}: a cell that cannot fit was deployed: ${deployed}"
+
+# ---------------------------------------------------------------------------------------------
+# 7. The CI gate: ci-gate.yaml's thresholds judged when the run ends
+
+# Deletes an earlier run $2 (a retry would find it finished) and applies file $1.
+start_run() {
+  current_run="$2"
+  kubectl delete benchmarkrun -n "${RUN_NAMESPACE}" "$2" --ignore-not-found --wait=true --timeout=120s
+  kubectl apply -n "${RUN_NAMESPACE}" -f "$1"
+}
+
+# Waits for run $1 to end (condition Complete, written together with the verdicts) and
+# fails unless it Succeeded.
+wait_complete() {
+  log "waiting up to ${RUN_TIMEOUT}s for $1: kubectl wait --for=condition=Complete"
+  kubectl wait -n "${RUN_NAMESPACE}" "benchmarkrun/$1" --for=condition=Complete --timeout="${RUN_TIMEOUT}s" ||
+    die "$1 did not complete within ${RUN_TIMEOUT}s"
+  local phase
+  phase="$(kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "$1" -o jsonpath='{.status.phase}')"
+  [[ "${phase}" == "Succeeded" ]] ||
+    die "$1 ended ${phase}: $(kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "$1" -o jsonpath='{.status.message}')"
+}
+
+log "the CI gate: ${GATE_SAMPLE} (${GATE_NAME}) in namespace ${RUN_NAMESPACE}"
+start_run "${GATE_SAMPLE}" "${GATE_NAME}"
+wait_complete "${GATE_NAME}"
+# ThresholdsMet is written with Complete, so a short wait is enough: it is False when a
+# threshold failed, and then the condition's message names the failed ones.
+kubectl wait -n "${RUN_NAMESPACE}" "benchmarkrun/${GATE_NAME}" --for=condition=ThresholdsMet --timeout=30s ||
+  die "${GATE_NAME}: ThresholdsMet is not True: $(kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${GATE_NAME}" \
+    -o jsonpath='{.status.conditions[?(@.type=="ThresholdsMet")].status}: {.status.conditions[?(@.type=="ThresholdsMet")].message}')"
+kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${GATE_NAME}" -o json >"${work}/gate.json"
+python3 tests/e2e/check_results.py --thresholds "${work}/gate.json"
+render_report "${GATE_NAME}" "${GATE_NAME}"
+
+# ---------------------------------------------------------------------------------------------
+# 8. Repetitions: the gate with `repeat: 2`, measured a b a b
+
+# A copy of the sample under another name with spec.repeat set; awk, because the sample is
+# plain YAML whose `metadata:` and `spec:` blocks start at column 0 and keys under them at 2.
+if grep -q '^  repeat:' "${GATE_SAMPLE}"; then die "${GATE_SAMPLE} sets spec.repeat already; the repeat step sets its own"; fi
+awk -v name="${REPEAT_NAME}" '
+  /^metadata:$/ { in_meta = 1 }
+  /^[^ #]/ && !/^metadata:$/ { in_meta = 0 }
+  in_meta && /^  name:/ { print "  name: " name; next }
+  { print }
+  /^spec:$/ { print "  repeat: 2" }
+' "${GATE_SAMPLE}" >"${work}/repeat.yaml"
+log "repetitions: ${REPEAT_NAME}, ${GATE_SAMPLE} with repeat: 2"
+start_run "${work}/repeat.yaml" "${REPEAT_NAME}"
+wait_complete "${REPEAT_NAME}"
+kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${REPEAT_NAME}" -o json >"${work}/repeat.json"
+python3 tests/e2e/check_results.py --repeat 2 "${work}/repeat.json"
+render_report "${REPEAT_NAME}" "${REPEAT_NAME}"
+
+# ---------------------------------------------------------------------------------------------
+# 9. Opt-in: the operator carries a run on soon after an API server outage (issue 14)
+
+if [[ "${RESTART_CONTROL_PLANE}" == "1" ]]; then
+  readonly RESTART="e2e-restart"
+  log "outage check: ${RESTART}, two cells of a 15 s phase; the control plane stops in the first"
+  start_run - "${RESTART}" <<'YAML'
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: e2e-restart
+spec:
+  configurations:
+    - {name: single-x1, mode: single, replicas: 1, cpu: 500m, memory: 128Mi}
+    - {name: pool-x1, mode: pool, replicas: 1, cpu: 500m, memory: 128Mi}
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    warmup: 1s
+    phases: [{name: steady, duration: 15s, load: [{endpoint: fast, connections: 2}]}]
+  loadgen: {cpu: 500m, memory: 128Mi}
+  # Room for a slow recovery: the check measures it instead of failing the cell on Timeout.
+  timeouts: {ready: 120s, runSlack: 300s}
+  cleanup: Always
+YAML
+
+  # The outage starts once the first cell's load generator runs, so that its 16 s of load end
+  # while the API server is away (as in the issue) and what follows the return is up to the
+  # operator, not the load.
+  deadline=$((SECONDS + 180))
+  while :; do
+    cell="$(kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RESTART}" -o jsonpath='{.status.cells[0].phase}' 2>/dev/null || true)"
+    pods="$(kubectl get pods -n "${RUN_NAMESPACE}" -l "benchmatrix.dev/run=${RESTART},benchmatrix.dev/role=loadgen" \
+      -o jsonpath='{.items[*].status.phase}' 2>/dev/null || true)"
+    [[ "${cell}" == "Running" && "${pods}" == *Running* ]] && break
+    [[ "${cell}" == "Running" || "${cell}" == "Deploying" || -z "${cell}" || "${cell}" == "Pending" ]] ||
+      die "${RESTART}: the first cell is ${cell} before the outage"
+    ((SECONDS < deadline)) || die "${RESTART}: the first cell's load did not start within 180s (cell ${cell:-<none>})"
+    sleep 0.5
+  done
+  # What `kubectl get bmr` shows of the run's progress: the next change is the first cell
+  # recorded (or the second deployed).
+  snapshot() {
+    kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RESTART}" --request-timeout=5s \
+      -o jsonpath='{.status.progress} {.status.cells[*].phase}' 2>/dev/null
+  }
+  before="$(snapshot)"
+  outage_since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  log "stopping the API server and etcd (${CONTROL_PLANE_EXEC}) for ${RESTART_OUTAGE_SECONDS}s; run at: ${before}"
+  stop_control_plane
+  deadline=$((SECONDS + 60))
+  while api_ready; do
+    ((SECONDS < deadline)) || die "the API server still answers 60s after its manifest was removed"
+    sleep 0.5
+  done
+  down_at="$(now)"
+  sleep "${RESTART_OUTAGE_SECONDS}"
+  log "starting the API server and etcd again"
+  start_control_plane
+  wait_for_api 300 || die "the API server did not answer within 300s of its restart"
+  up_at="$(now)"
+  printf '[e2e] the API server was away %ss (its /readyz failing to answering again)\n' \
+    "$(python3 -c 'import sys; print(f"{float(sys.argv[2]) - float(sys.argv[1]):.1f}")' "${down_at}" "${up_at}")"
+  # Measured past the bound (up to 300 s) so that a failure prints the real figure.
+  deadline=$((SECONDS + 300))
+  while :; do
+    after="$(snapshot || true)"
+    [[ -n "${after}" && "${after}" != "${before}" ]] && break
+    ((SECONDS < deadline)) || die "${RESTART}: no progress within 300s of the API server's return (still ${before})"
+    sleep 0.5
+  done
+  recovery="$(python3 -c 'import sys, time; print(f"{time.time() - float(sys.argv[1]):.1f}")' "${up_at}")"
+  printf '[e2e] the run moved on %ss after the API server answered again: %s -> %s\n' "${recovery}" "${before}" "${after}"
+
+  log "the operator's warnings since the outage began"
+  kubectl logs -n "${RELEASE_NAMESPACE}" "deployment/${RELEASE}" --since-time="${outage_since}" | grep -w WARN ||
+    echo "(no warn lines: the operator did not report the outage)"
+  python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' "${recovery}" "${RESTART_RECOVERY_BOUND}" ||
+    die "${RESTART}: the run moved on ${recovery}s after the API server's return; the bound is ${RESTART_RECOVERY_BOUND}s"
+
+  wait_complete "${RESTART}"
+  kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RESTART}" -o json >"${work}/restart.json"
+  python3 tests/e2e/check_results.py "${work}/restart.json"
+fi
 
 log "PASSED"

@@ -3,7 +3,11 @@
 # calls, to check the script's flow where no cluster or Docker engine exists (this is what
 # scripts/check-delivery.sh runs). It checks: the order of the steps, that images are built,
 # loaded and installed under the same names, that a Failed run exits non-zero and dumps
-# diagnostics, KEEP_CLUSTER=1, and existing-cluster mode with a user-given load command.
+# diagnostics, KEEP_CLUSTER=1, existing-cluster mode with a user-given load command, the CI
+# gate and repeat steps (and a gate whose thresholds failed), and the opt-in API server outage
+# check against a stand-in API that goes away and comes back (recovered in time, and too late).
+# It also checks tests/e2e/check_results.py on planted runs: passing ones and ones with one
+# fault each (a failed verdict, a missing verdict, repetitions run a a b b, no spread).
 # The real thing runs in .github/workflows/e2e.yml.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,6 +38,18 @@ case "$1" in
     printf '#!/usr/bin/env bash\necho "benchmatrix $*" >>"${STUB_LOG}"\n' >"$3"
     chmod +x "$3"
     ;;
+  # The control-plane node: moving the static pod manifests out takes the API away, moving
+  # them back brings it back.
+  exec)
+    case "$*" in
+      *"mv /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/manifests/etcd.yaml /etc/kubernetes/") touch "${STUB_STATE}/down" ;;
+      *"mv /etc/kubernetes/kube-apiserver.yaml /etc/kubernetes/etcd.yaml /etc/kubernetes/manifests/")
+        rm -f "${STUB_STATE}/down"
+        touch "${STUB_STATE}/restored"
+        ;;
+      *"crictl ps -q --name "*) echo "id-${!#}" ;;
+    esac
+    ;;
 esac
 exit 0
 STUB
@@ -43,6 +59,8 @@ echo "kubectl $*" >>"${STUB_LOG}"
 args="$*"
 # Like the real kubectl, read the whole manifest given on stdin.
 if [[ " ${args} " == *" -f - "* ]]; then cat >/dev/null; fi
+# Keep the copy of ci-gate.yaml that the repeat step writes, to check it.
+if [[ "${args}" == "apply "*"/repeat.yaml" ]]; then cp "${args##* }" "${STUB_STATE}/repeat.yaml"; fi
 case "${args}" in
   # The run whose one cell can never fit: refused at once, Unschedulable, nothing deployed.
   *"e2e-unfit"*"jsonpath={.status.phase}"*) echo -n "Failed" ;;
@@ -50,10 +68,42 @@ case "${args}" in
   *"e2e-unfit"*"jsonpath={.status.cells[0].message}"*)
     echo -n "needs 4096 CPUs on one node; the largest allocatable is 2 (node stub)" ;;
   *"get deployments"*"e2e-unfit"*) ;;
+  # The API server: away while the control plane's manifests are moved out; the second it
+  # first answers again is kept.
+  *"get --raw /readyz"*)
+    [[ ! -e "${STUB_STATE}/down" ]] || exit 1
+    if [[ -e "${STUB_STATE}/restored" && ! -e "${STUB_STATE}/answered" ]]; then date +%s >"${STUB_STATE}/answered"; fi
+    ;;
+  # The outage check's run: its first cell runs until the API answers again, then (after
+  # STUB_RECOVERY_DELAY seconds) the operator records it.
+  *"e2e-restart"*"jsonpath={.status.cells[0].phase}"*) echo -n "Running" ;;
+  *"get pods"*"benchmatrix.dev/run=e2e-restart"*) echo -n "Running" ;;
+  *"e2e-restart"*"jsonpath={.status.progress} {.status.cells[*].phase}"*)
+    [[ ! -e "${STUB_STATE}/down" ]] || exit 1
+    if [[ -e "${STUB_STATE}/answered" ]] &&
+      (($(date +%s) >= $(cat "${STUB_STATE}/answered") + ${STUB_RECOVERY_DELAY:-0})); then
+      echo -n "1/2 Succeeded Deploying"
+    else
+      echo -n "0/2 Running Pending"
+    fi
+    ;;
+  *"logs -n benchmatrix-system deployment/benchmatrix --since-time="*)
+    echo "2026-12-01T10:00:01Z  INFO benchmatrix::controller: reconciled"
+    echo "2026-12-01T10:00:02Z  WARN benchmatrix::controller::outage: lost the API server's watches; retrying until it answers (logged once per outage)"
+    echo "2026-12-01T10:00:30Z  WARN benchmatrix::controller::outage: the API server answers again: watches re-listed, runs carried on outage_secs=28.0"
+    ;;
+  # kubectl wait: ThresholdsMet as STUB_THRESHOLDS_MET says; every other condition is met.
+  *"wait "*"--for=condition=ThresholdsMet"*) [[ "${STUB_THRESHOLDS_MET:-True}" == True ]] || exit 1 ;;
+  *"wait "*) ;;
+  *"jsonpath={.status.conditions[?(@.type==\"ThresholdsMet\")].status}"*)
+    echo -n "False: threshold 3 failed on pool-x1: mixed/fast p90 812 ms, at most 0.5 x single-x1's 900 ms = 450 ms" ;;
   *"jsonpath={.status.phase}"*) echo -n "${STUB_PHASE}" ;;
   *"jsonpath={.status.progress}"*) echo -n "2/2" ;;
   *"jsonpath={.status.message}"*) echo -n "cell pool failed: image pull" ;;
-  *"get benchmarkrun"*"-o json"*) cat "${STUB_RUN_JSON}" ;;
+  *"get benchmarkrun"*"ci-gate-repeat -o json"*) cat "${STUB_FIXTURES}/repeat.json" ;;
+  *"get benchmarkrun"*"ci-gate -o json"*) cat "${STUB_FIXTURES}/gate.json" ;;
+  *"get benchmarkrun"*"e2e-restart -o json"*) cat "${STUB_FIXTURES}/restart.json" ;;
+  *"get benchmarkrun"*"-o json"*) cat "${STUB_FIXTURES}/run.json" ;;
   *"get pods"*"-o name"*) echo "pod/stub-0" ;;
   *"config current-context"*) echo "stub-context" ;;
   *"create namespace"*"--dry-run=client"*) echo "kind: Namespace" ;;
@@ -62,19 +112,73 @@ exit 0
 STUB
 chmod +x "${stubs}"/*
 
-# A finished run with results for every cell, phase and endpoint of ci-smoke.
-python3 - "${tmp}/run.json" <<'PY'
-import json, sys
-lat = {"p50": 1.0, "p90": 2.0, "p99": 3.0, "p999": 4.0, "max": 5.0, "mean": 1.5}
-def res(phase, ep): return {"phase": phase, "endpoint": ep, "requests": 10, "errors": 0, "rps": 2.0, "latencyMs": lat}
-spec = {"configurations": [{"name": "single"}, {"name": "pool"}],
-        "workload": {"phases": [{"name": "fast-only", "load": [{"endpoint": "fast"}]},
-                                {"name": "mixed", "load": [{"endpoint": "fast"}, {"endpoint": "slow"}]}]}}
-cells = [{"name": n, "phase": "Succeeded", "results": [res("fast-only", "fast"), res("mixed", "fast"), res("mixed", "slow")]}
-         for n in ("single", "pool")]
-json.dump({"metadata": {"name": "ci-smoke"}, "spec": spec, "status": {"phase": "Succeeded", "cells": cells}}, open(sys.argv[1], "w"))
-PY
+# Planted runs, as `kubectl get bmr -o json` shows them when finished: ci-smoke (run.json); the
+# CI gate with one Pass verdict per threshold and matched cell, counted by hand from
+# manifests/samples/ci-gate.yaml (gate.json); the gate with repeat: 2 measured a b a b
+# (repeat.json); the outage check's two cells (restart.json); and runs with one fault each.
+fixtures="${tmp}/fixtures"
+mkdir -p "${fixtures}"
+python3 - "${fixtures}" manifests/samples/ci-gate.yaml <<'PY'
+import copy, json, sys, yaml
+out, gate_sample = sys.argv[1], sys.argv[2]
+def lat(scale=1.0):
+    return {k: v * scale for k, v in {"p50": 1.0, "p90": 2.0, "p99": 3.0, "p999": 4.0, "max": 5.0, "mean": 1.5}.items()}
+def res(phase, ep, rps=2.0, scale=1.0):
+    return {"phase": phase, "endpoint": ep, "requests": 10, "errors": 0, "rps": rps, "latencyMs": lat(scale)}
+def dump(name, run):
+    json.dump(run, open(f"{out}/{name}.json", "w"))
+def run(name, spec, cells, **status):
+    return {"metadata": {"name": name}, "spec": spec, "status": {"phase": "Succeeded", "cells": cells, **status}}
 
+smoke = {"configurations": [{"name": "single"}, {"name": "pool"}],
+         "workload": {"phases": [{"name": "fast-only", "load": [{"endpoint": "fast"}]},
+                                 {"name": "mixed", "load": [{"endpoint": "fast"}, {"endpoint": "slow"}]}]}}
+pairs = [("fast-only", "fast"), ("mixed", "fast"), ("mixed", "slow")]
+dump("run", run("ci-smoke", smoke, [{"name": n, "phase": "Succeeded", "results": [res(*p) for p in pairs]} for n in ("single", "pool")]))
+
+# The gate: thresholds 0-2 apply to both cells (no cell, no cell, "*"), 3 ("pool-*"), 4 and 5
+# (pool-x1) to pool-x1 only: 9 verdicts.
+gate_spec = yaml.safe_load(open(gate_sample))["spec"]
+assert len(gate_spec["thresholds"]) == 6, "ci-gate.yaml changed: recount the verdicts below"
+judged = [(0, "single-x1"), (0, "pool-x1"), (1, "single-x1"), (1, "pool-x1"), (2, "single-x1"), (2, "pool-x1"),
+          (3, "pool-x1"), (4, "pool-x1"), (5, "pool-x1")]
+verdicts = [{"index": i, "threshold": f"threshold {i}", "figure": "p90", "cell": c, "phase": "mixed", "endpoint": "fast",
+             "measured": 1.0, "limit": 2.0, "verdict": "Pass", "message": "1 <= 2"} for i, c in judged]
+met = {"type": "ThresholdsMet", "status": "True", "reason": "ThresholdsPassed", "message": "9 of 9 held"}
+summary = {"recommendation": "pool-x1 meets every threshold at the lowest CPU"}
+gate_cells = [{"name": n, "phase": "Succeeded", "results": [res(*p) for p in pairs]} for n in ("single-x1", "pool-x1")]
+gate = run("ci-gate", gate_spec, gate_cells, conditions=[met], thresholds=verdicts, summary=summary)
+dump("gate", gate)
+bad = copy.deepcopy(gate); bad["status"]["thresholds"][6]["verdict"] = "Fail"; dump("gate-failed-verdict", bad)
+bad = copy.deepcopy(gate); del bad["status"]["thresholds"][6]; dump("gate-missing-verdict", bad)
+bad = copy.deepcopy(gate); bad["status"]["conditions"][0]["status"] = "False"; dump("gate-not-met", bad)
+bad = copy.deepcopy(gate); del bad["status"]["summary"]["recommendation"]; dump("gate-no-recommendation", bad)
+
+# Repeat: each repetition 30 s apart, a1 b1 a2 b2; each figure the median of the two.
+starts = {("single-x1", 1): "10:00:00", ("pool-x1", 1): "10:00:30", ("single-x1", 2): "10:01:00", ("pool-x1", 2): "10:01:30"}
+def repeated(starts):
+    cells = []
+    for n in ("single-x1", "pool-x1"):
+        reps = [{"repetition": r, "phase": "Succeeded", "startTime": f"2026-12-01T{starts[(n, r)]}Z",
+                 "results": [res(*p, rps=2.0 * r, scale=r) for p in pairs]} for r in (1, 2)]
+        results = []
+        for p in pairs:
+            merged = res(*p, rps=3.0, scale=1.5)
+            merged["spread"] = {"repetitions": 2, "figures": {
+                "rps": {"values": [2.0, 4.0], "median": 3.0, "min": 2.0, "max": 4.0},
+                "p90": {"values": [2.0, 4.0], "median": 3.0, "min": 2.0, "max": 4.0}}}
+            results.append(merged)
+        cells.append({"name": n, "phase": "Succeeded", "results": results, "repetitions": reps})
+    return run("ci-gate-repeat", dict(gate_spec, repeat=2), cells, conditions=[met], thresholds=verdicts, summary=summary)
+dump("repeat", repeated(starts))
+dump("repeat-not-interleaved", repeated({**starts, ("pool-x1", 1): "10:01:00", ("single-x1", 2): "10:00:30"}))
+bad = repeated(starts); del bad["status"]["cells"][1]["results"][2]["spread"]; dump("repeat-no-spread", bad)
+bad = repeated(starts); bad["status"]["cells"][0]["results"][0]["spread"]["figures"]["rps"]["values"] = [4.0, 2.0]; dump("repeat-wrong-values", bad)
+
+restart = {"configurations": [{"name": "single-x1"}, {"name": "pool-x1"}],
+           "workload": {"phases": [{"name": "steady", "load": [{"endpoint": "fast"}]}]}}
+dump("restart", run("e2e-restart", restart, [{"name": n, "phase": "Succeeded", "results": [res("steady", "fast")]} for n in ("single-x1", "pool-x1")]))
+PY
 failures=0
 pass() { printf 'ok: %s\n' "$*"; }
 fail() {
@@ -86,7 +190,8 @@ fail() {
 run_kind_sh() {
   : >"${tmp}/calls"
   set +e
-  env PATH="${stubs}:${PATH}" STUB_LOG="${tmp}/calls" STUB_RUN_JSON="${tmp}/run.json" \
+  rm -rf "${tmp}/state" && mkdir -p "${tmp}/state"
+  env PATH="${stubs}:${PATH}" STUB_LOG="${tmp}/calls" STUB_FIXTURES="${fixtures}" STUB_STATE="${tmp}/state" \
     HELM="${stubs}/helm" ARTIFACTS_DIR="${tmp}/artifacts" "$@" \
     bash "${root}/tests/e2e/kind.sh" >"${tmp}/out" 2>&1
   status=$?
@@ -127,11 +232,35 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^benchmatrix report .*/report/ci-smoke.yaml --out .*/report" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-unfit -o jsonpath={.status.cells\[0\].reason}" \
   "^kubectl get deployments -n benchmatrix-e2e -l benchmatrix.dev/run=e2e-unfit" \
-  "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}"; then
-  pass "kind mode: create, build, load, install, run, check, report, the unschedulable cell, delete"
+  "^kubectl delete benchmarkrun -n benchmatrix-e2e ci-gate --ignore-not-found" \
+  "^kubectl apply -n benchmatrix-e2e -f manifests/samples/ci-gate.yaml" \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/ci-gate --for=condition=Complete --timeout=600s" \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/ci-gate --for=condition=ThresholdsMet" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e ci-gate -o json" \
+  "^benchmatrix report .*/report/ci-gate/ci-gate.yaml --out .*/report/ci-gate" \
+  "^kubectl apply -n benchmatrix-e2e -f .*/repeat.yaml" \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/ci-gate-repeat --for=condition=Complete" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e ci-gate-repeat -o json" \
+  "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}" &&
+  grep -q "9 threshold verdicts, all Pass" <<<"${out}" && grep -q "2 repetitions a cell, interleaved" <<<"${out}" &&
+  ! grep -q "readyz\|^docker exec" <<<"${log}"; then
+  pass "kind mode: create, build, load, install, run, check, report, the unschedulable cell, the gate, the repeat run, delete"
 else
   fail "kind mode success (exit ${status})"
   echo "${out}" | tail -n 30
+fi
+
+# The repeat step's copy of ci-gate.yaml: another name, repeat: 2, the rest of the spec as it was.
+if python3 - manifests/samples/ci-gate.yaml "${tmp}/state/repeat.yaml" <<'PY'; then
+import sys, yaml
+gate, copy = (yaml.safe_load(open(p)) for p in sys.argv[1:])
+assert copy["metadata"] == {"name": "ci-gate-repeat"}, copy["metadata"]
+assert copy["spec"].pop("repeat") == 2
+assert copy["spec"] == gate["spec"], "the copy's spec differs beyond repeat"
+PY
+  pass "the repeat step applies ci-gate.yaml as ci-gate-repeat with repeat: 2"
+else
+  fail "the repeat step's copy of ci-gate.yaml"
 fi
 
 # 2. A run that ends Failed: non-zero exit, diagnostics printed and saved, cluster still deleted.
@@ -188,6 +317,87 @@ if [[ ${status} -ne 0 ]] && grep -q "CLUSTER must be kind or existing" <<<"${out
 else
   fail "unknown CLUSTER (exit ${status})"
 fi
+
+# 7. A gate whose thresholds failed: non-zero exit naming the failed one, diagnostics of the gate.
+run_kind_sh STUB_PHASE=Succeeded RUN_NAMESPACE=benchmatrix-e2e STUB_THRESHOLDS_MET=False
+if [[ ${status} -ne 0 ]] && grep -q "ci-gate: ThresholdsMet is not True: False: threshold 3 failed on pool-x1" <<<"${out}" &&
+  grep -q "^kubectl describe benchmarkrun -n benchmatrix-e2e ci-gate$" <<<"${log}" && ! grep -q "ci-gate-repeat" <<<"${log}"; then
+  pass "failed gate: exit ${status}, the failed threshold named, the gate's diagnostics"
+else
+  fail "failed gate (exit ${status})"
+  echo "${out}" | tail -n 30
+fi
+
+# 8. The outage check, kind mode: the API goes away and comes back; the run moves on in time.
+run_kind_sh STUB_PHASE=Succeeded RUN_NAMESPACE=benchmatrix-e2e E2E_RESTART_CONTROL_PLANE=1 RESTART_OUTAGE_SECONDS=1
+node="docker exec benchmatrix-e2e-control-plane"
+if [[ ${status} -eq 0 ]] && in_order \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/ci-gate-repeat --for=condition=Complete" \
+  "^kubectl apply -n benchmatrix-e2e -f -" \
+  "^kubectl get pods -n benchmatrix-e2e -l benchmatrix.dev/run=e2e-restart,benchmatrix.dev/role=loadgen" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-restart --request-timeout=5s -o jsonpath={.status.progress} {.status.cells\[\*\].phase}" \
+  "^${node} mv /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/manifests/etcd.yaml /etc/kubernetes/$" \
+  "^${node} crictl stop --timeout 5 id-kube-apiserver" \
+  "^${node} crictl stop --timeout 5 id-etcd" \
+  "^kubectl get --raw /readyz --request-timeout=2s" \
+  "^${node} mv /etc/kubernetes/kube-apiserver.yaml /etc/kubernetes/etcd.yaml /etc/kubernetes/manifests/$" \
+  "^kubectl get --raw /readyz --request-timeout=2s" \
+  "^kubectl logs -n benchmatrix-system deployment/benchmatrix --since-time=20[0-9-]*T[0-9:]*Z" \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-restart --for=condition=Complete" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-restart -o json" \
+  "^kind delete cluster" &&
+  grep -q "the run moved on [0-9.]*s after the API server answered again: 0/2 Running Pending -> 1/2 Succeeded Deploying" <<<"${out}" &&
+  grep -q "WARN .*lost the API server's watches" <<<"${out}" && ! grep -q " INFO " <<<"${out}"; then
+  pass "outage check: control plane stopped and started on the node, recovery measured, warnings printed"
+else
+  fail "outage check (exit ${status})"
+  echo "${out}" | tail -n 30
+fi
+
+# 9. The outage check when the run moves on too late: non-zero exit with the figure.
+run_kind_sh STUB_PHASE=Succeeded RUN_NAMESPACE=benchmatrix-e2e E2E_RESTART_CONTROL_PLANE=1 RESTART_OUTAGE_SECONDS=1 \
+  STUB_RECOVERY_DELAY=3 RESTART_RECOVERY_BOUND=1
+if [[ ${status} -ne 0 ]] && grep -q "e2e-restart: the run moved on [0-9.]*s after the API server's return; the bound is 1s" <<<"${out}" &&
+  [[ ! -e "${tmp}/state/down" ]] && grep -q "^kind delete cluster" <<<"${log}"; then
+  pass "slow recovery: exit ${status}, the measured figure and the bound printed"
+else
+  fail "slow recovery (exit ${status})"
+  echo "${out}" | tail -n 30
+fi
+
+# 10. The outage check in existing mode needs a way onto the node: refused before anything runs.
+run_kind_sh STUB_PHASE=Succeeded CLUSTER=existing E2E_RESTART_CONTROL_PLANE=1
+if [[ ${status} -ne 0 ]] && grep -q "needs CONTROL_PLANE_EXEC" <<<"${out}" && [[ -z "${log}" ]]; then
+  pass "outage check in existing mode without CONTROL_PLANE_EXEC refused"
+else
+  fail "outage check without CONTROL_PLANE_EXEC (exit ${status})"
+fi
+
+# 11. check_results.py on the planted runs: the good ones pass, each fault is caught by name.
+check() {
+  local want="$1" fixture="$2" expect="$3"
+  shift 3
+  local got=0 said
+  said="$(python3 tests/e2e/check_results.py "$@" "${fixtures}/${fixture}.json" 2>&1)" || got=$?
+  if [[ "${want}" == pass && ${got} -eq 0 ]] || [[ "${want}" == fail && ${got} -eq 1 ]] && grep -q -- "${expect}" <<<"${said}"; then
+    pass "check_results.py $* ${fixture}: ${want} as it should (${expect})"
+  else
+    fail "check_results.py $* ${fixture}: want ${want} with '${expect}', got exit ${got}"
+    echo "${said}" | tail -n 10
+  fi
+}
+check pass gate "9 threshold verdicts, all Pass" --thresholds
+check fail gate-failed-verdict "threshold 3 (threshold 3) on pool-x1: verdict 'Fail'" --thresholds
+check fail gate-missing-verdict "missing (index, cell) \[(3, 'pool-x1')\]" --thresholds
+check fail gate-not-met "condition ThresholdsMet is 'False'" --thresholds
+check fail gate-no-recommendation "recommendation is not set" --thresholds
+check fail run "spec.thresholds is empty" --thresholds
+check pass repeat "2 repetitions a cell, interleaved, with spread" --repeat 2
+check fail repeat-not-interleaved "want interleaved" --repeat 2
+check fail repeat-no-spread "cell pool-x1, phase mixed, endpoint slow: no spread" --repeat 2
+check fail repeat-wrong-values "spread of rps has values \[4.0, 2.0\], want the repetitions' \[2.0, 4.0\]" --repeat 2
+check fail repeat "repetitions \[1, 2\], want \[1, 2, 3\]" --repeat 3
+check fail run "cell single: repetitions \[\], want \[1, 2\]" --repeat 2
 
 if [[ ${failures} -gt 0 ]]; then
   echo "kind.sh self-test: ${failures} failed"
