@@ -47,6 +47,11 @@
 #   RESTART_OUTAGE_SECONDS   how long the control plane stays down                [20]
 #   RESTART_RECOVERY_BOUND   most seconds from the API's return to the run's next status change
 #                            (the operator aims at 10; the rest is slack for the kubelet) [20]
+#   OVERHEAD_BOUND    most seconds a cell may spend outside warm-up and phases (deploy, ready,
+#                     the load generator's pod, reading the result; the goal is 2 on a node that
+#                     has the images, plus a second for the status's whole-second times)   [4]
+#   QUEUE_GAP_BOUND   most seconds between a run's end and the next queued run's start (the
+#                     goal is 1; times in a status have whole seconds)                     [2]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -68,6 +73,8 @@ readonly GATE_SAMPLE="manifests/samples/ci-gate.yaml"
 readonly RESTART_CONTROL_PLANE="${E2E_RESTART_CONTROL_PLANE:-}"
 readonly RESTART_OUTAGE_SECONDS="${RESTART_OUTAGE_SECONDS:-20}"
 readonly RESTART_RECOVERY_BOUND="${RESTART_RECOVERY_BOUND:-20}"
+readonly OVERHEAD_BOUND="${OVERHEAD_BOUND:-4}"
+readonly QUEUE_GAP_BOUND="${QUEUE_GAP_BOUND:-2}"
 if [[ "${CLUSTER}" == "kind" ]]; then
   CONTROL_PLANE_EXEC="${CONTROL_PLANE_EXEC:-${DOCKER} exec ${KIND_CLUSTER}-control-plane}"
 fi
@@ -349,6 +356,8 @@ kubectl get benchmarkrun -n "${RUN_NAMESPACE}" -o wide
 log "results of ${RUN_NAME}"
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RUN_NAME}" -o json >"${work}/run.json"
 python3 tests/e2e/check_results.py "${work}/run.json"
+log "where each cell's time went (at most ${OVERHEAD_BOUND}s outside warm-up and phases)"
+python3 tests/e2e/check_timing.py --max-overhead "${OVERHEAD_BOUND}" "${work}/run.json"
 
 # The report a user renders from a saved run (docs/kubernetes.md). The binary comes out of the
 # operator image just built, so the check costs no second compile; else from PATH.
@@ -468,7 +477,39 @@ python3 tests/e2e/check_results.py --repeat 2 "${work}/repeat.json"
 render_report "${REPEAT_NAME}" "${REPEAT_NAME}"
 
 # ---------------------------------------------------------------------------------------------
-# 9. Opt-in: the operator carries a run on soon after an API server outage (issue 14)
+# 9. The queue: runs applied together run one after another, each admitted when the slot frees
+
+log "the queue: three one-cell runs applied at once, one active at a time"
+for i in 1 2 3; do
+  kubectl delete benchmarkrun -n "${RUN_NAMESPACE}" "e2e-queue-${i}" --ignore-not-found --wait=true --timeout=60s
+done
+{
+  for i in 1 2 3; do
+    cat <<YAML
+---
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: e2e-queue-${i}
+  labels: {benchmatrix.dev/e2e: queue}
+spec:
+  configurations:
+    - {name: single-x1, mode: single, replicas: 1, cpu: 500m, memory: 128Mi}
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: p, duration: 3s, load: [{endpoint: fast, connections: 1}]}]
+  loadgen: {cpu: 500m, memory: 128Mi}
+YAML
+  done
+} | kubectl apply -n "${RUN_NAMESPACE}" -f -
+for i in 1 2 3; do
+  wait_complete "e2e-queue-${i}"
+done
+kubectl get benchmarkrun -n "${RUN_NAMESPACE}" -l benchmatrix.dev/e2e=queue -o json >"${work}/queue.json"
+python3 tests/e2e/check_timing.py --max-gap "${QUEUE_GAP_BOUND}" --max-overhead "${OVERHEAD_BOUND}" "${work}/queue.json"
+
+# ---------------------------------------------------------------------------------------------
+# 10. Opt-in: the operator carries a run on soon after an API server outage
 
 if [[ "${RESTART_CONTROL_PLANE}" == "1" ]]; then
   readonly RESTART="e2e-restart"

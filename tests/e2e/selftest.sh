@@ -103,6 +103,7 @@ case "${args}" in
   *"get benchmarkrun"*"ci-gate-repeat -o json"*) cat "${STUB_FIXTURES}/repeat.json" ;;
   *"get benchmarkrun"*"ci-gate -o json"*) cat "${STUB_FIXTURES}/gate.json" ;;
   *"get benchmarkrun"*"e2e-restart -o json"*) cat "${STUB_FIXTURES}/restart.json" ;;
+  *"get benchmarkrun"*"benchmatrix.dev/e2e=queue -o json"*) cat "${STUB_FIXTURES}/queue.json" ;;
   *"get benchmarkrun"*"-o json"*) cat "${STUB_FIXTURES}/run.json" ;;
   *"get pods"*"-o name"*) echo "pod/stub-0" ;;
   *"config current-context"*) echo "stub-context" ;;
@@ -177,6 +178,17 @@ bad = repeated(starts); bad["status"]["cells"][0]["results"][0]["spread"]["figur
 
 restart = {"configurations": [{"name": "single-x1"}, {"name": "pool-x1"}],
            "workload": {"phases": [{"name": "steady", "load": [{"endpoint": "fast"}]}]}}
+# The queue: three runs, each admitted the second the one before it ended (queue.json), and
+# one admitted 15 s late, as a timer would (queue-late.json).
+def queued(starts):
+    items = []
+    for i, (start, end) in enumerate(starts, 1):
+        r = run(f"e2e-queue-{i}", smoke, [{"name": "single-x1", "phase": "Succeeded", "overheadSeconds": 2.0}],
+                startTime=f"2026-12-01T10:00:{start:02d}Z", completionTime=f"2026-12-01T10:00:{end:02d}Z")
+        items.append(r)
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+dump("queue", queued([(0, 7), (7, 14), (15, 22)]))
+dump("queue-late", queued([(0, 7), (22, 29), (29, 36)]))
 dump("restart", run("e2e-restart", restart, [{"name": n, "phase": "Succeeded", "results": [res("steady", "fast")]} for n in ("single-x1", "pool-x1")]))
 PY
 failures=0
@@ -241,10 +253,14 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^kubectl apply -n benchmatrix-e2e -f .*/repeat.yaml" \
   "^kubectl wait -n benchmatrix-e2e benchmarkrun/ci-gate-repeat --for=condition=Complete" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e ci-gate-repeat -o json" \
+  "^kubectl apply -n benchmatrix-e2e -f -" \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-queue-3 --for=condition=Complete" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e -l benchmatrix.dev/e2e=queue -o json" \
   "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}" &&
+  [[ $(grep -c "timing check passed" <<<"${out}") -eq 2 ]] &&
   grep -q "9 threshold verdicts, all Pass" <<<"${out}" && grep -q "2 repetitions a cell, interleaved" <<<"${out}" &&
   ! grep -q "readyz\|^docker exec" <<<"${log}"; then
-  pass "kind mode: create, build, load, install, run, check, report, the unschedulable cell, the gate, the repeat run, delete"
+  pass "kind mode: create, build, load, install, run, check, timing, report, the unschedulable cell, the gate, the repeat run, the queue, delete"
 else
   fail "kind mode success (exit ${status})"
   echo "${out}" | tail -n 30
@@ -398,6 +414,24 @@ check fail repeat-no-spread "cell pool-x1, phase mixed, endpoint slow: no spread
 check fail repeat-wrong-values "spread of rps has values \[4.0, 2.0\], want the repetitions' \[2.0, 4.0\]" --repeat 2
 check fail repeat "repetitions \[1, 2\], want \[1, 2, 3\]" --repeat 3
 check fail run "cell single: repetitions \[\], want \[1, 2\]" --repeat 2
+
+# 12. check_timing.py on the planted queue: runs admitted as the slot frees pass; one admitted on
+# a timer, or a cell slower than the bound, is caught with its figure.
+timing() {
+  local want="$1" fixture="$2" expect="$3"
+  shift 3
+  local got=0 said
+  said="$(python3 tests/e2e/check_timing.py "$@" "${fixtures}/${fixture}.json" 2>&1)" || got=$?
+  if [[ "${want}" == pass && ${got} -eq 0 ]] || [[ "${want}" == fail && ${got} -eq 1 ]] && grep -q -- "${expect}" <<<"${said}"; then
+    pass "check_timing.py $* ${fixture}: ${want} as it should (${expect})"
+  else
+    fail "check_timing.py $* ${fixture}: want ${want} with '${expect}', got exit ${got}"
+    echo "${said}" | tail -n 10
+  fi
+}
+timing pass queue "1 s after the previous run ended" --max-gap 2 --max-overhead 4
+timing fail queue-late "e2e-queue-2: started 15 s after the previous run ended (at most 2)" --max-gap 2
+timing fail queue "e2e-queue-1/single-x1: 2.0 s outside warm-up and phases (at most 1)" --max-overhead 1
 
 if [[ ${failures} -gt 0 ]]; then
   echo "kind.sh self-test: ${failures} failed"
