@@ -372,7 +372,8 @@ pub struct CellResult {
     /// Requests that failed (connect, timeout, non-2xx).
     pub errors: u64,
     /// Successful requests, each with a recorded latency: the samples the percentiles in
-    /// latencyMs are read from.
+    /// latencyMs are read from. With repetitions, the fewest of any one repetition (each
+    /// repetition's percentiles rest on its own samples).
     pub samples: u64,
     /// Successful requests per second over the phase.
     pub rps: f64,
@@ -386,8 +387,8 @@ pub struct CellResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported_percentiles: Vec<Percentile>,
     /// How the figures varied over the cell's repetitions (only when spec.repeat is above 1);
-    /// the figures above are then the repetitions' medians, and requests, errors and samples
-    /// their totals.
+    /// the figures above are then the repetitions' medians, requests and errors their totals,
+    /// and samples the fewest of any one repetition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<Spread>,
 }

@@ -110,10 +110,17 @@ impl Runner {
     /// ended.
     pub fn run_all(mut self) -> Outcome {
         let mut interrupted = false;
+        let mut round = 0;
         while let Some(step) = engine::next_step(&self.status) {
             if signals::interrupted() {
                 interrupted = true;
                 break;
+            }
+            if self.run.repeat() > 1 && step.repetition != round {
+                round = step.repetition;
+                let n = self.run.repeat();
+                self.display
+                    .line(&format!("-- repetition {round} of {n} of every cell --"));
             }
             let cell = self.run.cells()[step.cell].clone();
             self.apply(deploying(&cell), &now());

@@ -4,8 +4,9 @@
 //! The unit of evidence is a repetition, not a request: a closed loop can lock into a
 //! different steady state on each run, moving every request of that run together, so the
 //! figure reported is the median over repetitions and the spread shows how far runs moved.
-//! Counts (requests, errors, samples, CPU seconds) are totals over the repetitions, so rates
-//! such as CPU per request stay consistent.
+//! Counts (requests, errors, CPU seconds) are totals over the repetitions, so rates such as CPU
+//! per request stay consistent; samples are the fewest of any one repetition, as each
+//! repetition's percentiles rest on its own.
 
 use std::collections::BTreeMap;
 
@@ -108,17 +109,17 @@ fn merge_stream(
         mean: median("mean"),
     });
     // A percentile is only as supported as the thinnest repetition allows: each repetition's
-    // figure is one of the values the median is taken over.
+    // figure is one of the values the median is taken over. So the samples reported are that
+    // repetition's, and every message about too few samples names the count that matters.
     let thinnest = results.iter().map(|r| r.samples).min().unwrap_or(0);
-    let samples: u64 = results.iter().map(|r| r.samples).sum();
     CellResult {
         phase: phase.to_owned(),
         endpoint: endpoint.to_owned(),
         requests: results.iter().map(|r| r.requests).sum(),
         errors: results.iter().map(|r| r.errors).sum(),
-        samples,
+        samples: thinnest,
         rps: median("rps"),
-        latency_ms: latency_ms.filter(|_| samples > 0),
+        latency_ms: latency_ms.filter(|_| thinnest > 0),
         unsupported_percentiles: Percentile::unsupported_by(thinnest),
         spread: Some(Spread {
             repetitions: runs.len() as u32,
