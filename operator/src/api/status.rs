@@ -372,8 +372,8 @@ pub struct CellResult {
     /// Requests that failed (connect, timeout, non-2xx).
     pub errors: u64,
     /// Successful requests, each with a recorded latency: the samples the percentiles in
-    /// latencyMs are read from. With repetitions, the fewest of any one repetition (each
-    /// repetition's percentiles rest on its own samples).
+    /// latencyMs are read from. With repetitions, all of theirs together (their histograms
+    /// merge exactly; the spread shows how far each repetition's own figure moved).
     pub samples: u64,
     /// Successful requests per second over the phase.
     pub rps: f64,
@@ -387,8 +387,8 @@ pub struct CellResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported_percentiles: Vec<Percentile>,
     /// How the figures varied over the cell's repetitions (only when spec.repeat is above 1);
-    /// the figures above are then the repetitions' medians, requests and errors their totals,
-    /// and samples the fewest of any one repetition.
+    /// the figures above are then the repetitions' medians, and requests, errors and samples
+    /// their totals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<Spread>,
 }

@@ -141,8 +141,8 @@ fn a_repeated_cell_reports_the_median_its_spread_and_totals() {
     assert_eq!(r.latency_ms.unwrap().p99, 20.0, "the median of 10, 30, 20");
     assert_eq!(r.requests, 300, "counts add up over repetitions");
     assert_eq!(
-        r.samples, 100,
-        "the samples each repetition's percentiles rest on"
+        r.samples, 300,
+        "samples add up: the merged histogram holds them all"
     );
     let spread = r.spread.as_ref().expect("a repeated cell has a spread");
     assert_eq!(spread.repetitions, 3);

@@ -4,9 +4,8 @@
 //! The unit of evidence is a repetition, not a request: a closed loop can lock into a
 //! different steady state on each run, moving every request of that run together, so the
 //! figure reported is the median over repetitions and the spread shows how far runs moved.
-//! Counts (requests, errors, CPU seconds) are totals over the repetitions, so rates such as CPU
-//! per request stay consistent; samples are the fewest of any one repetition, as each
-//! repetition's percentiles rest on its own.
+//! Counts (requests, errors, samples, CPU seconds) are totals over the repetitions, so rates
+//! such as CPU per request stay consistent.
 
 use std::collections::BTreeMap;
 
@@ -108,19 +107,20 @@ fn merge_stream(
         max: median("max"),
         mean: median("mean"),
     });
-    // A percentile is only as supported as the thinnest repetition allows: each repetition's
-    // figure is one of the values the median is taken over. So the samples reported are that
-    // repetition's, and every message about too few samples names the count that matters.
-    let thinnest = results.iter().map(|r| r.samples).min().unwrap_or(0);
+    // The samples are all the repetitions' together, and a percentile counts as supported when
+    // they are enough for it: their histograms merge exactly (spread.mergedLatencyMs), and how
+    // far each repetition's own figure moved, small samples included, is the spread, which
+    // decides whether cells differ at all.
+    let samples: u64 = results.iter().map(|r| r.samples).sum();
     CellResult {
         phase: phase.to_owned(),
         endpoint: endpoint.to_owned(),
         requests: results.iter().map(|r| r.requests).sum(),
         errors: results.iter().map(|r| r.errors).sum(),
-        samples: thinnest,
+        samples,
         rps: median("rps"),
-        latency_ms: latency_ms.filter(|_| thinnest > 0),
-        unsupported_percentiles: Percentile::unsupported_by(thinnest),
+        latency_ms: latency_ms.filter(|_| samples > 0),
+        unsupported_percentiles: Percentile::unsupported_by(samples),
         spread: Some(Spread {
             repetitions: runs.len() as u32,
             merged_latency_ms: merged_latency(phase, endpoint, runs),
