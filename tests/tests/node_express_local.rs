@@ -59,8 +59,8 @@ fn timing_node_express_local_matrix_shows_what_the_seeds_found() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "benchmatrix run {SAMPLE}\n{t}");
     assert!(
-        took < Duration::from_secs(120),
-        "the sample should take about a minute, took {took:?}\n{t}"
+        took < Duration::from_secs(420),
+        "the sample (repeat: 5) should take about four and a half minutes, took {took:?}\n{t}"
     );
 
     let st: Value = serde_yaml::from_str(
