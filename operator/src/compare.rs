@@ -299,28 +299,12 @@ fn stream_side(r: &CellResult, figure: Figure) -> Option<Side> {
 }
 
 /// Target CPU seconds per 1,000 requests: per repetition where the cell was repeated, else for
-/// the cell as a whole.
+/// the cell as a whole (the recommendation's figure).
 fn cpu_side(c: &CellStatus) -> Option<Side> {
-    let per_1k = |cpu: Option<f64>, results: &[CellResult]| {
-        let requests: u64 = results.iter().map(|r| r.requests).sum();
-        Some(cpu? * 1000.0 / requests as f64).filter(|_| requests > 0)
-    };
-    let values: Vec<f64> = c
-        .repetitions
-        .iter()
-        .filter(|r| r.phase == CellPhase::Succeeded)
-        .filter_map(|r| per_1k(r.cpu_seconds_used, &r.results))
-        .collect();
-    if !values.is_empty() {
-        return Some(Side {
-            median: noise::median(&values),
-            values: Some(values),
-        });
-    }
-    let cpu = c.target.as_ref().and_then(|t| t.cpu_seconds_used);
+    let cpu = crate::recommend::cpu_per_1000_requests(c)?;
     Some(Side {
-        median: per_1k(cpu, &c.results)?,
-        values: None,
+        median: cpu.median,
+        values: (!cpu.per_repetition.is_empty()).then_some(cpu.per_repetition),
     })
 }
 

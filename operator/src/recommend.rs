@@ -6,10 +6,7 @@
 //! says there was no service level.
 
 use crate::api::{CellPhase, CellStatus, ThresholdResult, Verdict};
-
-/// A repeated figure whose largest value is more than this many times its smallest is
-/// unstable (the same rule as `FigureSpread.unstable`).
-const UNSTABLE_SPREAD: f64 = 2.0;
+use crate::results::noise;
 
 /// A cell that qualified but costs more than the recommended one.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,15 +38,35 @@ pub struct Recommendation {
     pub sentence: String,
 }
 
-/// Target CPU seconds per 1,000 requests of a cell, and whether that figure is unstable.
-///
-/// With repetitions, the cell's request counts are totals over them while its CPU may not be,
-/// so each repetition's own CPU and requests give one value and the median of those counts;
-/// their spread decides stability. Otherwise `target.cpuSecondsUsed` over the requests of
-/// every measured phase and endpoint. None when the CPU was not reported or nothing completed.
-pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<(f64, bool)> {
+/// Target CPU seconds per 1,000 requests of a cell: the figure the recommendation and
+/// `benchmatrix compare` rank cells by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuPer1000 {
+    /// The median over the repetitions, or the cell's own figure when it was not repeated.
+    pub median: f64,
+    /// Each successful repetition's own figure (its CPU over its requests), in the order
+    /// measured; empty when the cell was not repeated.
+    pub per_repetition: Vec<f64>,
+}
+
+impl CpuPer1000 {
+    /// True when the repetitions spread more than 2x (the rule of `FigureSpread.unstable`).
+    pub fn unstable(&self) -> bool {
+        let v = &self.per_repetition;
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        !v.is_empty() && noise::is_unstable(min, max)
+    }
+}
+
+/// Target CPU seconds per 1,000 requests of a cell. With repetitions, the cell's request
+/// counts are totals over them while its CPU may not be, so each repetition's own CPU and
+/// requests give one value and the median of those counts. Otherwise `target.cpuSecondsUsed`
+/// over the requests of every measured phase and endpoint. None when the CPU was not reported
+/// or nothing completed.
+pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<CpuPer1000> {
     let per_1000 = |cpu: f64, requests: u64| (requests > 0).then(|| cpu / requests as f64 * 1000.0);
-    let mut reps: Vec<f64> = cell
+    let per_repetition: Vec<f64> = cell
         .repetitions
         .iter()
         .filter(|r| r.phase == CellPhase::Succeeded)
@@ -60,20 +77,18 @@ pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<(f64, bool)> {
             )
         })
         .collect();
-    if reps.len() >= 2 {
-        reps.sort_by(f64::total_cmp);
-        let mid = reps.len() / 2;
-        let median = if reps.len() % 2 == 1 {
-            reps[mid]
-        } else {
-            (reps[mid - 1] + reps[mid]) / 2.0
-        };
-        let (min, max) = (reps[0], reps[reps.len() - 1]);
-        let unstable = min <= 0.0 || max / min > UNSTABLE_SPREAD;
-        return Some((median, unstable));
+    if !per_repetition.is_empty() {
+        return Some(CpuPer1000 {
+            median: noise::median(&per_repetition),
+            per_repetition,
+        });
     }
     let cpu = cell.target.as_ref()?.cpu_seconds_used?;
-    per_1000(cpu, cell.results.iter().map(|r| r.requests).sum()).map(|v| (v, false))
+    let median = per_1000(cpu, cell.results.iter().map(|r| r.requests).sum())?;
+    Some(CpuPer1000 {
+        median,
+        per_repetition: Vec::new(),
+    })
 }
 
 /// Names the configuration that meets every threshold at the lowest target CPU per 1,000
@@ -104,11 +119,11 @@ pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommend
         } else {
             match cpu_per_1000_requests(cell) {
                 None => Some("its CPU use was not reported".to_owned()),
-                Some((_, true)) => {
+                Some(cpu) if cpu.unstable() => {
                     Some("its CPU per request is unstable over the repetitions".to_owned())
                 }
-                Some((cpu, false)) => {
-                    qualified.push((cell.name.clone(), cpu, verdicts.len()));
+                Some(cpu) => {
+                    qualified.push((cell.name.clone(), cpu.median, verdicts.len()));
                     None
                 }
             }
@@ -335,9 +350,9 @@ mod tests {
             rep(2, 2.0, 10_000),
             rep(3, 3.0, 10_000),
         ];
-        let (cpu, unstable) = cpu_per_1000_requests(&steady).unwrap();
-        assert!((cpu - 0.42).abs() < 1e-9, "{cpu}");
-        assert!(!unstable);
+        let cpu = cpu_per_1000_requests(&steady).unwrap();
+        assert!((cpu.median - 0.42).abs() < 1e-9, "{cpu:?}");
+        assert!(!cpu.unstable());
         let cells = vec![shaky, steady];
         let r = recommend(&cells, &[]);
         assert_eq!(r.cell.as_deref(), Some("steady"));

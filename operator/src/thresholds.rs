@@ -38,8 +38,8 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
 
 /// Judges a finished run in one step: writes `status.thresholds` (every verdict), the
 /// `ThresholdsMet` condition (removed when the spec has no thresholds) and
-/// `status.summary.recommendation`. Returns true when a threshold failed, which the local
-/// runner turns into exit code 3. Call it after `status.cells` are final and the summary is
+/// `status.summary.recommendation`. Returns true when a threshold failed (what the condition
+/// then says, and what the local runner reads from it for exit code 3). Call it after `status.cells` are final and the summary is
 /// written.
 pub fn apply(
     thresholds: &[Threshold],

@@ -20,8 +20,6 @@ pub struct RunEnd {
     pub reason: &'static str,
     /// One line a person can act on, naming the failed cells.
     pub message: String,
-    /// True when a threshold of spec.thresholds failed (condition ThresholdsMet False).
-    pub thresholds_failed: bool,
 }
 
 /// How a run with these cells ends. `interrupted`: stopped by a signal (local runs only).
@@ -77,7 +75,6 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
         phase,
         reason,
         message,
-        thresholds_failed: false,
     }
 }
 
@@ -98,11 +95,10 @@ pub fn finish_run(
     status.summary = Some(summary);
     // The verdicts, the ThresholdsMet condition and the recommendation, in the same status
     // write as Complete, so `kubectl wait --for=condition=Complete` sees them all.
-    let thresholds_failed = crate::thresholds::apply(thresholds, status, generation, now);
+    crate::thresholds::apply(thresholds, status, generation, now);
     status.completion_time = Some(now.clone());
     status.progress = Some(results::progress(status));
-    let mut end = run_end(&status.cells, interrupted);
-    end.thresholds_failed = thresholds_failed;
+    let end = run_end(&status.cells, interrupted);
     status.phase = end.phase;
     status.message = Some(end.message.clone());
     set_condition(

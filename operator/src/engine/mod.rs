@@ -443,7 +443,7 @@ fn measure_cell(
         results: measured.results,
         histograms: measured.histograms,
     });
-    c.target = results::repeat::add_target(c.target.take(), measured.target, repetition == 1);
+    c.target = results::repeat::add_target(c.target.take(), measured.target);
     c.enforcement = measured.enforcement;
     c.overhead_seconds = Some(round2(
         c.repetitions

@@ -7,8 +7,6 @@
 
 use std::time::Duration;
 
-use kube::ResourceExt;
-
 use crate::api::{BenchmarkRun, BenchmarkRunSpec};
 use crate::plan::{self, Cell};
 use crate::validate::{self, SpecError};
@@ -64,17 +62,6 @@ impl ValidatedRun {
     /// The matrix, expanded: one cell per configuration, in order.
     pub fn cells(&self) -> &[Cell] {
         &self.cells
-    }
-
-    /// The name shared by the child objects (Deployment, Service, ConfigMap, Job) of one
-    /// repetition of a cell.
-    pub fn child_name(&self, cell: &Cell, repetition: u32) -> String {
-        plan::repetition_child_name(
-            &self.run.name_any(),
-            self.run.metadata.uid.as_deref(),
-            &cell.name,
-            repetition,
-        )
     }
 
     /// How many times each cell is measured.

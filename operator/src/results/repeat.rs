@@ -151,17 +151,10 @@ fn merged_latency(
 /// The target's figures after one more repetition: CPU seconds and throttling add up over the
 /// repetitions; the rest (replicas, quota, memory, per-replica shares) is the latest
 /// repetition's, with the peak memory the highest seen.
-pub fn add_target(
-    so_far: Option<TargetStats>,
-    latest: Option<TargetStats>,
-    first: bool,
-) -> Option<TargetStats> {
+pub fn add_target(so_far: Option<TargetStats>, latest: Option<TargetStats>) -> Option<TargetStats> {
     let Some(mut latest) = latest else {
         return so_far;
     };
-    if first {
-        return Some(latest);
-    }
     let Some(prev) = so_far else {
         return Some(latest);
     };

@@ -124,11 +124,11 @@ pub fn loadgen_placement(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// A run with a 2 s warm-up, phases of 3 s and 4 s, and `extra` appended to its spec.
-    pub(crate) fn run(extra: &str) -> ValidatedRun {
+    fn run(extra: &str) -> ValidatedRun {
         let run = crate::validate::parse_benchmark_run(&format!(
             r#"
 apiVersion: benchmatrix.dev/v1alpha1
