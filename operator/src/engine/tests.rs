@@ -33,9 +33,9 @@ fn result(p99: f64, requests: u64) -> CellResult {
     }
 }
 
-fn measured(p99: f64, requests: u64, cpu: f64) -> Event {
+fn measured(cell: usize, p99: f64, requests: u64, cpu: f64) -> Event {
     Event::CellMeasured {
-        cell: usize::MAX, // set by the caller
+        cell,
         measured: Box::new(Measured {
             results: vec![result(p99, requests)],
             target: Some(TargetStats {
@@ -45,13 +45,6 @@ fn measured(p99: f64, requests: u64, cpu: f64) -> Event {
             message: "measured".into(),
             ..Measured::default()
         }),
-    }
-}
-
-fn at(event: Event, cell: usize) -> Event {
-    match event {
-        Event::CellMeasured { measured, .. } => Event::CellMeasured { cell, measured },
-        other => other,
     }
 }
 
@@ -97,7 +90,7 @@ fn admitted(cells: &[&str], repeat: u32) -> BenchmarkRunStatus {
 #[test]
 fn repetitions_are_interleaved_every_cell_once_then_every_cell_again() {
     let mut status = admitted(&["a", "b", "c"], 3);
-    let order = drive(&mut status, 3, |cell, _| at(measured(10.0, 100, 1.0), cell));
+    let order = drive(&mut status, 3, |cell, _| measured(cell, 10.0, 100, 1.0));
     assert_eq!(
         order,
         vec![
@@ -123,7 +116,7 @@ fn repetitions_are_interleaved_every_cell_once_then_every_cell_again() {
 #[test]
 fn a_run_without_repeat_measures_each_cell_once_and_keeps_no_repetitions() {
     let mut status = admitted(&["a", "b"], 1);
-    let order = drive(&mut status, 1, |cell, _| at(measured(10.0, 100, 1.0), cell));
+    let order = drive(&mut status, 1, |cell, _| measured(cell, 10.0, 100, 1.0));
     assert_eq!(order, vec![(0, 1), (1, 1)]);
     assert!(status.cells.iter().all(|c| c.repetitions.is_empty()));
     assert_eq!(status.cells[0].results, vec![result(10.0, 100)]);
@@ -134,7 +127,7 @@ fn a_repeated_cell_reports_the_median_its_spread_and_totals() {
     let mut status = admitted(&["a"], 3);
     let p99s = [10.0, 30.0, 20.0];
     drive(&mut status, 3, |cell, r| {
-        at(measured(p99s[r as usize - 1], 100, 2.0), cell)
+        measured(cell, p99s[r as usize - 1], 100, 2.0)
     });
     let cell = &status.cells[0];
     let r = &cell.results[0];
@@ -161,8 +154,6 @@ fn a_repeated_cell_reports_the_median_its_spread_and_totals() {
 #[test]
 fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
     let mut status = admitted(&["a", "b"], 2);
-    let now = time_from_secs(1_000);
-    let c = ctx(&now, 2, true);
     let order = drive(&mut status, 2, |cell, r| {
         if cell == 0 && r == 2 {
             Event::CellFailed {
@@ -173,10 +164,9 @@ fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
                 enforcement: None,
             }
         } else {
-            at(measured(10.0, 100, 1.0), cell)
+            measured(cell, 10.0, 100, 1.0)
         }
     });
-    let _ = c;
     assert_eq!(order, vec![(0, 1), (1, 1), (0, 2), (1, 2)]);
     let a = &status.cells[0];
     assert_eq!(a.phase, CellPhase::Failed);
@@ -198,7 +188,7 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
     let now = time_from_secs(1_000);
     let c = ctx(&now, 2, true);
     // a measured once, then b fails its first repetition: a's second never runs.
-    apply(&mut status, at(measured(10.0, 100, 1.0), 0), &c);
+    apply(&mut status, measured(0, 10.0, 100, 1.0), &c);
     assert_eq!(
         status.progress.as_deref(),
         Some("1/4"),
