@@ -75,6 +75,9 @@ pub mod cause {
     /// The cell's pods cannot be placed: they can never fit the nodes they may use, or the
     /// scheduler reported a pod unschedulable.
     pub const UNSCHEDULABLE: &str = "Unschedulable";
+    /// On a cluster: pods of the previous cell still ran when the ready timeout had passed
+    /// since it ended, so this cell could not start without sharing their CPU.
+    pub const PREVIOUS_PODS_LINGERING: &str = "PreviousPodsLingering";
     /// Locally: a replica or the load generator could not be started.
     pub const SPAWN_FAILED: &str = "SpawnFailed";
     /// Locally: the cell's cgroup could not be made or its quota set.

@@ -88,30 +88,37 @@ where
     }
 }
 
-/// Writes the status by server-side apply on the status subresource; fields the operator no
-/// longer sends are removed, since it owns them all.
-pub async fn patch_status(
+/// Writes the status by server-side apply on the status subresource, conditional on the run
+/// being the version `run` was read at: the body carries its `metadata.resourceVersion`, which
+/// the API server takes as a precondition and answers 409 Conflict when the run has changed
+/// since. Fields the operator no longer sends are removed, since it owns them all. Returns the
+/// resourceVersion of the run as written.
+pub async fn write_status(
     client: &kube::Client,
     run: &BenchmarkRun,
     status: &BenchmarkRunStatus,
-) -> Result<(), Error> {
+) -> Result<Option<String>, Error> {
     let ns = run
         .namespace()
         .ok_or(Error::MissingObjectKey("namespace"))?;
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "apiVersion": BenchmarkRun::api_version(&()),
         "kind": BenchmarkRun::kind(&()),
+        "metadata": {},
         "status": serde_json::to_value(status)
             .map_err(|source| Error::Serialize { what: "status", source })?,
     });
-    Api::<BenchmarkRun>::namespaced(client.clone(), &ns)
+    if let Some(version) = &run.metadata.resource_version {
+        body["metadata"]["resourceVersion"] = version.clone().into();
+    }
+    let written = Api::<BenchmarkRun>::namespaced(client.clone(), &ns)
         .patch_status(
             &run.name_any(),
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&body),
         )
         .await?;
-    Ok(())
+    Ok(written.metadata.resource_version)
 }
 
 /// Publishes Events on the run. A refused Event is logged, never fatal: Events are for people,

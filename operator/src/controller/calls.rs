@@ -130,6 +130,9 @@ pub const API_CALLS: &[ApiCall] = &[
     call("patch", "batch", "jobs", "", true),
     call("create", "batch", "jobs", "", true),
     call("delete", "batch", "jobs", "", true),
+    // reconcile.rs: the run itself, read again when the Controller's cached copy is not the
+    // version of the operator's last status write (the cache can lag behind that write).
+    call("get", GROUP, RUNS, "", true),
     // apply.rs: the status (server-side apply; a merge patch for an object that does not
     // decode), and the TTL's delete of a finished run.
     call("patch", GROUP, RUNS, "status", true),

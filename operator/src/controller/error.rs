@@ -44,6 +44,11 @@ impl Error {
         }
     }
 
+    /// True for a 409 Conflict: the object changed since it was read.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(status)) if status.code == 409)
+    }
+
     /// True when the API server could not be reached at all (refused or broken connection, a
     /// timeout, a 502-504 from a proxy in front of it): the retry is kept short, so the first
     /// reconcile after the API server returns is not held back by a wait that grew while it

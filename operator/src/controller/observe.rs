@@ -110,23 +110,17 @@ pub async fn observe(
             }
         }
         CellPhase::Pending if index > 0 || step.repetition > 1 => {
-            // Pods of the previous cell (or repetition) that are still terminating would take
-            // CPU from this one; they are counted so the next cell waits for them.
-            obs.terminating_pods = pods
+            // Pods of the previous cell (or repetition) whose containers still run would take
+            // CPU from this one: decide waits for them (and deletes any left behind).
+            obs.run_pods = pods
                 .list(&ListParams::default().labels(&format!(
                     "{}={}",
                     build::RUN_LABEL,
                     run.name_any()
                 )))
                 .await?
-                .items
-                .iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_some())
-                .map(|p| p.name_any())
-                .collect();
-            if obs.terminating_pods.is_empty() {
-                obs.nodes = list_nodes(client).await?;
-            }
+                .items;
+            obs.nodes = list_nodes(client).await?;
         }
         // The first cell sent back to Pending (its Job and target vanished): deployed again.
         CellPhase::Pending => obs.nodes = list_nodes(client).await?,

@@ -12,6 +12,7 @@
 //! instead of creating new ones.
 
 mod inspect;
+mod previous;
 mod types;
 
 #[cfg(test)]
@@ -213,16 +214,10 @@ fn step_cell(
     let index = step.cell;
     let run = v.run();
     match step.phase {
-        CellPhase::Pending if !obs.terminating_pods.is_empty() => {
-            // The previous cell's pods still hold CPU; starting now would measure interference.
-            d.status.message = Some(format!(
-                "waiting for {} pod(s) of the previous cell to terminate: {}",
-                obs.terminating_pods.len(),
-                obs.terminating_pods.join(", ")
-            ));
-            d.requeue = Some(Duration::from_secs(5));
-        }
         CellPhase::Pending => {
+            if wait_for_previous(&at, obs, ctx, d) {
+                return;
+            }
             if let Some(why) = inspect::never_fits(run, cell, obs) {
                 // Nothing is created: the cell ends now instead of waiting out the ready timeout,
                 // and there is nothing of it to clean up.
@@ -294,6 +289,62 @@ fn step_cell(
         CellPhase::Running => step_running(&at, obs, ctx, settings, d),
         CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
     }
+}
+
+/// How often a step waiting for the previous one's containers to stop looks again by itself;
+/// the kubelet's pod status update (a watch event) normally wakes it first.
+const STOPPING_SAFETY_NET: Duration = Duration::from_secs(2);
+
+/// Before a step is deployed: deletes what earlier steps left behind, and holds the step while
+/// their containers still run (true), up to `timeouts.ready` from the end of the previous step,
+/// after which the step fails naming the pods that overstayed.
+fn wait_for_previous(at: &At, obs: &Observation, ctx: &Ctx, d: &mut Decision) -> bool {
+    let run = at.v.run();
+    let previous = previous::Previous::of(run, &d.status, at.step, &obs.run_pods);
+    for name in previous.leftovers {
+        d.actions.extend(delete_children(name));
+    }
+    if previous.stopping.is_empty() {
+        return false;
+    }
+    let limit = run.spec.timeouts.ready.get();
+    let waited = seconds_since(previous_end(&d.status), ctx.now);
+    if waited >= limit.as_secs() as i64 {
+        let message = format!(
+            "{} pod(s) of the previous cell still ran {} after it ended, so this cell could not \
+             start without sharing their CPU: {}",
+            previous.stopping.len(),
+            run.spec.timeouts.ready,
+            previous.stopping.join(", ")
+        );
+        let before = d.actions.len();
+        fail_cell(at, cause::PREVIOUS_PODS_LINGERING, message, ctx, d);
+        // Nothing of this step exists to delete.
+        d.actions.truncate(before);
+        return true;
+    }
+    d.status.message = Some(format!(
+        "waiting for {} pod(s) of the previous cell to stop: {}",
+        previous.stopping.len(),
+        previous.stopping.join(", ")
+    ));
+    d.requeue = Some(STOPPING_SAFETY_NET);
+    true
+}
+
+/// When the latest step of the run ended (a cell's or a repetition's completion), if any did.
+fn previous_end(status: &BenchmarkRunStatus) -> Option<&Time> {
+    completion_times(status).max_by_key(|t| t.0)
+}
+
+/// Every completion time in the status: each repetition's and each finished cell's.
+fn completion_times(status: &BenchmarkRunStatus) -> impl Iterator<Item = &Time> {
+    status.cells.iter().flat_map(|c| {
+        c.repetitions
+            .iter()
+            .filter_map(|r| r.completion_time.as_ref())
+            .chain(c.completion_time.as_ref())
+    })
 }
 
 /// The load generator runs: a replica that left, a result, a failed Job, an OOM, the deadline.
@@ -375,10 +426,12 @@ fn seconds_since(since: Option<&Time>, now: &Time) -> i64 {
 }
 
 /// Where a measured cell's time went on the cluster, in whole seconds (the resolution of the
-/// times in the status): until the target was ready, and beyond the planned load until the
-/// result was read (the Job's pod starting, running, ending, and the log read). Their sum
-/// outside the planned load is the cell's overhead.
+/// times in the status): waiting for the previous step's containers to stop, until the target
+/// was ready, and beyond the planned load until the result was read (the Job's pod starting,
+/// running, ending, and the log read). Their sum outside the planned load is the cell's
+/// overhead.
 struct ClusterTiming {
+    waited_secs: i64,
     ready_secs: i64,
     beyond_load_secs: i64,
 }
@@ -389,14 +442,20 @@ impl ClusterTiming {
         let start = conditions::secs_of(c.start_time.as_ref()?);
         let load = conditions::secs_of(c.load_start_time.as_ref()?);
         let planned = at.v.planned_load().as_secs_f64().round() as i64;
+        // The step before this one ended at the latest completion up to this one's start.
+        let previous = completion_times(status)
+            .map(conditions::secs_of)
+            .filter(|&t| t <= start)
+            .max();
         Some(ClusterTiming {
+            waited_secs: previous.map_or(0, |p| start - p),
             ready_secs: (load - start).max(0),
             beyond_load_secs: (conditions::secs_of(now) - load - planned).max(0),
         })
     }
 
     fn overhead_secs(&self) -> f64 {
-        (self.ready_secs + self.beyond_load_secs) as f64
+        (self.waited_secs + self.ready_secs + self.beyond_load_secs) as f64
     }
 }
 
@@ -410,8 +469,10 @@ fn succeed_cell(at: &At, doc: &RunResult, ctx: &Ctx, d: &mut Decision) {
     );
     if let Some(t) = &timing {
         message.push_str(&format!(
-            "; overhead {} s (target ready in {} s, result read {} s after the planned load)",
+            "; overhead {} s (previous cell stopped in {} s, target ready in {} s, result read \
+             {} s after the planned load)",
             t.overhead_secs(),
+            t.waited_secs,
             t.ready_secs,
             t.beyond_load_secs
         ));

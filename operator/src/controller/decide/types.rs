@@ -29,8 +29,9 @@ pub struct Observation {
     pub loadgen_failure: Option<String>,
     /// The admission queue, from the operator's cache of all runs.
     pub queue: QueueView,
-    /// Pods of this run still terminating (read before a cell after the first starts).
-    pub terminating_pods: Vec<String>,
+    /// Every pod of this run, read before a cell or repetition after the first is deployed: the
+    /// previous step's pods must have stopped first.
+    pub run_pods: Vec<Pod>,
     /// The cluster's nodes, read before a cell is deployed; `None` when not read (or the
     /// operator may not list them), so no fit check is made.
     pub nodes: Option<Vec<Node>>,
@@ -65,6 +66,25 @@ pub enum Action {
     Delete(ChildKind, String),
     /// Delete the BenchmarkRun itself (its TTL has passed).
     DeleteRun,
+}
+
+impl Action {
+    /// The action in a few words for the log, e.g. "apply Deployment x", "delete Job x".
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Apply(child) => {
+                let (kind, meta) = match child {
+                    Child::Deployment(o) => ("Deployment", &o.metadata),
+                    Child::Service(o) => ("Service", &o.metadata),
+                    Child::ConfigMap(o) => ("ConfigMap", &o.metadata),
+                    Child::Job(o) => ("Job", &o.metadata),
+                };
+                format!("apply {kind} {}", meta.name.as_deref().unwrap_or("?"))
+            }
+            Action::Delete(kind, name) => format!("delete {kind:?} {name}"),
+            Action::DeleteRun => "delete the run (TTL)".into(),
+        }
+    }
 }
 
 /// A child object to apply.

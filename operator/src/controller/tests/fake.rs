@@ -125,6 +125,8 @@ struct State {
     failures: Vec<(String, String, u16)>,
     log_bytes_served: Vec<usize>,
     namespace_failures: Vec<(String, String, String, u16)>,
+    conflicts: usize,
+    terminating_pods: bool,
     next: u64,
 }
 
@@ -303,6 +305,59 @@ impl FakeApi {
         );
     }
 
+    /// From now on, the pods of a deleted Deployment or Job are not removed at once but marked
+    /// as being deleted with their containers still running, as on a real cluster until the
+    /// kubelet has stopped them (see [`FakeApi::stop_terminating_pods`]).
+    pub fn pods_terminate(&self) {
+        self.state.lock().unwrap().terminating_pods = true;
+    }
+
+    /// Plays the kubelet: every container of every pod being deleted has stopped (the pod
+    /// objects stay). Returns how many pods it stopped.
+    pub fn stop_terminating_pods(&self) -> usize {
+        let mut st = self.state.lock().unwrap();
+        let mut stopped = 0;
+        for ((r, _, _), pod) in st.objects.iter_mut() {
+            if r != "pods" || pod["metadata"]["deletionTimestamp"].is_null() {
+                continue;
+            }
+            let mut changed = false;
+            for c in pod["status"]["containerStatuses"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                if !c["state"]["running"].is_null() {
+                    c["state"] = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+                    c["ready"] = json!(false);
+                    changed = true;
+                }
+            }
+            stopped += usize::from(changed);
+        }
+        stopped
+    }
+
+    /// Plays the kubelet removing the pod objects being deleted whose containers have stopped.
+    pub fn remove_stopped_pods(&self) {
+        let mut st = self.state.lock().unwrap();
+        st.objects.retain(|(r, _, _), pod| {
+            r != "pods"
+                || pod["metadata"]["deletionTimestamp"].is_null()
+                || pod["status"]["containerStatuses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| !c["state"]["running"].is_null())
+        });
+    }
+
+    /// How many status writes were refused because their resourceVersion precondition no
+    /// longer held.
+    pub fn status_conflicts(&self) -> usize {
+        self.state.lock().unwrap().conflicts
+    }
+
     /// Every creation (first apply or POST of a name) so far, as (resource, name).
     pub fn creations(&self) -> Vec<(String, String)> {
         self.state.lock().unwrap().creations.clone()
@@ -321,6 +376,40 @@ impl State {
         meta.insert("resourceVersion".into(), json!(n.to_string()));
         meta.entry("namespace").or_insert(json!("default"));
         object
+    }
+
+    /// Plays the garbage collector for a deleted Deployment or Job: its pods (those carrying
+    /// every label of its pod template) are removed, or, with [`FakeApi::pods_terminate`], get a
+    /// deletionTimestamp and stay, their containers still running, until a test plays the
+    /// kubelet stopping them.
+    fn collect_pods(&mut self, ns: &str, owner: &Value) {
+        let Some(labels) = owner["spec"]["template"]["metadata"]["labels"].as_object() else {
+            return;
+        };
+        let owned: Vec<Key> = self
+            .objects
+            .iter()
+            .filter(|((r, o_ns, _), pod)| {
+                r == "pods"
+                    && o_ns == ns
+                    && labels
+                        .iter()
+                        .all(|(k, v)| pod["metadata"]["labels"][k] == *v)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in owned {
+            if self.terminating_pods {
+                self.next += 1;
+                let version = self.next.to_string();
+                if let Some(pod) = self.objects.get_mut(&k) {
+                    pod["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+                    pod["metadata"]["resourceVersion"] = json!(version);
+                }
+            } else {
+                self.objects.remove(&k);
+            }
+        }
     }
 
     fn bump(&mut self, object: &mut Value) {
@@ -445,6 +534,17 @@ fn handle(
             let Some(mut obj) = st.objects.get(&key(n)).cloned() else {
                 return status(StatusCode::NOT_FOUND, "not found");
             };
+            // A resourceVersion in the body is a precondition, as the API server takes it.
+            if let Some(want) = payload["metadata"]["resourceVersion"].as_str()
+                && obj["metadata"]["resourceVersion"].as_str() != Some(want)
+            {
+                st.conflicts += 1;
+                return status(
+                    StatusCode::CONFLICT,
+                    "the object has been modified; please apply your changes to the latest \
+                     version and try again",
+                );
+            }
             obj["status"] = payload["status"].clone();
             st.bump(&mut obj);
             st.objects.insert(key(n), obj.clone());
@@ -506,7 +606,12 @@ fn handle(
             ok(obj)
         }
         ("DELETE", Some(n), None) => match st.objects.remove(&key(n)) {
-            Some(obj) => ok(obj),
+            Some(obj) => {
+                if matches!(resource, "deployments" | "jobs") {
+                    st.collect_pods(ns.unwrap_or_default(), &obj);
+                }
+                ok(obj)
+            }
             None => status(StatusCode::NOT_FOUND, "not found"),
         },
         _ => status(StatusCode::METHOD_NOT_ALLOWED, "not faked"),

@@ -111,6 +111,18 @@ impl Harness {
         reconcile(Arc::new(self.guard(name)), self.ctx.clone()).await
     }
 
+    /// Reconciles from `cached`, a copy of the run the controller's cache may still hold while
+    /// the API server has a newer one.
+    async fn reconcile_from(
+        &self,
+        cached: &DeserializeGuard<BenchmarkRun>,
+    ) -> Result<Requeue, Error> {
+        let copy: DeserializeGuard<BenchmarkRun> =
+            serde_json::from_value(serde_json::to_value(cached.0.as_ref().unwrap()).unwrap())
+                .unwrap();
+        reconcile(Arc::new(copy), self.ctx.clone()).await
+    }
+
     /// Plays the Deployment controller, the scheduler, the kubelet and the Job controller.
     fn simulate(&self, behaviour: &dyn Fn(&str) -> Behaviour) {
         for svc in self.fake.list("services") {
@@ -473,8 +485,9 @@ async fn two_cells_walk_pending_running_succeeded_with_the_right_objects() {
         for c in &calls {
             eprintln!("  {}", c.short());
         }
-        // 21: one of them is the node list of the fit check before each cell is deployed.
-        assert!(non_event / 2 <= 21, "too many calls per cell: {non_event}");
+        // 22: one of them is the node list of the fit check before each cell is deployed, and
+        // one run's worth the GET of the run by an operator that has not written it yet.
+        assert!(non_event / 2 <= 22, "too many calls per cell: {non_event}");
 
         // A finished run is left alone: no call at all.
         let before = h.fake.calls().len();
@@ -882,22 +895,44 @@ async fn a_conflict_is_retried_with_backoff_and_a_denial_waits_for_a_change() {
         let h = Harness::new();
         h.fake.insert("benchmarkruns", sample("conflict", &["a"]));
 
-        // 409 on the status write: transient, retried with a growing delay.
+        // One 409 on the status write: the run is read again and decided anew, at once.
         h.fake.fail_next("PATCH", "benchmarkruns", 409);
+        h.reconcile("conflict").await.unwrap();
+        assert_eq!(h.phase("conflict"), RunPhase::Running);
+        assert_eq!(h.fake.list("deployments").len(), 1);
+
+        // A run that keeps changing under every try (409 each time): transient, retried with a
+        // growing delay, and nothing applied meanwhile.
+        let deployment = h.fake.list("deployments")[0]["metadata"]["name"].clone();
+        h.fake
+            .remove("deployments", NS, deployment.as_str().unwrap());
+        h.fake.edit("benchmarkruns", NS, "conflict", |r| {
+            r["status"] = json!(null);
+        });
+        let conflicts = |h: &Harness| {
+            for _ in 0..3 {
+                h.fake.fail_next("PATCH", "benchmarkruns", 409);
+            }
+        };
+        conflicts(&h);
         let err = h.reconcile("conflict").await.unwrap_err();
+        assert!(
+            h.fake.list("deployments").is_empty(),
+            "nothing applied without a status"
+        );
         assert!(!err.is_permanent());
         let guard = Arc::new(h.guard("conflict"));
         assert_eq!(
             error_policy(guard.clone(), &err, h.ctx.clone()),
             Requeue::requeue(Duration::from_secs(1))
         );
-        h.fake.fail_next("PATCH", "benchmarkruns", 409);
+        conflicts(&h);
         let err = h.reconcile("conflict").await.unwrap_err();
         assert_eq!(
             error_policy(guard.clone(), &err, h.ctx.clone()),
             Requeue::requeue(Duration::from_secs(2))
         );
-        // The retry succeeds and the Deployment applied twice is still one object.
+        // The retry succeeds.
         h.reconcile("conflict").await.unwrap();
         assert_eq!(h.fake.list("deployments").len(), 1);
         assert_eq!(h.phase("conflict"), RunPhase::Running);
@@ -915,53 +950,6 @@ async fn a_conflict_is_retried_with_backoff_and_a_denial_waits_for_a_change() {
         let text = h.ctx.metrics.render();
         assert!(text.contains("error=\"conflict\"} 2"), "{text}");
         assert!(text.contains("error=\"forbidden\"} 1"), "{text}");
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn the_next_cell_waits_for_the_previous_cells_pods_to_terminate() {
-    with_timeout(async {
-        let h = Harness::new();
-        h.fake.insert("benchmarkruns", sample("drain", &["a", "b"]));
-        for _ in 0..10 {
-            h.reconcile("drain").await.unwrap();
-            if h.run("drain").status.unwrap().cells[0].phase == CellPhase::Succeeded {
-                break;
-            }
-            h.simulate(&healthy);
-            h.advance(1);
-        }
-        // Cell a's target pod is still shutting down.
-        let pod = h
-            .fake
-            .list("pods")
-            .into_iter()
-            .find(|p| p["metadata"]["labels"]["benchmatrix.dev/role"] == "target")
-            .unwrap();
-        let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
-        h.fake.edit("pods", NS, &name, |p| {
-            p["metadata"]["deletionTimestamp"] = json!("2027-01-01T00:00:00Z");
-        });
-        let requeue = h.reconcile("drain").await.unwrap();
-        assert_ne!(requeue, Requeue::await_change());
-        let status = h.run("drain").status.unwrap();
-        assert_eq!(status.cells[1].phase, CellPhase::Pending);
-        assert!(
-            status.message.as_ref().unwrap().contains("to terminate"),
-            "{status:?}"
-        );
-        assert!(
-            h.fake.list("deployments").is_empty(),
-            "cell b not deployed yet"
-        );
-        // Gone: cell b starts.
-        h.fake.remove("pods", NS, &name);
-        h.reconcile("drain").await.unwrap();
-        assert_eq!(
-            h.run("drain").status.unwrap().cells[1].phase,
-            CellPhase::Deploying
-        );
     })
     .await;
 }
