@@ -7,7 +7,8 @@
 # manifests/samples/ci-gate.yaml, wait for conditions Complete and ThresholdsMet, and check one
 # Pass verdict per threshold and matched cell and a recommendation; and the same sample with
 # `repeat: 2` (a copy), checking that the repetitions ran interleaved (a b a b) and that every
-# result carries its spread. Opt-in (E2E_RESTART_CONTROL_PLANE=1): stop the API server and etcd
+# result carries its spread. A repetition stress run (two cells x repeat: 6 of 2 s phases) checks
+# that every repetition is measured and that each starts soon after the previous one ended. Opt-in (E2E_RESTART_CONTROL_PLANE=1): stop the API server and etcd
 # while a run is in its first cell and check that the operator carries the run on within
 # RESTART_RECOVERY_BOUND seconds of the API's return. On failure it dumps diagnostics (events,
 # describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step
@@ -52,6 +53,10 @@
 #                     has the images, plus a second for the status's whole-second times)   [4]
 #   QUEUE_GAP_BOUND   most seconds between a run's end and the next queued run's start (the
 #                     goal is 1; times in a status have whole seconds)                     [2]
+#   STRESS_REPEAT     repetitions of each of the stress step's two cells                   [6]
+#   HANDOVER_BOUND    most seconds from one repetition's end to the next one's start in the
+#                     stress step: the previous pods' containers stopping, then the next
+#                     Deployment created at once (whole-second times)                      [3]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -75,6 +80,8 @@ readonly RESTART_OUTAGE_SECONDS="${RESTART_OUTAGE_SECONDS:-20}"
 readonly RESTART_RECOVERY_BOUND="${RESTART_RECOVERY_BOUND:-20}"
 readonly OVERHEAD_BOUND="${OVERHEAD_BOUND:-4}"
 readonly QUEUE_GAP_BOUND="${QUEUE_GAP_BOUND:-2}"
+readonly STRESS_REPEAT="${STRESS_REPEAT:-6}"
+readonly HANDOVER_BOUND="${HANDOVER_BOUND:-3}"
 if [[ "${CLUSTER}" == "kind" ]]; then
   CONTROL_PLANE_EXEC="${CONTROL_PLANE_EXEC:-${DOCKER} exec ${KIND_CLUSTER}-control-plane}"
 fi
@@ -132,6 +139,7 @@ readonly RUN_NAME
 GATE_NAME="$(run_name_of "${GATE_SAMPLE}")"
 readonly GATE_NAME
 readonly REPEAT_NAME="${GATE_NAME}-repeat"
+readonly STRESS_NAME="e2e-stress"
 
 # ---------------------------------------------------------------------------------------------
 # Diagnostics and cleanup
@@ -475,6 +483,35 @@ wait_complete "${REPEAT_NAME}"
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${REPEAT_NAME}" -o json >"${work}/repeat.json"
 python3 tests/e2e/check_results.py --repeat 2 "${work}/repeat.json"
 render_report "${REPEAT_NAME}" "${REPEAT_NAME}"
+
+# ---------------------------------------------------------------------------------------------
+# 8b. Repetition stress: two cells x repeat ${STRESS_REPEAT}, short phases; every repetition is
+# measured (a repetition's own cleanup must never fail the next look at the run), and each
+# repetition starts soon after the one before it ended (its containers stopped, not its pods gone)
+
+log "repetition stress: ${STRESS_NAME}, two cells x repeat: ${STRESS_REPEAT}, a 2 s phase each"
+start_run - "${STRESS_NAME}" <<YAML
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: ${STRESS_NAME}
+spec:
+  repeat: ${STRESS_REPEAT}
+  configurations:
+    - {name: a, mode: single, replicas: 1, cpu: 500m, memory: 128Mi}
+    - {name: b, mode: pool, replicas: 1, cpu: 500m, memory: 128Mi}
+  workload:
+    endpoints: [{name: healthz, path: /healthz}]
+    warmup: 1s
+    phases: [{name: p, duration: 2s, load: [{endpoint: healthz, connections: 2}]}]
+  loadgen: {cpu: 500m, memory: 128Mi}
+  timeouts: {ready: 120s, runSlack: 60s}
+  cleanup: Always
+YAML
+wait_complete "${STRESS_NAME}"
+kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${STRESS_NAME}" -o json >"${work}/stress.json"
+python3 tests/e2e/check_results.py --repeat "${STRESS_REPEAT}" "${work}/stress.json"
+python3 tests/e2e/check_timing.py --max-handover "${HANDOVER_BOUND}" "${work}/stress.json"
 
 # ---------------------------------------------------------------------------------------------
 # 9. The queue: runs applied together run one after another, each admitted when the slot frees

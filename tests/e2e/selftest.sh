@@ -4,7 +4,7 @@
 # scripts/check-delivery.sh runs). It checks: the order of the steps, that images are built,
 # loaded and installed under the same names, that a Failed run exits non-zero and dumps
 # diagnostics, KEEP_CLUSTER=1, existing-cluster mode with a user-given load command, the CI
-# gate and repeat steps (and a gate whose thresholds failed), and the opt-in API server outage
+# gate, repeat and stress steps (and a gate whose thresholds failed), and the opt-in API server outage
 # check against a stand-in API that goes away and comes back (recovered in time, and too late).
 # It also checks tests/e2e/check_results.py on planted runs: passing ones and ones with one
 # fault each (a failed verdict, a missing verdict, repetitions run a a b b, no spread).
@@ -101,6 +101,7 @@ case "${args}" in
   *"jsonpath={.status.progress}"*) echo -n "2/2" ;;
   *"jsonpath={.status.message}"*) echo -n "cell pool failed: image pull" ;;
   *"get benchmarkrun"*"ci-gate-repeat -o json"*) cat "${STUB_FIXTURES}/repeat.json" ;;
+  *"get benchmarkrun"*"e2e-stress -o json"*) cat "${STUB_FIXTURES}/stress.json" ;;
   *"get benchmarkrun"*"ci-gate -o json"*) cat "${STUB_FIXTURES}/gate.json" ;;
   *"get benchmarkrun"*"e2e-restart -o json"*) cat "${STUB_FIXTURES}/restart.json" ;;
   *"get benchmarkrun"*"benchmatrix.dev/e2e=queue -o json"*) cat "${STUB_FIXTURES}/queue.json" ;;
@@ -175,6 +176,33 @@ dump("repeat", repeated(starts))
 dump("repeat-not-interleaved", repeated({**starts, ("pool-x1", 1): "10:01:00", ("single-x1", 2): "10:00:30"}))
 bad = repeated(starts); del bad["status"]["cells"][1]["results"][2]["spread"]; dump("repeat-no-spread", bad)
 bad = repeated(starts); bad["status"]["cells"][0]["results"][0]["spread"]["figures"]["rps"]["values"] = [4.0, 2.0]; dump("repeat-wrong-values", bad)
+
+# The stress run: cells a and b x 6 repetitions, a1 b1 a2 b2 ..., each 5 s long and started
+# `gap` seconds after the one before it ended (stress.json: 1 s; stress-slow.json: one 7 s wait).
+def stressed(gaps):
+    n, order, t = 6, [(r, c) for r in range(1, 7) for c in ("a", "b")], 0
+    times = {}
+    for i, (r, c) in enumerate(order):
+        t += gaps.get(i, 1) if i else 0
+        times[(c, r)] = (t, t + 5)
+        t += 5
+    stamp = lambda s: f"2026-12-01T10:{s // 60:02d}:{s % 60:02d}Z"
+    cells = []
+    for c in ("a", "b"):
+        reps = [{"repetition": r, "phase": "Succeeded", "startTime": stamp(times[(c, r)][0]),
+                 "completionTime": stamp(times[(c, r)][1]),
+                 "results": [res("p", "healthz", rps=2.0 * r, scale=r)]} for r in range(1, n + 1)]
+        merged = res("p", "healthz", rps=7.0, scale=3.5)
+        own = [2.0 * r for r in range(1, n + 1)]
+        merged["spread"] = {"repetitions": n, "figures": {
+            "rps": {"values": own, "median": 7.0, "min": 2.0, "max": 12.0},
+            "p90": {"values": own, "median": 7.0, "min": 2.0, "max": 12.0}}}
+        cells.append({"name": c, "phase": "Succeeded", "results": [merged], "repetitions": reps})
+    spec = {"repeat": n, "configurations": [{"name": "a"}, {"name": "b"}],
+            "workload": {"phases": [{"name": "p", "load": [{"endpoint": "healthz"}]}]}}
+    return run("e2e-stress", spec, cells)
+dump("stress", stressed({}))
+dump("stress-slow", stressed({5: 7}))
 
 restart = {"configurations": [{"name": "single-x1"}, {"name": "pool-x1"}],
            "workload": {"phases": [{"name": "steady", "load": [{"endpoint": "fast"}]}]}}
@@ -253,14 +281,19 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^kubectl apply -n benchmatrix-e2e -f .*/repeat.yaml" \
   "^kubectl wait -n benchmatrix-e2e benchmarkrun/ci-gate-repeat --for=condition=Complete" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e ci-gate-repeat -o json" \
+  "^kubectl delete benchmarkrun -n benchmatrix-e2e e2e-stress --ignore-not-found" \
+  "^kubectl apply -n benchmatrix-e2e -f -" \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-stress --for=condition=Complete" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-stress -o json" \
   "^kubectl apply -n benchmatrix-e2e -f -" \
   "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-queue-3 --for=condition=Complete" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e -l benchmatrix.dev/e2e=queue -o json" \
   "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}" &&
-  [[ $(grep -c "timing check passed" <<<"${out}") -eq 2 ]] &&
+  [[ $(grep -c "timing check passed" <<<"${out}") -eq 3 ]] &&
   grep -q "9 threshold verdicts, all Pass" <<<"${out}" && grep -q "2 repetitions a cell, interleaved" <<<"${out}" &&
+  grep -q "6 repetitions a cell, interleaved" <<<"${out}" && grep -q "handovers: 11, median 1 s, max 1 s" <<<"${out}" &&
   ! grep -q "readyz\|^docker exec" <<<"${log}"; then
-  pass "kind mode: create, build, load, install, run, check, timing, report, the unschedulable cell, the gate, the repeat run, the queue, delete"
+  pass "kind mode: create, build, load, install, run, check, timing, report, the unschedulable cell, the gate, the repeat run, the stress run, the queue, delete"
 else
   fail "kind mode success (exit ${status})"
   echo "${out}" | tail -n 30
@@ -432,6 +465,9 @@ timing() {
 timing pass queue "1 s after the previous run ended" --max-gap 2 --max-overhead 4
 timing fail queue-late "e2e-queue-2: started 15 s after the previous run ended (at most 2)" --max-gap 2
 timing fail queue "e2e-queue-1/single-x1: 2.0 s outside warm-up and phases (at most 1)" --max-overhead 1
+timing pass stress "handovers: 11, median 1 s, max 1 s" --max-handover 3
+timing fail stress-slow "e2e-stress: b#3 started 7 s after a#3 ended (at most 3)" --max-handover 3
+check pass stress "6 repetitions a cell, interleaved, with spread" --repeat 6
 
 if [[ ${failures} -gt 0 ]]; then
   echo "kind.sh self-test: ${failures} failed"
