@@ -27,7 +27,8 @@ struct Args {
     /// Target URL for one-off use, e.g. http://127.0.0.1:8080/fast.
     url: Option<String>,
 
-    /// Run a plan file (YAML or JSON: target, replicas, statsPath, threads, workload).
+    /// Run a plan file (YAML or JSON: target, replicas, statsPath, threads, workload,
+    /// preflight).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["url", "connections", "duration", "rate", "timeout", "warmup"])]
     plan: Option<PathBuf>,
 
@@ -281,6 +282,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
                 index: plan.generator_index as usize,
                 count: plan.generators as usize,
             },
+            preflight: plan.preflight,
         });
     }
     let mut errors = Vec::new();
@@ -421,6 +423,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
         stats_path: args.stats_path.clone(),
         open_max_connections,
         share: GeneratorShare::default(),
+        preflight: None,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod histogram;
 pub mod limits;
 pub mod plan;
+pub mod preflight;
 pub mod probe;
 pub mod recorder;
 pub mod result;

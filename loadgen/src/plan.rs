@@ -182,21 +182,7 @@ impl Workload {
                     format!("duplicate endpoint name {:?}", e.name),
                 ));
             }
-            if !e.path.starts_with('/') {
-                errors.push(FieldError::new(
-                    format!("{at}.path"),
-                    format!("must start with \"/\", got {:?}", e.path),
-                ));
-            } else if e
-                .path
-                .bytes()
-                .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
-            {
-                errors.push(FieldError::new(
-                    format!("{at}.path"),
-                    "must not contain spaces or control characters (percent-encode them)",
-                ));
-            }
+            check_request_path(&format!("{at}.path"), &e.path, errors);
         }
         if let Some(t) = self.timeout {
             if t.is_zero() {
@@ -309,6 +295,25 @@ impl Workload {
     }
 }
 
+/// A path that goes into a request line as is: it starts with "/" and has no space or control
+/// character (either would break the request line).
+fn check_request_path(field: &str, path: &str, errors: &mut Vec<FieldError>) {
+    if !path.starts_with('/') {
+        errors.push(FieldError::new(
+            field,
+            format!("must start with \"/\", got {path:?}"),
+        ));
+    } else if path
+        .bytes()
+        .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+    {
+        errors.push(FieldError::new(
+            field,
+            "must not contain spaces or control characters (percent-encode them)",
+        ));
+    }
+}
+
 /// Refuses a duration beyond [`MAX_DURATION`], naming the limit.
 fn check_duration_bound(d: Duration, path: &str, errors: &mut Vec<FieldError>) {
     if d > MAX_DURATION {
@@ -354,6 +359,25 @@ pub struct PlanFile {
     /// How many load generators share the workload, at most 32. Default 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub generators: u32,
+    /// Before the warm-up: wait until every address the load goes to answers. Absent: no
+    /// check, the load starts at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<Preflight>,
+}
+
+/// The check before the load (see [`crate::preflight`]): `GET path` on a fresh connection
+/// every 50 ms at the target's address (`service` spread) or at each replica's (`roundRobin`),
+/// until each gives a complete HTTP response head with a status below 500. An address that has
+/// not by `timeout` fails the run, naming it and why; the time taken is the result's
+/// `preflightSeconds`, outside warm-up and phases.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Preflight {
+    /// Path sent, from the server's root (not under the target URL's path, as a readiness
+    /// probe's), e.g. "/healthz".
+    pub path: String,
+    /// How long the addresses may take to answer, e.g. "5m"; greater than 0, at most "24h".
+    pub timeout: Duration,
 }
 
 /// At most [`MAX_REPLICAS`] addresses, each "HOST:PORT"; errors under `field`.
@@ -439,6 +463,16 @@ impl PlanFile {
                 "generatorIndex",
                 format!("must be below generators ({})", self.generators),
             ));
+        }
+        if let Some(p) = &self.preflight {
+            check_request_path("preflight.path", &p.path, &mut errors);
+            if p.timeout.is_zero() {
+                errors.push(FieldError::new(
+                    "preflight.timeout",
+                    "must be greater than 0",
+                ));
+            }
+            check_duration_bound(p.timeout, "preflight.timeout", &mut errors);
         }
         if self.workload.spread == Spread::RoundRobin && self.replicas.is_empty() {
             errors.push(FieldError::new(

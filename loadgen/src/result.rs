@@ -29,6 +29,11 @@ pub struct RunResult {
     pub generators: u32,
     /// The measured phases in the order they ran.
     pub phases: Vec<PhaseResult>,
+    /// Seconds the check before the load took (every address answering, see the plan's
+    /// `preflight`), before the warm-up began; not part of any phase. The longest, when
+    /// merged. Absent when the plan asked for no check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight_seconds: Option<f64>,
 }
 
 /// One measured phase.
@@ -515,6 +520,11 @@ pub fn merge(docs: &[RunResult]) -> Result<RunResult, MergeError> {
         threads: docs.iter().map(|d| d.threads).sum(),
         generators: docs.iter().map(|d| d.generators.max(1)).sum(),
         phases: Vec::with_capacity(first.phases.len()),
+        // The generators checked at the same time; the load was held up by the slowest.
+        preflight_seconds: docs
+            .iter()
+            .filter_map(|d| d.preflight_seconds)
+            .reduce(f64::max),
     };
     for (pi, phase) in first.phases.iter().enumerate() {
         let parts: Vec<&PhaseResult> = docs.iter().map(|d| &d.phases[pi]).collect();
@@ -706,6 +716,7 @@ mod tests {
                 streams: vec![stream("fast", samples, errors)],
                 target_stats: vec![],
             }],
+            preflight_seconds: None,
         }
     }
 
@@ -726,6 +737,25 @@ mod tests {
         assert_eq!(m.timeline[0].p99_ms, truth.timeline[0].p99_ms);
         assert_eq!(merged.generators, 2);
         assert_eq!(merged.threads, 2);
+    }
+
+    #[test]
+    fn merged_preflight_is_the_slowest_generators_and_absent_when_none_checked() {
+        let with = |s: Option<f64>| RunResult {
+            preflight_seconds: s,
+            ..doc(&[1], 0)
+        };
+        let merged = merge(&[with(Some(0.2)), with(Some(1.5)), with(None)]).unwrap();
+        assert_eq!(merged.preflight_seconds, Some(1.5));
+        let merged = merge(&[with(None), with(None)]).unwrap();
+        assert_eq!(merged.preflight_seconds, None);
+        let json = serde_json::to_string(&with(Some(0.3))).unwrap();
+        assert!(json.contains("\"preflightSeconds\":0.3"), "{json}");
+        assert!(
+            !serde_json::to_string(&with(None))
+                .unwrap()
+                .contains("preflight")
+        );
     }
 
     #[test]

@@ -29,6 +29,12 @@ fn latency_line(l: Option<&LatencyMs>, samples: u64) -> String {
 pub fn render(r: &RunResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "target {} ({} threads)", r.target, r.threads);
+    if let Some(secs) = r.preflight_seconds {
+        let _ = writeln!(
+            out,
+            "every address answered after {secs:.3} s (before the load)"
+        );
+    }
     for p in &r.phases {
         let _ = writeln!(out, "phase {} ({:.1} s)", p.name, p.duration_secs);
         for s in &p.streams {

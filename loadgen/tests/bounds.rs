@@ -56,6 +56,7 @@ fn timing_open_loop_at_the_maximum_rate_ends_by_its_deadline() {
         // A few connections per stream: the server is thread-per-connection.
         open_max_connections: 4,
         share: Default::default(),
+        preflight: None,
     };
     let started = Instant::now();
     let r = engine::run(&cfg, &mut |_| {}).unwrap();

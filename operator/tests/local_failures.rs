@@ -224,6 +224,58 @@ fn a_run_where_every_cell_fails_is_failed_no_cell_measured() {
     }
 }
 
+/// A target that passes the runner's readiness check once and answers 503 from then on: the
+/// load generator's own check before the load never gets an answer, and the cell fails
+/// TargetUnreachable naming the address, after the ready timeout and before any load.
+#[test]
+fn a_target_that_stops_answering_after_readiness_fails_target_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("target.py");
+    std::fs::write(
+        &script,
+        r#"import http.server, os
+seen = [0]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code = 404
+        if self.path == "/healthz":
+            seen[0] += 1
+            code = 200 if seen[0] == 1 else 503
+        self.send_response(code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
+"#,
+    )
+    .unwrap();
+    let extra = format!(
+        "  target:\n    command: [\"python3\", \"{}\"]\n  timeouts:\n    ready: 2s\n",
+        script.display()
+    );
+    let started = Instant::now();
+    let (o, out) = run(
+        dir.path(),
+        &spec(&[("gone", "single", 1, "1")], "0s", "1s", "1s", &extra),
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let c = cell(&status(&out), "gone").clone();
+    assert_eq!(c["phase"].as_str(), Some("Failed"), "{c:?}");
+    assert_eq!(c["reason"].as_str(), Some("TargetUnreachable"), "{c:?}");
+    let m = c["message"].as_str().unwrap();
+    assert!(
+        m.contains("did not answer GET /healthz within 2s: it answered HTTP 503")
+            && m.contains("http://127.0.0.1:"),
+        "{m}"
+    );
+    // The check's 2 s are the cell's overhead; the planned 2 s of load never ran.
+    let overhead = c["overheadSeconds"].as_f64().unwrap();
+    assert!(overhead >= 2.0, "{c:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{t}");
+}
+
 /// A cell of 64 replicas with a sliver of CPU each, so starting them takes a while.
 fn many_replicas_yaml(tag: &str) -> String {
     let (name, value) = tag.split_once('=').unwrap();

@@ -21,14 +21,14 @@ use tokio::task::LocalSet;
 
 use crate::conn::build_request;
 use crate::histogram;
-use crate::plan::{LoadMode, Phase, Spread, Workload};
-use crate::probe;
+use crate::plan::{LoadMode, Phase, Preflight, Spread, Workload};
 use crate::recorder::{Recorder, SecondCounts, StreamTotals};
 use crate::result::{
     LatencyMs, PhaseResult, RESULT_VERSION, ReplicaStats, RunResult, StreamMode, StreamResult,
 };
 use crate::target_url::TargetUrl;
 use crate::timeline::{Progress, TimelineBuilder};
+use crate::{preflight, probe};
 
 /// Name of the warm-up in progress lines.
 pub const WARMUP_PHASE: &str = "warmup";
@@ -60,6 +60,8 @@ pub struct RunConfig {
     pub open_max_connections: usize,
     /// This generator's place among the generators sharing the workload (round-robin spread).
     pub share: GeneratorShare,
+    /// The check that every address answers before the load; `None` starts it at once.
+    pub preflight: Option<Preflight>,
 }
 
 /// Which of `count` load generators this is; see [`crate::plan::PlanFile::generator_index`].
@@ -94,6 +96,10 @@ pub enum EngineError {
     /// A worker thread could not start or stopped answering.
     #[error("load-generator worker failed: {0}")]
     Worker(String),
+    /// An address of the load did not answer the check before it (see [`crate::preflight`]);
+    /// the message starts with [`preflight::UNREACHABLE`].
+    #[error("target unreachable: {0}")]
+    Unreachable(String),
 }
 
 /// What one stream needs on a worker.
@@ -158,14 +164,16 @@ pub fn run(
     cfg: &RunConfig,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
-    let addrs = match cfg.workload.spread {
-        Spread::RoundRobin if !cfg.replicas.is_empty() => cfg
-            .replicas
-            .iter()
-            .map(|r| resolve(r))
-            .collect::<Result<Vec<_>, _>>()?,
-        _ => vec![resolve(&cfg.target.socket_authority())?],
+    // Before anything else, so the check is outside the warm-up and every phase, and a name
+    // that resolves only once the target is up is resolved after it.
+    let preflight_seconds = match &cfg.preflight {
+        Some(p) => Some(check_addresses(cfg, p)?),
+        None => None,
     };
+    let addrs = load_authorities(cfg)
+        .iter()
+        .map(|a| resolve(a))
+        .collect::<Result<Vec<_>, _>>()?;
     let threads = cfg.threads.max(1);
     let (msg_tx, msg_rx) = mpsc::channel::<Msg>();
     let mut workers = Vec::with_capacity(threads);
@@ -210,6 +218,7 @@ pub fn run(
         threads: threads as u32,
         generators: 1,
         phases: Vec::with_capacity(w.phases.len()),
+        preflight_seconds,
     };
     let outcome = (|| {
         if let Some(first) = w.phases.first()
@@ -245,6 +254,28 @@ pub fn run(
         }
     }
     outcome.map(|()| result)
+}
+
+/// The addresses connections will go to: each replica's with `roundRobin` spread, else the
+/// target's one address.
+fn load_authorities(cfg: &RunConfig) -> Vec<String> {
+    match cfg.workload.spread {
+        Spread::RoundRobin if !cfg.replicas.is_empty() => cfg.replicas.clone(),
+        _ => vec![cfg.target.socket_authority()],
+    }
+}
+
+/// Waits until every address of the load answers `p`; the seconds it took, rounded to
+/// milliseconds.
+fn check_addresses(cfg: &RunConfig, p: &Preflight) -> Result<f64, EngineError> {
+    let check = preflight::Check {
+        path: p.path.clone(),
+        host_header: cfg.target.host_header(),
+        timeout: p.timeout.get(),
+    };
+    let took =
+        preflight::wait_for(&load_authorities(cfg), &check).map_err(EngineError::Unreachable)?;
+    Ok((took.as_secs_f64() * 1000.0).round() / 1000.0)
 }
 
 /// The first address `authority` ("HOST:PORT") resolves to.

@@ -48,8 +48,20 @@ impl TestServer {
     /// Starts a server on 127.0.0.1 with an ephemeral port. It also serves `/stats` (JSON with
     /// `requestsServed` and `cpuSecondsUsed`) unless `behaviour` is an error behaviour.
     pub fn start(behaviour: Behaviour) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
+        Self::start_after(behaviour, Duration::ZERO)
+    }
+
+    /// Like [`TestServer::start`], but nothing listens on its address until `delay` has
+    /// passed from now (connections before that are refused), as a target whose Service is
+    /// not programmed yet.
+    pub fn start_after(behaviour: Behaviour, delay: Duration) -> Self {
+        let (listener, addr) = if delay.is_zero() {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            (Some(l), addr)
+        } else {
+            (None, SocketAddr::from(([127, 0, 0, 1], closed_port())))
+        };
         let received = Arc::new(AtomicU64::new(0));
         let connections = Arc::new(AtomicU64::new(0));
         let stats_reads = Arc::new(AtomicU64::new(0));
@@ -65,6 +77,10 @@ impl TestServer {
             paused: paused.clone(),
         };
         std::thread::spawn(move || {
+            let listener = listener.unwrap_or_else(|| {
+                std::thread::sleep(delay);
+                TcpListener::bind(addr).expect("the reserved port is still free")
+            });
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
                 accepted.fetch_add(1, Ordering::Relaxed);

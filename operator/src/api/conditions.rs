@@ -63,6 +63,9 @@ pub mod cause {
     pub const CRASH_LOOP: &str = "CrashLoopBackOff";
     /// The load generator failed.
     pub const LOADGEN_FAILED: &str = "LoadgenFailed";
+    /// An address the load was to go to (the Service, or a replica's with `roundRobin`) did
+    /// not answer the load generator's check before the warm-up within `timeouts.ready`.
+    pub const TARGET_UNREACHABLE: &str = "TargetUnreachable";
     /// The result document could not be read.
     pub const RESULT_UNPARSABLE: &str = "ResultUnparsable";
     /// The load generator ran past its deadline.
@@ -86,6 +89,17 @@ pub mod cause {
     pub const WRONG_ADDRESS: &str = "WrongAddress";
     /// Locally: the run was stopped by a signal while the cell ran.
     pub const INTERRUPTED: &str = "Interrupted";
+
+    /// The cause of a load generator that exited with an error, from its last words (its last
+    /// log line on a cluster, its last lines of output locally): [`TARGET_UNREACHABLE`] when
+    /// its check before the load failed, else [`LOADGEN_FAILED`].
+    pub fn of_loadgen_failure(words: &str) -> &'static str {
+        if words.contains(benchmatrix_loadgen::preflight::UNREACHABLE) {
+            TARGET_UNREACHABLE
+        } else {
+            LOADGEN_FAILED
+        }
+    }
 }
 
 /// Condition status strings.
@@ -217,5 +231,26 @@ mod tests {
         ));
         assert_eq!(conds[0].last_transition_time, t3);
         assert_eq!(conds.len(), 1);
+    }
+
+    #[test]
+    fn a_load_generator_error_is_target_unreachable_only_when_its_check_failed() {
+        use benchmatrix_loadgen::engine::EngineError;
+        // The words as the load generator prints them, read from its own error type.
+        let words = |e: EngineError| format!("error: {e}");
+        let unreachable = EngineError::Unreachable("http://10.0.0.1:8080 did not answer".into());
+        assert_eq!(
+            cause::of_loadgen_failure(&words(unreachable)),
+            cause::TARGET_UNREACHABLE
+        );
+        let other = EngineError::Worker("a worker thread has stopped".into());
+        assert_eq!(
+            cause::of_loadgen_failure(&words(other)),
+            cause::LOADGEN_FAILED
+        );
+        assert_eq!(
+            cause::of_loadgen_failure("error: no request succeeded"),
+            cause::LOADGEN_FAILED
+        );
     }
 }

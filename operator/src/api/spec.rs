@@ -630,14 +630,16 @@ fn default_true() -> bool {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Timeouts {
-    /// How long the target may take to have every replica available (image pull included);
-    /// at most "24h".
+    /// How long the target may take to have every replica available (image pull included),
+    /// and then again how long every address the load goes to (the Service, or each replica's
+    /// with spread roundRobin) may take to answer the load generator's GET of readinessPath
+    /// before its warm-up (cell reason TargetUnreachable when one does not); at most "24h".
     #[serde(default = "default_ready_timeout")]
     #[schemars(length(max = 32))]
     pub ready: Duration,
 
-    /// Slack allowed for the load generator beyond warm-up plus phases before the cell fails;
-    /// at most "24h".
+    /// Slack allowed for the load generator beyond its check of the target (at most `ready`),
+    /// warm-up and phases before the cell fails; at most "24h".
     #[serde(default = "default_run_slack")]
     #[schemars(length(max = 32))]
     pub run_slack: Duration,

@@ -341,6 +341,10 @@ pub fn plan_share(
         stats_path: Some(run.spec.target.stats_path.clone()),
         threads: run.spec.loadgen.threads,
         workload,
+        // Each generator checks, before its warm-up, that the Service (or every pod, with
+        // round-robin spread) answers: a ready pod does not mean kube-proxy has programmed
+        // the new Service yet.
+        preflight: Some(crate::engine::preflight(&run.spec)),
     }
 }
 
@@ -561,6 +565,38 @@ spec:
     endpoints: [{name: fast, path: /fast}]
     phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 2}]}]
 "#;
+
+    #[test]
+    fn every_plan_checks_the_target_on_its_readiness_path_for_the_ready_timeout() {
+        let (plans, _) = plans_and_container(TWO_REPLICA_RUN);
+        for plan in &plans {
+            let p = plan.preflight.as_ref().expect("a preflight check");
+            assert_eq!(p.path, "/healthz");
+            assert_eq!(
+                p.timeout,
+                benchmatrix_loadgen::plan::Duration::from_secs(300)
+            );
+        }
+        let custom = TWO_REPLICA_RUN.replace(
+            "  loadgen: {parallelism: 2}\n",
+            "  loadgen: {parallelism: 2}\n  target: {readinessPath: /ready}\n  timeouts: {ready: 40s}\n",
+        );
+        let (plans, _) = plans_and_container(&custom);
+        let p = plans[1].preflight.as_ref().unwrap();
+        assert_eq!(
+            (p.path.as_str(), p.timeout.to_string()),
+            ("/ready", "40s".into())
+        );
+        // The Job's deadline leaves room for the whole check before warm-up, phases and slack.
+        let run = crate::validate::parse_benchmark_run(&custom).unwrap();
+        let v = ValidatedRun::for_cluster(run).unwrap();
+        let j = job(&v, &v.cells()[0], 1, "img");
+        assert_eq!(
+            j.spec.unwrap().active_deadline_seconds,
+            Some(40 + 1 + 120),
+            "ready 40 s + 1 s phase + the default 2 m slack"
+        );
+    }
 
     #[test]
     fn the_built_in_target_is_read_on_its_statistics_port_and_a_custom_image_on_its_own() {

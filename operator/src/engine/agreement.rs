@@ -38,6 +38,7 @@ fn result_doc() -> RunResult {
         target: "http://10.96.0.10:8080".into(),
         threads: 1,
         generators: 1,
+        preflight_seconds: Some(0.01),
         phases: vec![PhaseResult {
             name: "p".into(),
             duration_secs: 5.0,
@@ -104,8 +105,9 @@ fn on_a_cluster() -> BenchmarkRunStatus {
         job: Some(Job::default()),
         ..ready_objects()
     };
-    step(running, 10 + 6 + 120); // past warm-up + phase + the default slack
-    step(Observation::default(), 136); // the run ends
+    // Past the check's bound (the default ready timeout), warm-up + phase and the default slack.
+    step(running, 10 + 300 + 6 + 120);
+    step(Observation::default(), 436); // the run ends
     run.status.unwrap()
 }
 
@@ -151,11 +153,11 @@ fn on_one_machine() -> BenchmarkRunStatus {
         load_start_time: Some(time_from_secs(10)),
         enforcement: None,
     };
-    let (events, _) = events_of(1, timed_out, time_from_secs(136));
+    let (events, _) = events_of(1, timed_out, time_from_secs(436));
     for (event, at) in events {
         apply_at(&mut status, event, conditions::secs_of(&at));
     }
-    apply_at(&mut status, Event::Finished { interrupted: false }, 136);
+    apply_at(&mut status, Event::Finished { interrupted: false }, 436);
     status
 }
 
@@ -204,7 +206,7 @@ fn a_run_on_a_cluster_and_on_one_machine_end_in_the_same_status_field_by_field()
     }
     assert_eq!(
         cluster["cells"][1]["message"],
-        timeout_message(Duration::from_secs(126))
+        timeout_message(Duration::from_secs(300 + 6 + 120))
     );
 }
 

@@ -35,7 +35,7 @@ use crate::results;
 pub use crate::api::conditions::cause;
 pub use end::{RunEnd, run_end};
 pub use step::{Step, next_step};
-pub use validated::ValidatedRun;
+pub use validated::{ValidatedRun, preflight};
 
 /// What an event is applied with: the run's fixed settings and the time it happened.
 #[derive(Debug, Clone, Copy)]
@@ -547,7 +547,8 @@ fn fail_cell(
 /// cluster and locally.
 pub fn timeout_message(deadline: std::time::Duration) -> String {
     format!(
-        "the load generator did not finish within {:.0}s (warm-up, phases and timeouts.runSlack)",
+        "the load generator did not finish within {:.0}s (its check that the target answers, \
+         warm-up, phases and timeouts.runSlack)",
         deadline.as_secs_f64()
     )
 }

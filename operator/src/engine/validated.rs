@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use benchmatrix_loadgen::plan::Preflight;
+
 use crate::api::{BenchmarkRun, BenchmarkRunSpec};
 use crate::plan::{self, Cell};
 use crate::validate::{self, SpecError};
@@ -74,10 +76,25 @@ impl ValidatedRun {
         self.planned_load
     }
 
-    /// How long the load generator may run before its cell fails with a timeout: the planned
-    /// load plus `timeouts.runSlack`. The one definition for both executors and the Job's
-    /// `activeDeadlineSeconds`.
+    /// How long the load generator may run before its cell fails with a timeout: its check
+    /// that the target answers (at most `timeouts.ready`, see [`preflight`]), the planned load
+    /// and `timeouts.runSlack`. The one definition for both executors and the Job's
+    /// `activeDeadlineSeconds`; it leaves room for the check, so a target that never answers
+    /// fails as `TargetUnreachable`, not as a timeout.
     pub fn load_deadline(&self) -> Duration {
-        self.planned_load + self.run.spec.timeouts.run_slack.get()
+        let t = &self.run.spec.timeouts;
+        t.ready.get() + self.planned_load + t.run_slack.get()
+    }
+}
+
+/// The check the load generator makes before the warm-up, the same from both executors: every
+/// address it will load (the Service or local port, or each replica's with `roundRobin`)
+/// must answer `GET spec.target.readinessPath` within `spec.timeouts.ready`. A readiness probe
+/// passing on the pod says nothing of the path through a ClusterIP whose rules kube-proxy has
+/// not programmed yet.
+pub fn preflight(spec: &BenchmarkRunSpec) -> Preflight {
+    Preflight {
+        path: spec.target.readiness_path.clone(),
+        timeout: spec.timeouts.ready,
     }
 }

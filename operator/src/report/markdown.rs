@@ -504,8 +504,8 @@ const MEASUREMENT: &str = "
   A figure whose repetitions spread more than 2x (max/min) is marked `!` (unstable) and never
   ranked. With `repeat: 1` no spread is known and cells are ranked as measured.
 - **runner overhead**: wall time the runner spent on a cell outside the configured warm-up and
-  phases: starting replicas, waiting for readiness, starting the load generator, collecting
-  results and stopping the replicas.
+  phases: starting replicas, waiting for readiness, starting the load generator and its check
+  that every address it loads answers, collecting results and stopping the replicas.
 ";
 
 #[cfg(test)]

@@ -376,7 +376,7 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
     {
         let (why, detail) = match &obs.loadgen_failure {
             Some(line) if line.contains("OOMKilled") => (cause::OOM_KILLED, line.clone()),
-            Some(line) => (cause::LOADGEN_FAILED, line.clone()),
+            Some(line) => (cause::of_loadgen_failure(line), line.clone()),
             None => (cause::LOADGEN_FAILED, String::from("no log")),
         };
         let message = format!("load generator failed: {message}; last log line: {detail}");

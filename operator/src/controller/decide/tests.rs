@@ -102,13 +102,18 @@ fn a_run_past_its_deadline_fails_the_cell_with_timeout() {
         job: Some(running_job()),
         ..Observation::default()
     };
-    // 5 s of phases + the default 2 m slack.
-    let d = decide(
-        &run,
-        &obs,
-        &conditions::time_from_secs(100 + 126),
-        &Settings::default(),
-    );
+    // The default 5 m for the load generator's check of the target, 5 s of phases and the
+    // default 2 m slack: not yet at 100 + 424, failed at 100 + 426.
+    let at = |secs| {
+        decide(
+            &run,
+            &obs,
+            &conditions::time_from_secs(secs),
+            &Settings::default(),
+        )
+    };
+    assert_eq!(at(100 + 424).status.cells[1].phase, CellPhase::Running);
+    let d = at(100 + 426);
     assert_eq!(d.status.cells[1].phase, CellPhase::Failed);
     assert_eq!(d.status.cells[1].reason.as_deref(), Some(cause::TIMEOUT));
     assert!(
@@ -154,6 +159,64 @@ fn stop_on_failure_skips_the_rest_and_fails_the_run() {
             .message
             .unwrap()
             .contains("stopped at failed cell a")
+    );
+}
+
+fn failed_job() -> Job {
+    Job {
+        status: Some(JobStatus {
+            failed: Some(1),
+            conditions: Some(vec![k8s_openapi::api::batch::v1::JobCondition {
+                type_: "Failed".into(),
+                status: "True".into(),
+                reason: Some("BackoffLimitExceeded".into()),
+                ..Default::default()
+            }]),
+            ..JobStatus::default()
+        }),
+        ..Job::default()
+    }
+}
+
+#[test]
+fn a_load_generator_whose_target_never_answered_fails_the_cell_as_target_unreachable() {
+    let run = run_with(Some(mid_run()));
+    let line = "error: target unreachable: http://10.96.0.12:8080 did not answer GET /healthz \
+                within 5m: connection refused";
+    let obs = Observation {
+        job: Some(failed_job()),
+        loadgen_failure: Some(line.into()),
+        ..Observation::default()
+    };
+    let d = decide(
+        &run,
+        &obs,
+        &conditions::time_from_secs(400),
+        &Settings::default(),
+    );
+    let c = &d.status.cells[1];
+    assert_eq!(c.phase, CellPhase::Failed);
+    assert_eq!(c.reason.as_deref(), Some(cause::TARGET_UNREACHABLE));
+    let message = c.message.as_deref().unwrap();
+    assert!(
+        message.contains("http://10.96.0.12:8080 did not answer"),
+        "{message}"
+    );
+    assert!(message.contains("connection refused"), "{message}");
+    // Any other error is still LoadgenFailed.
+    let obs = Observation {
+        loadgen_failure: Some("error: load-generator worker failed: x".into()),
+        ..obs
+    };
+    let d = decide(
+        &run,
+        &obs,
+        &conditions::time_from_secs(400),
+        &Settings::default(),
+    );
+    assert_eq!(
+        d.status.cells[1].reason.as_deref(),
+        Some(cause::LOADGEN_FAILED)
     );
 }
 

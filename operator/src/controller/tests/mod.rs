@@ -316,6 +316,7 @@ fn canned_log(fast_mixed_p99: f64) -> String {
         target: "http://10.96.0.10:8080".into(),
         threads: 1,
         generators: 1,
+        preflight_seconds: None,
         phases: vec![
             PhaseResult {
                 name: "fast-only".into(),

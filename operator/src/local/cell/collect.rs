@@ -37,17 +37,15 @@ pub fn read_result(
                 Err(e) if ok => format!("its result {} is unreadable: {e}", path.display()),
                 _ => format!("it exited with {status}"),
             };
-            let message = format!(
-                "the load generator failed: {why}; its last output: {}",
-                lg.last_words()
-            );
+            let words = lg.last_words();
+            let message = format!("the load generator failed: {why}; its last output: {words}");
             ctx.display
                 .cell(cell.index, &cell.name, &format!("FAILED: {message}"));
             Err(Failure {
                 cause: if ok {
                     cause::RESULT_UNPARSABLE
                 } else {
-                    cause::LOADGEN_FAILED
+                    cause::of_loadgen_failure(&words)
                 },
                 message,
             })
@@ -107,21 +105,25 @@ pub fn target_stats(
 }
 
 /// The cell's message: how long the load was planned and took, and where the rest of the
-/// runner's time (`overhead`) went.
+/// runner's time (`overhead`) went. `preflight_secs` (the load generator's check that every
+/// address answers, before its warm-up) is taken out of the load's wall time: it is overhead.
 pub fn summary(
     planned: Duration,
     load_wall: Duration,
     overhead: Duration,
+    preflight_secs: Option<f64>,
     ready: &Ready,
     end: &EndReadings,
 ) -> String {
+    let check = preflight_secs.unwrap_or(0.0);
     format!(
         "warm-up + phases {:.1} s ran in {:.2} s; runner overhead {:.2} s (replicas ready in \
-         {:.2} s, stopped in {:.2} s)",
+         {:.2} s, answering the load generator after {:.2} s more, stopped in {:.2} s)",
         planned.as_secs_f64(),
-        load_wall.as_secs_f64(),
+        (load_wall.as_secs_f64() - check).max(0.0),
         overhead.as_secs_f64(),
         ready.ready_secs,
+        check,
         end.stop_secs
     )
 }

@@ -162,7 +162,14 @@ pub fn run_cell(ctx: &mut CellContext, cell: &Cell) -> CellOutcome {
     };
     let target = collect::target_stats(spec, cell, &raw, &ready, load.cpu_at, &end);
     let overhead = so_far.started.elapsed().saturating_sub(timing.planned);
-    let message = collect::summary(timing.planned, load.wall, overhead, &ready, &end);
+    let message = collect::summary(
+        timing.planned,
+        load.wall,
+        overhead,
+        raw.preflight_seconds,
+        &ready,
+        &end,
+    );
     ctx.display
         .cell(cell.index, &cell.name, &format!("done ({message})"));
     CellOutcome::Measured(Box::new(Measured {

@@ -90,6 +90,7 @@ pub fn write_plan(
         workload: spec.workload.clone(),
         generator_index: 0,
         generators: 1,
+        preflight: Some(crate::engine::preflight(spec)),
     };
     serde_json::to_string_pretty(&plan)
         .map_err(std::io::Error::other)
@@ -149,12 +150,12 @@ spec:
     }
 
     #[test]
-    fn the_deadline_is_warmup_plus_phases_plus_run_slack() {
-        let t = LoadTiming::of(&run("  timeouts: {runSlack: 5s}\n"));
-        assert_eq!(t.deadline, Duration::from_secs(2 + 3 + 4 + 5));
-        // Without a runSlack the default of two minutes applies.
+    fn the_deadline_is_the_target_check_plus_warmup_plus_phases_plus_run_slack() {
+        let t = LoadTiming::of(&run("  timeouts: {ready: 7s, runSlack: 5s}\n"));
+        assert_eq!(t.deadline, Duration::from_secs(7 + 2 + 3 + 4 + 5));
+        // Without them the defaults apply: five minutes to be ready, two of slack.
         let t = LoadTiming::of(&run(""));
-        assert_eq!(t.deadline, Duration::from_secs(2 + 3 + 4 + 120));
+        assert_eq!(t.deadline, Duration::from_secs(300 + 2 + 3 + 4 + 120));
     }
 
     #[test]
