@@ -45,6 +45,9 @@
 #                        of a kubeadm-style cluster (static pod manifests, crictl); existing mode
 #                        needs it for the outage check, e.g. "docker exec mykind-control-plane"
 #                        or "minikube ssh -- sudo"      [kind: $DOCKER exec KIND_CLUSTER-control-plane]
+#   CONTROL_PLANE_STOP, CONTROL_PLANE_START   instead of CONTROL_PLANE_EXEC, for a control plane
+#                        that is not static pods: shell commands that stop the API server and
+#                        etcd, and start them again                                       [unset]
 #   RESTART_OUTAGE_SECONDS   how long the control plane stays down                [20]
 #   RESTART_RECOVERY_BOUND   most seconds from the API's return to the run's next status change
 #                            (the operator aims at 10; the rest is slack for the kubelet) [20]
@@ -86,6 +89,8 @@ if [[ "${CLUSTER}" == "kind" ]]; then
   CONTROL_PLANE_EXEC="${CONTROL_PLANE_EXEC:-${DOCKER} exec ${KIND_CLUSTER}-control-plane}"
 fi
 readonly CONTROL_PLANE_EXEC="${CONTROL_PLANE_EXEC:-}"
+readonly CONTROL_PLANE_STOP="${CONTROL_PLANE_STOP:-}"
+readonly CONTROL_PLANE_START="${CONTROL_PLANE_START:-}"
 
 log() { printf '\n[e2e %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() {
@@ -98,8 +103,11 @@ case "${CLUSTER}" in
   kind | existing) ;;
   *) die "CLUSTER must be kind or existing, not '${CLUSTER}'" ;;
 esac
-if [[ "${RESTART_CONTROL_PLANE}" == "1" && -z "${CONTROL_PLANE_EXEC}" ]]; then
-  die "E2E_RESTART_CONTROL_PLANE=1 in existing mode needs CONTROL_PLANE_EXEC, a command prefix that runs a command on the control-plane node (e.g. \"docker exec mykind-control-plane\")"
+if [[ "${RESTART_CONTROL_PLANE}" == "1" && -z "${CONTROL_PLANE_EXEC}" && -z "${CONTROL_PLANE_STOP}" ]]; then
+  die "E2E_RESTART_CONTROL_PLANE=1 in existing mode needs CONTROL_PLANE_EXEC, a command prefix that runs a command on the control-plane node (e.g. \"docker exec mykind-control-plane\"), or CONTROL_PLANE_STOP and CONTROL_PLANE_START"
+fi
+if [[ -n "${CONTROL_PLANE_STOP}" && -z "${CONTROL_PLANE_START}" ]]; then
+  die "CONTROL_PLANE_STOP needs CONTROL_PLANE_START, the command that brings the API server and etcd back"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -109,7 +117,7 @@ need kubectl "https://kubernetes.io/docs/tasks/tools/"
 need python3 "it reads the run's status"
 if [[ "${CLUSTER}" == "kind" ]]; then need kind "https://kind.sigs.k8s.io/"; fi
 if [[ "${BUILD_IMAGES}" == "1" ]]; then need "${DOCKER}" "it builds the images (or set BUILD_IMAGES=0)"; fi
-if [[ "${RESTART_CONTROL_PLANE}" == "1" ]]; then
+if [[ "${RESTART_CONTROL_PLANE}" == "1" && -z "${CONTROL_PLANE_STOP}" ]]; then
   read -r -a control_plane_exec <<<"${CONTROL_PLANE_EXEC}"
   need "${control_plane_exec[0]}" "it reaches the control-plane node (CONTROL_PLANE_EXEC)"
 fi
@@ -198,7 +206,14 @@ dump_diagnostics() {
 # kubelet, the other pods and kube-proxy's rules stay up throughout.
 readonly MANIFESTS="/etc/kubernetes/manifests"
 readonly PARKED="/etc/kubernetes"
+# A control plane that does not run as static pods (processes, a VM) is stopped and started by
+# the commands given as CONTROL_PLANE_STOP and CONTROL_PLANE_START instead.
 stop_control_plane() {
+  if [[ -n "${CONTROL_PLANE_STOP}" ]]; then
+    control_plane_stopped=1
+    bash -c "${CONTROL_PLANE_STOP}"
+    return
+  fi
   "${control_plane_exec[@]}" mv "${MANIFESTS}/kube-apiserver.yaml" "${MANIFESTS}/etcd.yaml" "${PARKED}/"
   control_plane_stopped=1
   local name id
@@ -209,6 +224,11 @@ stop_control_plane() {
   done
 }
 start_control_plane() {
+  if [[ -n "${CONTROL_PLANE_START}" ]]; then
+    bash -c "${CONTROL_PLANE_START}"
+    control_plane_stopped=""
+    return
+  fi
   "${control_plane_exec[@]}" mv "${PARKED}/kube-apiserver.yaml" "${PARKED}/etcd.yaml" "${MANIFESTS}/"
   control_plane_stopped=""
 }
@@ -592,7 +612,7 @@ YAML
   }
   before="$(snapshot)"
   outage_since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  log "stopping the API server and etcd (${CONTROL_PLANE_EXEC}) for ${RESTART_OUTAGE_SECONDS}s; run at: ${before}"
+  log "stopping the API server and etcd (${CONTROL_PLANE_STOP:-${CONTROL_PLANE_EXEC}}) for ${RESTART_OUTAGE_SECONDS}s; run at: ${before}"
   stop_control_plane
   deadline=$((SECONDS + 60))
   while api_ready; do

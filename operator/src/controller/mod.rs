@@ -401,7 +401,11 @@ fn after_reconcile<T, E: std::fmt::Display>(
                 let ctx = ctx.clone();
                 tokio::spawn(async move {
                     let client = ctx.client.clone();
-                    outage::wait_for_api(client, &ctx.outage, || ctx.forget_failures()).await;
+                    outage::wait_for_api(client, &ctx.outage, || {
+                        ctx.forget_failures();
+                        ctx.queue.wake_unfinished(&ctx.runs);
+                    })
+                    .await;
                 });
             }
         }

@@ -85,15 +85,35 @@ impl Queue {
             .collect();
         waiting.sort();
         for key in waiting {
-            let run = key.reference();
-            let waker = self
-                .wakers
-                .iter()
-                .find(|(scope, _)| scope.is_none() || scope.as_deref() == run.namespace.as_deref());
-            if let Some((_, waker)) = waker {
-                // A closed channel means the Controller is shutting down: nothing to wake.
-                let _ = waker.unbounded_send(run);
-            }
+            self.wake(key.reference());
+        }
+    }
+
+    /// Asks the Controllers to reconcile every run that has not finished, now: after an API
+    /// server outage, a run whose load ended meanwhile is looked at the moment the API answers
+    /// again, not when a watch event or a retry timer gets round to it.
+    pub fn wake_unfinished(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) {
+        let unfinished: Vec<RunRef> = caches
+            .iter()
+            .flat_map(Store::state)
+            .filter_map(|g| {
+                let run = g.0.as_ref().ok()?;
+                (!self.phase(run).is_finished()).then(|| queue_key(run).reference())
+            })
+            .collect();
+        for run in unfinished {
+            self.wake(run);
+        }
+    }
+
+    fn wake(&self, run: RunRef) {
+        let waker = self
+            .wakers
+            .iter()
+            .find(|(scope, _)| scope.is_none() || scope.as_deref() == run.namespace.as_deref());
+        if let Some((_, waker)) = waker {
+            // A closed channel means the Controller is shutting down: nothing to wake.
+            let _ = waker.unbounded_send(run);
         }
     }
 
