@@ -204,3 +204,46 @@ fn uid(run: &BenchmarkRun) -> String {
 fn phase_of(run: &BenchmarkRun) -> RunPhase {
     run.status.as_ref().map(|s| s.phase).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher::Event;
+
+    fn run(name: &str, phase: Option<RunPhase>) -> DeserializeGuard<BenchmarkRun> {
+        let mut doc = serde_json::json!({
+            "apiVersion": "benchmatrix.dev/v1alpha1", "kind": "BenchmarkRun",
+            "metadata": {"name": name, "namespace": "bench", "uid": format!("uid-{name}")},
+            "spec": {"configurations": [], "workload": {"endpoints": [], "phases": []}},
+        });
+        if let Some(phase) = phase {
+            doc["status"] = serde_json::json!({"phase": phase.to_string()});
+        }
+        serde_json::from_value(doc).unwrap()
+    }
+
+    #[test]
+    fn after_an_outage_every_unfinished_run_is_woken_and_no_finished_one() {
+        let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
+        for r in [
+            run("new", None),
+            run("queued", Some(RunPhase::Pending)),
+            run("measuring", Some(RunPhase::Running)),
+            run("done", Some(RunPhase::Succeeded)),
+            run("broken", Some(RunPhase::Failed)),
+        ] {
+            writer.apply_watcher_event(&Event::Apply(r));
+        }
+        let (tx, mut rx) = futures::channel::mpsc::unbounded();
+        let mut queue = Queue::default();
+        queue.add_waker(None, tx);
+        queue.wake_unfinished(&[writer.as_reader()]);
+        let mut woken = Vec::new();
+        while let Ok(Some(r)) = rx.try_next() {
+            woken.push(r.name);
+        }
+        woken.sort();
+        assert_eq!(woken, ["measuring", "new", "queued"]);
+    }
+}
