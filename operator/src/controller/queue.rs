@@ -240,7 +240,7 @@ mod tests {
         queue.add_waker(None, tx);
         queue.wake_unfinished(&[writer.as_reader()]);
         let mut woken = Vec::new();
-        while let Ok(Some(r)) = rx.try_next() {
+        while let Ok(r) = rx.try_recv() {
             woken.push(r.name);
         }
         woken.sort();
