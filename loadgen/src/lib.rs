@@ -13,6 +13,7 @@ pub mod limits;
 pub mod plan;
 pub mod probe;
 pub mod recorder;
+pub mod request;
 pub mod result;
 pub mod strict_yaml;
 pub mod summary;

@@ -33,6 +33,7 @@ fn config(server: &TestServer, workload: Workload, threads: usize) -> RunConfig 
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
+        header_values: Default::default(),
     }
 }
 
@@ -248,6 +249,7 @@ workload:
         stats_path: Some("/stats".into()),
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
+        header_values: Default::default(),
     };
     let mut lines = Vec::new();
     let started = Instant::now();
@@ -317,6 +319,7 @@ workload:
         stats_path: Some("/stats".into()),
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
+        header_values: Default::default(),
     };
     let r = run(&cfg);
     // One phase: read at its start and at its end, both on the statistics address.

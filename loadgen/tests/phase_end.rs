@@ -41,6 +41,7 @@ fn two_phases(stream: Stream) -> Workload {
         endpoints: vec![Endpoint {
             name: "e".into(),
             path: "/e".into(),
+            ..Default::default()
         }],
         warmup: plan::Duration::default(),
         phases: vec![phase("one"), phase("two")],
@@ -69,6 +70,7 @@ fn run(
         stats_path: None,
         open_max_connections: 4,
         share: Default::default(),
+        header_values: Default::default(),
     };
     let started = Instant::now();
     let r = engine::run(&cfg, &mut |_| {}).unwrap();
@@ -188,6 +190,7 @@ fn timing_silent_replicas_delay_the_next_phase_by_one_probe_timeout_not_one_each
         stats_path: Some("/stats".into()),
         open_max_connections: 4,
         share: Default::default(),
+        header_values: Default::default(),
     };
     let r = engine::run(&cfg, &mut |_| {}).unwrap();
     let mut load: Vec<Instant> = replicas[0].1.lock().unwrap().clone();

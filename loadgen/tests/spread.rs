@@ -34,6 +34,7 @@ fn config(
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
+        header_values: Default::default(),
     }
 }
 

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use tokio::task::LocalSet;
 
-use crate::conn::build_request;
 use crate::histogram;
 use crate::plan::{LoadMode, Phase, Spread, Workload};
 use crate::probe;
 use crate::recorder::{Recorder, SecondCounts, StreamTotals};
+use crate::request::{self, HeaderValues, Prepared, SuccessSet};
 use crate::result::{
     LatencyMs, PhaseResult, RESULT_VERSION, ReplicaStats, RunResult, StreamMode, StreamResult,
 };
@@ -60,6 +60,9 @@ pub struct RunConfig {
     pub open_max_connections: usize,
     /// This generator's place among the generators sharing the workload (round-robin spread).
     pub share: GeneratorShare,
+    /// Header values the workload names by environment variable (`valueFrom.env`), read
+    /// before the run by [`HeaderValues::read`].
+    pub header_values: HeaderValues,
 }
 
 /// Which of `count` load generators this is; see [`crate::plan::PlanFile::generator_index`].
@@ -94,6 +97,9 @@ pub enum EngineError {
     /// A worker thread could not start or stopped answering.
     #[error("load-generator worker failed: {0}")]
     Worker(String),
+    /// An endpoint's request could not be built (a header value that was not read).
+    #[error("cannot build the request: {0}")]
+    Request(String),
 }
 
 /// What one stream needs on a worker.
@@ -103,7 +109,12 @@ pub(crate) struct StreamCtx {
     pub addrs: Vec<SocketAddr>,
     /// How many connections have taken an address from `addrs` (open loop).
     next_addr: std::cell::Cell<usize>,
+    /// The request, built once for the run and written as is for every send.
     pub request: Vec<u8>,
+    /// The answer to `request` has no body (HEAD).
+    pub bodiless_answer: bool,
+    /// The statuses that count as success.
+    pub success: SuccessSet,
     pub timeout: Duration,
 }
 
@@ -125,7 +136,7 @@ enum WorkerMode {
 
 struct WorkerStream {
     index: usize,
-    request: Arc<Vec<u8>>,
+    request: Arc<Prepared>,
     mode: WorkerMode,
     addrs: Vec<SocketAddr>,
 }
@@ -185,16 +196,21 @@ pub fn run(
 
     let w = &cfg.workload;
     let timeout = w.timeout_or_default().get();
-    let requests: Vec<Arc<Vec<u8>>> = w
+    // Each endpoint's bytes are made here, once; the connection loops only write them.
+    let requests = w
         .endpoints
         .iter()
         .map(|e| {
-            Arc::new(build_request(
+            request::build::build(
                 &cfg.target.host_header(),
                 &cfg.target.join(&e.path),
-            ))
+                e,
+                &cfg.header_values,
+            )
+            .map(Arc::new)
+            .map_err(EngineError::Request)
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     let ctx = PhaseCtx {
         cfg,
         addrs,
@@ -261,7 +277,7 @@ struct PhaseCtx<'a> {
     /// Where connections go: the target's address, or the replicas' in round-robin spread.
     addrs: Vec<SocketAddr>,
     timeout: Duration,
-    requests: &'a [Arc<Vec<u8>>],
+    requests: &'a [Arc<Prepared>],
     workers: &'a [Worker],
     msgs: &'a Receiver<Msg>,
 }
@@ -550,7 +566,9 @@ async fn run_worker_phase(cmd: PhaseCmd, msgs: &Sender<Msg>) -> Vec<(usize, Stre
         let ctx = Rc::new(StreamCtx {
             addrs: ws.addrs,
             next_addr: std::cell::Cell::new(0),
-            request: ws.request.as_ref().clone(),
+            request: ws.request.bytes.clone(),
+            bodiless_answer: ws.request.bodiless_answer,
+            success: ws.request.success,
             timeout: cmd.timeout,
         });
         let open = matches!(ws.mode, WorkerMode::Open(_));
