@@ -369,24 +369,32 @@ fn check_header_sources(workload: &Workload, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// Budget for the bodies in one cell's plan ConfigMap, which holds a plan per load generator
-/// and may not exceed 1 MiB: what is left after the rest of the plans, generously counted.
-const PLAN_BODY_BUDGET: usize = 768 * 1024;
+/// Budget for the bodies and headers in one cell's plan ConfigMap, which holds a plan per load
+/// generator and may not exceed 1 MiB: what is left after the rest of the plans, generously
+/// counted.
+const PLAN_REQUEST_BUDGET: usize = 768 * 1024;
 
-/// Every load generator's plan carries every body, and the plans share one ConfigMap.
+/// Every load generator's plan carries every endpoint's body and headers, and the plans share
+/// one ConfigMap.
 fn check_plan_size(workload: &Workload, parallelism: u32, errors: &mut Vec<FieldError>) {
-    let bodies: usize = workload
+    let per_plan: usize = workload
         .endpoints
         .iter()
-        .filter_map(|e| e.body.as_ref())
-        .map(String::len)
+        .map(|e| {
+            let headers: usize = e
+                .headers
+                .iter()
+                .map(|h| h.name.len() + h.value.as_ref().map_or(0, String::len))
+                .sum();
+            headers + e.body.as_ref().map_or(0, String::len)
+        })
         .sum();
-    let total = bodies.saturating_mul(parallelism.max(1) as usize);
-    if total > PLAN_BODY_BUDGET {
+    let total = per_plan.saturating_mul(parallelism.max(1) as usize);
+    if total > PLAN_REQUEST_BUDGET {
         errors.push(FieldError::new(
             "spec.workload.endpoints",
             format!(
-                "the bodies ({bodies} bytes) times spec.loadgen.parallelism ({parallelism}) come to {total} bytes; one cell's plans share a ConfigMap of at most 1 MiB, so at most {PLAN_BODY_BUDGET} bytes of bodies: shorten them or use fewer load generators"
+                "the bodies and headers ({per_plan} bytes) times spec.loadgen.parallelism ({parallelism}) come to {total} bytes; one cell's plans share a ConfigMap of at most 1 MiB, so at most {PLAN_REQUEST_BUDGET} bytes: shorten them or use fewer load generators"
             ),
         ));
     }
@@ -933,7 +941,7 @@ spec:
         let run = parse_benchmark_run(&yaml).unwrap_or_else(|e| panic!("{e}"));
         let err = validate_for_cluster(&run).unwrap_err().to_string();
         assert!(
-            err.contains("spec.workload.endpoints: the bodies (40000 bytes) times spec.loadgen.parallelism (32)"),
+            err.contains("spec.workload.endpoints: the bodies and headers (40041 bytes) times spec.loadgen.parallelism (32)"),
             "{err}"
         );
     }

@@ -19,6 +19,7 @@ fn token_problem(s: &str) -> Option<String> {
     if s.is_empty() {
         return Some("must not be empty".into());
     }
+    // No character outside the token alphabet: no problem.
     let bad = s.chars().find(|c| !c.is_ascii() || !is_tchar(*c as u8))?;
     Some(match bad {
         '\r' | '\n' => "must not contain a line break (CR or LF)".into(),

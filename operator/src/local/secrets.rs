@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use benchmatrix_loadgen::request::build::clean_value;
-use benchmatrix_loadgen::request::secrets::secret_envs;
+use benchmatrix_loadgen::request::secrets::{secret_envs, to_env};
 use benchmatrix_loadgen::request::{HeaderValues, SecretKeyRef};
 
 use crate::api::BenchmarkRunSpec;
@@ -40,11 +40,18 @@ pub fn read(spec: &BenchmarkRunSpec, dir: Option<&Path>) -> Result<HeaderValues,
             Err(why) => errors.push(FieldError::new(at, why)),
         }
     }
-    if errors.is_empty() {
-        Ok(values)
-    } else {
-        Err(errors)
+    if !errors.is_empty() {
+        return Err(errors);
     }
+    // The load generator's own check on the values it will be given (the size of the headers
+    // with them), run now so that it cannot refuse them once the cell has started.
+    let plan = to_env(&spec.workload);
+    HeaderValues::read(&plan, |env| values.get(env).map(Into::into)).map_err(|errs| {
+        errs.into_iter()
+            .map(|e| FieldError::new(format!("spec.{}", e.path), e.message))
+            .collect::<Vec<_>>()
+    })?;
+    Ok(values)
 }
 
 /// One value: the file DIR/NAME/KEY, with line breaks at its end dropped.
@@ -135,5 +142,15 @@ spec:
             !errs[0].message.contains("Bearer"),
             "never quotes the value: {errs:?}"
         );
+
+        // Headers that grow past the limit with the value read are refused now, not when the
+        // load generator starts.
+        std::fs::write(dir.path().join("api-token/token"), "x".repeat(9000)).unwrap();
+        let errs = read(&spec(), Some(dir.path())).unwrap_err();
+        assert_eq!(
+            errs[0].path, "spec.workload.endpoints[0].headers",
+            "{errs:?}"
+        );
+        assert!(errs[0].message.contains("8192"), "{errs:?}");
     }
 }
