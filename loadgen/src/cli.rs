@@ -12,7 +12,8 @@ use clap::Parser;
 
 use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, GeneratorShare, RunConfig};
 use crate::limits::{MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_RATE_PER_STREAM, MAX_THREADS};
-use crate::plan::{self, Duration, Endpoint, FieldError, Phase, Spread, Stream, Workload};
+use crate::plan::{self, Duration, Endpoint, FieldError, Header, Phase, Spread, Stream, Workload};
+use crate::request::HeaderValues;
 use crate::result::RunResult;
 use crate::summary;
 use crate::target_url::TargetUrl;
@@ -80,6 +81,28 @@ struct Args {
     /// default to /stats).
     #[arg(long = "stats-path", value_name = "PATH")]
     stats_path: Option<String>,
+
+    /// HTTP method for one-off use, e.g. POST (default GET).
+    #[arg(
+        short = 'm',
+        long = "method",
+        value_name = "METHOD",
+        conflicts_with = "plan"
+    )]
+    method: Option<String>,
+
+    /// A request header for one-off use, "Name: value"; repeat for more.
+    #[arg(
+        short = 'H',
+        long = "header",
+        value_name = "HEADER",
+        conflicts_with = "plan"
+    )]
+    headers: Vec<String>,
+
+    /// Request body for one-off use, sent with its Content-Length (not with GET or HEAD).
+    #[arg(long = "body", value_name = "TEXT", conflicts_with = "plan")]
+    body: Option<String>,
 }
 
 /// Parses `args` (program name first) and runs.
@@ -256,6 +279,9 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
             )]
         })?;
         let plan = plan::parse_plan_file(&text)?;
+        // Values named by environment variable are read now, so a missing one is bad input
+        // (exit 2) before any load is sent.
+        let header_values = HeaderValues::read(&plan.workload, |name| std::env::var_os(name))?;
         let target: TargetUrl = plan
             .target
             .parse()
@@ -283,6 +309,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
                 count: plan.generators as usize,
             },
             preflight: plan.preflight,
+            header_values,
         });
     }
     let mut errors = Vec::new();
@@ -396,10 +423,20 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
             DEFAULT_OPEN_MAX_CONNECTIONS,
         ),
     };
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| one_off_header(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| vec![e])?;
     let workload = Workload {
         endpoints: vec![Endpoint {
             name: path.clone(),
             path,
+            method: args.method.clone(),
+            headers,
+            body: args.body.clone(),
+            success_codes: None,
         }],
         warmup: warmup.unwrap_or_default(),
         phases: vec![Phase {
@@ -410,7 +447,9 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
         timeout,
         spread: Spread::Service,
     };
-    workload.validate()?;
+    workload
+        .validate()
+        .map_err(|errs| errs.into_iter().map(as_flag_error).collect::<Vec<_>>())?;
     Ok(RunConfig {
         target,
         workload,
@@ -424,7 +463,55 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
         open_max_connections,
         share: GeneratorShare::default(),
         preflight: None,
+        header_values: HeaderValues::default(),
     })
+}
+
+/// A `--header "Name: value"` flag as a header (the space after the colon is optional, as in
+/// curl and oha).
+fn one_off_header(text: &str) -> Result<Header, FieldError> {
+    let (name, value) = text.split_once(':').ok_or_else(|| {
+        field(
+            "--header",
+            format!("{text:?} is not \"Name: value\" (no colon)"),
+        )
+    })?;
+    Ok(Header {
+        name: name.trim().to_owned(),
+        value: Some(value.trim_start().to_owned()),
+        value_from: None,
+    })
+}
+
+/// A one-off run's workload error, named by the flag that set the field: the user wrote no
+/// `workload.endpoints[0].method`, they wrote `--method`.
+fn as_flag_error(e: FieldError) -> FieldError {
+    const AT: &str = "workload.endpoints[0].";
+    let Some(rest) = e.path.strip_prefix(AT) else {
+        return e;
+    };
+    let flag = if rest.starts_with("method") {
+        "--method"
+    } else if rest.starts_with("headers") {
+        "--header"
+    } else if rest.starts_with("body") {
+        "--body"
+    } else {
+        "URL"
+    };
+    // Which --header, when there are several.
+    let message = match rest
+        .strip_prefix("headers[")
+        .and_then(|r| r.split_once(']'))
+    {
+        Some((i, _)) => format!(
+            "#{}: {}",
+            i.parse::<usize>().map_or(0, |i| i + 1),
+            e.message
+        ),
+        None => e.message,
+    };
+    FieldError::new(flag, message)
 }
 
 /// Lifts the open-file limit to its hard maximum: an open loop against a stalled target may
@@ -514,6 +601,51 @@ mod tests {
         assert_eq!(paths(&["-d", "ten", "http://h:1"]), ["--duration"]);
         assert_eq!(paths(&["--timeout", "0s", "http://h:1"]), ["--timeout"]);
         assert_eq!(paths(&[]), ["URL"]);
+    }
+
+    #[test]
+    fn method_header_and_body_flags_make_the_endpoint_and_bad_ones_name_the_flag() {
+        let c = parse(&[
+            "-m",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-H",
+            "X-Trace:abc",
+            "--body",
+            "{}",
+            "http://127.0.0.1:9/orders",
+        ])
+        .unwrap();
+        let e = &c.workload.endpoints[0];
+        assert_eq!(e.method_or_default(), "POST");
+        assert_eq!(e.body.as_deref(), Some("{}"));
+        let headers: Vec<_> = e
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            headers,
+            [("Content-Type", "application/json"), ("X-Trace", "abc")]
+        );
+        let refused = |args: &[&str], flag: &str, words: &str| {
+            let errs = parse(args).unwrap_err();
+            assert!(
+                errs.iter()
+                    .any(|e| e.path == flag && e.message.contains(words)),
+                "{args:?}: expected {flag} saying {words:?}, got {errs:?}"
+            );
+        };
+        refused(&["-H", "NoColon", "http://h:1"], "--header", "no colon");
+        refused(
+            &["-H", "A: b", "-H", "Host: x", "http://h:1"],
+            "--header",
+            "#2: Host",
+        );
+        refused(&["-H", "Bad Name: x", "http://h:1"], "--header", "spaces");
+        refused(&["--body", "x", "http://h:1"], "--body", "GET request");
+        refused(&["-m", "post", "http://h:1"], "--method", "\"POST\"");
     }
 
     #[test]

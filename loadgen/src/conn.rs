@@ -67,8 +67,14 @@ impl Conn {
         })
     }
 
-    /// Sends `request` (a complete HTTP/1.1 request) and reads the whole response.
-    pub async fn exchange(&mut self, request: &[u8]) -> Result<Response, ErrorKind> {
+    /// Sends `request` (a complete HTTP/1.1 request) and reads the whole response;
+    /// `bodiless_answer` says the answer has no body whatever its headers say (the request is
+    /// a HEAD).
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        bodiless_answer: bool,
+    ) -> Result<Response, ErrorKind> {
         // Bytes left from a previous response would mean the server sent more than it framed;
         // they cannot belong to this request.
         self.start = 0;
@@ -79,7 +85,7 @@ impl Conn {
             .map_err(|e| io_kind(&e))?;
         loop {
             let (status, framing, keep_alive, head_len) = loop {
-                match parse_head(&self.buf[self.start..self.end])? {
+                match parse_head(&self.buf[self.start..self.end], bodiless_answer)? {
                     Some(head) => break head,
                     None => self.fill().await?,
                 }
@@ -260,8 +266,12 @@ fn find_blank_line(data: &[u8]) -> Option<usize> {
 }
 
 /// Parses a response head: `Ok(None)` when incomplete, otherwise
-/// `(status, framing, keep_alive, head length including the blank line)`.
-fn parse_head(data: &[u8]) -> Result<Option<(u16, Framing, bool, usize)>, ErrorKind> {
+/// `(status, framing, keep_alive, head length including the blank line)`. `bodiless` marks
+/// the answer to a HEAD request, whose Content-Length describes a body it does not carry.
+fn parse_head(
+    data: &[u8],
+    bodiless: bool,
+) -> Result<Option<(u16, Framing, bool, usize)>, ErrorKind> {
     let Some(head_end) = find_blank_line(data) else {
         if data.len() >= 5 && !data.starts_with(b"HTTP/") {
             return Err(ErrorKind::Other);
@@ -303,21 +313,13 @@ fn parse_head(data: &[u8]) -> Result<Option<(u16, Framing, bool, usize)>, ErrorK
         }
     }
     // These answers never carry a body, whatever their headers say.
-    if status == 204 || status == 304 || (100..200).contains(&status) {
+    if bodiless || status == 204 || status == 304 || (100..200).contains(&status) {
         framing = Framing::Length(0);
     }
     if framing == Framing::UntilClose {
         keep_alive = false;
     }
     Ok(Some((status, framing, keep_alive, head_end + 4)))
-}
-
-/// Builds the bytes of a GET request for `path_and_query` on `host_header`.
-pub fn build_request(host_header: &str, path_and_query: &str) -> Vec<u8> {
-    format!(
-        "GET {path_and_query} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: benchmatrix-loadgen\r\nAccept: */*\r\n\r\n"
-    )
-    .into_bytes()
 }
 
 #[cfg(test)]
@@ -328,20 +330,29 @@ mod tests {
     fn heads_are_parsed_for_framing() {
         let h = b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\n\r\nhello";
         assert_eq!(
-            parse_head(h).unwrap(),
+            parse_head(h, false).unwrap(),
             Some((200, Framing::Length(12), true, h.len() - 5))
         );
         let h =
             b"HTTP/1.1 503 Busy\r\ntransfer-encoding: gzip, chunked\r\nconnection: close\r\n\r\n";
         assert_eq!(
-            parse_head(h).unwrap(),
+            parse_head(h, false).unwrap(),
             Some((503, Framing::Chunked, false, h.len()))
         );
         let h = b"HTTP/1.0 200 OK\r\ncontent-length: 0\r\n\r\n";
-        assert!(!parse_head(h).unwrap().unwrap().2);
-        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le").unwrap(), None);
-        assert!(parse_head(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
-        assert!(parse_head(b"HTTP/1.1 2x0 OK\r\n\r\n").is_err());
+        assert!(!parse_head(h, false).unwrap().unwrap().2);
+        assert_eq!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false).unwrap(),
+            None
+        );
+        assert!(parse_head(b"SSH-2.0-OpenSSH\r\n\r\n", false).is_err());
+        assert!(parse_head(b"HTTP/1.1 2x0 OK\r\n\r\n", false).is_err());
+        // The answer to a HEAD states the length of a body it does not send.
+        let h = b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n";
+        assert_eq!(
+            parse_head(h, true).unwrap(),
+            Some((200, Framing::Length(0), true, h.len()))
+        );
     }
 
     #[test]
@@ -398,11 +409,11 @@ mod tests {
             }
         });
         let mut c = Conn::connect(addr).await.unwrap();
-        let req = build_request("x", "/");
+        let req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
         let got: Vec<Response> = {
             let mut v = Vec::new();
             for _ in 0..4 {
-                v.push(c.exchange(&req).await.unwrap());
+                v.push(c.exchange(req, false).await.unwrap());
             }
             v
         };

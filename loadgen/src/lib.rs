@@ -14,6 +14,7 @@ pub mod plan;
 pub mod preflight;
 pub mod probe;
 pub mod recorder;
+pub mod request;
 pub mod result;
 pub mod strict_yaml;
 pub mod summary;

@@ -57,6 +57,19 @@ pub const MAX_THREADS: u32 = 256;
 /// Most load generators sharing one workload (`generators`, `spec.loadgen.parallelism`).
 pub const MAX_GENERATORS: u32 = 32;
 
+/// Largest request body of one endpoint, in bytes: 64 KiB, plenty for the JSON documents an
+/// API takes, and small enough that a cluster's plan ConfigMap (1 MiB, one plan per load
+/// generator) holds it.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Most request headers of one endpoint.
+pub const MAX_HEADERS: usize = 64;
+
+/// Most bytes an endpoint's own headers take on the wire, values read from Secrets included:
+/// 8 KiB, the smallest request-head limit of the common servers (nginx, Apache) being 8 KiB
+/// per line and Node's 16 KiB for the whole head.
+pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+
 // The per-phase bound must leave room for one stream at its bound.
 const _: () = assert!(MAX_CONNECTIONS_PER_PHASE >= MAX_CONNECTIONS_PER_STREAM);
 

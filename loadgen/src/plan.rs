@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::duration::{DURATION_PATTERN, Duration, ParseDurationError};
 use crate::limits::{
-    MAX_CONNECTIONS_PER_PHASE, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_GENERATORS,
-    MAX_RATE_PER_STREAM, MAX_REPLICAS, MAX_THREADS,
+    MAX_BODY_BYTES, MAX_CONNECTIONS_PER_PHASE, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION,
+    MAX_GENERATORS, MAX_HEADERS, MAX_RATE_PER_STREAM, MAX_REPLICAS, MAX_THREADS,
 };
+use crate::request;
+pub use crate::request::{Header, HeaderValueFrom, SecretKeyRef, SuccessCode};
 use crate::strict_yaml;
 pub use crate::strict_yaml::FieldError;
 use crate::target_url::TargetUrl;
@@ -79,7 +81,7 @@ impl fmt::Display for Spread {
     }
 }
 
-/// One HTTP endpoint of the target.
+/// One HTTP endpoint of the target: the request every stream on it sends, built once.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Endpoint {
@@ -87,6 +89,36 @@ pub struct Endpoint {
     pub name: String,
     /// Request path including any query string, starting with "/", e.g. "/fast" or "/fib?n=30".
     pub path: String,
+    /// HTTP method, e.g. "POST", "PUT" or "DELETE": upper case, an HTTP token, not CONNECT.
+    /// Default "GET".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Request headers, sent in this order after Host (which the load generator writes from
+    /// the target address) and its default User-Agent and Accept (left out when listed here).
+    /// A value is written here or taken from a Secret (`valueFrom.secretKeyRef`). At most 64
+    /// headers and 8192 bytes together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_HEADERS))]
+    pub headers: Vec<Header>,
+    /// Request body, sent exactly as written (UTF-8) with its Content-Length, e.g. a JSON
+    /// document; set the Content-Type header to match. Refused on GET and HEAD. At most 65536
+    /// bytes. Without a body, methods that anticipate one (POST, PUT, PATCH, ...) send
+    /// "Content-Length: 0".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_BODY_BYTES))]
+    pub body: Option<String>,
+    /// Which answers count as success: status codes (404), classes ("2xx") and inclusive ranges
+    /// ("200-299"), e.g. ["2xx", 404]. Default: 2xx only. Any other answer is an error, counted
+    /// under errorsByKind (status4xx, status5xx, or statusOther for 1xx, 3xx and unlisted 2xx).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_codes: Option<Vec<SuccessCode>>,
+}
+
+impl Endpoint {
+    /// The method in force: `method`, or GET.
+    pub fn method_or_default(&self) -> &str {
+        self.method.as_deref().unwrap_or(request::DEFAULT_METHOD)
+    }
 }
 
 /// A measured stretch of time during which a fixed set of streams runs concurrently.
@@ -183,6 +215,7 @@ impl Workload {
                 ));
             }
             check_request_path(&format!("{at}.path"), &e.path, errors);
+            request::check::check_endpoint(e, &at, errors);
         }
         if let Some(t) = self.timeout {
             if t.is_zero() {
@@ -629,6 +662,181 @@ workload:
         );
     }
 
+    const POST: &str = r#"
+target: http://127.0.0.1:8080
+workload:
+  endpoints:
+    - name: order
+      path: /orders
+      method: POST
+      headers:
+        - {name: Content-Type, value: application/json}
+        - name: Authorization
+          valueFrom: {env: BENCHMATRIX_HEADER_0_1}
+      body: '{"item": 1}'
+      successCodes: ["2xx", 404, "500-502"]
+  phases: [{name: p, duration: 1s, load: [{endpoint: order, connections: 1}]}]
+"#;
+
+    #[test]
+    fn a_post_endpoint_reads_and_keeps_its_request_fields() {
+        let plan = parse_plan_file(POST).unwrap();
+        let e = &plan.workload.endpoints[0];
+        assert_eq!(e.method_or_default(), "POST");
+        assert_eq!(e.headers[0].value.as_deref(), Some("application/json"));
+        assert_eq!(
+            e.headers[1].value_from.as_ref().unwrap().env.as_deref(),
+            Some("BENCHMATRIX_HEADER_0_1")
+        );
+        assert_eq!(e.body.as_deref(), Some(r#"{"item": 1}"#));
+        let success = crate::request::SuccessSet::of(e.success_codes.as_deref());
+        assert!(success.contains(201) && success.contains(404) && success.contains(502));
+        assert!(!success.contains(503));
+        // A plan written back reads the same (the operator writes plans this way).
+        let back = parse_plan_file(&serde_yaml::to_string(&plan).unwrap()).unwrap();
+        assert_eq!(back, plan);
+        // A GET endpoint writes none of the new fields, so older plans round-trip as they were.
+        let plain = serde_yaml::to_string(&parse_plan_file(SAMPLE).unwrap()).unwrap();
+        for field in ["method", "headers", "body", "successCodes"] {
+            assert!(!plain.contains(field), "{plain}");
+        }
+    }
+
+    #[test]
+    fn bad_request_fields_are_refused_at_their_paths() {
+        let base = parse_plan_file(POST).unwrap().workload;
+        let refused = |mutate: &dyn Fn(&mut Endpoint), path: &str, words: &str| {
+            let mut w = base.clone();
+            mutate(&mut w.endpoints[0]);
+            let errs = w.validate().unwrap_err();
+            assert!(
+                errs.iter()
+                    .any(|e| e.path == path && e.message.contains(words)),
+                "expected {path} saying {words:?}, got {errs:?}"
+            );
+        };
+        let header = |name: &str, value: &str| Header {
+            name: name.into(),
+            value: Some(value.into()),
+            value_from: None,
+        };
+        refused(
+            &|e| e.headers[0] = header("X-Evil\r\nInjected", "v"),
+            "workload.endpoints[0].headers[0].name",
+            "line break",
+        );
+        refused(
+            &|e| e.headers[0] = header("Content Type", "v"),
+            "workload.endpoints[0].headers[0].name",
+            "spaces",
+        );
+        refused(
+            &|e| e.headers[0] = header("X-Ok", "a\r\nX-Injected: 1"),
+            "workload.endpoints[0].headers[0].value",
+            "line break",
+        );
+        refused(
+            &|e| e.headers[0] = header("X-Ok", "a\u{1}b"),
+            "workload.endpoints[0].headers[0].value",
+            "control",
+        );
+        for owned in ["Host", "content-length", "Transfer-Encoding", "Connection"] {
+            refused(
+                &|e| e.headers[0] = header(owned, "x"),
+                "workload.endpoints[0].headers[0].name",
+                "written by the load generator",
+            );
+        }
+        refused(
+            &|e| e.headers[0].value_from = e.headers[1].value_from.clone(),
+            "workload.endpoints[0].headers[0]",
+            "not both",
+        );
+        refused(
+            &|e| e.headers[1].value_from = Some(HeaderValueFrom::default()),
+            "workload.endpoints[0].headers[1].valueFrom",
+            "secretKeyRef",
+        );
+        refused(
+            &|e| {
+                e.headers[1].value_from = Some(HeaderValueFrom {
+                    secret_key_ref: Some(SecretKeyRef {
+                        name: "Api_Token".into(),
+                        key: "../token".into(),
+                    }),
+                    env: None,
+                })
+            },
+            "workload.endpoints[0].headers[1].valueFrom.secretKeyRef.name",
+            "Secret name",
+        );
+        refused(
+            &|e| {
+                e.headers[1].value_from = Some(HeaderValueFrom {
+                    secret_key_ref: Some(SecretKeyRef {
+                        name: "api".into(),
+                        key: "../token".into(),
+                    }),
+                    env: None,
+                })
+            },
+            "workload.endpoints[0].headers[1].valueFrom.secretKeyRef.key",
+            "Secret key",
+        );
+        refused(
+            &|e| e.method = Some("GET".into()),
+            "workload.endpoints[0].body",
+            "GET request carries no body",
+        );
+        refused(
+            &|e| e.method = Some("HEAD".into()),
+            "workload.endpoints[0].body",
+            "HEAD",
+        );
+        refused(
+            &|e| e.method = Some("post".into()),
+            "workload.endpoints[0].method",
+            "\"POST\"",
+        );
+        refused(
+            &|e| e.method = Some("PO ST".into()),
+            "workload.endpoints[0].method",
+            "spaces",
+        );
+        refused(
+            &|e| e.method = Some("CONNECT".into()),
+            "workload.endpoints[0].method",
+            "tunnel",
+        );
+        refused(
+            &|e| e.body = Some("x".repeat(crate::limits::MAX_BODY_BYTES + 1)),
+            "workload.endpoints[0].body",
+            "65536",
+        );
+        refused(
+            &|e| e.headers = vec![header("X-A", "v"); crate::limits::MAX_HEADERS + 1],
+            "workload.endpoints[0].headers",
+            "at most 64",
+        );
+        refused(
+            &|e| e.headers = vec![header("X-Big", &"v".repeat(9000))],
+            "workload.endpoints[0].headers",
+            "8192",
+        );
+        refused(
+            &|e| e.success_codes = Some(vec![SuccessCode::new("2xx"), SuccessCode::new("700")]),
+            "workload.endpoints[0].successCodes[1]",
+            "100 to 599",
+        );
+        refused(
+            &|e| e.success_codes = Some(vec![]),
+            "workload.endpoints[0].successCodes",
+            "at least one",
+        );
+        // Each field is refused alone: the base itself is fine.
+        base.validate().unwrap();
+    }
+
     #[test]
     fn values_beyond_the_limits_are_refused_naming_the_field_and_the_limit() {
         use crate::limits::*;
@@ -673,6 +881,7 @@ workload:
                 w.endpoints.push(Endpoint {
                     name: "third".into(),
                     path: "/third".into(),
+                    ..Default::default()
                 });
                 w.phases[1].load = ["fast", "slow", "third"]
                     .into_iter()

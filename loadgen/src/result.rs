@@ -73,7 +73,8 @@ pub struct StreamResult {
     pub mode: StreamMode,
     /// Requests that finished during the phase, successful or not.
     pub requests: u64,
-    /// Requests among `requests` that failed: a transport error or a status outside 2xx.
+    /// Requests among `requests` that failed: a transport error or a status the endpoint's
+    /// successCodes do not list (default: anything outside 2xx).
     pub errors: u64,
     /// Successful requests per second over the phase (`requests - errors` over `durationSecs`;
     /// summed when merged, since merged generators ran at the same time).
@@ -251,11 +252,12 @@ pub struct ErrorsByKind {
     pub timeout: u64,
     /// The connection was reset or closed by the target before the answer was complete.
     pub reset: u64,
-    /// Answers with a 4xx status.
+    /// Answers with a 4xx status that the endpoint's successCodes do not list.
     pub status4xx: u64,
-    /// Answers with a 5xx status.
+    /// Answers with a 5xx status that the endpoint's successCodes do not list.
     pub status5xx: u64,
-    /// Answers with a 1xx or 3xx status.
+    /// Answers with any other status the endpoint's successCodes do not list: 1xx, 3xx, or a
+    /// 2xx when the list names only some.
     pub status_other: u64,
     /// Anything else, such as an answer that is not valid HTTP/1.1.
     pub other: u64,
@@ -281,13 +283,13 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The kind for a non-2xx status code, or `None` for 2xx.
-    pub fn from_status(status: u16) -> Option<Self> {
+    /// The kind an answer is counted under when its endpoint's success codes leave its
+    /// status out: by class, with 1xx, 3xx and an unlisted 2xx as [`ErrorKind::StatusOther`].
+    pub fn of_unlisted_status(status: u16) -> Self {
         match status {
-            200..=299 => None,
-            400..=499 => Some(Self::Status4xx),
-            500..=599 => Some(Self::Status5xx),
-            _ => Some(Self::StatusOther),
+            400..=499 => Self::Status4xx,
+            500..=599 => Self::Status5xx,
+            _ => Self::StatusOther,
         }
     }
 }
@@ -824,10 +826,10 @@ mod tests {
 
     #[test]
     fn status_codes_map_to_kinds() {
-        assert_eq!(ErrorKind::from_status(204), None);
-        assert_eq!(ErrorKind::from_status(404), Some(ErrorKind::Status4xx));
-        assert_eq!(ErrorKind::from_status(503), Some(ErrorKind::Status5xx));
-        assert_eq!(ErrorKind::from_status(302), Some(ErrorKind::StatusOther));
+        assert_eq!(ErrorKind::of_unlisted_status(204), ErrorKind::StatusOther);
+        assert_eq!(ErrorKind::of_unlisted_status(404), ErrorKind::Status4xx);
+        assert_eq!(ErrorKind::of_unlisted_status(503), ErrorKind::Status5xx);
+        assert_eq!(ErrorKind::of_unlisted_status(302), ErrorKind::StatusOther);
     }
 }
 

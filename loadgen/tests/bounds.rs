@@ -22,6 +22,7 @@ fn timing_open_loop_at_the_maximum_rate_ends_by_its_deadline() {
         .map(|i| Endpoint {
             name: format!("e{i}"),
             path: format!("/e{i}"),
+            ..Default::default()
         })
         .collect();
     let load = endpoints
@@ -57,6 +58,7 @@ fn timing_open_loop_at_the_maximum_rate_ends_by_its_deadline() {
         open_max_connections: 4,
         share: Default::default(),
         preflight: None,
+        header_values: Default::default(),
     };
     let started = Instant::now();
     let r = engine::run(&cfg, &mut |_| {}).unwrap();

@@ -34,6 +34,7 @@ fn config(server: &TestServer, workload: Workload, threads: usize) -> RunConfig 
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
         preflight: None,
+        header_values: Default::default(),
     }
 }
 
@@ -250,6 +251,7 @@ workload:
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
         preflight: None,
+        header_values: Default::default(),
     };
     let mut lines = Vec::new();
     let started = Instant::now();
@@ -320,6 +322,7 @@ workload:
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
         preflight: None,
+        header_values: Default::default(),
     };
     let r = run(&cfg);
     // One phase: read at its start and at its end, both on the statistics address.

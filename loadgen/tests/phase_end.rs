@@ -41,6 +41,7 @@ fn two_phases(stream: Stream) -> Workload {
         endpoints: vec![Endpoint {
             name: "e".into(),
             path: "/e".into(),
+            ..Default::default()
         }],
         warmup: plan::Duration::default(),
         phases: vec![phase("one"), phase("two")],
@@ -70,6 +71,7 @@ fn run(
         open_max_connections: 4,
         share: Default::default(),
         preflight: None,
+        header_values: Default::default(),
     };
     let started = Instant::now();
     let r = engine::run(&cfg, &mut |_| {}).unwrap();
@@ -190,6 +192,7 @@ fn timing_silent_replicas_delay_the_next_phase_by_one_probe_timeout_not_one_each
         open_max_connections: 4,
         share: Default::default(),
         preflight: None,
+        header_values: Default::default(),
     };
     let r = engine::run(&cfg, &mut |_| {}).unwrap();
     let mut load: Vec<Instant> = replicas[0].1.lock().unwrap().clone();

@@ -36,6 +36,7 @@ fn config(
         stats_path: None,
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
+        header_values: Default::default(),
         preflight: timeout.map(|t| Preflight {
             path: "/healthz".into(),
             timeout: plan::Duration(t),

@@ -35,6 +35,7 @@ fn config(
         open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
         share: Default::default(),
         preflight: None,
+        header_values: Default::default(),
     }
 }
 

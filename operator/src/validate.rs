@@ -15,7 +15,7 @@ use benchmatrix_loadgen::limits::{
 use benchmatrix_loadgen::strict_yaml;
 
 use crate::api::{
-    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity,
+    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity, Workload,
 };
 use crate::plan;
 use kube::ResourceExt;
@@ -123,6 +123,7 @@ pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
         ));
     }
     let n = run.spec.loadgen.parallelism;
+    check_plan_size(&run.spec.workload, n, &mut errors);
     if n > 1 {
         for (p, phase) in run.spec.workload.phases.iter().enumerate() {
             for (s, stream) in phase.load.iter().enumerate() {
@@ -283,6 +284,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
                 .map(|e| FieldError::new(format!("spec.{}", e.path), e.message)),
         );
     }
+    check_header_sources(&spec.workload, &mut errors);
 
     // Load generator.
     check_cpu(&spec.loadgen.cpu, "spec.loadgen.cpu", &mut errors);
@@ -349,6 +351,53 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
         ));
     }
     errors
+}
+
+/// `valueFrom.env` is how a plan file names a value the operator or the local runner put in
+/// the load generator's environment; a spec cannot know that environment, so it names the
+/// Secret instead (the same YAML then runs on a cluster and with `benchmatrix run --secrets`).
+fn check_header_sources(workload: &Workload, errors: &mut Vec<FieldError>) {
+    for (i, e) in workload.endpoints.iter().enumerate() {
+        for (j, h) in e.headers.iter().enumerate() {
+            if h.value_from.as_ref().is_some_and(|f| f.env.is_some()) {
+                errors.push(FieldError::new(
+                    format!("spec.workload.endpoints[{i}].headers[{j}].valueFrom.env"),
+                    "a BenchmarkRun takes header values from a Secret (valueFrom.secretKeyRef: {name, key}); env is for the load generator's plan files",
+                ));
+            }
+        }
+    }
+}
+
+/// Budget for the bodies and headers in one cell's plan ConfigMap, which holds a plan per load
+/// generator and may not exceed 1 MiB: what is left after the rest of the plans, generously
+/// counted.
+const PLAN_REQUEST_BUDGET: usize = 768 * 1024;
+
+/// Every load generator's plan carries every endpoint's body and headers, and the plans share
+/// one ConfigMap.
+fn check_plan_size(workload: &Workload, parallelism: u32, errors: &mut Vec<FieldError>) {
+    let per_plan: usize = workload
+        .endpoints
+        .iter()
+        .map(|e| {
+            let headers: usize = e
+                .headers
+                .iter()
+                .map(|h| h.name.len() + h.value.as_ref().map_or(0, String::len))
+                .sum();
+            headers + e.body.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    let total = per_plan.saturating_mul(parallelism.max(1) as usize);
+    if total > PLAN_REQUEST_BUDGET {
+        errors.push(FieldError::new(
+            "spec.workload.endpoints",
+            format!(
+                "the bodies and headers ({per_plan} bytes) times spec.loadgen.parallelism ({parallelism}) come to {total} bytes; one cell's plans share a ConfigMap of at most 1 MiB, so at most {PLAN_REQUEST_BUDGET} bytes: shorten them or use fewer load generators"
+            ),
+        ));
+    }
 }
 
 fn check_configuration(c: &Configuration, at: &str, errors: &mut Vec<FieldError>) {
@@ -800,5 +849,100 @@ spec:
             .replace("name: pool-x2", "name: single-x1")
             .replace("replicas: 2", "replicas: 0");
         assert!(errors_of(&bad).len() >= 2, "{:#?}", errors_of(&bad));
+    }
+
+    /// GOOD with its `fast` endpoint made a POST with headers and a body.
+    fn with_post(endpoint: &str) -> String {
+        GOOD.replace(
+            "    endpoints: [{name: fast, path: /fast}, {name: slow, path: /slow}]\n",
+            &format!("    endpoints:\n{endpoint}      - {{name: slow, path: /slow}}\n"),
+        )
+    }
+
+    const POST: &str = r#"      - name: fast
+        path: /fast
+        method: POST
+        headers:
+          - {name: Content-Type, value: application/json}
+          - name: Authorization
+            valueFrom: {secretKeyRef: {name: api-token, key: token}}
+        body: '{"n": 1}'
+        successCodes: ["2xx", 404]
+"#;
+
+    #[test]
+    fn a_post_with_a_secret_header_is_a_valid_spec() {
+        let run = parse_benchmark_run(&with_post(POST)).unwrap_or_else(|e| panic!("{e}"));
+        let e = &run.spec.workload.endpoints[0];
+        assert_eq!(e.method_or_default(), "POST");
+        assert_eq!(e.headers.len(), 2);
+    }
+
+    #[test]
+    fn bad_request_fields_are_refused_with_their_spec_paths() {
+        let at = "spec.workload.endpoints[0]";
+        for (from, to, expected) in [
+            (
+                "{name: Content-Type, value: application/json}",
+                "{name: Host, value: example.com}",
+                format!("{at}.headers[0].name: Host is written by the load generator"),
+            ),
+            (
+                "{name: Content-Type, value: application/json}",
+                "{name: \"Content-Type\\r\\nX-Injected\", value: x}",
+                format!("{at}.headers[0].name: must not contain a line break"),
+            ),
+            (
+                "{name: Content-Type, value: application/json}",
+                "{name: X-A, value: \"a\\nb\"}",
+                format!("{at}.headers[0].value: must not contain a line break"),
+            ),
+            (
+                "method: POST",
+                "method: GET",
+                format!("{at}.body: a GET request carries no body"),
+            ),
+            (
+                "successCodes: [\"2xx\", 404]",
+                "successCodes: [\"2xx\", 4040]",
+                format!("{at}.successCodes[1]: 4040 is not an HTTP status code"),
+            ),
+            (
+                "{secretKeyRef: {name: api-token, key: token}}",
+                "{secretKeyRef: {name: API_token, key: token}}",
+                format!("{at}.headers[1].valueFrom.secretKeyRef.name: must be a Secret name"),
+            ),
+            (
+                "{secretKeyRef: {name: api-token, key: token}}",
+                "{env: TOKEN}",
+                format!(
+                    "{at}.headers[1].valueFrom.env: a BenchmarkRun takes header values from a Secret"
+                ),
+            ),
+            (
+                "{secretKeyRef: {name: api-token, key: token}}",
+                "{secretKeyRef: {name: api-token, key: token, optional: true}}",
+                format!("{at}.headers[1].valueFrom.secretKeyRef.optional: unknown field"),
+            ),
+        ] {
+            let post = POST.replace(from, to);
+            assert_ne!(post, POST, "{from} not found");
+            assert_error(&with_post(&post), &expected);
+        }
+    }
+
+    #[test]
+    fn bodies_that_would_overflow_a_clusters_plan_config_map_are_refused_there_only() {
+        let big = format!("'{}'", "x".repeat(40_000));
+        let yaml = with_post(&POST.replace("'{\"n\": 1}'", &big)).replace(
+            "  workload:\n",
+            "  loadgen: {parallelism: 32}\n  workload:\n",
+        );
+        let run = parse_benchmark_run(&yaml).unwrap_or_else(|e| panic!("{e}"));
+        let err = validate_for_cluster(&run).unwrap_err().to_string();
+        assert!(
+            err.contains("spec.workload.endpoints: the bodies and headers (40041 bytes) times spec.loadgen.parallelism (32)"),
+            "{err}"
+        );
     }
 }

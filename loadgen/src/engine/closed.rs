@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::StreamCtx;
 use crate::conn::{Conn, Response};
 use crate::recorder::Recorder;
+use crate::request::SuccessSet;
 use crate::result::ErrorKind;
 
 /// Pause after a failed connect, so a closed port is not hammered in a busy loop.
@@ -71,12 +72,13 @@ pub(crate) async fn run_connection(
         sleep.as_mut().reset(deadline);
         let outcome = tokio::select! {
             biased;
-            r = c.exchange(&ctx.request) => Some(r),
+            r = c.exchange(&ctx.request, ctx.bodiless_answer) => Some(r),
             _ = &mut sleep => None,
         };
         let done = Instant::now();
         let after = settle(
             &mut rec.borrow_mut(),
+            &ctx.success,
             outcome,
             deadline >= end,
             micros(done - sent),
@@ -100,12 +102,14 @@ pub(crate) enum After {
     PhaseOver,
 }
 
-/// Records the outcome of one request, the same way in both loops. `outcome` is `None` when
-/// the request's deadline came first; `phase_over` says whether that deadline was the phase's
-/// end (then the request is neither a success nor an error, only cut). `latency_us` and
-/// `uncorrected_us` are what a success records.
+/// Records the outcome of one request, the same way in both loops. An answer whose status
+/// `success` holds is a success; `outcome` is `None` when the request's deadline came first;
+/// `phase_over` says whether that deadline was the phase's end (then the request is neither a
+/// success nor an error, only cut). `latency_us` and `uncorrected_us` are what a success
+/// records.
 pub(crate) fn settle(
     rec: &mut Recorder,
+    success: &SuccessSet,
     outcome: Option<Result<Response, ErrorKind>>,
     phase_over: bool,
     latency_us: u64,
@@ -113,9 +117,10 @@ pub(crate) fn settle(
 ) -> After {
     match outcome {
         Some(Ok(resp)) => {
-            match ErrorKind::from_status(resp.status) {
-                None => rec.success(latency_us, uncorrected_us),
-                Some(kind) => rec.failure(kind),
+            if success.contains(resp.status) {
+                rec.success(latency_us, uncorrected_us);
+            } else {
+                rec.failure(ErrorKind::of_unlisted_status(resp.status));
             }
             if resp.keep_alive {
                 After::Keep

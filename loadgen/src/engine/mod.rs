@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use tokio::task::LocalSet;
 
-use crate::conn::build_request;
 use crate::histogram;
 use crate::plan::{LoadMode, Phase, Preflight, Spread, Workload};
 use crate::recorder::{Recorder, SecondCounts, StreamTotals};
+use crate::request::{self, HeaderValues, Prepared, SuccessSet};
 use crate::result::{
     LatencyMs, PhaseResult, RESULT_VERSION, ReplicaStats, RunResult, StreamMode, StreamResult,
 };
@@ -62,6 +62,9 @@ pub struct RunConfig {
     pub share: GeneratorShare,
     /// The check that every address answers before the load; `None` starts it at once.
     pub preflight: Option<Preflight>,
+    /// Header values the workload names by environment variable (`valueFrom.env`), read
+    /// before the run by [`HeaderValues::read`].
+    pub header_values: HeaderValues,
 }
 
 /// Which of `count` load generators this is; see [`crate::plan::PlanFile::generator_index`].
@@ -100,6 +103,9 @@ pub enum EngineError {
     /// the message starts with [`preflight::UNREACHABLE`].
     #[error("target unreachable: {0}")]
     Unreachable(String),
+    /// An endpoint's request could not be built (a header value that was not read).
+    #[error("cannot build the request: {0}")]
+    Request(String),
 }
 
 /// What one stream needs on a worker.
@@ -109,7 +115,12 @@ pub(crate) struct StreamCtx {
     pub addrs: Vec<SocketAddr>,
     /// How many connections have taken an address from `addrs` (open loop).
     next_addr: std::cell::Cell<usize>,
+    /// The request, built once for the run and written as is for every send.
     pub request: Vec<u8>,
+    /// The answer to `request` has no body (HEAD).
+    pub bodiless_answer: bool,
+    /// The statuses that count as success.
+    pub success: SuccessSet,
     pub timeout: Duration,
 }
 
@@ -131,7 +142,7 @@ enum WorkerMode {
 
 struct WorkerStream {
     index: usize,
-    request: Arc<Vec<u8>>,
+    request: Arc<Prepared>,
     mode: WorkerMode,
     addrs: Vec<SocketAddr>,
 }
@@ -193,16 +204,21 @@ pub fn run(
 
     let w = &cfg.workload;
     let timeout = w.timeout_or_default().get();
-    let requests: Vec<Arc<Vec<u8>>> = w
+    // Each endpoint's bytes are made here, once; the connection loops only write them.
+    let requests = w
         .endpoints
         .iter()
         .map(|e| {
-            Arc::new(build_request(
+            request::build::build(
                 &cfg.target.host_header(),
                 &cfg.target.join(&e.path),
-            ))
+                e,
+                &cfg.header_values,
+            )
+            .map(Arc::new)
+            .map_err(EngineError::Request)
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     let ctx = PhaseCtx {
         cfg,
         addrs,
@@ -292,7 +308,7 @@ struct PhaseCtx<'a> {
     /// Where connections go: the target's address, or the replicas' in round-robin spread.
     addrs: Vec<SocketAddr>,
     timeout: Duration,
-    requests: &'a [Arc<Vec<u8>>],
+    requests: &'a [Arc<Prepared>],
     workers: &'a [Worker],
     msgs: &'a Receiver<Msg>,
 }
@@ -581,7 +597,9 @@ async fn run_worker_phase(cmd: PhaseCmd, msgs: &Sender<Msg>) -> Vec<(usize, Stre
         let ctx = Rc::new(StreamCtx {
             addrs: ws.addrs,
             next_addr: std::cell::Cell::new(0),
-            request: ws.request.as_ref().clone(),
+            request: ws.request.bytes.clone(),
+            bodiless_answer: ws.request.bodiless_answer,
+            success: ws.request.success,
             timeout: cmd.timeout,
         });
         let open = matches!(ws.mode, WorkerMode::Open(_));

@@ -202,13 +202,14 @@ async fn run_connection(
         sleep.as_mut().reset(deadline);
         let outcome = tokio::select! {
             biased;
-            r = c.exchange(&ctx.request) => Some(r),
+            r = c.exchange(&ctx.request, ctx.bodiless_answer) => Some(r),
             _ = &mut sleep => None,
         };
         let done = Instant::now();
         // Latency from the intended send time; the uncorrected figure from the actual write.
         let after = settle(
             &mut rec.borrow_mut(),
+            &ctx.success,
             outcome,
             deadline >= end,
             micros(done - due),

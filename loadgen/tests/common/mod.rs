@@ -224,6 +224,7 @@ pub fn workload(phase_secs: u64, load: Vec<Stream>, spread: Spread) -> Workload 
         endpoints: vec![Endpoint {
             name: "e".into(),
             path: "/e".into(),
+            ..Default::default()
         }],
         warmup: plan::Duration::default(),
         phases: vec![Phase {

@@ -8,13 +8,15 @@
 use std::collections::BTreeMap;
 
 use benchmatrix_loadgen::plan::{PlanFile, Stream, Workload};
+use benchmatrix_loadgen::request::secrets::{secret_envs, to_env};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort,
-    EnvVar as K8sEnvVar, HTTPGetAction, PodAffinityTerm, PodAntiAffinity, PodSecurityContext,
-    PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext,
-    Service, ServicePort, ServiceSpec, Volume, VolumeMount, WeightedPodAffinityTerm,
+    EnvVar as K8sEnvVar, EnvVarSource, HTTPGetAction, PodAffinityTerm, PodAntiAffinity,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
+    SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -328,7 +330,9 @@ pub fn plan_share(
     index: u32,
     parallelism: u32,
 ) -> PlanFile {
-    let workload = share_workload(&run.spec.workload, index, parallelism);
+    // Header values kept in Secrets are named by environment variable (see `loadgen_env`):
+    // the plan, and so the ConfigMap, never holds one.
+    let workload = share_workload(&to_env(&run.spec.workload), index, parallelism);
     PlanFile {
         target: target.to_owned(),
         replicas: replicas.to_vec(),
@@ -390,6 +394,28 @@ pub fn plan_config_map(
         data: Some(data),
         ..ConfigMap::default()
     }
+}
+
+/// The load generator's environment: one variable per header value kept in a Secret, filled
+/// by the kubelet from the Secret (`valueFrom.secretKeyRef`), so the operator never reads it.
+/// A missing Secret or key keeps the pod from starting (`CreateContainerConfigError`).
+fn loadgen_env(v: &ValidatedRun) -> Option<Vec<K8sEnvVar>> {
+    let env: Vec<K8sEnvVar> = secret_envs(&v.spec().workload)
+        .into_iter()
+        .map(|s| K8sEnvVar {
+            name: s.env,
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: s.secret.name,
+                    key: s.secret.key,
+                    optional: Some(false),
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..K8sEnvVar::default()
+        })
+        .collect();
+    non_empty_vec(env)
 }
 
 /// The load generator Job of a cell.
@@ -462,6 +488,7 @@ pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) 
                             format!("{PLAN_DIR}/plan-$(JOB_COMPLETION_INDEX).yaml"),
                             "--json".into(),
                         ]),
+                        env: loadgen_env(v),
                         resources: Some(resources(&spec.loadgen.cpu, &spec.loadgen.memory)),
                         volume_mounts: Some(vec![VolumeMount {
                             name: "plan".into(),
@@ -666,5 +693,93 @@ spec:
         assert_eq!(modes[0].value.as_deref(), Some("cluster"));
         assert!(env.iter().any(|e| e.name == "WEB_CONCURRENCY"));
         assert!(env.iter().any(|e| e.name == "PORT"));
+    }
+
+    /// One cell, two load generators, a POST whose bearer token is kept in a Secret.
+    const SECRET_HEADER_RUN: &str = r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: post, namespace: default, uid: "0000-1111"}
+spec:
+  configurations: [{name: x1, mode: single, cpu: "1"}]
+  loadgen: {parallelism: 2}
+  workload:
+    endpoints:
+      - name: order
+        path: /orders
+        method: POST
+        headers:
+          - {name: Content-Type, value: application/json}
+          - name: Authorization
+            valueFrom: {secretKeyRef: {name: api-token, key: token}}
+        body: '{"item": 1}'
+    phases: [{name: p, duration: 1s, load: [{endpoint: order, connections: 2}]}]
+"#;
+
+    #[test]
+    fn a_secret_header_reaches_the_job_as_secret_key_ref_env_and_the_plans_name_only_the_variable()
+    {
+        let run = crate::validate::parse_benchmark_run(SECRET_HEADER_RUN).expect("valid");
+        let v = ValidatedRun::for_cluster(run).expect("valid");
+        let cell = &v.cells()[0];
+        let job = job(&v, cell, 1, "loadgen-image");
+        let container = &job.spec.unwrap().template.spec.unwrap().containers[0];
+        let env = container.env.clone().expect("the load generator has env");
+        assert_eq!(env.len(), 1, "{env:?}");
+        assert_eq!(env[0].name, "BENCHMATRIX_HEADER_0_1");
+        assert_eq!(env[0].value, None, "never a literal value");
+        let key = env[0]
+            .value_from
+            .as_ref()
+            .and_then(|f| f.secret_key_ref.as_ref())
+            .expect("from a Secret");
+        assert_eq!(
+            (key.name.as_str(), key.key.as_str()),
+            ("api-token", "token")
+        );
+        assert_eq!(key.optional, Some(false));
+
+        let pods = ["10.1.0.1:8080".to_string()];
+        let cm = plan_config_map(&v, cell, 1, "http://10.96.0.10:8080", &pods);
+        let data = cm.data.unwrap();
+        assert_eq!(data.len(), 2);
+        for text in data.values() {
+            // The plan names the variable, and neither the Secret nor a value.
+            assert!(
+                !text.contains("api-token") && !text.contains("secretKeyRef"),
+                "{text}"
+            );
+            let plan = benchmatrix_loadgen::plan::parse_plan_file(text).unwrap();
+            let e = &plan.workload.endpoints[0];
+            assert_eq!(
+                e.headers[1].value_from.as_ref().unwrap().env.as_deref(),
+                Some("BENCHMATRIX_HEADER_0_1")
+            );
+            assert_eq!(e.method_or_default(), "POST");
+            assert_eq!(e.body.as_deref(), Some(r#"{"item": 1}"#));
+            assert_eq!(plan.workload.phases[0].load[0].connections, Some(1));
+            // What the load generator does with it: read the variable, build the request.
+            let mut env = std::collections::HashMap::new();
+            env.insert("BENCHMATRIX_HEADER_0_1", "Bearer t0k");
+            let values = benchmatrix_loadgen::request::HeaderValues::read(&plan.workload, |n| {
+                env.get(n).map(Into::into)
+            })
+            .unwrap();
+            let built =
+                benchmatrix_loadgen::request::build::build("h", "/orders", e, &values).unwrap();
+            let wire = String::from_utf8(built.bytes).unwrap();
+            assert!(wire.contains("\r\nAuthorization: Bearer t0k\r\n"), "{wire}");
+        }
+    }
+
+    #[test]
+    fn a_run_without_secret_headers_gives_the_load_generator_no_env() {
+        let run = crate::validate::parse_benchmark_run(TWO_REPLICA_RUN).expect("valid");
+        let v = ValidatedRun::for_cluster(run).expect("valid");
+        let job = job(&v, &v.cells()[0], 1, "loadgen-image");
+        assert_eq!(
+            job.spec.unwrap().template.spec.unwrap().containers[0].env,
+            None
+        );
     }
 }

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
+use benchmatrix_loadgen::request::HeaderValues;
+
 use super::cgroup::Cgroup;
 use super::guard;
 use super::process::{self, stop_children, tie_to_runner};
@@ -27,8 +29,15 @@ pub struct Loadgen {
 }
 
 impl Loadgen {
-    /// Starts `benchmatrix loadgen --plan PLAN --out OUT --progress-json` inside `cgroup`.
-    pub fn start(plan: &Path, out: &Path, log: &Path, cgroup: Cgroup) -> std::io::Result<Loadgen> {
+    /// Starts `benchmatrix loadgen --plan PLAN --out OUT --progress-json` inside `cgroup`, with
+    /// `header_values` (the variables the plan's `valueFrom.env` name) in its environment.
+    pub fn start(
+        plan: &Path,
+        out: &Path,
+        log: &Path,
+        cgroup: Cgroup,
+        header_values: &HeaderValues,
+    ) -> std::io::Result<Loadgen> {
         let exe = std::env::current_exe()?;
         let log_file = File::create(log)?;
         let mut cmd = Command::new(exe);
@@ -38,6 +47,7 @@ impl Loadgen {
             .arg("--out")
             .arg(out)
             .arg("--progress-json")
+            .envs(header_values.iter())
             .stdin(Stdio::null())
             .stdout(Stdio::from(log_file.try_clone()?))
             .stderr(Stdio::piped());

@@ -13,6 +13,7 @@ pub mod process;
 pub mod progress;
 pub mod replicas;
 pub mod runner;
+pub mod secrets;
 pub mod signals;
 
 use std::path::Path;
@@ -27,6 +28,11 @@ pub struct RunArgs {
     /// writable folder is refused (exit 2) before anything starts.
     #[arg(long, default_value = "benchmatrix-out")]
     pub out: std::path::PathBuf,
+    /// Folder holding the Secrets that header values name (`valueFrom.secretKeyRef`), laid
+    /// out as a mounted Secret: DIR/NAME/KEY is a file holding the value. Every value is read
+    /// before anything starts; a missing one is refused (exit 2).
+    #[arg(long, value_name = "DIR")]
+    pub secrets: Option<std::path::PathBuf>,
 }
 
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
@@ -52,6 +58,19 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let header_values = match secrets::read(run.spec(), args.secrets.as_deref()) {
+        Ok(v) => v,
+        Err(errors) => {
+            eprintln!(
+                "benchmatrix run: {} names header values this machine cannot supply:",
+                args.file.display()
+            );
+            for fe in &errors {
+                eprintln!("  {fe}");
+            }
+            return ExitCode::from(2);
+        }
+    };
     if let Err(e) = check_out(&args.out) {
         eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
         return ExitCode::from(2);
@@ -61,7 +80,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     // orphan one.
     guard::start();
     signals::install();
-    let code = match runner::Runner::new(run, args.file.clone(), args.out.clone()) {
+    let code = match runner::Runner::new(run, args.file.clone(), args.out.clone(), header_values) {
         Ok(r) => r.run_all().exit_code(),
         Err(e) => {
             eprintln!(

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use benchmatrix_loadgen::request::HeaderValues;
 use benchmatrix_loadgen::result::RunResult;
 use benchmatrix_quota::host_cpus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -56,11 +57,19 @@ pub struct Runner {
     status: BenchmarkRunStatus,
     raw: Vec<RawCell>,
     fallback_notice: Option<String>,
+    /// Header values from `--secrets`, handed to every load generator through its environment.
+    header_values: HeaderValues,
 }
 
 impl Runner {
-    /// Prepares a run of `run` writing into `out`.
-    pub fn new(run: ValidatedRun, source: PathBuf, out: PathBuf) -> std::io::Result<Runner> {
+    /// Prepares a run of `run` writing into `out`; `header_values` are what its Secret-held
+    /// headers need (see [`super::secrets::read`]).
+    pub fn new(
+        run: ValidatedRun,
+        source: PathBuf,
+        out: PathBuf,
+        header_values: HeaderValues,
+    ) -> std::io::Result<Runner> {
         fs::create_dir_all(out.join("logs"))?;
         fs::create_dir_all(out.join("results"))?;
         fs::create_dir_all(out.join("plans"))?;
@@ -86,6 +95,7 @@ impl Runner {
             status: BenchmarkRunStatus::default(),
             raw: Vec::new(),
             fallback_notice,
+            header_values,
         };
         let cells = runner.run.cells().iter().map(|c| c.name.clone()).collect();
         runner.apply(Event::Admitted { cells }, &now());
@@ -129,6 +139,7 @@ impl Runner {
                 out: &self.out,
                 backend: &self.backend,
                 display: &mut self.display,
+                header_values: &self.header_values,
             };
             let outcome = cell::run_cell(&mut ctx, &cell);
             interrupted = self.record(step.cell, outcome);

@@ -8,6 +8,7 @@ mod fake;
 mod images;
 mod namespaces;
 mod repeat;
+mod requests;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use benchmatrix_loadgen::request::HeaderValues;
+
 use super::plan::{LoadFiles, LoadgenPlacement};
 use super::{CellContext, Failure};
 use crate::api::Enforcement;
@@ -158,9 +160,21 @@ pub fn alive_before_load(
     Ok(())
 }
 
-/// Starts the load generator on `files` inside `cgroup`.
-pub fn start_loadgen(files: &LoadFiles, cgroup: Cgroup) -> Result<Loadgen, Failure> {
-    Loadgen::start(&files.plan, &files.result, &files.log, cgroup).map_err(|e| Failure {
+/// Starts the load generator on `files` inside `cgroup`, with `header_values` in its
+/// environment.
+pub fn start_loadgen(
+    files: &LoadFiles,
+    cgroup: Cgroup,
+    header_values: &HeaderValues,
+) -> Result<Loadgen, Failure> {
+    Loadgen::start(
+        &files.plan,
+        &files.result,
+        &files.log,
+        cgroup,
+        header_values,
+    )
+    .map_err(|e| Failure {
         cause: cause::LOADGEN_FAILED,
         message: format!("cannot start the load generator: {e}"),
     })

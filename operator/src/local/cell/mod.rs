@@ -14,6 +14,7 @@ pub mod supervise;
 use std::path::Path;
 use std::time::Instant;
 
+use benchmatrix_loadgen::request::HeaderValues;
 use benchmatrix_loadgen::result::RunResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -35,6 +36,8 @@ pub struct CellContext<'a> {
     pub backend: &'a Backend,
     /// Where progress lines go.
     pub display: &'a mut Display,
+    /// Header values the load generator gets through its environment (from `--secrets`).
+    pub header_values: &'a HeaderValues,
 }
 
 /// How a cell ended.
@@ -141,7 +144,7 @@ pub fn run_cell(ctx: &mut CellContext, cell: &Cell) -> CellOutcome {
     if let Err(f) = launch::alive_before_load(ctx, cell, &mut set) {
         return so_far.failed(f);
     }
-    let mut lg = match launch::start_loadgen(&files, lg_cgroup) {
+    let mut lg = match launch::start_loadgen(&files, lg_cgroup, ctx.header_values) {
         Ok(l) => l,
         Err(f) => return so_far.failed(f),
     };

@@ -87,7 +87,8 @@ pub fn write_plan(
         stats_addresses: set.stats_addrs.iter().map(|a| a.to_string()).collect(),
         stats_path: Some(spec.target.stats_path.clone()),
         threads: spec.loadgen.threads,
-        workload: spec.workload.clone(),
+        // Secret-held header values are named by environment variable, never written here.
+        workload: benchmatrix_loadgen::request::secrets::to_env(&spec.workload),
         generator_index: 0,
         generators: 1,
         preflight: Some(crate::engine::preflight(spec)),
