@@ -360,6 +360,11 @@ fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<
             notes
         }
         Event::Finished { interrupted } => {
+            // A cell cut short by an interruption merges nothing more and checks no pod.
+            for c in &mut status.cells {
+                c.histograms.clear();
+                c.target_pods.clear();
+            }
             let end = end::finish_run(status, interrupted, ctx.thresholds, g, now);
             status.progress = Some(progress(status, ctx.repeat));
             let failed = end.phase == RunPhase::Failed;

@@ -352,3 +352,20 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
     assert!(bound::json_len(&failed.message) <= bound::SENTENCE_MAX);
     assert!(failed.message.starts_with("cell b: the pod said <this>"));
 }
+
+#[test]
+fn an_interrupted_run_keeps_no_histogram_of_its_unfinished_cells() {
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 2, false);
+    let mut status = admitted(&["a"], 2);
+    apply(
+        &mut status,
+        measured_with_histogram(0, histogram_of(&[1_000], 10)),
+        &c,
+    );
+    assert_eq!(status.cells[0].histograms.len(), 1);
+    apply(&mut status, Event::Finished { interrupted: true }, &c);
+    assert_eq!(status.phase, RunPhase::Failed);
+    assert!(status.cells[0].histograms.is_empty());
+    assert_eq!(status.cells[0].repetitions.len(), 1, "the figures stay");
+}
