@@ -13,6 +13,7 @@ pub mod plan;
 pub mod recommend;
 pub mod report;
 pub mod results;
+pub mod size;
 pub mod telemetry;
 pub mod thresholds;
 pub mod validate;

@@ -15,7 +15,8 @@ use benchmatrix_loadgen::limits::{
 use benchmatrix_loadgen::strict_yaml;
 
 use crate::api::{
-    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity, Workload,
+    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity, RunPhase,
+    Workload,
 };
 use crate::plan;
 use kube::ResourceExt;
@@ -112,8 +113,9 @@ pub fn validate_run(run: &BenchmarkRun) -> Result<(), SpecError> {
 }
 
 /// [`validate_run`] plus the rules only a cluster needs: the run's name becomes a label value,
-/// and each of the `spec.loadgen.parallelism` load generators takes a share of every
-/// closed-loop stream's connections.
+/// each of the `spec.loadgen.parallelism` load generators takes a share of every closed-loop
+/// stream's connections, and the object with its status must fit what etcd stores
+/// ([`crate::size`]).
 pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
     let mut errors = validate_spec(&run.spec);
     if run.name_any().len() > 63 {
@@ -137,6 +139,18 @@ pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
                 }
             }
         }
+    }
+    // The size follows from a consistent spec only. It is a rule for admitting a run: one that
+    // started under an operator that counted differently is left to finish.
+    let started = run
+        .status
+        .as_ref()
+        .is_some_and(|s| s.phase != RunPhase::Pending);
+    if errors.is_empty()
+        && !started
+        && let Some(too_big) = crate::size::refusal(run)
+    {
+        errors.push(too_big);
     }
     if errors.is_empty() {
         Ok(())

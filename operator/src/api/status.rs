@@ -186,8 +186,8 @@ pub struct CellStatus {
     pub overhead_seconds: Option<f64>,
 
     /// The target pods the load was started against (cluster only), recorded when the load
-    /// generator starts. A pod that is gone, replaced or restarted before the result comes in
-    /// fails the cell with reason ReplicaExited.
+    /// generator starts and cleared when the measurement ends. A pod that is gone, replaced or
+    /// restarted before the result comes in fails the cell with reason ReplicaExited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_pods: Vec<RecordedPod>,
 
@@ -196,6 +196,15 @@ pub struct CellStatus {
     /// with the spread beside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<RepetitionStatus>,
+
+    /// While a repeated cell is being measured: each stream's latency histogram over its
+    /// successful repetitions so far, added up exactly (HDR, base64), keyed "phase/endpoint".
+    /// When the cell ends they become each result's spread.mergedLatencyMs and are dropped. A
+    /// stream whose histogram outgrows its share of the status (128 KiB shared by every cell and
+    /// stream, at most 16 KiB each) is dropped from here, and its mergedLatencyMs is then
+    /// absent.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub histograms: std::collections::BTreeMap<String, String>,
 }
 
 /// One measurement of a cell when the run repeats every cell (spec.repeat above 1).
@@ -231,10 +240,6 @@ pub struct RepetitionStatus {
     /// Seconds spent on this repetition outside warm-up and phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_seconds: Option<f64>,
-    /// Each stream's latency histogram as the load generator wrote it (HDR, base64), keyed
-    /// "phase/endpoint", so that the cell's repetitions merge exactly into one histogram.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub histograms: std::collections::BTreeMap<String, String>,
 }
 
 /// How one figure varied over the repetitions of a cell.

@@ -10,6 +10,7 @@
 //! The engine is pure: the time comes in with the event's [`Ctx`], and nothing is read or
 //! written outside the status it is given.
 
+pub mod bound;
 pub mod end;
 pub mod step;
 mod validated;
@@ -66,7 +67,7 @@ pub struct Measured {
     /// A sentence about the measurement (how long it took, with how many load generators).
     pub message: String,
     /// Each stream's latency histogram as the load generator wrote it (base64 HDR), keyed
-    /// "phase/endpoint": kept with a repetition so that the cell's repetitions merge exactly.
+    /// "phase/endpoint": added to the cell's so that its repetitions merge exactly.
     pub histograms: BTreeMap<String, String>,
 }
 
@@ -176,8 +177,15 @@ impl Note {
     }
 }
 
-/// Applies `event` to `status`; returns the notes worth publishing.
+/// Applies `event` to `status`; returns the notes worth publishing. Every text of the status
+/// is then within its [`bound`], whatever the executor reported.
 pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+    let notes = apply_event(status, event, ctx);
+    bound::clip_status(status);
+    notes
+}
+
+fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
     let g = ctx.generation;
     let now = ctx.now;
     match event {
@@ -352,6 +360,11 @@ pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<No
             notes
         }
         Event::Finished { interrupted } => {
+            // A cell cut short by an interruption merges nothing more and checks no pod.
+            for c in &mut status.cells {
+                c.histograms.clear();
+                c.target_pods.clear();
+            }
             let end = end::finish_run(status, interrupted, ctx.thresholds, g, now);
             status.progress = Some(progress(status, ctx.repeat));
             let failed = end.phase == RunPhase::Failed;
@@ -411,10 +424,13 @@ fn measure_cell(
     measured: Measured,
     ctx: &Ctx,
 ) -> Vec<Note> {
+    let share = bound::histogram_share(status.cells.len(), measured.results.len());
     let Some(c) = status.cells.get_mut(cell) else {
         return Vec::new();
     };
     let name = c.name.clone();
+    // The pods were recorded to check the measurement; it is over.
+    c.target_pods.clear();
     if ctx.repeat <= 1 {
         c.phase = CellPhase::Succeeded;
         c.reason = None;
@@ -430,6 +446,15 @@ fn measure_cell(
         )];
     }
     let repetition = repetitions_done(c) + 1;
+    match share {
+        Some(cap) => results::repeat::fold_histograms(
+            &mut c.histograms,
+            &measured.histograms,
+            repetition == 1,
+            cap,
+        ),
+        None => c.histograms.clear(),
+    }
     c.repetitions.push(RepetitionStatus {
         repetition,
         phase: CellPhase::Succeeded,
@@ -441,7 +466,6 @@ fn measure_cell(
         cpu_seconds_used: measured.target.as_ref().and_then(|t| t.cpu_seconds_used),
         overhead_seconds: measured.overhead_seconds,
         results: measured.results,
-        histograms: measured.histograms,
     });
     c.target = results::repeat::add_target(c.target.take(), measured.target);
     c.enforcement = measured.enforcement;
@@ -451,7 +475,6 @@ fn measure_cell(
             .filter_map(|r| r.overhead_seconds)
             .sum(),
     ));
-    c.target_pods.clear();
     if repetition < ctx.repeat {
         // Back in line: the other cells measure their repetition before this one's next.
         c.phase = CellPhase::Pending;
@@ -467,7 +490,9 @@ fn measure_cell(
             ),
         )];
     }
-    c.results = results::repeat::merge(&c.repetitions);
+    c.results = results::repeat::merge(&c.repetitions, &c.histograms);
+    // Merged into the results: the status keeps the figures, not the histograms.
+    c.histograms.clear();
     c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
     c.phase = CellPhase::Succeeded;
     c.reason = None;
@@ -494,6 +519,8 @@ fn fail_cell(
         return Vec::new();
     };
     let name = c.name.clone();
+    c.target_pods.clear();
+    c.histograms.clear();
     let message = if ctx.repeat > 1 {
         let repetition = repetitions_done(c) + 1;
         c.repetitions.push(RepetitionStatus {

@@ -211,3 +211,161 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
     apply(&mut status, Event::Finished { interrupted: false }, &c);
     assert_eq!(status.phase, RunPhase::Failed);
 }
+
+/// A histogram of `n` samples at each of `micros`, encoded.
+fn histogram_of(micros: &[u64], n: u64) -> String {
+    use benchmatrix_loadgen::histogram;
+    let mut h = histogram::new_histogram(histogram::PHASE_SIGFIG);
+    for &m in micros {
+        h.record_n(m, n).unwrap();
+    }
+    histogram::encode(&h)
+}
+
+fn measured_with_histogram(cell: usize, histogram: String) -> Event {
+    let Event::CellMeasured { cell, mut measured } = measured(cell, 10.0, 100, 1.0) else {
+        unreachable!()
+    };
+    measured
+        .histograms
+        .insert(results::repeat::histogram_key("mixed", "fast"), histogram);
+    Event::CellMeasured { cell, measured }
+}
+
+#[test]
+fn repetitions_add_their_histograms_into_the_cell_which_drops_them_once_merged() {
+    use benchmatrix_loadgen::histogram;
+    let mut status = admitted(&["a"], 3);
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 3, false);
+    let reps = [
+        histogram_of(&[1_000], 50),
+        histogram_of(&[2_000, 90_000], 30),
+        histogram_of(&[3_000], 20),
+    ];
+    let key = results::repeat::histogram_key("mixed", "fast");
+    let mut sum = histogram::decode(&reps[0]).unwrap();
+    for (i, h) in reps.iter().enumerate() {
+        apply(&mut status, measured_with_histogram(0, h.clone()), &c);
+        if i > 0 {
+            histogram::add(&mut sum, &histogram::decode(h).unwrap()).unwrap();
+        }
+        let cell = &status.cells[0];
+        if i < 2 {
+            // One running sum per stream, never one histogram per repetition.
+            assert_eq!(cell.histograms.len(), 1);
+            let kept = histogram::decode(&cell.histograms[&key]).unwrap();
+            assert_eq!(kept, sum, "after repetition {}", i + 1);
+        }
+    }
+    let cell = &status.cells[0];
+    assert_eq!(cell.phase, CellPhase::Succeeded);
+    assert!(
+        cell.histograms.is_empty(),
+        "the figures stay, not the histograms"
+    );
+    let merged = cell.results[0].spread.as_ref().unwrap().merged_latency_ms;
+    assert_eq!(
+        merged,
+        LatencyMs::from_histogram(&sum),
+        "exactly the sum of all three"
+    );
+    assert_eq!(merged.unwrap().p50, 2.0);
+    assert_eq!(merged.unwrap().max, 90.047);
+}
+
+#[test]
+fn a_stream_whose_histogram_outgrows_its_share_has_no_merged_latency() {
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 2, false);
+    // Each of 16 cells of one stream may keep 8 KiB: a histogram of every 10th value up to
+    // 100 ms, each seen a different number of times, encodes to about twice that.
+    let values: Vec<u64> = (1..10_000).map(|v| v * 10).collect();
+    let wide = {
+        use benchmatrix_loadgen::histogram;
+        let mut h = histogram::new_histogram(histogram::PHASE_SIGFIG);
+        for (i, &v) in values.iter().enumerate() {
+            h.record_n(v, 1 + (i as u64 * 7919) % 100_003).unwrap();
+        }
+        histogram::encode(&h)
+    };
+    let cells: Vec<String> = (0..16).map(|i| format!("c{i}")).collect();
+    let mut status = admitted(&cells.iter().map(String::as_str).collect::<Vec<_>>(), 2);
+    assert_eq!(bound::histogram_share(16, 1), Some(8 * 1024));
+    assert!(wide.len() > 8 * 1024, "{}", wide.len());
+    apply(&mut status, measured_with_histogram(0, wide), &c);
+    assert!(status.cells[0].histograms.is_empty());
+    apply(
+        &mut status,
+        measured_with_histogram(0, histogram_of(&[1_000], 10)),
+        &c,
+    );
+    let spread = status.cells[0].results[0].spread.as_ref().unwrap();
+    assert_eq!(
+        spread.merged_latency_ms, None,
+        "not the merge of only the repetitions that fitted"
+    );
+    assert_eq!(spread.repetitions, 2, "the spread still covers both");
+}
+
+#[test]
+fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() {
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 1, false);
+    let mut status = admitted(&["a", "b"], 1);
+    let pods = vec![RecordedPod {
+        name: "a-0".into(),
+        uid: "u".into(),
+        restarts: 0,
+    }];
+    for cell in [0, 1] {
+        apply(
+            &mut status,
+            Event::LoadStarted {
+                cell,
+                message: "running".into(),
+                target_pods: pods.clone(),
+            },
+            &c,
+        );
+        assert_eq!(status.cells[cell].target_pods, pods);
+    }
+    apply(&mut status, measured(0, 10.0, 100, 1.0), &c);
+    let words = "the pod said <this> & that. ".repeat(1_000);
+    apply(
+        &mut status,
+        Event::CellFailed {
+            cell: 1,
+            cause: cause::LOADGEN_FAILED,
+            message: words.clone(),
+            overhead_seconds: None,
+            enforcement: None,
+        },
+        &c,
+    );
+    assert!(status.cells.iter().all(|c| c.target_pods.is_empty()));
+    let message = status.cells[1].message.as_deref().unwrap();
+    assert!(words.starts_with(message.trim_end_matches('…')));
+    assert!(message.ends_with('…'));
+    assert!(bound::json_len(message) <= bound::SENTENCE_MAX);
+    let failed = find(&status.conditions, conditions::CELL_FAILED).unwrap();
+    assert!(bound::json_len(&failed.message) <= bound::SENTENCE_MAX);
+    assert!(failed.message.starts_with("cell b: the pod said <this>"));
+}
+
+#[test]
+fn an_interrupted_run_keeps_no_histogram_of_its_unfinished_cells() {
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 2, false);
+    let mut status = admitted(&["a"], 2);
+    apply(
+        &mut status,
+        measured_with_histogram(0, histogram_of(&[1_000], 10)),
+        &c,
+    );
+    assert_eq!(status.cells[0].histograms.len(), 1);
+    apply(&mut status, Event::Finished { interrupted: true }, &c);
+    assert_eq!(status.phase, RunPhase::Failed);
+    assert!(status.cells[0].histograms.is_empty());
+    assert_eq!(status.cells[0].repetitions.len(), 1, "the figures stay");
+}

@@ -17,15 +17,67 @@ use crate::api::{CellPhase, CellResult, LatencyMs, RepetitionStatus, TargetStats
 
 use super::noise::spread_of;
 
-/// The key of a stream in [`RepetitionStatus::histograms`].
+/// The key of a stream in [`CellStatus::histograms`](crate::api::CellStatus::histograms).
 pub fn histogram_key(phase: &str, endpoint: &str) -> String {
     format!("{phase}/{endpoint}")
 }
 
+/// The figures of a spread, by the names [`Spread::figures`] keys them with.
+pub const FIGURES: [&str; 8] = [
+    "rps",
+    "errorRate",
+    "p50",
+    "p90",
+    "p99",
+    "p999",
+    "max",
+    "mean",
+];
+
+/// The cell's histograms after one more successful repetition: the first repetition's as the
+/// load generator wrote them, then each stream's sum with the latest repetition's (exact).
+/// A stream leaves the map for good when a repetition has no readable histogram of it or the
+/// sum encodes to more than `cap` characters, as the API server writes them; its merged
+/// latency is then absent rather than the merge of only some repetitions.
+pub fn fold_histograms(
+    so_far: &mut BTreeMap<String, String>,
+    latest: &BTreeMap<String, String>,
+    first: bool,
+    cap: usize,
+) {
+    let fits = |h: &String| crate::engine::bound::json_len(h) <= cap;
+    if first {
+        *so_far = latest
+            .iter()
+            .filter(|(_, h)| fits(h))
+            .map(|(k, h)| (k.clone(), h.clone()))
+            .collect();
+        return;
+    }
+    so_far.retain(|key, sum| {
+        let added = latest.get(key).and_then(|h| {
+            let mut total = histogram::decode(sum).ok()?;
+            histogram::add(&mut total, &histogram::decode(h).ok()?).ok()?;
+            Some(histogram::encode(&total))
+        });
+        match added {
+            Some(h) if fits(&h) => {
+                *sum = h;
+                true
+            }
+            _ => false,
+        }
+    });
+}
+
 /// One result per phase and endpoint over the successful repetitions, in the order the
 /// streams first appear: medians of rps and of each latency percentile, totals of the counts,
-/// and the spread of every figure.
-pub fn merge(repetitions: &[RepetitionStatus]) -> Vec<CellResult> {
+/// and the spread of every figure; `histograms` are the streams' sums over the repetitions
+/// ([`fold_histograms`]), read into each spread's merged latency.
+pub fn merge(
+    repetitions: &[RepetitionStatus],
+    histograms: &BTreeMap<String, String>,
+) -> Vec<CellResult> {
     let measured: Vec<&RepetitionStatus> = repetitions
         .iter()
         .filter(|r| r.phase == CellPhase::Succeeded)
@@ -51,7 +103,11 @@ pub fn merge(repetitions: &[RepetitionStatus]) -> Vec<CellResult> {
                     Some((*r, res))
                 })
                 .collect();
-            merge_stream(phase, endpoint, &runs)
+            let merged = histograms
+                .get(&histogram_key(phase, endpoint))
+                .and_then(|h| histogram::decode(h).ok())
+                .and_then(|h| LatencyMs::from_histogram(&h));
+            merge_stream(phase, endpoint, &runs, merged)
         })
         .collect()
 }
@@ -60,6 +116,7 @@ fn merge_stream(
     phase: &str,
     endpoint: &str,
     runs: &[(&RepetitionStatus, &CellResult)],
+    merged_latency_ms: Option<LatencyMs>,
 ) -> CellResult {
     let results: Vec<&CellResult> = runs.iter().map(|(_, r)| *r).collect();
     let mut figures = BTreeMap::new();
@@ -123,29 +180,10 @@ fn merge_stream(
         unsupported_percentiles: Percentile::unsupported_by(samples),
         spread: Some(Spread {
             repetitions: runs.len() as u32,
-            merged_latency_ms: merged_latency(phase, endpoint, runs),
+            merged_latency_ms,
             figures,
         }),
     }
-}
-
-/// The percentiles of every repetition's requests together, from their histograms merged
-/// exactly; `None` unless every repetition kept a readable histogram of the stream.
-fn merged_latency(
-    phase: &str,
-    endpoint: &str,
-    runs: &[(&RepetitionStatus, &CellResult)],
-) -> Option<LatencyMs> {
-    let key = histogram_key(phase, endpoint);
-    let mut merged: Option<histogram::LatencyHistogram> = None;
-    for (rep, _) in runs {
-        let h = histogram::decode(rep.histograms.get(&key)?).ok()?;
-        match &mut merged {
-            None => merged = Some(h),
-            Some(m) => histogram::add(m, &h).ok()?,
-        }
-    }
-    LatencyMs::from_histogram(&merged?)
 }
 
 /// The target's figures after one more repetition: CPU seconds and throttling add up over the

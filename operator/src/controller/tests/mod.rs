@@ -703,6 +703,46 @@ async fn a_bad_spec_fails_the_run_naming_the_field_without_children_or_requeue()
 }
 
 #[tokio::test]
+async fn a_run_whose_status_could_outgrow_etcd_is_refused_at_its_first_reconcile() {
+    with_timeout(async {
+        let h = Harness::new();
+        let names: Vec<String> = (0..64).map(|i| format!("c{i}")).collect();
+        let mut run = sample(
+            "huge",
+            &names.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        run["spec"]["repeat"] = json!(20);
+        h.fake.insert("benchmarkruns", run);
+        h.reconcile("huge").await.unwrap();
+        let status = h.run("huge").status.unwrap();
+        assert_eq!(status.phase, RunPhase::Failed);
+        let valid = conditions::find(&status.conditions, conditions::SPEC_VALID).unwrap();
+        assert_eq!(
+            (valid.status.as_str(), valid.reason.as_str()),
+            ("False", "InvalidSpec")
+        );
+        assert!(
+            valid
+                .message
+                .starts_with("invalid spec: spec: the run's object could grow to ")
+                && valid
+                    .message
+                    .contains("(64 cells x 20 repetitions x 3 streams)")
+                && valid
+                    .message
+                    .contains("more than the 1 MiB a BenchmarkRun may take")
+                && valid.message.contains("it fits with spec.repeat "),
+            "{}",
+            valid.message
+        );
+        for kind in ["deployments", "services", "jobs", "configmaps"] {
+            assert!(h.fake.list(kind).is_empty(), "{kind} created");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_malformed_object_is_reported_and_not_retried_hot() {
     with_timeout(async {
         let h = Harness::new();
