@@ -323,11 +323,13 @@ fn wait_for_previous(at: &At, obs: &Observation, ctx: &Ctx, d: &mut Decision) ->
         d.actions.truncate(before);
         return true;
     }
-    d.status.message = Some(format!(
+    let mut message = format!(
         "waiting for {} pod(s) of the previous cell to stop: {}",
         previous.stopping.len(),
         previous.stopping.join(", ")
-    ));
+    );
+    engine::bound::clip(&mut message, engine::bound::SENTENCE_MAX);
+    d.status.message = Some(message);
     d.requeue = Some(STOPPING_SAFETY_NET);
     true
 }
