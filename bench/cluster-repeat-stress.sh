@@ -18,24 +18,8 @@ trap 'rm -rf "$out"' EXIT
 for i in $(seq 1 "$runs"); do
   name="stress-$i"
   kubectl delete benchmarkrun -n "$ns" "$name" --ignore-not-found --wait=true >/dev/null
-  kubectl apply -n "$ns" -f - >/dev/null <<YAML
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata:
-  name: ${name}
-spec:
-  repeat: ${repeat}
-  configurations:
-    - {name: a, mode: single, replicas: 1, cpu: 500m, memory: 128Mi}
-    - {name: b, mode: pool, replicas: 1, cpu: 500m, memory: 128Mi}
-  workload:
-    endpoints: [{name: healthz, path: /healthz}]
-    warmup: 1s
-    phases: [{name: p, duration: 2s, load: [{endpoint: healthz, connections: 2}]}]
-  loadgen: {cpu: 500m, memory: 128Mi}
-  timeouts: {ready: 120s, runSlack: 60s}
-  cleanup: Always
-YAML
+  sed -e "s/^  name: NAME$/  name: ${name}/" -e "s/^  repeat: REPEAT$/  repeat: ${repeat}/" \
+    tests/e2e/repeat-stress.yaml | kubectl apply -n "$ns" -f - >/dev/null
   kubectl wait -n "$ns" "benchmarkrun/$name" --for=condition=Complete --timeout=900s >/dev/null
   kubectl get benchmarkrun -n "$ns" "$name" -o json >"$out/$name.json"
 done

@@ -510,24 +510,8 @@ render_report "${REPEAT_NAME}" "${REPEAT_NAME}"
 # repetition starts soon after the one before it ended (its containers stopped, not its pods gone)
 
 log "repetition stress: ${STRESS_NAME}, two cells x repeat: ${STRESS_REPEAT}, a 2 s phase each"
-start_run - "${STRESS_NAME}" <<YAML
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata:
-  name: ${STRESS_NAME}
-spec:
-  repeat: ${STRESS_REPEAT}
-  configurations:
-    - {name: a, mode: single, replicas: 1, cpu: 500m, memory: 128Mi}
-    - {name: b, mode: pool, replicas: 1, cpu: 500m, memory: 128Mi}
-  workload:
-    endpoints: [{name: healthz, path: /healthz}]
-    warmup: 1s
-    phases: [{name: p, duration: 2s, load: [{endpoint: healthz, connections: 2}]}]
-  loadgen: {cpu: 500m, memory: 128Mi}
-  timeouts: {ready: 120s, runSlack: 60s}
-  cleanup: Always
-YAML
+sed -e "s/^  name: NAME$/  name: ${STRESS_NAME}/" -e "s/^  repeat: REPEAT$/  repeat: ${STRESS_REPEAT}/" \
+  tests/e2e/repeat-stress.yaml | start_run - "${STRESS_NAME}"
 wait_complete "${STRESS_NAME}"
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${STRESS_NAME}" -o json >"${work}/stress.json"
 python3 tests/e2e/check_results.py --repeat "${STRESS_REPEAT}" "${work}/stress.json"
