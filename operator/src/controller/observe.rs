@@ -11,12 +11,14 @@ use benchmatrix_loadgen::result::{RunResult, merge};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, LogParams};
 use kube::{Api, ResourceExt};
 
 use super::build::{self, LOADGEN_CONTAINER, ROLE_LOADGEN, ROLE_TARGET};
 use super::decide::{self, Observation, QueueView};
 use super::error::Error;
+use crate::api::conditions::secs_of;
 use crate::api::{BenchmarkRun, CellPhase, RunPhase};
 
 /// How many log lines are read from the end of a load generator's log: the document is the
@@ -48,6 +50,7 @@ pub async fn observe(
     client: &kube::Client,
     run: &BenchmarkRun,
     queue: QueueView,
+    now: &Time,
 ) -> Result<Observation, Error> {
     let mut obs = Observation {
         queue,
@@ -102,6 +105,12 @@ pub async fn observe(
                     let loadgen = loadgen_pods(&pods, &at).await?;
                     if decide::job_complete(job) || all_succeeded(job, &loadgen) {
                         obs.result = Some(read_results(&pods, &loadgen).await?);
+                    } else if load_is_over(run, index, now) {
+                        // The load should be over, but the kubelet has not reported the pods'
+                        // end yet (it can take seconds, more after an API server outage): the
+                        // result is the last line a load generator prints, so a whole document
+                        // there is the result, whatever the pod's status says.
+                        obs.result = read_printed_results(&pods, job, &loadgen).await?;
                     }
                 }
             } else {
@@ -178,6 +187,68 @@ async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Po
         .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
         .await?
         .items)
+}
+
+/// Whether the planned load (warm-up and phases) of the current cell has had time to end since
+/// its load started.
+fn load_is_over(run: &BenchmarkRun, cell: usize, now: &Time) -> bool {
+    let Some(started) = run
+        .status
+        .as_ref()
+        .and_then(|s| s.cells.get(cell))
+        .and_then(|c| c.load_start_time.as_ref())
+    else {
+        return false;
+    };
+    let w = &run.spec.workload;
+    let planned: std::time::Duration =
+        w.warmup.get() + w.phases.iter().map(|p| p.duration.get()).sum();
+    secs_of(now) - secs_of(started) >= planned.as_secs() as i64
+}
+
+/// The merged result of load generator pods that have printed it but are not yet reported
+/// Succeeded: `None` unless every one the Job wants has a whole result document as the last
+/// line of its log (a document cut while it is written does not parse, and is waited for).
+async fn read_printed_results(
+    pods: &Api<Pod>,
+    job: &Job,
+    list: &[Pod],
+) -> Result<Option<Result<RunResult, String>>, Error> {
+    let want = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.completions)
+        .unwrap_or(1)
+        .max(1) as usize;
+    let live: Vec<&Pod> = list
+        .iter()
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && matches!(
+                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                    Some("Running" | "Succeeded")
+                )
+        })
+        .collect();
+    if live.len() != want {
+        return Ok(None);
+    }
+    let limit = log_limit(want);
+    let mut docs = Vec::with_capacity(want);
+    for pod in live {
+        let log = read_log(pods, &pod.name_any(), limit).await?;
+        if log.len() >= limit {
+            return Ok(None);
+        }
+        match parse_result_log(&log) {
+            Ok(doc) => docs.push(doc),
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(match docs.len() {
+        1 => Ok(docs.remove(0)),
+        _ => merge(&docs).map_err(|e| format!("merging the load generators' results: {e}")),
+    }))
 }
 
 /// True when as many load generator pods have succeeded as the Job wants completions.

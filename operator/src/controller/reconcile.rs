@@ -204,8 +204,8 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Er
         return Ok(Outcome::Done(Requeue::requeue(Duration::from_secs(1))));
     }
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
-    let obs = observe::observe(&ctx.client, run, queue).await?;
     let now = (ctx.clock)();
+    let obs = observe::observe(&ctx.client, run, queue, &now).await?;
     let decision = decide::decide(run, &obs, &now, &ctx.settings);
     tracing::Span::current().record("phase", decision.status.phase.to_string());
     log_decision(&decision);

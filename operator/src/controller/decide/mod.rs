@@ -391,6 +391,7 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
     }
     let waited = seconds_since(d.status.cells[index].load_start_time.as_ref(), ctx.now);
     let limit = at.v.load_deadline().as_secs() as i64;
+    let planned = at.v.planned_load().as_secs() as i64;
     if waited >= limit {
         let message = engine::timeout_message(at.v.load_deadline());
         fail_cell(at, cause::TIMEOUT, message, ctx, d);
@@ -418,8 +419,20 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
         // change from here on is still caught.
         d.status.cells[index].target_pods = replicas::record(&inspect::ready_pods(obs));
     }
-    d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
+    // Until the deadline, look again when the planned load should be over, then every
+    // RESULT_POLL: observe reads a result the load generator has printed even before the
+    // kubelet reports its pod's end.
+    let next = if waited < planned {
+        planned - waited
+    } else {
+        RESULT_POLL.as_secs() as i64
+    };
+    d.requeue = Some(Duration::from_secs(next.min(limit - waited).max(1) as u64));
 }
+
+/// How often a cell whose planned load is over looks for the load generator's result until it
+/// has it (or the deadline passes); the pods' watch events usually bring it first.
+const RESULT_POLL: Duration = Duration::from_secs(1);
 
 /// Whole seconds from `since` (now when unknown) to `now`.
 fn seconds_since(since: Option<&Time>, now: &Time) -> i64 {

@@ -358,3 +358,50 @@ async fn objects_left_behind_by_an_earlier_step_are_deleted_before_the_next() {
     })
     .await;
 }
+
+/// The load generator has printed its result, but the kubelet has not yet reported its pod's
+/// end (seconds, more after an API server outage): once the planned load is over the result is
+/// read from the log; a document still being written is waited for.
+#[tokio::test]
+async fn a_printed_result_is_read_before_the_pod_is_reported_succeeded() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("early", &["a"]));
+        until(&h, "early", |r| cell(r, "a").phase == CellPhase::Running).await;
+        let job = h.fake.list("jobs")[0].clone();
+        let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+        let pod = format!("{name}-0-abcde");
+        h.fake.insert(
+            "pods",
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": pod, "namespace": super::NS,
+                             "labels": job["spec"]["template"]["metadata"]["labels"]},
+                "spec": {"containers": [{"name": "loadgen"}]},
+                "status": {"phase": "Running", "containerStatuses": [{"name": "loadgen",
+                    "ready": true, "restartCount": 0, "image": "x", "imageID": "",
+                    "state": {"running": {}}}]},
+            }),
+        );
+        h.fake.edit("jobs", super::NS, &name, |j| {
+            j["status"] = json!({"active": 1})
+        });
+        let log = super::canned_log(400.0);
+        // Half the document: the load generator is still writing it.
+        h.fake.set_log(super::NS, &pod, &log[..log.len() / 2]);
+        h.advance(11); // 1 s warm-up + 2 x 5 s phases
+        h.reconcile("early").await.unwrap();
+        assert_eq!(
+            cell(&h.run("early"), "a").phase,
+            CellPhase::Running,
+            "a cut document waits"
+        );
+        h.fake.set_log(super::NS, &pod, &log);
+        h.advance(1);
+        h.reconcile("early").await.unwrap();
+        let a = cell(&h.run("early"), "a").clone();
+        assert_eq!(a.phase, CellPhase::Succeeded, "{a:#?}");
+        assert_eq!(a.results[1].latency_ms.unwrap().p99, 400.0);
+    })
+    .await;
+}
