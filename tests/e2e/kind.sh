@@ -623,8 +623,22 @@ YAML
   printf '[e2e] the run moved on %ss after the API server answered again: %s -> %s\n' "${recovery}" "${before}" "${after}"
 
   log "the operator's warnings since the outage began"
-  kubectl logs -n "${RELEASE_NAMESPACE}" "deployment/${RELEASE}" --since-time="${outage_since}" | grep -w WARN ||
-    echo "(no warn lines: the operator did not report the outage)"
+  kubectl logs -n "${RELEASE_NAMESPACE}" "deployment/${RELEASE}" --since-time="${outage_since}" | grep -w WARN \
+    >"${work}/outage-warnings.txt" || echo "(no warn lines: the operator did not report the outage)"
+  cat "${work}/outage-warnings.txt"
+  # Whose the recovery time is: until the operator's first answer from the API server (its
+  # "answers again" line; the path from a pod to the API server, the `kubernetes` Service,
+  # may come back later than /readyz on the host), and from there to the run's next status.
+  python3 - "${work}/outage-warnings.txt" "${up_at}" "${recovery}" <<'PY' || true
+import sys
+from datetime import datetime
+lines = [l for l in open(sys.argv[1]) if "answers again" in l]
+up, recovery = float(sys.argv[2]), float(sys.argv[3])
+if lines:
+    seen = datetime.fromisoformat(lines[-1].split()[0].replace("Z", "+00:00")).timestamp()
+    print(f"[e2e] of the {recovery:.1f}s: {seen - up:.1f}s until the operator reached the API server, "
+          f"{up + recovery - seen:.1f}s from there to the run's next status change")
+PY
   python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' "${recovery}" "${RESTART_RECOVERY_BOUND}" ||
     die "${RESTART}: the run moved on ${recovery}s after the API server's return; the bound is ${RESTART_RECOVERY_BOUND}s"
 
