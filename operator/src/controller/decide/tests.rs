@@ -133,16 +133,7 @@ fn stop_on_failure_skips_the_rest_and_fails_the_run() {
     status.cells[1].phase = CellPhase::Pending;
     run.status = Some(status);
     let mut job = running_job();
-    job.status = Some(JobStatus {
-        failed: Some(1),
-        conditions: Some(vec![k8s_openapi::api::batch::v1::JobCondition {
-            type_: "Failed".into(),
-            status: "True".into(),
-            reason: Some("BackoffLimitExceeded".into()),
-            ..Default::default()
-        }]),
-        ..JobStatus::default()
-    });
+    job.status = failed_job().status;
     let obs = Observation {
         job: Some(job),
         loadgen_failure: Some("boom".into()),
