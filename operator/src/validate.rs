@@ -186,6 +186,16 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             "must not be empty (leave it out for the built-in target)",
         ));
     }
+    if let Some(template) = &spec.target.pod_template {
+        match template.parse() {
+            Ok(parsed) => errors.extend(crate::api::pod_template::check(
+                &parsed,
+                spec.target.image.as_deref(),
+                spec.target.port,
+            )),
+            Err(problems) => errors.extend(problems),
+        }
+    }
     if spec.target.command.iter().any(|a| a.is_empty())
         || spec
             .target

@@ -4,6 +4,7 @@
 //! status document.
 
 pub mod conditions;
+pub mod pod_template;
 pub mod quantity;
 pub mod spec;
 pub mod status;

@@ -22,6 +22,7 @@ pub use benchmatrix_loadgen::plan::Workload;
 /// CRD's values and the target's `--mode` values the same.
 pub use benchmatrix_target::config::Mode;
 
+use super::pod_template::PodTemplate;
 use super::quantity::Quantity;
 use super::status::BenchmarkRunStatus;
 use super::thresholds::Threshold;
@@ -322,6 +323,12 @@ pub struct TargetSpec {
     /// Environment variables for every cell's target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
+
+    /// Cluster only: the target's pod (arguments, env from ConfigMaps or Secrets, volumes, a
+    /// service account, sidecars, labels, annotations), merged with what the operator owns.
+    /// Ignored by the local runner, which runs `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 impl Default for TargetSpec {
@@ -333,6 +340,7 @@ impl Default for TargetSpec {
             readiness_path: default_readiness_path(),
             stats_path: default_stats_path(),
             env: Vec::new(),
+            pod_template: None,
         }
     }
 }

@@ -23,7 +23,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
-use crate::api::{BenchmarkRun, EnvVar, Quantity};
+use super::template::{self, OwnedPod};
+use crate::api::{BenchmarkRun, EnvVar, Quantity, pod_template};
 use crate::engine::ValidatedRun;
 use crate::plan::{Cell, merge_env, repetition_child_name};
 
@@ -217,12 +218,53 @@ pub fn deployment(
         .map(|v| env(&v.name, v.value))
         .collect();
     let port = i32::from(spec.target.port);
+    let container = Container {
+        name: target_container_name(run),
+        image: Some(
+            spec.target
+                .image
+                .clone()
+                .unwrap_or_else(|| default_image.into()),
+        ),
+        ports: Some(ports),
+        env: Some(env_vars),
+        resources: Some(resources(&cell.cpu, &cell.memory)),
+        readiness_probe: Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some(spec.target.readiness_path.clone()),
+                port: IntOrString::Int(port),
+                ..HTTPGetAction::default()
+            }),
+            period_seconds: Some(1),
+            failure_threshold: Some(3),
+            ..Probe::default()
+        }),
+        security_context: Some(container_security()),
+        ..Container::default()
+    };
+    // Validation parsed the template already; a run whose template does not parse never gets
+    // this far.
+    let given = spec
+        .target
+        .pod_template
+        .as_ref()
+        .and_then(|t| t.parse().ok());
+    let template = template::merge(
+        given,
+        OwnedPod {
+            labels: pod_labels.clone(),
+            container,
+            security: pod_security(),
+            node_selector: spec.placement.node_selector.clone(),
+            tolerations: spec.placement.tolerations.clone(),
+        },
+    );
     Deployment {
         metadata: at.meta(ROLE_TARGET),
         spec: DeploymentSpec {
             replicas: Some(cell.replicas as i32),
             selector: LabelSelector {
-                match_labels: Some(pod_labels.clone()),
+                match_labels: Some(pod_labels),
                 ..LabelSelector::default()
             },
             // Replace rather than roll: a benchmark never wants two generations side by side.
@@ -230,50 +272,44 @@ pub fn deployment(
                 type_: Some("Recreate".into()),
                 ..DeploymentStrategy::default()
             }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(pod_labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: TARGET_CONTAINER.into(),
-                        image: Some(
-                            spec.target
-                                .image
-                                .clone()
-                                .unwrap_or_else(|| default_image.into()),
-                        ),
-                        ports: Some(ports),
-                        env: Some(env_vars),
-                        resources: Some(resources(&cell.cpu, &cell.memory)),
-                        readiness_probe: Some(Probe {
-                            http_get: Some(HTTPGetAction {
-                                path: Some(spec.target.readiness_path.clone()),
-                                port: IntOrString::Int(port),
-                                ..HTTPGetAction::default()
-                            }),
-                            period_seconds: Some(1),
-                            failure_threshold: Some(3),
-                            ..Probe::default()
-                        }),
-                        security_context: Some(container_security()),
-                        ..Container::default()
-                    }],
-                    security_context: Some(pod_security()),
-                    automount_service_account_token: Some(false),
-                    // Service links would add env vars for every Service in the namespace.
-                    enable_service_links: Some(false),
-                    node_selector: non_empty(spec.placement.node_selector.clone()),
-                    tolerations: non_empty_vec(spec.placement.tolerations.clone()),
-                    termination_grace_period_seconds: Some(10),
-                    ..PodSpec::default()
-                }),
-            },
+            template,
             ..DeploymentSpec::default()
         },
         ..Deployment::default()
     }
+}
+
+/// The name of a run's target container in its pods: the template's target container's (the
+/// one named `target`, else its first), else [`TARGET_CONTAINER`].
+pub fn target_container_name(run: &BenchmarkRun) -> String {
+    let template = run
+        .spec
+        .target
+        .pod_template
+        .as_ref()
+        .and_then(|t| t.parse().ok());
+    pod_template::target_container_name(template.as_ref(), TARGET_CONTAINER)
+}
+
+/// Whether a run deploys the built-in target: it names no image of its own, neither in
+/// `spec.target.image` nor on its template's target container.
+pub fn runs_built_in_target(run: &BenchmarkRun) -> bool {
+    if run.spec.target.image.is_some() {
+        return false;
+    }
+    let template = run
+        .spec
+        .target
+        .pod_template
+        .as_ref()
+        .and_then(|t| t.parse().ok());
+    let own_image = template
+        .as_ref()
+        .and_then(|t| t.spec.as_ref())
+        .and_then(|s| {
+            pod_template::target_index(&s.containers).and_then(|i| s.containers[i].image.clone())
+        });
+    own_image.is_none()
 }
 
 /// The ClusterIP Service in front of a cell's replicas.
@@ -304,7 +340,7 @@ pub fn service(v: &ValidatedRun, cell: &Cell, repetition: u32) -> Service {
 /// for the built-in target, unless the cell sets BENCH_STATS_PORT itself; `None` for a custom
 /// image, which is read on its main port as before.
 pub fn stats_port(run: &BenchmarkRun, cell: &Cell) -> Option<u16> {
-    let built_in = run.spec.target.image.is_none();
+    let built_in = runs_built_in_target(run);
     let own = cell.env.iter().any(|e| e.name == STATS_PORT_ENV);
     (built_in && !own && run.spec.target.port != STATS_PORT).then_some(STATS_PORT)
 }

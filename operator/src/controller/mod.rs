@@ -23,6 +23,7 @@ pub mod outage;
 pub mod queue;
 pub mod reconcile;
 pub mod replicas;
+pub mod template;
 
 pub use calls::{API_CALLS, ApiCall};
 
