@@ -50,6 +50,11 @@ pub struct PhaseResult {
     /// target does not offer `/stats`.
     #[serde(default)]
     pub target_stats: Vec<ReplicaStats>,
+    /// Wall-clock time the phase began, in milliseconds since the Unix epoch (the earliest,
+    /// when merged): what resource figures read from outside the target (the kubelet's) are
+    /// lined up with. Absent in results of older load generators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_ms: Option<i64>,
 }
 
 /// Whether a stream ran closed loop (fixed connections) or open loop (fixed rate).
@@ -569,6 +574,7 @@ fn merge_phase(name: &str, parts: &[&PhaseResult]) -> Result<PhaseResult, MergeE
         duration_secs,
         streams,
         target_stats,
+        started_unix_ms: parts.iter().filter_map(|p| p.started_unix_ms).min(),
     })
 }
 
@@ -717,6 +723,7 @@ mod tests {
                 duration_secs: 1.0,
                 streams: vec![stream("fast", samples, errors)],
                 target_stats: vec![],
+                started_unix_ms: None,
             }],
             preflight_seconds: None,
         }

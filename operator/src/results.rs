@@ -815,6 +815,7 @@ mod tests {
                     ..Default::default()
                 }],
                 target_stats: vec![],
+                started_unix_ms: None,
             }],
             ..Default::default()
         }
@@ -880,6 +881,7 @@ mod tests {
                             2.0,
                         ),
                     ],
+                    started_unix_ms: None,
                 },
                 PhaseResult {
                     name: "mixed".into(),
@@ -899,6 +901,7 @@ mod tests {
                             2.5,
                         ),
                     ],
+                    started_unix_ms: None,
                 },
             ],
             ..Default::default()

@@ -501,8 +501,18 @@ impl PhaseCtx<'_> {
             duration_secs,
             streams,
             target_stats: Vec::new(),
+            started_unix_ms: Some(unix_ms_at(start)),
         })
     }
+}
+
+/// The wall-clock time of `at` (a moment of the monotonic clock), in ms since the Unix epoch.
+fn unix_ms_at(at: Instant) -> i64 {
+    let now_wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let since = Instant::now().saturating_duration_since(at);
+    (now_wall.saturating_sub(since)).as_millis() as i64
 }
 
 fn stream_result(

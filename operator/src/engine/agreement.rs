@@ -58,6 +58,7 @@ fn result_doc() -> RunResult {
                 ..StreamResult::default()
             }],
             target_stats: vec![],
+            started_unix_ms: None,
         }],
     }
 }

@@ -281,6 +281,7 @@ fn document(v: &ValidatedRun, replicas: u32, small: &str, big: &str) -> RunResul
                     error: None,
                 })
                 .collect(),
+            started_unix_ms: None,
         })
         .collect();
     RunResult {

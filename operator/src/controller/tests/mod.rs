@@ -324,12 +324,14 @@ fn canned_log(fast_mixed_p99: f64) -> String {
                 duration_secs: 5.0,
                 streams: vec![stream("fast", 10.0)],
                 target_stats: vec![],
+                started_unix_ms: None,
             },
             PhaseResult {
                 name: "mixed".into(),
                 duration_secs: 5.0,
                 streams: vec![stream("fast", fast_mixed_p99), stream("slow", 800.0)],
                 target_stats: vec![],
+                started_unix_ms: None,
             },
         ],
     };
