@@ -6,10 +6,14 @@
 //! image (the one it names, or the operator's default when it names none) matches no pattern
 //! fails validation, and nothing of it is created. An empty list allows every image.
 //!
-//! Images are matched in their full form, the one the kubelet pulls: `nginx:1.27` is
-//! `docker.io/library/nginx:1.27`, and an image with neither tag nor digest gets `:latest`.
-//! Matching the full form means a short name cannot slip past a pattern meant for one registry,
-//! and a pattern says where the image really comes from. Patterns:
+//! Images are matched in their full form, the one the kubelet pulls, and only after they parse
+//! as an image reference ([`reference`]): `nginx:1.27` is `docker.io/library/nginx:1.27`, and an
+//! image with neither tag nor digest gets `:latest`. Matching the full form means a short name
+//! cannot slip past a pattern meant for one registry, and a pattern says where the image really
+//! comes from; parsing first means a string such as `ghcr.io/acme/../evil/x:1`, which the
+//! kubelet would refuse, never matches `ghcr.io/acme/**`. A reference that does not parse is
+//! refused even when the list is empty, so a run fails at once with the field and the broken
+//! rule instead of in the kubelet's InvalidImageName. Patterns:
 //!
 //! - `*` matches any run of characters except `/`: one path segment, or part of one
 //!   (`ghcr.io/acme/*` allows `ghcr.io/acme/app:1` but not `ghcr.io/acme/team/app:1`);
@@ -19,18 +23,26 @@
 //! A pattern must name a registry host in its first segment (something with a `.` or a `:`, or
 //! `localhost`, or a wildcard), since a full reference always starts with one; a pattern like
 //! `nginx:*` could never match and is refused at start-up with the full form to write instead.
+//!
+//! The images a run uses are listed as [`ImageUse`]s, each with the field that names it, so
+//! that every image the operator will deploy is judged the same way.
+
+mod reference;
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::api::BenchmarkRun;
 
+pub use reference::{ImageReference, ReferenceError};
+
 /// Reason of the SpecValid condition (and of the Warning Event) when a run's image is not on
 /// the allow-list.
 pub const IMAGE_NOT_ALLOWED: &str = "ImageNotAllowed";
 
-/// The registry that image references without one are pulled from.
-const DEFAULT_REGISTRY: &str = "docker.io";
+/// Reason of the SpecValid condition (and of the Warning Event) when a run's image is not a
+/// valid image reference, whatever the allow-list.
+pub const INVALID_IMAGE_REFERENCE: &str = "InvalidImageReference";
 
 /// One allowed-image pattern, e.g. `ghcr.io/acme/*` or `registry.local:5000/bench-*:*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,13 +86,19 @@ impl FromStr for ImagePattern {
             )));
         }
         let first = text.split('/').next().unwrap_or_default();
-        let names_registry = looks_like_registry(first) || first.contains('*');
+        let names_registry = reference::names_domain(first) || first.contains('*');
         if !text.contains('/') && !text.contains("**") || !names_registry {
+            // Docker Hub's form of the pattern: `acme/*` is `docker.io/acme/*`, and a name
+            // of one component is an official image's (`docker.io/library/nginx:*`).
+            let hub = if text.contains('/') {
+                format!("{}/{text}", reference::DEFAULT_DOMAIN)
+            } else {
+                format!("{}/library/{text}", reference::DEFAULT_DOMAIN)
+            };
             return Err(refuse(format!(
                 "names no registry, so it can never match: images are matched in full, as the \
-                 kubelet pulls them (nginx:1.27 is {}); write e.g. {:?}",
-                full_reference("nginx:1.27"),
-                qualify(text, false)
+                 kubelet pulls them (nginx:1.27 is docker.io/library/nginx:1.27); write e.g. \
+                 {hub:?}"
             )));
         }
         let mut tokens = Vec::new();
@@ -113,8 +131,8 @@ impl fmt::Display for ImagePattern {
 }
 
 impl ImagePattern {
-    /// Whether `reference`, taken as written (callers pass a full reference, see
-    /// [`full_reference`]), matches the pattern.
+    /// Whether `reference`, taken as written (callers pass the full form, an
+    /// [`ImageReference`]'s Display), matches the pattern.
     pub fn matches(&self, reference: &str) -> bool {
         // matched[i]: the pattern tokens so far match the first i characters of the reference.
         // Dynamic programming, so patterns with many stars cannot take exponential time.
@@ -143,53 +161,6 @@ impl ImagePattern {
     }
 }
 
-/// Whether the first segment of a reference is a registry host rather than a path segment of a
-/// Docker Hub image (the rule Docker and containerd apply).
-fn looks_like_registry(segment: &str) -> bool {
-    segment.contains('.') || segment.contains(':') || segment == "localhost"
-}
-
-/// `image` in the form the kubelet pulls it: with its registry (`docker.io` when it names
-/// none, with `library/` for official images) and with a tag (`:latest` when it has neither
-/// tag nor digest). Nothing else is changed; a malformed reference stays malformed (and is
-/// refused by the kubelet, if a pattern lets it through).
-pub fn full_reference(image: &str) -> String {
-    qualify(image, true)
-}
-
-/// `image` with its registry made explicit, and with `:latest` when `add_tag` is set and it
-/// has neither tag nor digest.
-fn qualify(image: &str, add_tag: bool) -> String {
-    let (name, digest) = match image.split_once('@') {
-        Some((name, digest)) => (name, Some(digest)),
-        None => (image, None),
-    };
-    let (registry, path) = match name.split_once('/') {
-        Some((first, rest)) if looks_like_registry(first) => (first, rest.to_owned()),
-        _ => (DEFAULT_REGISTRY, name.to_owned()),
-    };
-    let registry = if registry == "index.docker.io" {
-        DEFAULT_REGISTRY
-    } else {
-        registry
-    };
-    let path = if registry == DEFAULT_REGISTRY && !path.contains('/') {
-        format!("library/{path}")
-    } else {
-        path
-    };
-    let last_segment = path.rsplit('/').next().unwrap_or_default();
-    let tag = if add_tag && digest.is_none() && !last_segment.contains(':') {
-        ":latest"
-    } else {
-        ""
-    };
-    match digest {
-        Some(digest) => format!("{registry}/{path}{tag}@{digest}"),
-        None => format!("{registry}/{path}{tag}"),
-    }
-}
-
 /// The operator's allow-list; the default, empty, allows every image.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImagePolicy {
@@ -208,12 +179,12 @@ impl ImagePolicy {
         self.patterns.is_empty()
     }
 
-    /// Whether `image` (as a run or the operator names it) is allowed.
-    pub fn allows(&self, image: &str) -> bool {
+    /// Whether `image`, in its full form, matches a pattern (or there is none).
+    pub fn allows(&self, image: &ImageReference) -> bool {
         if self.allows_all() {
             return true;
         }
-        let full = full_reference(image);
+        let full = image.to_string();
         self.patterns.iter().any(|p| p.matches(&full))
     }
 
@@ -226,61 +197,125 @@ impl ImagePolicy {
             .join(", ")
     }
 
-    /// Why `run` may not run, naming each image that matches no pattern and the patterns; None
-    /// when its target and load generator images are both allowed. `default_target` and
-    /// `default_loadgen` are the operator's images for runs that name none.
-    pub fn refusal(
-        &self,
-        run: &BenchmarkRun,
-        default_target: &str,
-        default_loadgen: &str,
-    ) -> Option<String> {
-        let images = [
-            (
-                "spec.target.image",
-                run.spec.target.image.as_deref(),
-                default_target,
-                "--target-image",
-            ),
-            (
-                "spec.loadgen.image",
-                run.spec.loadgen.image.as_deref(),
-                default_loadgen,
-                "--loadgen-image",
-            ),
-        ];
-        let refused: Vec<String> = images
-            .into_iter()
-            .filter_map(|(field, named, default, flag)| {
-                let image = named.unwrap_or(default);
-                if self.allows(image) {
-                    return None;
+    /// Why a run using `uses` may not run, or None when every image parses and is allowed.
+    /// An image that does not parse is refused whatever the patterns, with reason
+    /// [`INVALID_IMAGE_REFERENCE`]; otherwise images matching no pattern are refused with
+    /// [`IMAGE_NOT_ALLOWED`]. The message names each refused image by its field.
+    pub fn refusal(&self, uses: &[ImageUse]) -> Option<Refusal> {
+        let mut invalid = Vec::new();
+        let mut refused = Vec::new();
+        for image_use in uses {
+            match image_use.image.parse::<ImageReference>() {
+                Err(err) => invalid.push(format!("{}: {err}", image_use.describe(None))),
+                Ok(parsed) if !self.allows(&parsed) => {
+                    refused.push(image_use.describe(Some(&parsed)));
                 }
-                let full = full_reference(image);
-                let shown = if full == image {
-                    format!("{image:?}")
-                } else {
-                    format!("{image:?} (in full {full:?})")
-                };
-                Some(match named {
-                    Some(_) => format!("{field} {shown}"),
-                    None => format!(
-                        "the default image for {field} {shown} (the operator's {flag}; set \
-                         {field} to an allowed image)"
-                    ),
-                })
-            })
-            .collect();
-        if refused.is_empty() {
-            return None;
+                Ok(_) => {}
+            }
         }
-        Some(format!(
-            "image not allowed: {} matches none of the images this operator may run \
-             (--allowed-images): {}",
-            refused.join("; "),
-            self.describe()
-        ))
+        let not_allowed = (!refused.is_empty()).then(|| {
+            format!(
+                "image not allowed: {} matches none of the images this operator may run \
+                 (--allowed-images): {}",
+                refused.join("; "),
+                self.describe()
+            )
+        });
+        if !invalid.is_empty() {
+            // The images that parse but are not allowed are named too, so one fix does it.
+            let mut message = format!("invalid image reference: {}", invalid.join("; "));
+            if let Some(not_allowed) = not_allowed {
+                message = format!("{message}; and {not_allowed}");
+            }
+            return Some(Refusal {
+                reason: INVALID_IMAGE_REFERENCE,
+                message,
+            });
+        }
+        not_allowed.map(|message| Refusal {
+            reason: IMAGE_NOT_ALLOWED,
+            message,
+        })
     }
+}
+
+/// Why a run's images may not run: a SpecValid reason and its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// [`INVALID_IMAGE_REFERENCE`] or [`IMAGE_NOT_ALLOWED`].
+    pub reason: &'static str,
+    /// Names each refused image by its field, and why.
+    pub message: String,
+}
+
+/// One image a run makes the operator deploy, and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageUse {
+    /// The field that names it, e.g. `spec.target.image`.
+    pub field: String,
+    /// The image as written (or the operator's default, see `default_flag`).
+    pub image: String,
+    /// The operator flag whose image this is when the run leaves `field` out.
+    pub default_flag: Option<&'static str>,
+}
+
+impl ImageUse {
+    /// The image at `field`: `named` when the run sets it, else `default`, from `flag`.
+    pub fn named_or_default(
+        field: impl Into<String>,
+        named: Option<&str>,
+        default: &str,
+        flag: &'static str,
+    ) -> Self {
+        Self {
+            field: field.into(),
+            image: named.unwrap_or(default).to_owned(),
+            default_flag: named.is_none().then_some(flag),
+        }
+    }
+
+    /// The image and its field as a message names them, with its full form when that differs.
+    fn describe(&self, full: Option<&ImageReference>) -> String {
+        let image = reference::quote(&self.image);
+        let shown = match full.map(ToString::to_string) {
+            Some(full) if full != self.image => format!("{image} (in full {full:?})"),
+            _ => image,
+        };
+        let field = &self.field;
+        match (self.default_flag, full) {
+            (None, _) => format!("{field} {shown}"),
+            (Some(flag), None) => {
+                format!("the default image for {field} {shown} (the operator's {flag})")
+            }
+            (Some(flag), Some(_)) => format!(
+                "the default image for {field} {shown} (the operator's {flag}; set {field} to \
+                 an allowed image)"
+            ),
+        }
+    }
+}
+
+/// The images `run` makes the operator deploy: its target's and its load generator's, each
+/// its own or the operator's default (`default_target`, `default_loadgen`) when it names none.
+pub fn image_uses(
+    run: &BenchmarkRun,
+    default_target: &str,
+    default_loadgen: &str,
+) -> Vec<ImageUse> {
+    vec![
+        ImageUse::named_or_default(
+            "spec.target.image",
+            run.spec.target.image.as_deref(),
+            default_target,
+            "--target-image",
+        ),
+        ImageUse::named_or_default(
+            "spec.loadgen.image",
+            run.spec.loadgen.image.as_deref(),
+            default_loadgen,
+            "--loadgen-image",
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -349,35 +384,51 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
+    /// Whether `policy` allows `image`, which must parse.
+    fn allows(policy: &ImagePolicy, image: &str) -> bool {
+        let parsed = image
+            .parse()
+            .unwrap_or_else(|e| panic!("{image} should parse: {e}"));
+        policy.allows(&parsed)
+    }
+
     #[test]
     fn references_are_matched_in_the_form_the_kubelet_pulls() {
-        for (written, full) in [
-            ("nginx", "docker.io/library/nginx:latest"),
-            ("nginx:1.27", "docker.io/library/nginx:1.27"),
-            ("acme/app:1", "docker.io/acme/app:1"),
-            ("docker.io/nginx:1", "docker.io/library/nginx:1"),
-            ("index.docker.io/acme/app", "docker.io/acme/app:latest"),
-            ("ghcr.io/acme/app", "ghcr.io/acme/app:latest"),
-            ("localhost/app:1", "localhost/app:1"),
-            ("registry.local:5000/app", "registry.local:5000/app:latest"),
-            ("ghcr.io/acme/app@sha256:ab", "ghcr.io/acme/app@sha256:ab"),
-            (
-                "ghcr.io/acme/app:1@sha256:ab",
-                "ghcr.io/acme/app:1@sha256:ab",
-            ),
-        ] {
-            assert_eq!(full_reference(written), full, "{written}");
-        }
         let hub = policy(&["docker.io/library/nginx:*"]);
-        assert!(hub.allows("nginx:1.27"));
-        assert!(!hub.allows("acme/nginx:1.27"));
+        assert!(allows(&hub, "nginx:1.27"));
+        assert!(allows(&hub, "index.docker.io/nginx:1.27"));
+        assert!(!allows(&hub, "acme/nginx:1.27"));
         // A short name is a Docker Hub image, whatever a pattern for another registry says.
         let ghcr = policy(&["ghcr.io/acme/*"]);
-        assert!(!ghcr.allows("acme/app:1"));
+        assert!(!allows(&ghcr, "acme/app:1"));
         assert!(
-            ghcr.allows("ghcr.io/acme/app"),
+            allows(&ghcr, "ghcr.io/acme/app"),
             "as ghcr.io/acme/app:latest"
         );
+    }
+
+    #[test]
+    fn a_reference_that_does_not_parse_never_matches_a_pattern_it_spells_out() {
+        // The case seen on a cluster: the string matches the pattern, the kubelet refuses it.
+        let p = policy(&["ghcr.io/benchmatrix/**"]);
+        let escape = "ghcr.io/benchmatrix/../evil/x:1";
+        assert!(pattern("ghcr.io/benchmatrix/**").matches(escape));
+        let uses = [ImageUse::named_or_default(
+            "spec.target.image",
+            Some(escape),
+            "unused",
+            "--target-image",
+        )];
+        let refusal = p.refusal(&uses).expect("refused");
+        assert_eq!(refusal.reason, INVALID_IMAGE_REFERENCE);
+        assert!(
+            refusal.message.starts_with(
+                r#"invalid image reference: spec.target.image "ghcr.io/benchmatrix/../evil/x:1": path component ".." is not a valid name component"#
+            ),
+            "{}",
+            refusal.message
+        );
+        assert!(allows(&p, "ghcr.io/benchmatrix/x:1"));
     }
 
     #[test]
@@ -402,11 +453,28 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_policy_allows_every_image() {
+    fn an_empty_policy_allows_every_image_that_parses() {
         let open = ImagePolicy::default();
         assert!(open.allows_all());
-        assert!(open.allows("anything/at:all"));
-        assert!(open.allows(""));
+        assert!(allows(&open, "anything/at:all"));
+        let uses = |image: &str| {
+            [ImageUse::named_or_default(
+                "spec.loadgen.image",
+                Some(image),
+                "unused",
+                "--loadgen-image",
+            )]
+        };
+        assert_eq!(open.refusal(&uses("anything/at:all")), None);
+        let refusal = open.refusal(&uses("Anything/At:all")).expect("refused");
+        assert_eq!(refusal.reason, INVALID_IMAGE_REFERENCE);
+        assert!(
+            refusal.message.contains(
+                r#"spec.loadgen.image "Anything/At:all": path component "At" has an uppercase letter"#
+            ),
+            "{}",
+            refusal.message
+        );
     }
 
     fn run(target: Option<&str>, loadgen: Option<&str>) -> BenchmarkRun {
@@ -428,21 +496,46 @@ spec:
         run
     }
 
+    /// The refusal for `run` under `policy`, with these operator defaults.
+    fn refusal(
+        policy: &ImagePolicy,
+        run: &BenchmarkRun,
+        (target, loadgen): (&str, &str),
+    ) -> Option<Refusal> {
+        policy.refusal(&image_uses(run, target, loadgen))
+    }
+
+    #[test]
+    fn a_run_uses_its_own_images_or_the_defaults() {
+        let uses = image_uses(&run(Some("ghcr.io/acme/app:2"), None), "t", "lg");
+        assert_eq!(
+            uses,
+            [
+                ImageUse {
+                    field: "spec.target.image".into(),
+                    image: "ghcr.io/acme/app:2".into(),
+                    default_flag: None,
+                },
+                ImageUse {
+                    field: "spec.loadgen.image".into(),
+                    image: "lg".into(),
+                    default_flag: Some("--loadgen-image"),
+                },
+            ]
+        );
+    }
+
     #[test]
     fn the_refusal_names_each_refused_image_and_the_patterns() {
         let p = policy(&["ghcr.io/acme/*", "registry.local:5000/bench-*:*"]);
         let defaults = ("ghcr.io/benchmatrix/t:1", "ghcr.io/acme/loadgen:1");
         assert_eq!(
-            p.refusal(
-                &run(Some("ghcr.io/acme/app:2"), None),
-                defaults.0,
-                defaults.1
-            ),
+            refusal(&p, &run(Some("ghcr.io/acme/app:2"), None), defaults),
             None
         );
-        let msg = p
-            .refusal(&run(Some("evil/miner"), None), defaults.0, defaults.1)
-            .expect("refused");
+        let refused = refusal(&p, &run(Some("evil/miner"), None), defaults).expect("refused");
+        assert_eq!(refused.reason, IMAGE_NOT_ALLOWED);
+        let msg = refused.message;
         assert!(
             msg.contains(
                 r#"spec.target.image "evil/miner" (in full "docker.io/evil/miner:latest")"#
@@ -458,28 +551,65 @@ spec:
             "the load generator image is allowed: {msg}"
         );
         // The operator's defaults are checked too, and the message says where they come from.
-        let msg = p
-            .refusal(
-                &run(Some("ghcr.io/acme/app:2"), Some("nope.io/lg:1")),
-                "x",
-                "y",
-            )
-            .expect("refused");
+        let msg = refusal(
+            &p,
+            &run(Some("ghcr.io/acme/app:2"), Some("nope.io/lg:1")),
+            ("x", "y"),
+        )
+        .expect("refused")
+        .message;
         assert!(
             msg.contains(r#"spec.loadgen.image "nope.io/lg:1""#),
             "{msg}"
         );
-        let msg = p
-            .refusal(&run(None, None), defaults.0, defaults.1)
-            .expect("refused");
+        let msg = refusal(&p, &run(None, None), defaults)
+            .expect("refused")
+            .message;
         assert!(
             msg.contains(r#"the default image for spec.target.image "ghcr.io/benchmatrix/t:1""#)
                 && msg.contains("--target-image"),
             "{msg}"
         );
         assert_eq!(
-            ImagePolicy::default().refusal(&run(Some("evil/miner"), None), "a", "b"),
+            refusal(
+                &ImagePolicy::default(),
+                &run(Some("evil/miner"), None),
+                ("a", "b")
+            ),
             None
+        );
+    }
+
+    #[test]
+    fn an_invalid_reference_is_refused_first_and_the_others_are_named_too() {
+        let p = policy(&["ghcr.io/acme/*"]);
+        let refused = refusal(
+            &p,
+            &run(Some("ghcr.io/acme//app"), Some("evil.io/lg:1")),
+            ("unused", "unused"),
+        )
+        .expect("refused");
+        assert_eq!(refused.reason, INVALID_IMAGE_REFERENCE);
+        assert_eq!(
+            refused.message,
+            "invalid image reference: spec.target.image \"ghcr.io/acme//app\": has an empty \
+             path component (a doubled \"/\", or one at an end); and image not allowed: \
+             spec.loadgen.image \"evil.io/lg:1\" matches none of the images this operator may \
+             run (--allowed-images): ghcr.io/acme/*"
+        );
+        // A broken default names its flag.
+        let refused = refusal(
+            &p,
+            &run(None, None),
+            ("ghcr.io/acme/t:", "ghcr.io/acme/lg:1"),
+        )
+        .expect("refused");
+        assert!(
+            refused.message.contains(
+                r#"the default image for spec.target.image "ghcr.io/acme/t:" (the operator's --target-image): tag """#
+            ),
+            "{}",
+            refused.message
         );
     }
 }

@@ -66,16 +66,27 @@ pub struct OperatorArgs {
     )]
     pub admin_addr: SocketAddr,
     /// Target image for runs whose spec.target.image is not set.
-    #[arg(long, env = "BENCHMATRIX_TARGET_IMAGE", default_value = crate::api::spec::DEFAULT_TARGET_IMAGE)]
+    #[arg(
+        long,
+        env = "BENCHMATRIX_TARGET_IMAGE",
+        default_value = crate::api::spec::DEFAULT_TARGET_IMAGE,
+        value_parser = parse_image
+    )]
     pub target_image: String,
     /// Load generator image for runs whose spec.loadgen.image is not set.
-    #[arg(long, env = "BENCHMATRIX_LOADGEN_IMAGE", default_value = crate::api::spec::DEFAULT_LOADGEN_IMAGE)]
+    #[arg(
+        long,
+        env = "BENCHMATRIX_LOADGEN_IMAGE",
+        default_value = crate::api::spec::DEFAULT_LOADGEN_IMAGE,
+        value_parser = parse_image
+    )]
     pub loadgen_image: String,
     /// Images runs may use, as glob patterns over the full image reference (nginx:1 is
     /// docker.io/library/nginx:1): `*` matches within one path segment, `**` across them, e.g.
     /// ghcr.io/acme/* or registry.local:5000/bench-*:*. Repeat the flag or separate with
     /// commas. A run whose target or load generator image (its own, or the defaults above)
-    /// matches none fails with reason ImageNotAllowed. Not given: every image is allowed.
+    /// matches none fails with reason ImageNotAllowed. Not given: every image is allowed (an
+    /// image that is no valid reference fails with InvalidImageReference either way).
     #[arg(
         long = "allowed-images",
         env = "BENCHMATRIX_ALLOWED_IMAGES",
@@ -125,6 +136,15 @@ impl From<ShutdownTimeout> for Duration {
 }
 
 /// A namespace name: a DNS-1123 label (lower-case letters, digits and '-', at most 63).
+/// A default image must be a valid reference: one that is not would fail every run that
+/// leaves the image out, so the operator refuses to start instead. It is kept as written.
+fn parse_image(s: &str) -> Result<String, String> {
+    match s.parse::<images::ImageReference>() {
+        Ok(_) => Ok(s.to_owned()),
+        Err(e) => Err(format!("{s:?} is not a valid image reference: {e}")),
+    }
+}
+
 fn parse_namespace(s: &str) -> Result<String, String> {
     let valid = !s.is_empty()
         && s.len() <= 63
@@ -441,7 +461,10 @@ fn warn_about_refused_defaults(settings: &decide::Settings) {
         ("--target-image", &settings.target_image),
         ("--loadgen-image", &settings.loadgen_image),
     ] {
-        if !settings.allowed_images.allows(image) {
+        // The flags' parser has checked that the defaults parse.
+        if let Ok(parsed) = image.parse()
+            && !settings.allowed_images.allows(&parsed)
+        {
             tracing::warn!(
                 image = %image,
                 allowed_images = %settings.allowed_images.describe(),
@@ -628,5 +651,22 @@ mod args_tests {
         }
         let long = "a".repeat(64);
         assert!(parse(&["--namespace", &long]).is_err());
+    }
+
+    #[test]
+    fn default_images_must_be_valid_references_and_are_kept_as_written() {
+        let err = parse(&["--target-image=ghcr.io/acme/../x:1"]).unwrap_err();
+        assert!(
+            err.contains(r#"path component ".." is not a valid name component"#),
+            "{err}"
+        );
+        assert!(parse(&["--loadgen-image=ghcr.io/acme/lg:"]).is_err());
+        let args = parse(&["--target-image=nginx:1.27"]).unwrap();
+        assert_eq!(args.target_image, "nginx:1.27");
+        let defaults = parse(&[]).unwrap();
+        assert_eq!(
+            defaults.loadgen_image,
+            crate::api::spec::DEFAULT_LOADGEN_IMAGE
+        );
     }
 }

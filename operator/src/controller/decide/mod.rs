@@ -76,10 +76,11 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
         return d;
     }
 
-    // A spec that cannot run, or names an image the operator may not run, fails the run once,
-    // with the field named; nothing is created and nothing is retried until the spec changes
-    // (which re-triggers the reconcile). A run already running when the operator restarts with
-    // a narrower allow-list loses its current children too: a refused image must not keep going.
+    // A spec that cannot run, or names an image that is no valid reference or that the operator
+    // may not run, fails the run once, with the field named; nothing is created and nothing is
+    // retried until the spec changes (which re-triggers the reconcile). A run already running
+    // when the operator restarts with a narrower allow-list loses its current children too: a
+    // refused image must not keep going.
     let ctx = Ctx {
         generation,
         now,
@@ -89,14 +90,13 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
     };
     let refusal = match ValidatedRun::for_cluster(run.clone()) {
         Err(err) => Err((reason::INVALID_SPEC, format!("invalid spec: {err}"))),
-        Ok(v) => match settings.allowed_images.refusal(
-            run,
-            &settings.target_image,
-            &settings.loadgen_image,
-        ) {
-            Some(message) => Err((images::IMAGE_NOT_ALLOWED, message)),
-            None => Ok(v),
-        },
+        Ok(v) => {
+            let uses = images::image_uses(run, &settings.target_image, &settings.loadgen_image);
+            match settings.allowed_images.refusal(&uses) {
+                Some(refused) => Err((refused.reason, refused.message)),
+                None => Ok(v),
+            }
+        }
     };
     let v = match refusal {
         Ok(v) => v,

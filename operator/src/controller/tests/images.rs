@@ -1,5 +1,6 @@
 //! The image allow-list (`--allowed-images`) against the faked API server: a refused image
-//! fails the run with reason ImageNotAllowed before anything is created, allowed images run as
+//! fails the run with reason ImageNotAllowed before anything is created, an image that is no
+//! valid reference fails it with InvalidImageReference whatever the list, allowed images run as
 //! before, and a running run whose image a restarted operator no longer allows is stopped.
 
 use std::sync::Arc;
@@ -9,7 +10,9 @@ use serde_json::json;
 
 use super::{Behaviour, Harness, healthy, sample, with_timeout};
 use crate::api::{CellPhase, RunPhase, conditions};
-use crate::controller::images::{IMAGE_NOT_ALLOWED, ImagePattern, ImagePolicy};
+use crate::controller::images::{
+    IMAGE_NOT_ALLOWED, INVALID_IMAGE_REFERENCE, ImagePattern, ImagePolicy,
+};
 
 /// Gives the harness's operator these default images and allow-list, as the flags would.
 fn configure(h: &mut Harness, patterns: &[&str], target: &str, loadgen: &str) {
@@ -82,6 +85,79 @@ async fn a_refused_target_image_fails_the_run_and_creates_no_deployment_or_job()
         let before = h.fake.calls().len();
         h.reconcile("miner").await.unwrap();
         assert_eq!(h.fake.calls().len(), before);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_image_that_is_no_valid_reference_fails_the_run_even_when_its_string_matches() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        configure(
+            &mut h,
+            &["ghcr.io/benchmatrix/**"],
+            "ghcr.io/benchmatrix/target:1",
+            "ghcr.io/benchmatrix/loadgen:1",
+        );
+        let mut run = sample("escape", &["a"]);
+        run["spec"]["target"] = json!({"image": "ghcr.io/benchmatrix/../evil/x:1"});
+        h.fake.insert("benchmarkruns", run);
+
+        let requeue = h.reconcile("escape").await.unwrap();
+        assert_eq!(requeue, Requeue::await_change());
+        let status = h.run("escape").status.unwrap();
+        assert_eq!(status.phase, RunPhase::Failed);
+        let valid = conditions::find(&status.conditions, conditions::SPEC_VALID).unwrap();
+        assert_eq!(valid.status, "False");
+        assert_eq!(valid.reason, INVALID_IMAGE_REFERENCE);
+        assert!(
+            valid.message.starts_with(
+                r#"invalid image reference: spec.target.image "ghcr.io/benchmatrix/../evil/x:1": path component ".." is not a valid name component"#
+            ),
+            "{}",
+            valid.message
+        );
+        let created: Vec<_> = h
+            .fake
+            .creations()
+            .into_iter()
+            .filter(|(r, _)| r != "events")
+            .collect();
+        assert!(created.is_empty(), "{created:?}");
+        let events = h.fake.list("events");
+        assert!(
+            events
+                .iter()
+                .any(|e| e["reason"] == INVALID_IMAGE_REFERENCE && e["type"] == "Warning"),
+            "{events:#?}"
+        );
+
+        // An operator with no allow-list refuses it too: the kubelet would.
+        h.restart();
+        configure(
+            &mut h,
+            &[],
+            "ghcr.io/benchmatrix/target:1",
+            "ghcr.io/benchmatrix/loadgen:1",
+        );
+        let mut run = sample("upper", &["a"]);
+        run["spec"]["loadgen"] = json!({"image": "ghcr.io/Acme/lg:1"});
+        h.fake.insert("benchmarkruns", run);
+        h.reconcile("upper").await.unwrap();
+        let status = h.run("upper").status.unwrap();
+        assert_eq!(status.phase, RunPhase::Failed);
+        let valid = conditions::find(&status.conditions, conditions::SPEC_VALID).unwrap();
+        assert_eq!(valid.reason, INVALID_IMAGE_REFERENCE);
+        assert!(
+            valid
+                .message
+                .contains(r#"spec.loadgen.image "ghcr.io/Acme/lg:1": path component "Acme""#),
+            "{}",
+            valid.message
+        );
+        for kind in ["deployments", "services", "jobs", "configmaps"] {
+            assert!(h.fake.list(kind).is_empty(), "{kind} created");
+        }
     })
     .await;
 }
