@@ -302,20 +302,59 @@ pub fn image_uses(
     default_target: &str,
     default_loadgen: &str,
 ) -> Vec<ImageUse> {
-    vec![
-        ImageUse::named_or_default(
-            "spec.target.image",
-            run.spec.target.image.as_deref(),
-            default_target,
-            "--target-image",
-        ),
-        ImageUse::named_or_default(
-            "spec.loadgen.image",
-            run.spec.loadgen.image.as_deref(),
-            default_loadgen,
-            "--loadgen-image",
-        ),
-    ]
+    let mut uses = Vec::new();
+    // Every container and init container of a pod template names its image itself, the
+    // target's included; a target container without one gets spec.target.image or the default.
+    let template = run
+        .spec
+        .target
+        .pod_template
+        .as_ref()
+        .and_then(|t| t.parse().ok());
+    let pod = template.as_ref().and_then(|t| t.spec.as_ref());
+    let mut target_named_in_template = false;
+    if let Some(pod) = pod {
+        let target = crate::api::pod_template::target_index(&pod.containers);
+        let none = Vec::new();
+        let lists = [
+            ("containers", &pod.containers),
+            (
+                "initContainers",
+                pod.init_containers.as_ref().unwrap_or(&none),
+            ),
+        ];
+        for (list, containers) in lists {
+            for (i, c) in containers.iter().enumerate() {
+                let Some(image) = &c.image else { continue };
+                if list == "containers" && Some(i) == target {
+                    target_named_in_template = true;
+                }
+                uses.push(ImageUse {
+                    field: format!("spec.target.podTemplate.spec.{list}[{i}].image"),
+                    image: image.clone(),
+                    default_flag: None,
+                });
+            }
+        }
+    }
+    if !target_named_in_template {
+        uses.insert(
+            0,
+            ImageUse::named_or_default(
+                "spec.target.image",
+                run.spec.target.image.as_deref(),
+                default_target,
+                "--target-image",
+            ),
+        );
+    }
+    uses.push(ImageUse::named_or_default(
+        "spec.loadgen.image",
+        run.spec.loadgen.image.as_deref(),
+        default_loadgen,
+        "--loadgen-image",
+    ));
+    uses
 }
 
 #[cfg(test)]
@@ -610,6 +649,53 @@ spec:
             ),
             "{}",
             refused.message
+        );
+    }
+
+    #[test]
+    fn every_container_and_init_container_of_a_pod_template_is_checked() {
+        let mut r = run(None, Some("ghcr.io/acme/lg:1"));
+        r.spec.target.pod_template = Some(crate::api::pod_template::PodTemplate(
+            serde_json::json!({"spec": {
+                "initContainers": [{"name": "init", "image": "evil.io/init:1"}],
+                "containers": [
+                    {"name": "target", "image": "ghcr.io/acme/app:1"},
+                    {"name": "sidecar", "image": "evil.io/proxy:1"}
+                ]
+            }}),
+        ));
+        let fields: Vec<String> = image_uses(&r, "ghcr.io/acme/t:1", "ghcr.io/acme/lg:1")
+            .into_iter()
+            .map(|u| u.field)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.target.podTemplate.spec.containers[0].image",
+                "spec.target.podTemplate.spec.containers[1].image",
+                "spec.target.podTemplate.spec.initContainers[0].image",
+                "spec.loadgen.image",
+            ],
+            "the template's target names its image, so spec.target.image is not checked"
+        );
+        let p = policy(&["ghcr.io/acme/*"]);
+        let refusal = p
+            .refusal(&image_uses(&r, "ghcr.io/acme/t:1", "ghcr.io/acme/lg:1"))
+            .expect("refused");
+        assert!(
+            refusal.message.contains("containers[1].image"),
+            "{}",
+            refusal.message
+        );
+        assert!(
+            refusal.message.contains("initContainers[0].image"),
+            "{}",
+            refusal.message
+        );
+        assert!(
+            !refusal.message.contains("containers[0].image"),
+            "{}",
+            refusal.message
         );
     }
 }
