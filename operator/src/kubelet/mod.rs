@@ -1,4 +1,5 @@
 //! A benchmark cell's CPU, throttling and memory, from the kubelet's own metrics: pure
+//! functions from scraped text to figures (the HTTP client and the sampler live elsewhere).
 //!
 //! Where each figure comes from, and why:
 //!
@@ -24,6 +25,8 @@
 //! container id ending its `id` cgroup path (cadvisor under cgroupfs, which leaves the names
 //! empty). A pod's own cgroup is never taken for one of its containers.
 
+pub mod figures;
 pub mod parse;
 
+pub use figures::{ContainerFigures, MAX_POINTS, Samples, Window, figures, sum_replicas};
 pub use parse::{ContainerId, Reading, Source, cadvisor_readings, resource_readings};
