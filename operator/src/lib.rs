@@ -7,6 +7,7 @@ pub mod compare;
 pub mod controller;
 pub mod crdgen;
 pub mod engine;
+pub mod kubelet;
 pub mod local;
 pub mod metrics;
 pub mod plan;

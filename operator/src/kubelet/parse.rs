@@ -1,0 +1,588 @@
+//! The Prometheus text format as the kubelet writes it, and the readings of given containers.
+//!
+//! Lenient on purpose: a line that does not parse is skipped, never an error, so one odd series
+//! (or a truncated body) costs that series and not the whole scrape.
+
+use std::collections::BTreeMap;
+
+/// One sample line: `name{labels} value [timestamp_ms]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample<'a> {
+    /// The metric name.
+    pub name: &'a str,
+    /// The labels in written order, values unescaped.
+    pub labels: Vec<(&'a str, String)>,
+    /// The value; may be NaN or infinite.
+    pub value: f64,
+    /// The timestamp in milliseconds since the epoch, when written.
+    pub timestamp_ms: Option<i64>,
+}
+
+impl Sample<'_> {
+    /// The value of label `name`, if present.
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The samples of a body, skipping comments, blank lines and lines that do not parse.
+pub fn samples(text: &str) -> impl Iterator<Item = Sample<'_>> {
+    text.lines().filter_map(parse_line)
+}
+
+/// One line; `None` for comments, blank lines and anything malformed.
+pub fn parse_line(line: &str) -> Option<Sample<'_>> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let b = line.as_bytes();
+    let is_name = |c: u8, first: bool| {
+        c == b'_' || c == b':' || c.is_ascii_alphabetic() || (!first && c.is_ascii_digit())
+    };
+    let mut i = 0;
+    while i < b.len() && is_name(b[i], i == 0) {
+        i += 1;
+    }
+    if i == 0 {
+        return None;
+    }
+    // Only ASCII bytes are ever used as cut points, so every slice is on a char boundary.
+    let name = &line[..i];
+    let skip_ws = |i: &mut usize| {
+        while *i < b.len() && (b[*i] == b' ' || b[*i] == b'\t') {
+            *i += 1;
+        }
+    };
+    let mut labels = Vec::new();
+    skip_ws(&mut i);
+    if b.get(i) == Some(&b'{') {
+        i += 1;
+        loop {
+            skip_ws(&mut i);
+            match b.get(i)? {
+                b'}' => break,
+                b',' if !labels.is_empty() => {
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let start = i;
+            while i < b.len() && is_name(b[i], i == start) {
+                i += 1;
+            }
+            if i == start {
+                return None;
+            }
+            let key = &line[start..i];
+            skip_ws(&mut i);
+            if b.get(i) != Some(&b'=') {
+                return None;
+            }
+            i += 1;
+            skip_ws(&mut i);
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            i += 1;
+            let mut value = Vec::new();
+            loop {
+                match *b.get(i)? {
+                    b'"' => break,
+                    b'\\' => {
+                        match *b.get(i + 1)? {
+                            b'n' => value.push(b'\n'),
+                            c @ (b'"' | b'\\') => value.push(c),
+                            c => value.extend_from_slice(&[b'\\', c]),
+                        }
+                        i += 2;
+                    }
+                    c => {
+                        value.push(c);
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+            labels.push((key, String::from_utf8(value).ok()?));
+            skip_ws(&mut i);
+            match b.get(i)? {
+                b',' => i += 1,
+                b'}' => {}
+                _ => return None,
+            }
+        }
+        i += 1;
+    }
+    let mut rest = line[i..].split_ascii_whitespace();
+    let value = parse_value(rest.next()?)?;
+    let timestamp_ms = match rest.next() {
+        Some(t) => Some(t.parse::<i64>().ok()?),
+        None => None,
+    };
+    if rest.next().is_some() {
+        return None;
+    }
+    Some(Sample {
+        name,
+        labels,
+        value,
+        timestamp_ms,
+    })
+}
+
+/// Go's float formatting: `1.5`, `8.146944e+06`, `NaN`, `+Inf`, `-Inf`.
+fn parse_value(s: &str) -> Option<f64> {
+    match s {
+        "+Inf" | "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        "NaN" => Some(f64::NAN),
+        // Rust would also take "infinity" or "nan" in any case; Prometheus does not write them.
+        _ if s
+            .bytes()
+            .any(|c| c.is_ascii_alphabetic() && c != b'e' && c != b'E') =>
+        {
+            None
+        }
+        _ => s.parse().ok(),
+    }
+}
+
+/// A container of the benchmark, as the pod's status names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerId {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The container's name in the pod spec.
+    pub container: String,
+    /// The runtime's id (hex), without the `containerd://` (or `docker://`, `cri-o://`) scheme.
+    pub container_id: Option<String>,
+}
+
+impl ContainerId {
+    /// From the pod status: `status_id` is `containerStatuses[].containerID`, scheme and all.
+    pub fn new(namespace: &str, pod: &str, container: &str, status_id: Option<&str>) -> Self {
+        let container_id = status_id
+            .map(|id| id.rsplit_once("://").map_or(id, |(_, hex)| hex))
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned);
+        ContainerId {
+            namespace: namespace.into(),
+            pod: pod.into(),
+            container: container.into(),
+            container_id,
+        }
+    }
+}
+
+/// Which endpoint a reading came from; they are kept apart (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `/metrics/resource`: CRI stats, fresh on every request.
+    Resource,
+    /// `/metrics/cadvisor`: refreshed by housekeeping every ~10-15 s.
+    Cadvisor,
+}
+
+/// What one endpoint said about one container at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// The endpoint.
+    pub source: Source,
+    /// When the kubelet took the stats (the sample's timestamp), ms since the epoch.
+    pub at_ms: i64,
+    /// `container_cpu_usage_seconds_total`.
+    pub cpu_seconds: Option<f64>,
+    /// `container_memory_working_set_bytes`.
+    pub working_set_bytes: Option<u64>,
+    /// `container_cpu_cfs_periods_total` (cadvisor only).
+    pub cfs_periods: Option<u64>,
+    /// `container_cpu_cfs_throttled_periods_total` (cadvisor only).
+    pub throttled_periods: Option<u64>,
+    /// `container_cpu_cfs_throttled_seconds_total` (cadvisor only).
+    pub throttled_seconds: Option<f64>,
+    /// `container_memory_max_usage_bytes` (cadvisor only): lifetime high-water mark, cache included.
+    pub max_usage_bytes: Option<u64>,
+    /// `container_spec_cpu_quota / container_spec_cpu_period` (cadvisor only; no quota: `None`).
+    pub cpu_limit_cores: Option<f64>,
+}
+
+impl Reading {
+    /// A reading with no figures yet.
+    pub fn new(source: Source, at_ms: i64) -> Self {
+        Reading {
+            source,
+            at_ms,
+            cpu_seconds: None,
+            working_set_bytes: None,
+            cfs_periods: None,
+            throttled_periods: None,
+            throttled_seconds: None,
+            max_usage_bytes: None,
+            cpu_limit_cores: None,
+        }
+    }
+}
+
+/// The readings of `containers` in a `/metrics/resource` body, as (index into `containers`,
+/// reading), ordered by index then time. Samples without a timestamp are taken at `now_ms`.
+pub fn resource_readings(
+    text: &str,
+    containers: &[ContainerId],
+    now_ms: i64,
+) -> Vec<(usize, Reading)> {
+    readings(text, containers, now_ms, Source::Resource)
+}
+
+/// As [`resource_readings`] for a `/metrics/cadvisor` body. Series whose `container` label is
+/// empty (cgroupfs driver) are matched by the container id in their `id` label, so a
+/// [`ContainerId`] without `container_id` finds nothing there.
+pub fn cadvisor_readings(
+    text: &str,
+    containers: &[ContainerId],
+    now_ms: i64,
+) -> Vec<(usize, Reading)> {
+    readings(text, containers, now_ms, Source::Cadvisor)
+}
+
+fn readings(
+    text: &str,
+    containers: &[ContainerId],
+    now_ms: i64,
+    source: Source,
+) -> Vec<(usize, Reading)> {
+    // One reading per container and timestamp: a container's series share the instant its stats
+    // were taken, and a series with another timestamp is another reading, not a blend.
+    let mut by_time: BTreeMap<(usize, i64), Reading> = BTreeMap::new();
+    let mut quota: BTreeMap<usize, (Option<f64>, Option<f64>)> = BTreeMap::new();
+    for s in samples(text) {
+        let relevant = matches!(
+            s.name,
+            "container_cpu_usage_seconds_total"
+                | "container_memory_working_set_bytes"
+                | "container_cpu_cfs_periods_total"
+                | "container_cpu_cfs_throttled_periods_total"
+                | "container_cpu_cfs_throttled_seconds_total"
+                | "container_memory_max_usage_bytes"
+                | "container_spec_cpu_quota"
+                | "container_spec_cpu_period"
+        );
+        // cadvisor may also export per-CPU usage (`cpu="cpu00"`); only the total counts.
+        if !relevant || s.label("cpu").is_some_and(|c| c != "total") {
+            continue;
+        }
+        let Some(index) = containers.iter().position(|c| series_is(&s, c)) else {
+            continue;
+        };
+        match s.name {
+            "container_spec_cpu_quota" => quota.entry(index).or_default().0 = Some(s.value),
+            "container_spec_cpu_period" => quota.entry(index).or_default().1 = Some(s.value),
+            _ => {}
+        }
+        let at_ms = s.timestamp_ms.unwrap_or(now_ms);
+        let r = by_time
+            .entry((index, at_ms))
+            .or_insert_with(|| Reading::new(source, at_ms));
+        let (v, n) = (s.value, count(s.value));
+        match s.name {
+            "container_cpu_usage_seconds_total" if v.is_finite() => r.cpu_seconds = Some(v),
+            "container_memory_working_set_bytes" => r.working_set_bytes = n,
+            "container_cpu_cfs_periods_total" => r.cfs_periods = n,
+            "container_cpu_cfs_throttled_periods_total" => r.throttled_periods = n,
+            "container_cpu_cfs_throttled_seconds_total" if v.is_finite() => {
+                r.throttled_seconds = Some(v)
+            }
+            "container_memory_max_usage_bytes" => r.max_usage_bytes = n,
+            _ => {}
+        }
+    }
+    // The spec series carry no timestamp; they describe the container, so every reading gets them.
+    let mut out = Vec::new();
+    for ((index, _), mut r) in by_time {
+        if r == Reading::new(source, r.at_ms) {
+            continue; // only spec series at this instant
+        }
+        if let Some((Some(q), Some(p))) = quota.get(&index) {
+            r.cpu_limit_cores = (*q > 0.0 && *p > 0.0).then(|| q / p);
+        }
+        out.push((index, r));
+    }
+    out
+}
+
+/// A counter or byte count written as a float (`8.146944e+06`); `None` if negative or not finite.
+fn count(v: f64) -> Option<u64> {
+    (v.is_finite() && v >= 0.0).then(|| v.round() as u64)
+}
+
+/// Whether series `s` is container `c` itself (never its pod's cgroup, never another container).
+fn series_is(s: &Sample<'_>, c: &ContainerId) -> bool {
+    let cgroup_id = s.label("id").and_then(container_id_of_cgroup);
+    match s.label("container").filter(|n| !n.is_empty()) {
+        Some(name) => {
+            name == c.container
+                && s.label("pod") == Some(&c.pod)
+                && s.label("namespace") == Some(&c.namespace)
+                // A restarted container's dead cgroup keeps the same labels for a while; when both
+                // ids are known they must agree, or the old counters would look like a reset.
+                && match (cgroup_id, &c.container_id) {
+                    (Some(seen), Some(want)) => seen == want,
+                    _ => true,
+                }
+        }
+        None => cgroup_id.is_some() && cgroup_id == c.container_id.as_deref(),
+    }
+}
+
+/// The container id in a cgroup path's last segment: `<id>` (cgroupfs) or
+/// `cri-containerd-<id>.scope`, `docker-<id>.scope`, `crio-<id>.scope` (systemd). A pod's cgroup
+/// (`pod<uid>`, `…-pod<uid>.slice`) has none.
+fn container_id_of_cgroup(id: &str) -> Option<&str> {
+    let last = id.rsplit('/').next()?;
+    let hex = match last.strip_suffix(".scope") {
+        Some(scope) => ["cri-containerd-", "docker-", "crio-"]
+            .iter()
+            .find_map(|p| scope.strip_prefix(p))?,
+        None => last,
+    };
+    (hex.len() >= 12 && hex.bytes().all(|c| c.is_ascii_hexdigit())).then_some(hex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CADVISOR: &str = include_str!("testdata/cadvisor.txt");
+    const RESOURCE: &str = include_str!("testdata/resource.txt");
+    const OPERATOR_ID: &str = "ddffe72bf7b30a6e415ffc9e2f11f7611518acdcc992028d0a80637669160924";
+
+    fn operator(status_id: Option<&str>) -> ContainerId {
+        ContainerId::new(
+            "benchmatrix-system",
+            "benchmatrix-84f9d98794-nwcsd",
+            "operator",
+            status_id,
+        )
+    }
+
+    #[test]
+    fn parses_labels_escapes_special_values_and_timestamps() {
+        let s = parse_line(
+            r#"m_1:x{a="q\"uote",b = "back\\slash", c="new\nline",} 8.146944e+06 1796169102351"#,
+        )
+        .unwrap();
+        assert_eq!(s.name, "m_1:x");
+        assert_eq!(s.label("a"), Some("q\"uote"));
+        assert_eq!(s.label("b"), Some("back\\slash"));
+        assert_eq!(s.label("c"), Some("new\nline"));
+        assert_eq!(s.value, 8_146_944.0);
+        assert_eq!(s.timestamp_ms, Some(1_796_169_102_351));
+        let s = parse_line("up 1").unwrap();
+        assert_eq!(
+            (s.name, s.labels.len(), s.value, s.timestamp_ms),
+            ("up", 0, 1.0, None)
+        );
+        assert!(parse_line("x{} NaN").unwrap().value.is_nan());
+        assert_eq!(parse_line("x +Inf 5").unwrap().value, f64::INFINITY);
+        assert_eq!(parse_line("x -Inf").unwrap().value, f64::NEG_INFINITY);
+        assert_eq!(
+            parse_line("x{l=\"}\"} 1.7961689545500276e+09")
+                .unwrap()
+                .value,
+            1_796_168_954.550_027_6
+        );
+        assert_eq!(
+            parse_line(r#"x{l="é,\x"} 2"#).unwrap().label("l"),
+            Some("é,\\x")
+        );
+    }
+
+    #[test]
+    fn skips_comments_and_garbage() {
+        for bad in [
+            "# HELP x y",
+            "",
+            "   ",
+            "{a=\"b\"} 1",
+            "1x 2",
+            "x",
+            "x{a=\"b\" 1",
+            "x{a=b} 1",
+            "x{a=\"unterminated} 1",
+            "x 1 2 3",
+            "x 1 1.5",
+            "x one",
+            "x inf",
+            "x nan",
+            "x{,} 1",
+            "x{a=\"1\"\"} 1",
+            "x{a=\"\\",
+            "x{=\"v\"} 1",
+        ] {
+            assert_eq!(parse_line(bad), None, "{bad:?}");
+        }
+        let text = "garbage here\nok 1\n\u{0}\u{7f}{{{\nalso_ok{a=\"b\"} 2 3\n";
+        let names: Vec<_> = samples(text).map(|s| s.name).collect();
+        assert_eq!(names, ["ok", "also_ok"]);
+    }
+
+    #[test]
+    fn random_bytes_and_mutated_fixtures_never_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let alphabet = b"{}=\",\\ \n\t#aZ_:019.e+-NaInf\xc3\xa9";
+        for _ in 0..3000 {
+            let len = (next() % 120) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = samples(&text).count();
+            let _ = cadvisor_readings(&text, &[operator(Some(OPERATOR_ID))], 0);
+        }
+        for _ in 0..300 {
+            let mut bytes = CADVISOR.as_bytes().to_vec();
+            for _ in 0..20 {
+                let at = (next() % bytes.len() as u64) as usize;
+                bytes[at] = next() as u8;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = cadvisor_readings(&text, &[operator(Some(OPERATOR_ID))], 0);
+        }
+    }
+
+    #[test]
+    fn cgroupfs_cadvisor_matches_the_container_by_id_never_the_pod() {
+        let out = cadvisor_readings(
+            CADVISOR,
+            &[operator(Some(&format!("containerd://{OPERATOR_ID}")))],
+            7,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        let (index, r) = &out[0];
+        assert_eq!(*index, 0);
+        // The container's own series, not the pod cgroup's (696 periods, 1.8257 s, 8519680 B).
+        assert_eq!(r.source, Source::Cadvisor);
+        assert_eq!(r.at_ms, 1_796_169_102_351);
+        assert_eq!(r.cfs_periods, Some(34));
+        assert_eq!(r.throttled_periods, Some(0));
+        assert_eq!(r.throttled_seconds, Some(0.0));
+        assert_eq!(r.cpu_seconds, Some(0.055906552));
+        assert_eq!(r.working_set_bytes, Some(8_146_944));
+        assert_eq!(r.max_usage_bytes, Some(10_653_696));
+        assert_eq!(r.cpu_limit_cores, Some(0.5));
+        // Unlabelled series cannot be matched by name, and the pod's series never stand in.
+        assert_eq!(cadvisor_readings(CADVISOR, &[operator(None)], 7), []);
+    }
+
+    #[test]
+    fn resource_endpoint_matches_by_labels() {
+        let other = ContainerId::new(
+            "benchmatrix-system",
+            "benchmatrix-84f9d98794-nwcsd",
+            "sidecar",
+            None,
+        );
+        let out = resource_readings(RESOURCE, &[other, operator(None)], 7);
+        assert_eq!(out.len(), 1);
+        let (index, r) = &out[0];
+        assert_eq!(*index, 1);
+        assert_eq!(r.source, Source::Resource);
+        assert_eq!(r.at_ms, 1_796_169_202_322);
+        assert_eq!(r.cpu_seconds, Some(0.073738654));
+        assert_eq!(r.working_set_bytes, Some(8_134_656));
+        assert_eq!((r.cfs_periods, r.cpu_limit_cores), (None, None));
+    }
+
+    /// The systemd cgroup driver's shape: labelled series, ids ending in `cri-containerd-<id>.scope`.
+    const SYSTEMD: &str = include_str!("testdata/cadvisor-systemd.txt");
+
+    #[test]
+    fn systemd_cadvisor_matches_by_labels_and_skips_dead_cgroups_and_per_cpu_series() {
+        let web1 = ContainerId::new(
+            "ns",
+            "web-1",
+            "app",
+            Some("containerd://0123456789ab0123456789ab"),
+        );
+        let out = cadvisor_readings(SYSTEMD, std::slice::from_ref(&web1), 5000);
+        // 1000: periods (labels) + throttled (id only); 5000: the total usage, written without a
+        // timestamp. Not the pod slice (900), the dead container (77) nor cpu00 (1).
+        let got: Vec<_> = out
+            .iter()
+            .map(|(i, r)| {
+                (
+                    *i,
+                    r.at_ms,
+                    r.cfs_periods,
+                    r.throttled_periods,
+                    r.cpu_seconds,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, 1000, Some(120), Some(30), None),
+                (0, 5000, None, None, Some(2.5))
+            ]
+        );
+        assert!(out.iter().all(|(_, r)| r.cpu_limit_cores == Some(1.5)));
+        // Without the container id, labels alone decide, and the dead cgroup's reading shows up.
+        let by_name = cadvisor_readings(
+            SYSTEMD,
+            &[ContainerId {
+                container_id: None,
+                ..web1
+            }],
+            5000,
+        );
+        assert_eq!(
+            by_name.iter().map(|(_, r)| r.at_ms).collect::<Vec<_>>(),
+            [900, 1000, 5000]
+        );
+    }
+
+    #[test]
+    fn cgroup_ids() {
+        assert_eq!(
+            container_id_of_cgroup(&format!("/kubepods/burstable/podc11e/{OPERATOR_ID}")),
+            Some(OPERATOR_ID)
+        );
+        assert_eq!(
+            container_id_of_cgroup("/a/docker-0123456789abcdef.scope"),
+            Some("0123456789abcdef")
+        );
+        assert_eq!(
+            container_id_of_cgroup("/a/crio-0123456789abcdef.scope"),
+            Some("0123456789abcdef")
+        );
+        assert_eq!(
+            container_id_of_cgroup("/a/crio-conmon-0123456789abcdef.scope"),
+            None
+        );
+        assert_eq!(
+            container_id_of_cgroup("/kubepods/burstable/podc11e1cc6-f6ea-48b4-9089-f949468fd3d8"),
+            None
+        );
+        assert_eq!(container_id_of_cgroup("/"), None);
+        assert_eq!(
+            ContainerId::new("n", "p", "c", Some("cri-o://abc"))
+                .container_id
+                .as_deref(),
+            Some("abc")
+        );
+        assert_eq!(ContainerId::new("n", "p", "c", Some("")).container_id, None);
+    }
+}
