@@ -8,6 +8,7 @@
 
 pub mod noise;
 pub mod repeat;
+pub mod sources;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use crate::api::{
     BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Interference,
     ReplicaPhaseShare, ReplicaShare, Summary, TargetStats,
 };
+use sources::SOURCE_TARGET;
 use trust::{Exclusion, RANKED};
 
 /// One status entry per phase and endpoint of the document, in document order.
@@ -132,6 +134,7 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
         cpu_seconds_used: sum(&|r: &Replica<'_>| r.cpu_seconds),
         throttled_periods: counter_delta(|s| s.throttled_periods).map(|v| v.max(0.0) as u64),
         throttled_seconds: counter_delta(|s| s.throttled_seconds).map(|v| v.max(0.0)),
+        source: Some(SOURCE_TARGET.into()),
         // Only worth a table when several replicas each answered on their own address.
         per_replica: if replicas.len() > 1 {
             replicas
@@ -144,6 +147,7 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
         } else {
             Vec::new()
         },
+        ..TargetStats::default()
     })
 }
 

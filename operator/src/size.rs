@@ -319,6 +319,14 @@ fn target(per_replica: Vec<ReplicaShare>) -> TargetStats {
         cpu_seconds_used: Some(NUMBER),
         throttled_periods: Some(u64::MAX),
         throttled_seconds: Some(NUMBER),
+        cfs_periods: Some(u64::MAX),
+        throttle_covered_seconds: Some(NUMBER),
+        working_set_idle_bytes: Some(u64::MAX),
+        working_set_peak_bytes: Some(u64::MAX),
+        self_reported_cpu_seconds: Some(NUMBER),
+        cpu_difference_percent: Some(NUMBER),
+        source: Some(text(WORD_MAX)),
+        note: Some(text(NOTE_MAX)),
         per_replica,
     }
 }

@@ -293,10 +293,16 @@ pub struct RecordedPod {
     pub restarts: i32,
 }
 
-/// What the target reported about itself. Null fields were not reported.
+/// The target's resource figures and what it reported about itself. Null fields were not
+/// measured. `source` says where the CPU and throttling figures come from.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetStats {
+    /// Where `cpuSecondsUsed` and the throttling figures come from: "kubelet" (read from the
+    /// kubelet of each target pod's node, for any image), "target" (the target's own /stats
+    /// report) or "cgroup" (the local runner's cgroups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// Replicas that reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<u32>,
@@ -333,6 +339,34 @@ pub struct TargetStats {
     /// Seconds the target was throttled, summed over replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled_seconds: Option<f64>,
+    /// CFS periods (of 100 ms, by default) in which the target ran, summed over replicas: the
+    /// denominator of the throttled share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cfs_periods: Option<u64>,
+    /// Kubelet only: the seconds of the measured phases that cadvisor's samples (every 10-15 s)
+    /// covered; the throttling figures are scaled from them to the whole measured time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle_covered_seconds: Option<f64>,
+    /// Kubelet only: the memory working set just before the measured phases, summed over
+    /// replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set_idle_bytes: Option<u64>,
+    /// Kubelet only: the highest memory working set sampled (every second) in the measured
+    /// phases, summed over replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set_peak_bytes: Option<u64>,
+    /// When the kubelet's figures are used and the target also reported its CPU seconds: the
+    /// target's own figure, for the check below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_reported_cpu_seconds: Option<f64>,
+    /// How far the kubelet's CPU seconds are from the target's own, in percent of the target's
+    /// (both measure the same process over the same phases, so a few percent at most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_difference_percent: Option<f64>,
+    /// Why a figure the kubelet should have given is missing (for example a measured time
+    /// shorter than cadvisor's sampling), or why it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// How the work spread over the replicas in each measured phase, one entry per replica
     /// (cells with several replicas): an uneven split means the connections, not only the
     /// configuration, decided part of the result (see `spec.workload.spread`).

@@ -116,6 +116,11 @@ pub const API_CALLS: &[ApiCall] = &[
     // nodes spec.placement lets them use fails at once (fit.rs). Nodes are cluster-scoped: only
     // a ClusterRole can grant this.
     call("list", "", "nodes", "", false),
+    // kubelet/reader.rs: each target pod's kubelet, read directly (never through the API
+    // server's nodes/proxy): the kubelet asks the API server whether the operator may get
+    // nodes/metrics (for /metrics/resource and /metrics/cadvisor). Not an API server call, so
+    // the faked API never sees it: see KUBELET_CALLS.
+    call("get", "", "nodes", "metrics", false),
     // apply.rs: children by server-side apply (a PATCH; the API server checks create as well
     // when the apply makes a new object), and deleted per the cleanup policy.
     call("patch", "apps", "deployments", "", true),
@@ -142,6 +147,11 @@ pub const API_CALLS: &[ApiCall] = &[
     call("create", "events.k8s.io", "events", "", true),
     call("patch", "events.k8s.io", "events", "", true),
 ];
+
+/// The calls of [`API_CALLS`] that the kubelets authorize (with a SubjectAccessReview), not the
+/// API server: the kubelet reader's test (kubelet/reader.rs) shows them made, since the faked
+/// API server cannot.
+pub const KUBELET_CALLS: &[ApiCall] = &[call("get", "", "nodes", "metrics", false)];
 
 /// Whether `call` is one a Controller's watch streams make (a list or watch of BenchmarkRuns, or
 /// of the Deployments, Jobs and pods it watches), in either scope.

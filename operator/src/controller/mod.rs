@@ -47,6 +47,7 @@ use kube::{Api, Resource, ResourceExt};
 
 use crate::admin::{self, AdminState};
 use crate::api::BenchmarkRun;
+use crate::kubelet::reader::KubeletReader;
 use crate::metrics::Metrics;
 use crate::telemetry::{self, LogFormat};
 
@@ -123,6 +124,23 @@ pub struct OperatorArgs {
         value_parser = parse_duration
     )]
     pub shutdown_timeout: ShutdownTimeout,
+    /// Read each target container's CPU seconds, CFS throttling and memory working set from the
+    /// kubelet of its node (`/metrics/resource` and `/metrics/cadvisor`, authorized as
+    /// nodes/metrics), for any image. `false`: only what a target reports on its own /stats.
+    #[arg(
+        long,
+        env = "BENCHMATRIX_KUBELET_METRICS",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub kubelet_metrics: bool,
+    /// Do not verify the kubelets' serving certificates against the cluster CA (as
+    /// metrics-server's --kubelet-insecure-tls): for clusters whose kubelets serve self-signed
+    /// certificates, such as kind's. The token is still sent only to the address each Node
+    /// reports.
+    #[arg(long, env = "BENCHMATRIX_KUBELET_INSECURE_TLS")]
+    pub kubelet_insecure_tls: bool,
 }
 
 /// `--shutdown-timeout`: a duration written like "20s", "500ms" or "1m".
@@ -191,7 +209,11 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     // Signals are watched before anything can block on the API server, so a SIGTERM during
     // start-up is not lost.
     let stop = ShutdownSignals::install();
-    let client = kube::Client::try_default().await?;
+    let config = kube::Config::infer().await?;
+    let client = kube::Client::try_from(config.clone())?;
+    let kubelet = args
+        .kubelet_metrics
+        .then(|| Arc::new(KubeletReader::new(config, args.kubelet_insecure_tls)));
     let metrics = Arc::new(Metrics::default());
     let admin_state = AdminState {
         metrics: metrics.clone(),
@@ -225,6 +247,7 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         args.max_active_runs,
         metrics,
         settings,
+        kubelet,
     );
     tokio::spawn(ready_once_listed(stores.clone(), admin_state.ready.clone()));
     tracing::info!(
@@ -291,6 +314,7 @@ pub fn wire(
     max_active_runs: usize,
     metrics: Arc<Metrics>,
     settings: decide::Settings,
+    kubelet: Option<Arc<KubeletReader>>,
 ) -> Wiring {
     let mut queue = queue::Queue::default();
     let outage = Arc::new(outage::Outage::default());
@@ -313,6 +337,7 @@ pub fn wire(
     ctx.settings = settings;
     ctx.queue = queue;
     ctx.outage = outage;
+    ctx.kubelet = kubelet;
     Wiring {
         controllers,
         stores,

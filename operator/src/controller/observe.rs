@@ -15,11 +15,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, LogParams};
 use kube::{Api, ResourceExt};
 
+use std::sync::Arc;
+
 use super::build::{self, LOADGEN_CONTAINER, ROLE_LOADGEN, ROLE_TARGET};
 use super::decide::{self, Observation, QueueView};
 use super::error::Error;
 use crate::api::conditions::secs_of;
 use crate::api::{BenchmarkRun, CellPhase, RunPhase};
+use crate::kubelet::reader::{self, KubeletReader};
+use crate::kubelet::{ContainerFigures, Window};
 
 /// How many log lines are read from the end of a load generator's log: the document is the
 /// last line of stdout, but stderr lines written after it (the log merges both) must not hide
@@ -51,6 +55,7 @@ pub async fn observe(
     run: &BenchmarkRun,
     queue: QueueView,
     now: &Time,
+    kubelet: Option<&Arc<KubeletReader>>,
 ) -> Result<Observation, Error> {
     let mut obs = Observation {
         queue,
@@ -98,7 +103,13 @@ pub async fn observe(
             if let Some(job) = &obs.job {
                 if decide::job_failed(job) {
                     obs.loadgen_failure = read_failure(&pods, &at).await?;
+                    if let Some(k) = kubelet {
+                        k.forget(&name);
+                    }
                 } else {
+                    if let Some(k) = kubelet {
+                        start_sampling(client, k, run, &name, &obs.target_pods).await;
+                    }
                     // The result is read as soon as every load generator container has ended
                     // well, not when the Job controller gets round to marking the Job complete
                     // (a second or more later on a busy control plane).
@@ -111,6 +122,9 @@ pub async fn observe(
                         // result is the last line a load generator prints, so a whole document
                         // there is the result, whatever the pod's status says.
                         obs.result = read_printed_results(&pods, job, &loadgen).await?;
+                    }
+                    if let (Some(k), Some(result)) = (kubelet, &obs.result) {
+                        obs.kubelet = kubelet_figures(k, &name, result).await;
                     }
                 }
             } else {
@@ -191,6 +205,68 @@ async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Po
 
 /// Whether the planned load (warm-up and phases) of the current cell has had time to end since
 /// its load started.
+/// The load the spec plans for each repetition: warm-up and phases.
+fn planned_load(run: &BenchmarkRun) -> std::time::Duration {
+    let w = &run.spec.workload;
+    w.warmup.get() + w.phases.iter().map(|p| p.duration.get()).sum()
+}
+
+/// Starts sampling the kubelets of a repetition's target pods, once (a reconcile that finds
+/// it sampled already does nothing). A failure to find the kubelets is logged and the
+/// repetition goes on without their figures.
+async fn start_sampling(
+    client: &kube::Client,
+    kubelet: &Arc<KubeletReader>,
+    run: &BenchmarkRun,
+    key: &str,
+    pods: &[Pod],
+) {
+    if kubelet.is_sampling(key) || pods.is_empty() {
+        return;
+    }
+    let container = build::target_container_name(run);
+    let nodes: Api<Node> = Api::all(client.clone());
+    match reader::targets_of(&nodes, pods, &container).await {
+        Ok(targets) => kubelet.start(key, targets, planned_load(run)),
+        Err(why) => tracing::warn!(
+            run = %run.name_any(),
+            repetition = key,
+            %why,
+            "cannot read the kubelets of the target pods; no kubelet figures for this repetition"
+        ),
+    }
+}
+
+/// The kubelets' figures over the measured phases of `result`, ending the sampler.
+async fn kubelet_figures(
+    kubelet: &KubeletReader,
+    key: &str,
+    result: &Result<RunResult, String>,
+) -> Option<ContainerFigures> {
+    let window = result.as_ref().ok().and_then(measured_window);
+    let Some(window) = window else {
+        kubelet.forget(key);
+        return result.is_ok().then(|| ContainerFigures {
+            missing: vec![
+                "the load generator reported no phase start times (an image older than the \
+                 operator), so the kubelet's figures cannot be lined up with the phases"
+                    .into(),
+            ],
+            ..ContainerFigures::default()
+        });
+    };
+    kubelet.finish(key, window).await
+}
+
+/// From the start of the first measured phase to the end of the last, in wall-clock time.
+pub fn measured_window(result: &RunResult) -> Option<Window> {
+    let first = result.phases.first()?;
+    let last = result.phases.last()?;
+    let start_ms = first.started_unix_ms?;
+    let end_ms = last.started_unix_ms? + (last.duration_secs * 1000.0).round() as i64;
+    (end_ms > start_ms).then_some(Window { start_ms, end_ms })
+}
+
 fn load_is_over(run: &BenchmarkRun, cell: usize, now: &Time) -> bool {
     let Some(started) = run
         .status
@@ -200,10 +276,7 @@ fn load_is_over(run: &BenchmarkRun, cell: usize, now: &Time) -> bool {
     else {
         return false;
     };
-    let w = &run.spec.workload;
-    let planned: std::time::Duration =
-        w.warmup.get() + w.phases.iter().map(|p| p.duration.get()).sum();
-    secs_of(now) - secs_of(started) >= planned.as_secs() as i64
+    secs_of(now) - secs_of(started) >= planned_load(run).as_secs() as i64
 }
 
 /// The merged result of load generator pods that have printed it but are not yet reported

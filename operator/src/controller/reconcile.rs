@@ -47,6 +47,9 @@ pub struct Context {
     /// The resourceVersion of the last status this operator wrote, per run UID: a reconcile whose
     /// cached copy is not that version reads the run again before deciding (see [`fresh`]).
     pub written: Mutex<HashMap<String, String>>,
+    /// Reads the target containers' CPU, throttling and memory from the kubelets; `None` when
+    /// the operator runs with `--kubelet-metrics=false` (and in tests of the faked API).
+    pub kubelet: Option<Arc<crate::kubelet::reader::KubeletReader>>,
 }
 
 /// A source of the current time.
@@ -78,6 +81,7 @@ impl Context {
             queue: Queue::default(),
             outage: Arc::default(),
             written: Mutex::new(HashMap::new()),
+            kubelet: None,
         }
     }
 }
@@ -205,7 +209,7 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Er
     }
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
     let now = (ctx.clock)();
-    let obs = observe::observe(&ctx.client, run, queue, &now).await?;
+    let obs = observe::observe(&ctx.client, run, queue, &now, ctx.kubelet.as_ref()).await?;
     let decision = decide::decide(run, &obs, &now, &ctx.settings);
     tracing::Span::current().record("phase", decision.status.phase.to_string());
     log_decision(&decision);

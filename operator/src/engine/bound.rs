@@ -160,6 +160,8 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
         if let Some(t) = &mut cell.target {
             clip_opt(&mut t.quota_source, NOTE_MAX);
             clip_opt(&mut t.mode, WORD_MAX);
+            clip_opt(&mut t.source, WORD_MAX);
+            clip_opt(&mut t.note, NOTE_MAX);
             for r in &mut t.per_replica {
                 clip(&mut r.replica, WORD_MAX);
             }

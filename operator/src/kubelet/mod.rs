@@ -27,6 +27,7 @@
 
 pub mod figures;
 pub mod parse;
+pub mod reader;
 
 pub use figures::{ContainerFigures, MAX_POINTS, Samples, Window, figures, sum_replicas};
 pub use parse::{ContainerId, Reading, Source, cadvisor_readings, resource_readings};

@@ -202,10 +202,32 @@ pub fn add_target(so_far: Option<TargetStats>, latest: Option<TargetStats>) -> O
     };
     latest.cpu_seconds_used = add(prev.cpu_seconds_used, latest.cpu_seconds_used);
     latest.throttled_seconds = add(prev.throttled_seconds, latest.throttled_seconds);
-    latest.throttled_periods = match (prev.throttled_periods, latest.throttled_periods) {
+    let add_counts = |a: Option<u64>, b: Option<u64>| match (a, b) {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),
     };
+    latest.throttled_periods = add_counts(prev.throttled_periods, latest.throttled_periods);
+    latest.cfs_periods = add_counts(prev.cfs_periods, latest.cfs_periods);
+    latest.throttle_covered_seconds = add(
+        prev.throttle_covered_seconds,
+        latest.throttle_covered_seconds,
+    );
+    latest.self_reported_cpu_seconds = add(
+        prev.self_reported_cpu_seconds,
+        latest.self_reported_cpu_seconds,
+    );
+    // The check of the kubelet against the target holds for the sums as for each repetition.
+    latest.cpu_difference_percent =
+        match (latest.cpu_seconds_used, latest.self_reported_cpu_seconds) {
+            (Some(k), Some(own)) if own > 0.0 && latest.cpu_difference_percent.is_some() => {
+                Some(((k - own) / own * 1000.0).round() / 10.0)
+            }
+            _ => None,
+        };
     latest.peak_rss_bytes = prev.peak_rss_bytes.max(latest.peak_rss_bytes);
+    latest.working_set_peak_bytes = prev
+        .working_set_peak_bytes
+        .max(latest.working_set_peak_bytes);
+    latest.note = latest.note.or(prev.note);
     Some(latest)
 }

@@ -475,7 +475,7 @@ fn the_largest_accepted_runs_fit_and_one_more_is_refused() {
     assert!(
         refused.contains("(64 cells x 6 repetitions x 1 streams)")
             && refused.contains(
-                "it fits with spec.repeat 5 (now 6), or with only the first 63 of its 64 cells; \
+                "it fits with spec.repeat 5 (now 6), or with only the first 60 of its 64 cells; \
                  or fewer streams in spec.workload.phases[].load"
             ),
         "{refused}"

@@ -368,7 +368,7 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
     }
     if let Some(res) = &obs.result {
         match res {
-            Ok(doc) => succeed_cell(at, doc, ctx, d),
+            Ok(doc) => succeed_cell(at, doc, obs.kubelet.as_ref(), ctx, d),
             Err(why) => fail_cell(at, cause::RESULT_UNPARSABLE, why.clone(), ctx, d),
         }
         return;
@@ -474,7 +474,13 @@ impl ClusterTiming {
     }
 }
 
-fn succeed_cell(at: &At, doc: &RunResult, ctx: &Ctx, d: &mut Decision) {
+fn succeed_cell(
+    at: &At,
+    doc: &RunResult,
+    kubelet: Option<&crate::kubelet::ContainerFigures>,
+    ctx: &Ctx,
+    d: &mut Decision,
+) {
     let cell = at.cell;
     let timing = ClusterTiming::of(at, &d.status, ctx.now);
     let mut message = format!(
@@ -494,7 +500,7 @@ fn succeed_cell(at: &At, doc: &RunResult, ctx: &Ctx, d: &mut Decision) {
     }
     let measured = Measured {
         results: results::cell_results(doc),
-        target: results::target_stats(doc),
+        target: results::sources::with_kubelet(results::target_stats(doc), kubelet),
         enforcement: Some(Enforcement {
             target: "kubernetes".into(),
             loadgen: Some("kubernetes".into()),

@@ -35,6 +35,9 @@ pub struct Observation {
     /// The cluster's nodes, read before a cell is deployed; `None` when not read (or the
     /// operator may not list them), so no fit check is made.
     pub nodes: Option<Vec<Node>>,
+    /// The kubelets' figures of the target containers over the measured phases, read with the
+    /// result; `None` when the operator does not read kubelets or sampled nothing.
+    pub kubelet: Option<crate::kubelet::ContainerFigures>,
 }
 
 /// Where this run stands among all runs of the cluster.

@@ -38,6 +38,7 @@ fn start(
         max_active,
         Arc::new(Metrics::default()),
         Settings::default(),
+        None,
     );
     controllers
         .into_iter()
