@@ -1,36 +1,72 @@
-//! The recommendation: which configuration meets the service level at the lowest CPU.
+//! The recommendation: which configuration meets the service level for the least reserved CPU.
 //!
-//! CPU is the target's CPU seconds over the measured phases per 1,000 requests completed in
-//! them, so cells that served different amounts of work compare fairly. The service level is
-//! `spec.thresholds`; without thresholds every cell that succeeded qualifies and the sentence
-//! says there was no service level.
+//! The cost of a cell is what it reserves: its CPU limit per replica times its replicas
+//! (`CellStatus.reservedCpu`), which is what a cluster schedules and bills. It belongs to the
+//! configuration, so no cell can look cheaper by serving less of the expensive work.
+//!
+//! The CPU a cell *used* per 1,000 requests is not a cost to rank by. Every cell of an
+//! equal-budget matrix keeps its CPUs busy; the one whose closed loop starved the heavy endpoint
+//! simply completed more cheap requests per CPU-second. So that figure
+//! ([`cpu_per_1000_requests`]) is shown only as information, beside the rates each cell served.
+//!
+//! The service level is `spec.thresholds`. Among the cells that meet every threshold, the
+//! smallest reservation wins; equal reservations (an equal-budget matrix) are decided by the
+//! [`margin`], how far inside its thresholds a cell stayed. Without thresholds there is nothing
+//! to meet, so nothing is recommended and the sentence lists what each cell traded
+//! ([`trades`]).
 
-use crate::api::{CellPhase, CellStatus, ThresholdResult, Verdict};
+mod trades;
+
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Ordering;
+
+use crate::api::{CellPhase, CellStatus, Metric, ThresholdResult, Verdict};
+use crate::engine::bound::{SENTENCE_MAX, json_len};
 use crate::results::noise;
 
-/// A cell that qualified but costs more than the recommended one.
+/// How far inside its thresholds a cell stayed: the smallest relative headroom over every
+/// threshold judging it, and which threshold that was.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Margin {
+    /// `(limit - measured) / limit` for a figure that must stay low (latency, error rate),
+    /// `(measured - limit) / limit` for one that must stay high (rps): 0.25 means the figure
+    /// could move a quarter of the limit the wrong way and still pass.
+    pub headroom: f64,
+    /// That threshold in words, e.g. "mixed/fast p99 below 100ms".
+    pub threshold: String,
+}
+
+/// A cell that meets every threshold but is not the recommended one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Alternative {
     /// The cell.
     pub cell: String,
-    /// Its target CPU seconds per 1,000 requests.
-    pub cpu_per_1000: f64,
-    /// How much less CPU the recommended cell uses, in percent of this cell's.
+    /// The CPU it reserves, in cores.
+    pub reserved_cpu: f64,
+    /// How much less CPU the recommended cell reserves, in percent of this cell's (0 when they
+    /// reserve the same and the margin decided).
     pub percent_less: f64,
+    /// Its margin on the thresholds.
+    pub margin: Option<Margin>,
 }
 
 /// The outcome: the recommended cell, if any, what it beats and why others were passed over.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recommendation {
-    /// The cell that meets every threshold at the lowest CPU; None when no cell qualifies.
+    /// The cell that meets every threshold with the least reserved CPU (the widest margin
+    /// among equal reservations); None without thresholds or when no cell qualifies.
     pub cell: Option<String>,
-    /// Its target CPU seconds per 1,000 requests.
-    pub cpu_per_1000: Option<f64>,
-    /// False when the run had no thresholds (any cell that succeeded qualifies).
+    /// The CPU it reserves, in cores.
+    pub reserved_cpu: Option<f64>,
+    /// Its margin on the thresholds.
+    pub margin: Option<Margin>,
+    /// False when the run had no thresholds (then nothing is recommended).
     pub service_level: bool,
     /// How many thresholds judged the recommended cell (all passed).
     pub thresholds_met: usize,
-    /// The other qualifying cells, cheapest first.
+    /// The other qualifying cells, in the order they rank.
     pub alternatives: Vec<Alternative>,
     /// Cells that could not be recommended, each with the reason.
     pub passed_over: Vec<(String, String)>,
@@ -38,8 +74,9 @@ pub struct Recommendation {
     pub sentence: String,
 }
 
-/// Target CPU seconds per 1,000 requests of a cell: the figure the recommendation and
-/// `benchmatrix compare` rank cells by.
+/// Target CPU seconds per 1,000 requests of a cell: information shown beside the rates the
+/// cell served (and compared by `benchmatrix compare` when the request mix is the same), never
+/// a ranking of cells, since it falls when a cell serves fewer of the expensive requests.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuPer1000 {
     /// The median over the repetitions, or the cell's own figure when it was not repeated.
@@ -91,23 +128,82 @@ pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<CpuPer1000> {
     })
 }
 
-/// Names the configuration that meets every threshold at the lowest target CPU per 1,000
-/// requests. `results` are [`crate::thresholds::evaluate`]'s verdicts; empty means the run had
-/// no thresholds, and then every cell that succeeded qualifies.
+/// The margin of a cell on its `verdicts`: the smallest relative headroom over them (see
+/// [`Margin::headroom`]). A verdict without a measured figure or with a limit of 0 (such as
+/// `rps: {above: 0}`) has no relative headroom and is left out; None when none is left.
+pub fn margin(verdicts: &[&ThresholdResult]) -> Option<Margin> {
+    let mut tightest: Option<Margin> = None;
+    for v in verdicts {
+        let (Some(measured), Some(limit), Some(metric)) =
+            (v.measured, v.limit, Metric::from_key(&v.figure))
+        else {
+            continue;
+        };
+        if limit <= 0.0 {
+            continue;
+        }
+        let headroom = if metric.higher_is_better() {
+            (measured - limit) / limit
+        } else {
+            (limit - measured) / limit
+        };
+        if tightest.as_ref().is_none_or(|t| headroom < t.headroom) {
+            tightest = Some(Margin {
+                headroom,
+                threshold: v.threshold.clone(),
+            });
+        }
+    }
+    tightest
+}
+
+/// A cell that met every threshold judging it.
+#[derive(Clone)]
+struct Candidate {
+    cell: String,
+    reserved_cpu: f64,
+    margin: Option<Margin>,
+    thresholds_met: usize,
+}
+
+impl Candidate {
+    /// The reservation in whole millicores, so that equal configurations compare equal.
+    fn millis(&self) -> i64 {
+        (self.reserved_cpu * 1000.0).round() as i64
+    }
+}
+
+/// The wider margin first; a cell without a measurable margin after one with a margin.
+fn by_margin(a: &Option<Margin>, b: &Option<Margin>) -> Ordering {
+    match (a, b) {
+        (Some(a), Some(b)) => b.headroom.total_cmp(&a.headroom),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    }
+}
+
+/// Names the configuration that meets every threshold for the least reserved CPU (CPU limit
+/// times replicas), equal reservations decided by the wider [`margin`] and then by the order
+/// of the matrix. `results` are [`crate::thresholds::evaluate`]'s verdicts; empty means the run
+/// had no thresholds, and then nothing is recommended (see [`trades`]).
 ///
 /// A cell qualifies when it succeeded, at least one threshold judged it and every verdict on
-/// it passed (a cell no threshold names is not known to meet the service level), and neither
-/// a figure those verdicts rest on nor its CPU figure is unstable over the repetitions.
+/// it passed (a cell no threshold names is not known to meet the service level), no figure
+/// those verdicts rest on is unstable over the repetitions, and its reservation is recorded.
+/// The CPU it used plays no part.
 pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommendation {
-    let service_level = !results.is_empty();
-    let mut qualified: Vec<(String, f64, usize)> = Vec::new();
+    if results.is_empty() {
+        return trades::without_service_level(cells);
+    }
+    let mut qualified: Vec<Candidate> = Vec::new();
     let mut passed_over = Vec::new();
     for cell in cells {
         let verdicts: Vec<&ThresholdResult> =
             results.iter().filter(|r| r.cell == cell.name).collect();
         let why_not = if cell.phase != CellPhase::Succeeded {
             Some(format!("it did not succeed ({})", cell.phase))
-        } else if service_level && verdicts.is_empty() {
+        } else if verdicts.is_empty() {
             Some("no threshold judges it".to_owned())
         } else if let Some(failed) = verdicts.iter().find(|r| r.verdict == Verdict::Fail) {
             Some(format!("it fails {}", failed.threshold))
@@ -116,52 +212,52 @@ pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommend
                 "its figure for {} is unstable over the repetitions",
                 shaky.threshold
             ))
+        } else if let Some(reserved_cpu) = cell.reserved_cpu {
+            qualified.push(Candidate {
+                cell: cell.name.clone(),
+                reserved_cpu,
+                margin: margin(&verdicts),
+                thresholds_met: verdicts.len(),
+            });
+            None
         } else {
-            match cpu_per_1000_requests(cell) {
-                None => Some("its CPU use was not reported".to_owned()),
-                Some(cpu) if cpu.unstable() => {
-                    Some("its CPU per request is unstable over the repetitions".to_owned())
-                }
-                Some(cpu) => {
-                    qualified.push((cell.name.clone(), cpu.median, verdicts.len()));
-                    None
-                }
-            }
+            Some("its reserved CPU is not recorded (cells[].reservedCpu)".to_owned())
         };
         if let Some(why) = why_not {
             passed_over.push((cell.name.clone(), why));
         }
     }
-    // Stable sort: on equal CPU the earlier cell in the matrix wins.
-    qualified.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let Some((best, best_cpu, met)) = qualified.first().cloned() else {
-        let sentence = if service_level {
-            "No configuration meets every threshold with stable figures, so none is recommended."
-                .to_owned()
-        } else {
-            "No configuration succeeded with a stable CPU figure, so none is recommended."
-                .to_owned()
-        };
+    // Stable sort: at an equal reservation and margin the earlier cell in the matrix wins.
+    qualified.sort_by(|a, b| {
+        a.millis()
+            .cmp(&b.millis())
+            .then_with(|| by_margin(&a.margin, &b.margin))
+    });
+    let Some(best) = qualified.first().cloned() else {
         return Recommendation {
             cell: None,
-            cpu_per_1000: None,
-            service_level,
+            reserved_cpu: None,
+            margin: None,
+            service_level: true,
             thresholds_met: 0,
             alternatives: Vec::new(),
             passed_over,
-            sentence,
+            sentence: "No configuration meets every threshold with stable figures, so none is \
+                       recommended."
+                .to_owned(),
         };
     };
     let alternatives: Vec<Alternative> = qualified[1..]
         .iter()
-        .map(|(cell, cpu, _)| Alternative {
-            cell: cell.clone(),
-            cpu_per_1000: *cpu,
-            percent_less: if *cpu > 0.0 {
-                (cpu - best_cpu) / cpu * 100.0
+        .map(|c| Alternative {
+            cell: c.cell.clone(),
+            reserved_cpu: c.reserved_cpu,
+            percent_less: if c.reserved_cpu > 0.0 {
+                (c.reserved_cpu - best.reserved_cpu) / c.reserved_cpu * 100.0
             } else {
                 0.0
             },
+            margin: c.margin.clone(),
         })
         .collect();
     let thresholds_in_run = results
@@ -169,248 +265,153 @@ pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommend
         .map(|r| r.index)
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    let lead = if service_level {
-        // Each threshold judges a cell at most once, so `met` counts thresholds.
-        let which = match (met, met == thresholds_in_run) {
-            (1, true) => "the only threshold".to_owned(),
-            (n, true) => format!("all {n} thresholds"),
-            (1, false) => "the 1 threshold that applies to it".to_owned(),
-            (n, false) => format!("all {n} thresholds that apply to it"),
-        };
-        format!("{best} meets {which} at {best_cpu:.2} CPU-s per 1000 requests")
-    } else {
-        format!(
-            "No service level was given (spec.thresholds); by CPU alone, {best} uses the least: \
-             {best_cpu:.2} CPU-s per 1000 requests"
-        )
-    };
-    let tail = if alternatives.is_empty() {
-        if service_level {
-            ", the only configuration that does".to_owned()
-        } else {
-            ", the only configuration measured".to_owned()
-        }
-    } else {
-        let parts: Vec<String> = alternatives
-            .iter()
-            .map(|a| format!("{:.0}% less than {}", a.percent_less, a.cell))
-            .collect();
-        format!(", {}", parts.join(", "))
-    };
+    let sentence = sentence(&best, &qualified[1..], &alternatives, thresholds_in_run);
     Recommendation {
-        cell: Some(best),
-        cpu_per_1000: Some(best_cpu),
-        service_level,
-        thresholds_met: met,
+        cell: Some(best.cell),
+        reserved_cpu: Some(best.reserved_cpu),
+        margin: best.margin,
+        service_level: true,
+        thresholds_met: best.thresholds_met,
         alternatives,
         passed_over,
-        sentence: format!("{lead}{tail}."),
+        sentence,
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::{CellResult, RepetitionStatus, TargetStats};
-
-    /// A succeeded cell that served `requests` requests with `cpu` target CPU seconds.
-    fn cell(name: &str, cpu: f64, requests: u64) -> CellStatus {
-        CellStatus {
-            name: name.into(),
-            phase: CellPhase::Succeeded,
-            target: Some(TargetStats {
-                cpu_seconds_used: Some(cpu),
-                ..TargetStats::default()
-            }),
-            // Split over two streams: the CPU is per request of every measured stream.
-            results: vec![
-                CellResult {
-                    phase: "mixed".into(),
-                    endpoint: "fast".into(),
-                    requests: requests - requests / 4,
-                    ..CellResult::default()
-                },
-                CellResult {
-                    phase: "mixed".into(),
-                    endpoint: "slow".into(),
-                    requests: requests / 4,
-                    ..CellResult::default()
-                },
-            ],
-            ..CellStatus::default()
+/// The recommendation in one line: the cell, its reservation, the cells it ties with (and the
+/// margins that decided) or the cells it reserves less than (and its own margin).
+fn sentence(
+    best: &Candidate,
+    rest: &[Candidate],
+    alternatives: &[Alternative],
+    thresholds_in_run: usize,
+) -> String {
+    // Each threshold judges a cell at most once, so `thresholds_met` counts thresholds.
+    let which = match (
+        best.thresholds_met,
+        best.thresholds_met == thresholds_in_run,
+    ) {
+        (1, true) => "the only threshold".to_owned(),
+        (n, true) => format!("all {n} thresholds"),
+        (1, false) => "the 1 threshold that applies to it".to_owned(),
+        (n, false) => format!("all {n} thresholds that apply to it"),
+    };
+    let tied = rest
+        .iter()
+        .take_while(|c| c.millis() == best.millis())
+        .count();
+    let costlier: Vec<String> = alternatives[tied..]
+        .iter()
+        .map(|a| {
+            format!(
+                "{:.0}% less than {} ({})",
+                a.percent_less,
+                a.cell,
+                cpus(a.reserved_cpu)
+            )
+        })
+        .collect();
+    let mut head = format!(
+        "{} meets {which} with the smallest CPU reservation (CPU limit x replicas), {}",
+        best.cell,
+        cpus(best.reserved_cpu)
+    );
+    if tied == 0 {
+        if costlier.is_empty() {
+            return format!(
+                "{head}, the only configuration that does; its margin, the least headroom on \
+                 any of its thresholds, is {}.",
+                margin_text(&best.margin)
+            );
         }
+        head.push_str(": ");
+        let tail = format!(
+            "; its margin, the least headroom on any of its thresholds, is {}.",
+            margin_text(&best.margin)
+        );
+        return bounded(&head, &costlier, ", ", &tail);
     }
-
-    fn verdict(index: u32, cell: &str, verdict: Verdict) -> ThresholdResult {
-        ThresholdResult {
-            index,
-            threshold: format!("threshold {index}"),
-            cell: cell.into(),
-            phase: "mixed".into(),
-            endpoint: "fast".into(),
-            verdict,
-            ..ThresholdResult::default()
+    let names: Vec<&str> = rest[..tied].iter().map(|c| c.cell.as_str()).collect();
+    let against: Vec<String> = rest[..tied]
+        .iter()
+        .map(|c| format!("{} {}", c.cell, margin_text(&c.margin)))
+        .collect();
+    let equal = by_margin(&best.margin, &rest[0].margin) == Ordering::Equal;
+    head.push_str(&format!(
+        ", as {} {}; of these it has the widest margin, the least headroom on any of a cell's \
+         thresholds: {}{}, against ",
+        if names.len() == 1 { "does" } else { "do" },
+        names.join(", "),
+        margin_text(&best.margin),
+        if equal {
+            " (equal to the next: it comes first in the matrix)"
+        } else {
+            ""
         }
+    ));
+    let mut s = bounded(&head, &against, ", ", "");
+    if !costlier.is_empty() {
+        s = bounded(&format!("{s}; it reserves "), &costlier, ", ", "");
     }
+    s.push('.');
+    s
+}
 
-    /// Every cell judged by thresholds 0..3, passing unless listed in `failing`.
-    fn all_judged(cells: &[CellStatus], failing: &[&str]) -> Vec<ThresholdResult> {
-        let mut out = Vec::new();
-        for i in 0..3 {
-            for c in cells {
-                let v = if failing.contains(&c.name.as_str()) && i == 1 {
-                    Verdict::Fail
-                } else {
-                    Verdict::Pass
-                };
-                out.push(verdict(i, &c.name, v));
-            }
-        }
-        out
+/// A margin as the sentence shows it: "23% (mixed/fast p99 below 100ms)".
+fn margin_text(margin: &Option<Margin>) -> String {
+    match margin {
+        Some(m) => format!("{} ({})", percent(m.headroom), m.threshold),
+        None => "no measurable margin".to_owned(),
     }
+}
 
-    #[test]
-    fn recommends_the_lowest_cpu_among_cells_that_meet_every_threshold() {
-        // CPU-s per 1000 requests: single-x1 0.20 (but fails), single-x2 0.66, pool-x1 0.50,
-        // pool-x2 0.41.
-        let cells = vec![
-            cell("single-x1", 2.0, 10_000),
-            cell("single-x2", 6.6, 10_000),
-            cell("pool-x1", 5.0, 10_000),
-            cell("pool-x2", 4.1, 10_000),
-        ];
-        let results = all_judged(&cells, &["single-x1"]);
-        let r = recommend(&cells, &results);
-        assert_eq!(r.cell.as_deref(), Some("pool-x2"));
-        assert!((r.cpu_per_1000.unwrap() - 0.41).abs() < 1e-9);
-        assert_eq!(r.thresholds_met, 3);
-        assert_eq!(
-            r.alternatives
-                .iter()
-                .map(|a| a.cell.as_str())
-                .collect::<Vec<_>>(),
-            vec!["pool-x1", "single-x2"]
-        );
-        // (0.66 - 0.41) / 0.66 = 37.9%; (0.50 - 0.41) / 0.50 = 18%.
-        assert_eq!(
-            r.sentence,
-            "pool-x2 meets all 3 thresholds at 0.41 CPU-s per 1000 requests, 18% less than \
-             pool-x1, 38% less than single-x2."
-        );
-        assert_eq!(
-            r.passed_over,
-            vec![("single-x1".to_owned(), "it fails threshold 1".to_owned())]
-        );
+/// A fraction as a percentage: whole percent from 10%, one decimal below.
+fn percent(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    if p.abs() >= 10.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
     }
+}
 
-    #[test]
-    fn recommend_skips_a_cell_whose_deciding_figure_is_unstable() {
-        let cells = vec![cell("pool-x1", 5.0, 10_000), cell("pool-x2", 4.1, 10_000)];
-        let mut results = all_judged(&cells, &[]);
-        results
-            .iter_mut()
-            .find(|r| r.cell == "pool-x2" && r.index == 2)
-            .unwrap()
-            .unstable = true;
-        let r = recommend(&cells, &results);
-        assert_eq!(r.cell.as_deref(), Some("pool-x1"));
-        assert_eq!(r.passed_over[0].0, "pool-x2");
-        assert!(
-            r.passed_over[0].1.contains("unstable"),
-            "{:?}",
-            r.passed_over
-        );
-        assert!(r.sentence.ends_with(", the only configuration that does."));
-    }
+/// Cores as the sentence shows them: "1 CPU", "0.5 CPU", "2 CPUs", "1.998 CPUs".
+pub(crate) fn cpus(cores: f64) -> String {
+    let text = format!("{cores:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    let unit = if cores <= 1.0 { "CPU" } else { "CPUs" };
+    format!("{text} {unit}")
+}
 
-    #[test]
-    fn recommend_uses_each_repetitions_own_cpu_and_refuses_an_unstable_one() {
-        let rep = |n: u32, cpu: f64, requests: u64| RepetitionStatus {
-            repetition: n,
-            phase: CellPhase::Succeeded,
-            cpu_seconds_used: Some(cpu),
-            results: vec![CellResult {
-                requests,
-                ..CellResult::default()
-            }],
-            ..RepetitionStatus::default()
+/// `head`, then as many of `parts` (joined by `sep`) as keep the whole within the status's
+/// sentence limit, then "and N more" for the rest, then `tail`. So a large matrix ends its
+/// sentence cleanly rather than being cut off mid-word by the status bound.
+fn bounded(head: &str, parts: &[String], sep: &str, tail: &str) -> String {
+    let mut out = head.to_owned();
+    for (i, part) in parts.iter().enumerate() {
+        let joined = if i == 0 {
+            part.clone()
+        } else {
+            format!("{sep}{part}")
         };
-        // Steady: 0.40, 0.42, 0.44 CPU-s per 1000 requests, median 0.42. The cell's own
-        // totals (3 repetitions' requests against one repetition's CPU) would say 0.14.
-        let mut steady = cell("steady", 4.2, 30_000);
-        steady.repetitions = vec![
-            rep(1, 4.0, 10_000),
-            rep(2, 4.2, 10_000),
-            rep(3, 4.4, 10_000),
-        ];
-        // Shaky: 0.10 to 0.30, cheaper at the median (0.2) but spread 3x.
-        let mut shaky = cell("shaky", 2.0, 30_000);
-        shaky.repetitions = vec![
-            rep(1, 1.0, 10_000),
-            rep(2, 2.0, 10_000),
-            rep(3, 3.0, 10_000),
-        ];
-        let cpu = cpu_per_1000_requests(&steady).unwrap();
-        assert!((cpu.median - 0.42).abs() < 1e-9, "{cpu:?}");
-        assert!(!cpu.unstable());
-        let cells = vec![shaky, steady];
-        let r = recommend(&cells, &[]);
-        assert_eq!(r.cell.as_deref(), Some("steady"));
-        assert!(!r.service_level);
-        assert_eq!(
-            r.passed_over,
-            vec![(
-                "shaky".to_owned(),
-                "its CPU per request is unstable over the repetitions".to_owned()
-            )]
-        );
+        let left = parts.len() - i - 1;
+        // Room for this part, the note about the parts after it, and the tail.
+        let note = if left > 0 {
+            format!("{sep}and {left} more")
+        } else {
+            String::new()
+        };
+        if json_len(&out) + json_len(&joined) + json_len(&note) + json_len(tail) > SENTENCE_MAX {
+            out.push_str(&format!(
+                "{}and {} more",
+                if i == 0 { "" } else { sep },
+                parts.len() - i
+            ));
+            out.push_str(tail);
+            return out;
+        }
+        out.push_str(&joined);
     }
-
-    #[test]
-    fn without_thresholds_recommend_by_cpu_among_succeeded_cells_and_say_so() {
-        let mut failed = cell("single-x1", 1.0, 10_000);
-        failed.phase = CellPhase::Failed;
-        let cells = vec![
-            failed,
-            cell("single-x2", 6.6, 10_000),
-            cell("pool-x2", 4.1, 10_000),
-        ];
-        let r = recommend(&cells, &[]);
-        assert_eq!(r.cell.as_deref(), Some("pool-x2"));
-        assert_eq!(
-            r.sentence,
-            "No service level was given (spec.thresholds); by CPU alone, pool-x2 uses the \
-             least: 0.41 CPU-s per 1000 requests, 38% less than single-x2."
-        );
-        assert_eq!(r.passed_over[0].0, "single-x1");
-    }
-
-    #[test]
-    fn recommend_nothing_when_no_cell_meets_the_thresholds() {
-        let cells = vec![cell("a", 1.0, 1000), cell("b", 2.0, 1000)];
-        let results = all_judged(&cells, &["a", "b"]);
-        let r = recommend(&cells, &results);
-        assert_eq!(r.cell, None);
-        assert_eq!(
-            r.sentence,
-            "No configuration meets every threshold with stable figures, so none is recommended."
-        );
-    }
-
-    #[test]
-    fn recommend_passes_over_a_cell_no_threshold_judges() {
-        let cells = vec![cell("single-x1", 1.0, 10_000), cell("pool-x1", 5.0, 10_000)];
-        let results = vec![verdict(0, "pool-x1", Verdict::Pass)];
-        let r = recommend(&cells, &results);
-        assert_eq!(r.cell.as_deref(), Some("pool-x1"));
-        assert_eq!(
-            r.passed_over,
-            vec![("single-x1".to_owned(), "no threshold judges it".to_owned())]
-        );
-        assert_eq!(
-            r.sentence,
-            "pool-x1 meets the only threshold at 0.50 CPU-s per 1000 requests, the only \
-             configuration that does."
-        );
-    }
+    out.push_str(tail);
+    out
 }
