@@ -272,7 +272,19 @@ fn compare_cell(base: &CellStatus, new: &CellStatus, min_change: f64) -> Vec<Row
             (None, None) => {}
         }
     }
-    let cpu = judge(Figure::Cpu, cpu_side(base), cpu_side(new), min_change);
+    let mut cpu = judge(Figure::Cpu, cpu_side(base), cpu_side(new), min_change);
+    if cpu.base_value.is_some()
+        && cpu.new_value.is_some()
+        && let Some(why) = mix_changed(base, new, min_change)
+    {
+        cpu = Row {
+            mark: Mark::NotComparable,
+            evidence: why,
+            change: None,
+            worse_pct: None,
+            ..cpu
+        };
+    }
     if cpu.base_value.is_some() || cpu.new_value.is_some() {
         rows.push(Row {
             cell: base.name.clone(),
@@ -298,8 +310,54 @@ fn stream_side(r: &CellResult, figure: Figure) -> Option<Side> {
     Some(Side { median, values })
 }
 
+/// Why the cell's CPU per 1,000 requests cannot be compared between the runs: it follows the
+/// request mix, so when a stream's share of the cell's requests moved by more than
+/// `min_change` of itself, a cell that served fewer heavy requests (a closed loop stuck behind
+/// them) would show less CPU per request without using its CPU any better, and one that
+/// served more would show a regression that is none. The largest such move is named. None
+/// when the mixes match.
+fn mix_changed(base: &CellStatus, new: &CellStatus, min_change: f64) -> Option<String> {
+    let shares = |c: &CellStatus| -> Vec<(String, f64)> {
+        let total: u64 = c.results.iter().map(|r| r.requests).sum();
+        c.results
+            .iter()
+            .map(|r| {
+                let share = if total > 0 {
+                    r.requests as f64 / total as f64
+                } else {
+                    0.0
+                };
+                (format!("{}/{}", r.phase, r.endpoint), share)
+            })
+            .collect()
+    };
+    let (b, n) = (shares(base), shares(new));
+    let share_in = |list: &[(String, f64)], key: &str| {
+        list.iter().find(|(k, _)| k == key).map_or(0.0, |(_, s)| *s)
+    };
+    let mut worst: Option<(f64, String, f64, f64)> = None;
+    for key in b.iter().chain(&n).map(|(k, _)| k) {
+        let (was, now) = (share_in(&b, key), share_in(&n, key));
+        let larger = was.max(now);
+        if larger == 0.0 {
+            continue;
+        }
+        let moved = (now - was).abs() / larger;
+        if moved > min_change && worst.as_ref().is_none_or(|w| moved > w.0) {
+            worst = Some((moved, key.clone(), was, now));
+        }
+    }
+    let (_, key, was, now) = worst?;
+    Some(format!(
+        "the request mix changed ({key} {:.1}% -> {:.1}% of requests): CPU per request follows \
+         the mix, so it is not compared",
+        was * 100.0,
+        now * 100.0
+    ))
+}
+
 /// Target CPU seconds per 1,000 requests: per repetition where the cell was repeated, else for
-/// the cell as a whole (the recommendation's figure).
+/// the cell as a whole. Compared only when the request mix is the same ([`mix_changed`]).
 fn cpu_side(c: &CellStatus) -> Option<Side> {
     let cpu = crate::recommend::cpu_per_1000_requests(c)?;
     Some(Side {
@@ -621,6 +679,39 @@ mod tests {
         assert_eq!(rows[0].mark, Mark::Failed);
         assert_eq!(rows[0].evidence, "new run: Failed (OOMKilled)");
         assert!(fails(&rows[0], 1000.0));
+    }
+
+    #[test]
+    fn cpu_per_request_is_not_compared_when_the_request_mix_changed() {
+        // The new run served half the heavy requests and so used less CPU per request: no
+        // improvement, and the reverse no regression.
+        let with_slow = |slow: u64, cpu: f64| {
+            let mut c = single("a", 100.0, 50.0);
+            let mut heavy = c.results[0].clone();
+            heavy.endpoint = "slow".into();
+            heavy.requests = slow;
+            c.results.push(heavy);
+            c.target = Some(crate::api::TargetStats {
+                cpu_seconds_used: Some(cpu),
+                ..Default::default()
+            });
+            c
+        };
+        let (base, new) = (with_slow(100, 10.0), with_slow(50, 6.0));
+        for (from, to) in [(&base, &new), (&new, &base)] {
+            let rows = compare(&status(vec![from.clone()]), &status(vec![to.clone()]), 0.05);
+            let cpu = rows.iter().find(|r| r.figure == Some(Figure::Cpu)).unwrap();
+            assert_eq!(cpu.mark, Mark::NotComparable, "{cpu:?}");
+            assert!(!rows.iter().any(|r| fails(r, 0.0)), "{rows:?}");
+        }
+        let rows = compare(&status(vec![base]), &status(vec![new]), 0.05);
+        let cpu = rows.iter().find(|r| r.figure == Some(Figure::Cpu)).unwrap();
+        assert_eq!(
+            cpu.evidence,
+            "the request mix changed (mixed/slow 9.1% -> 4.8% of requests): CPU per request \
+             follows the mix, so it is not compared"
+        );
+        assert_eq!((cpu.base.as_str(), cpu.new.as_str()), ("9.1", "5.7"));
     }
 
     #[test]

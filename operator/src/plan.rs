@@ -35,6 +35,17 @@ pub struct Cell {
     pub env: Vec<EnvVar>,
 }
 
+impl Cell {
+    /// The CPU the cell reserves, in cores: its CPU limit per replica times its replicas
+    /// (requests equal limits). This is what a cluster schedules and bills, and what the
+    /// recommendation ranks by; None when the CPU quantity does not parse (validation refuses
+    /// such a spec before it runs).
+    pub fn reserved_cpu(&self) -> Option<f64> {
+        let millis = self.cpu.cpu_millis().ok()?;
+        Some((millis * u64::from(self.replicas)) as f64 / 1000.0)
+    }
+}
+
 /// The cells of a spec, in order: `configurations`, then the `axes` cross product.
 pub fn cells(spec: &BenchmarkRunSpec) -> Vec<Cell> {
     let mut out: Vec<Cell> = spec
@@ -266,6 +277,25 @@ mod tests {
                 ("pool-x2".into(), "1".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_cell_reserves_its_cpu_limit_times_its_replicas() {
+        let reserved = |replicas: Vec<u32>, cpu: Vec<&str>, total: Option<&str>| -> Vec<f64> {
+            axes_cells(&axes(vec![Mode::Pool], replicas, cpu, total))
+                .iter()
+                .map(|c| c.reserved_cpu().unwrap())
+                .collect()
+        };
+        // A shared budget rounds each replica's share down, so the cell stays within it.
+        assert_eq!(
+            reserved(vec![1, 2, 3], vec![], Some("2")),
+            [2.0, 2.0, 1.998]
+        );
+        assert_eq!(reserved(vec![4], vec!["500m", "1"], None), [2.0, 4.0]);
+        let mut bad = axes_cells(&axes(vec![Mode::Pool], vec![2], vec!["1"], None));
+        bad[0].cpu = Quantity::from("lots");
+        assert_eq!(bad[0].reserved_cpu(), None);
     }
 
     #[test]

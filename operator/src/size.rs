@@ -378,6 +378,7 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
     let with_pods = full && running && shape.cell_with_most_pods() == Some(i);
     CellStatus {
         name: name.clone(),
+        reserved_cpu: Some(NUMBER),
         phase: CellPhase::Succeeded,
         reason: Some(text(WORD_MAX)),
         message: Some(text(SENTENCE_MAX)),

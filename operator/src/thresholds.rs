@@ -1,6 +1,6 @@
 //! Judging a finished run against `spec.thresholds`: validation of the thresholds against the
 //! matrix, one verdict per threshold and cell, the `ThresholdsMet` condition, and the
-//! recommendation (the cheapest configuration, in target CPU, that meets them all).
+//! recommendation (the configuration that meets them all with the least reserved CPU).
 //!
 //! Pure functions from documents to documents, shared by the operator and the local runner.
 
@@ -700,6 +700,7 @@ mod tests {
             ..BenchmarkRunStatus::default()
         };
         for (c, cpu) in status.cells.iter_mut().zip([1.0, 3.0, 2.0]) {
+            c.reserved_cpu = Some(2.0);
             c.target = Some(crate::api::TargetStats {
                 cpu_seconds_used: Some(cpu),
                 ..Default::default()
@@ -711,10 +712,17 @@ mod tests {
         let met = conditions::find(&status.conditions, conditions::THRESHOLDS_MET).unwrap();
         assert_eq!(met.status, "False");
         assert_eq!(met.observed_generation, Some(2));
-        // single-x1 fails; pool-x2 (2 CPU-s) is cheaper per request than pool-x1 (3 CPU-s)
-        // even with its 5 extra error requests counted.
+        // single-x1 fails. pool-x1 and pool-x2 reserve the same 2 CPUs, so the margin decides:
+        // pool-x1's p99 of 20 ms is further below 100 ms than pool-x2's 30 ms. pool-x2 used less
+        // CPU (2 CPU-s against 3), which does not count.
         let line = status.summary.unwrap().recommendation.unwrap();
-        assert!(line.starts_with("pool-x2 meets all 2 thresholds"), "{line}");
+        assert!(
+            line.starts_with(
+                "pool-x1 meets all 2 thresholds with the smallest CPU reservation (CPU limit x \
+                 replicas), 2 CPUs, as does pool-x2; of these it has the widest margin"
+            ),
+            "{line}"
+        );
         // No thresholds: the condition goes away.
         let mut status = BenchmarkRunStatus {
             cells: matrix(),

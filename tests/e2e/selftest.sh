@@ -147,7 +147,7 @@ judged = [(0, "single-x1"), (0, "pool-x1"), (1, "single-x1"), (1, "pool-x1"), (2
 verdicts = [{"index": i, "threshold": f"threshold {i}", "figure": "p90", "cell": c, "phase": "mixed", "endpoint": "fast",
              "measured": 1.0, "limit": 2.0, "verdict": "Pass", "message": "1 <= 2"} for i, c in judged]
 met = {"type": "ThresholdsMet", "status": "True", "reason": "ThresholdsPassed", "message": "9 of 9 held"}
-summary = {"recommendation": "pool-x1 meets every threshold at the lowest CPU"}
+summary = {"recommendation": "pool-x1 meets all 2 thresholds with the smallest CPU reservation"}
 gate_cells = [{"name": n, "phase": "Succeeded", "results": [res(*p) for p in pairs]} for n in ("single-x1", "pool-x1")]
 gate = run("ci-gate", gate_spec, gate_cells, conditions=[met], thresholds=verdicts, summary=summary)
 dump("gate", gate)

@@ -143,6 +143,13 @@ pub struct CellStatus {
     /// The configuration's name.
     pub name: String,
 
+    /// The CPU the cell reserves, in cores: its CPU limit per replica times its replicas, as
+    /// configured. What a cluster schedules and bills, and what the recommendation ranks
+    /// cells by: unlike the CPU used per request, it cannot be lowered by serving less of the
+    /// expensive work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_cpu: Option<f64>,
+
     /// Where the cell is.
     #[serde(default)]
     pub phase: CellPhase,
@@ -511,9 +518,10 @@ pub struct Summary {
     /// long a phase would collect them. Run these phases longer to compare them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs_longer_phase: Vec<String>,
-    /// The configuration that meets every threshold at the lowest target CPU per 1,000
-    /// requests, and by how much it beats the other cells that meet them, in one sentence
-    /// (without thresholds: the lowest CPU among the cells that succeeded).
+    /// In one sentence: the configuration that meets every threshold with the smallest
+    /// reserved CPU (cells[].reservedCpu), equal reservations decided by the widest margin on
+    /// the thresholds, and how it compares with the other cells that meet them. Without
+    /// thresholds none is recommended, and the sentence lists what each cell traded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recommendation: Option<String>,
 }

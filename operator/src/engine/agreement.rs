@@ -127,8 +127,7 @@ fn on_one_machine() -> BenchmarkRunStatus {
         };
         apply(status, event, &ctx);
     };
-    let names = v.cells().iter().map(|c| c.name.clone()).collect();
-    apply_at(&mut status, Event::Admitted { cells: names }, 0);
+    apply_at(&mut status, Event::admitted(v.cells()), 0);
     apply_at(&mut status, deploying(&v.cells()[0]), 0);
     let doc = result_doc();
     let measured = CellOutcome::Measured(Box::new(cell::Measured {

@@ -71,6 +71,31 @@ pub struct Measured {
     pub histograms: BTreeMap<String, String>,
 }
 
+/// A cell as the run starts with it: what its status records before anything is measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admission {
+    /// The cell's name.
+    pub name: String,
+    /// Its CPU limit times its replicas, in cores (`CellStatus.reservedCpu`).
+    pub reserved_cpu: Option<f64>,
+}
+
+impl Event {
+    /// The start of a run with the matrix `cells`; both executors start a run through this,
+    /// so their statuses record the cells alike.
+    pub fn admitted(cells: &[crate::plan::Cell]) -> Event {
+        Event::Admitted {
+            cells: cells
+                .iter()
+                .map(|c| Admission {
+                    name: c.name.clone(),
+                    reserved_cpu: c.reserved_cpu(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Something that happened to a run, as an executor saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -100,10 +125,10 @@ pub enum Event {
         /// Most runs running at once.
         max_active: usize,
     },
-    /// The run starts with these cells (names in matrix order).
+    /// The run starts with these cells (in matrix order); build it with [`Event::admitted`].
     Admitted {
-        /// The cells' names.
-        cells: Vec<String>,
+        /// Each cell's name and reserved CPU.
+        cells: Vec<Admission>,
     },
     /// The executor deploys the current cell's target (for the next repetition).
     CellDeploying {
@@ -270,8 +295,9 @@ fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<
             status.observed_generation = g;
             status.cells = cells
                 .into_iter()
-                .map(|name| CellStatus {
-                    name,
+                .map(|a| CellStatus {
+                    name: a.name,
+                    reserved_cpu: a.reserved_cpu,
                     ..CellStatus::default()
                 })
                 .collect();

@@ -78,10 +78,16 @@ fn drive(
 fn admitted(cells: &[&str], repeat: u32) -> BenchmarkRunStatus {
     let now = time_from_secs(1_000);
     let mut status = BenchmarkRunStatus::default();
-    let names = cells.iter().map(|c| c.to_string()).collect();
+    let cells = cells
+        .iter()
+        .map(|c| Admission {
+            name: c.to_string(),
+            reserved_cpu: Some(2.0),
+        })
+        .collect();
     apply(
         &mut status,
-        Event::Admitted { cells: names },
+        Event::Admitted { cells },
         &ctx(&now, repeat, false),
     );
     status

@@ -97,8 +97,8 @@ impl Runner {
             fallback_notice,
             header_values,
         };
-        let cells = runner.run.cells().iter().map(|c| c.name.clone()).collect();
-        runner.apply(Event::Admitted { cells }, &now());
+        let admitted = Event::admitted(runner.run.cells());
+        runner.apply(admitted, &now());
         Ok(runner)
     }
 

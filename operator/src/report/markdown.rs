@@ -83,13 +83,8 @@ pub fn render(
     for e in &notes.extra {
         let _ = writeln!(o, "\n{e}");
     }
-    o.push_str(&super::thresholds::render(
-        &status.thresholds,
-        status
-            .summary
-            .as_ref()
-            .and_then(|s| s.recommendation.as_deref()),
-    ));
+    o.push_str(&super::thresholds::render(&status.thresholds));
+    o.push_str(&super::recommendation::render(status));
 
     let _ = writeln!(o, "\n## Cells\n");
     let _ = writeln!(

@@ -5,6 +5,7 @@
 
 mod files;
 pub mod markdown;
+pub mod recommendation;
 pub mod svg;
 pub mod thresholds;
 

@@ -1,5 +1,5 @@
-//! The "Thresholds" section of report.md: each verdict with its measured and limit values, and
-//! the recommendation line.
+//! The "Thresholds" section of report.md: each verdict with its measured and limit values (the
+//! recommendation follows it, from [`super::recommendation`]).
 
 use std::fmt::Write as _;
 
@@ -24,9 +24,8 @@ fn cell_text(text: &str) -> String {
 
 /// Markdown for report.md: a "Thresholds" section (omitted when `results` is empty) with a
 /// one-line verdict and a table of threshold, cell, measured, limit and verdict (a failure with
-/// its reason), then the recommendation (status.summary.recommendation) when there is one.
-/// Empty when there is neither.
-pub fn render(results: &[ThresholdResult], recommendation: Option<&str>) -> String {
+/// its reason). Empty without thresholds.
+pub fn render(results: &[ThresholdResult]) -> String {
     let mut o = String::new();
     if !results.is_empty() {
         let failed = results
@@ -74,9 +73,6 @@ pub fn render(results: &[ThresholdResult], recommendation: Option<&str>) -> Stri
             );
         }
     }
-    if let Some(line) = recommendation {
-        let _ = writeln!(o, "\n**Recommendation.** {line}");
-    }
     o
 }
 
@@ -111,15 +107,12 @@ mod tests {
     }
 
     #[test]
-    fn threshold_section_lists_each_verdict_with_units_and_the_recommendation() {
-        let md = render(
-            &[
-                result("p99", "single-x1", Some(20.04), 100.0, true),
-                result("rps", "pool-x1", None, 3.2, false),
-                result("errorRate", "pool-x2", Some(0.005), 0.001, false),
-            ],
-            Some("pool-x2 meets all 3 thresholds at 0.41 CPU-s per 1000 requests."),
-        );
+    fn threshold_section_lists_each_verdict_with_units() {
+        let md = render(&[
+            result("p99", "single-x1", Some(20.04), 100.0, true),
+            result("rps", "pool-x1", None, 3.2, false),
+            result("errorRate", "pool-x2", Some(0.005), 0.001, false),
+        ]);
         assert!(md.contains("## Thresholds"), "{md}");
         assert!(md.contains("**2 of 3 threshold verdicts failed**"), "{md}");
         assert!(
@@ -135,17 +128,16 @@ mod tests {
             ),
             "{md}"
         );
-        assert!(md.contains("| 0.50% | 0.10% |"), "{md}");
-        assert!(md.ends_with(
-            "\n**Recommendation.** pool-x2 meets all 3 thresholds at 0.41 CPU-s per 1000 requests.\n"
-        ));
+        assert!(
+            md.ends_with(
+                "| 0.50% | 0.10% | **FAIL**: cell pool-x1 failed (OOMKilled): a \\| b |\n"
+            ),
+            "{md}"
+        );
     }
 
     #[test]
     fn threshold_section_is_absent_without_thresholds() {
-        assert_eq!(render(&[], None), "");
-        let md = render(&[], Some("No service level was given."));
-        assert!(!md.contains("## Thresholds"));
-        assert!(md.contains("**Recommendation.** No service level was given."));
+        assert_eq!(render(&[]), "");
     }
 }

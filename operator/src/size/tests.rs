@@ -358,8 +358,7 @@ spec:
         assert!(size <= bound, "{size} > {bound} after {at}: {status:#?}");
         largest = largest.max(size);
     };
-    let names = v.cells().iter().map(|c| c.name.clone()).collect();
-    apply(&mut status, Event::Admitted { cells: names }, 0);
+    apply(&mut status, Event::admitted(v.cells()), 0);
     let mut t = 1;
     while let Some(step) = engine::next_step(&status) {
         let cell = &v.cells()[step.cell];

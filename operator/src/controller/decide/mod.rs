@@ -144,8 +144,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
             d.requeue = Some(QUEUED_SAFETY_NET);
             return d;
         }
-        let cells = v.cells().iter().map(|c| c.name.clone()).collect();
-        d.events = engine::apply(&mut d.status, Event::Admitted { cells }, &ctx);
+        d.events = engine::apply(&mut d.status, Event::admitted(v.cells()), &ctx);
     }
 
     step_cell(&v, obs, &ctx, settings, &mut d);
