@@ -175,7 +175,8 @@ pub struct CellStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<Time>,
 
-    /// What the target saw and used (from its /stats, summed or maxed over replicas).
+    /// The target's CPU, throttling and memory (from the kubelets, its own /stats or the local
+    /// runner's cgroups: see `source`), and what it saw of its quota, summed or maxed over replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<TargetStats>,
 

@@ -733,7 +733,7 @@ async fn a_run_whose_status_could_outgrow_etcd_is_refused_at_its_first_reconcile
                 && valid
                     .message
                     .contains("more than the 1 MiB a BenchmarkRun may take")
-                && valid.message.contains("it fits with spec.repeat "),
+                && valid.message.contains("it fits with only the first "),
             "{}",
             valid.message
         );
