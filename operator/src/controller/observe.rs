@@ -126,6 +126,7 @@ pub async fn observe(
                     if let (Some(k), Some(result)) = (kubelet, &obs.result) {
                         obs.kubelet = kubelet_figures(k, &name, result).await;
                     }
+                    obs.loadgen_pods = loadgen;
                 }
             } else {
                 // A missing Job is re-created from the Service address and the pod IPs.

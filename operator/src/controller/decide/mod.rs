@@ -365,6 +365,20 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
         fail_cell(at, why, message, ctx, d);
         return;
     }
+    if let Some((why, said)) = inspect::pod_failure(&obs.loadgen_pods)
+        && (why == cause::CHILD_BROKEN || why == cause::IMAGE_PULL)
+    {
+        // A load generator that cannot start (a Secret or key its headers name is missing, its
+        // image cannot be pulled) never will: the cell fails now, not at the load deadline.
+        let hint = if why == cause::CHILD_BROKEN {
+            " (create the Secrets that spec.workload.endpoints[].headers[].valueFrom name, in \
+             the run's namespace)"
+        } else {
+            ""
+        };
+        fail_cell(at, why, format!("load generator {said}{hint}"), ctx, d);
+        return;
+    }
     if let Some(res) = &obs.result {
         match res {
             Ok(doc) => succeed_cell(at, doc, obs.kubelet.as_ref(), ctx, d),

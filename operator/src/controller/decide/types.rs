@@ -38,6 +38,9 @@ pub struct Observation {
     /// The kubelets' figures of the target containers over the measured phases, read with the
     /// result; `None` when the operator does not read kubelets or sampled nothing.
     pub kubelet: Option<crate::kubelet::ContainerFigures>,
+    /// The load generator's pods, read while the load runs (one that cannot start fails the
+    /// cell at once).
+    pub loadgen_pods: Vec<Pod>,
 }
 
 /// Where this run stands among all runs of the cluster.

@@ -96,3 +96,51 @@ async fn a_header_the_load_generator_owns_fails_the_spec_naming_the_field() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_load_generator_whose_secret_is_missing_fails_the_cell_at_once() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert(
+            "benchmarkruns",
+            post_run(
+                "nosecret",
+                json!([{"name": "Authorization",
+                        "valueFrom": {"secretKeyRef": {"name": "absent", "key": "token"}}}]),
+            ),
+        );
+        h.reconcile("nosecret").await.unwrap();
+        h.simulate(&|_| super::Behaviour::Busy);
+        h.reconcile("nosecret").await.unwrap();
+        let job = h.fake.list("jobs")[0].clone();
+        let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+        // What the kubelet reports for a pod whose env names a Secret that does not exist.
+        h.fake.insert(
+            "pods",
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{name}-0-xyz"), "namespace": super::NS,
+                             "labels": job["spec"]["template"]["metadata"]["labels"]},
+                "spec": {"containers": [{"name": "loadgen"}]},
+                "status": {"phase": "Pending", "containerStatuses": [{"name": "loadgen",
+                    "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+                    "state": {"waiting": {"reason": "CreateContainerConfigError",
+                        "message": "secret \"absent\" not found"}}}]},
+            }),
+        );
+        // Well before the load deadline (warm-up + phases + runSlack).
+        h.advance(2);
+        h.reconcile("nosecret").await.unwrap();
+        let status = h.run("nosecret").status.unwrap();
+        let cell = &status.cells[0];
+        assert_eq!(cell.phase, crate::api::CellPhase::Failed, "{cell:?}");
+        assert_eq!(cell.reason.as_deref(), Some("ChildBroken"), "{cell:?}");
+        let message = cell.message.as_deref().unwrap();
+        assert!(
+            message.contains("CreateContainerConfigError: secret \"absent\" not found")
+                && message.contains("create the Secrets"),
+            "{message}"
+        );
+    })
+    .await;
+}

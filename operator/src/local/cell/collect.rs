@@ -90,6 +90,7 @@ pub fn target_stats(
         target.source = Some(crate::results::sources::SOURCE_CGROUP.into());
         target.cpu_seconds_used = Some(round3(cpu_end.usage_secs - u0.usage_secs));
         target.throttled_periods = Some(cpu_end.nr_throttled - u0.nr_throttled);
+        target.cfs_periods = Some(cpu_end.nr_periods.saturating_sub(u0.nr_periods));
         target.throttled_seconds = Some(round3(cpu_end.throttled_secs - u0.throttled_secs));
         if cell.replicas > 1 {
             let phases: Vec<&str> = spec
