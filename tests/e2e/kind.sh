@@ -8,7 +8,12 @@
 # Pass verdict per threshold and matched cell and a recommendation; and the same sample with
 # `repeat: 2` (a copy), checking that the repetitions ran interleaved (a b a b) and that every
 # result carries its spread. A repetition stress run (two cells x repeat: 6 of 2 s phases) checks
-# that every repetition is measured and that each starts soon after the previous one ended. Opt-in (E2E_RESTART_CONTROL_PLANE=1): stop the API server and etcd
+# that every repetition is measured and that each starts soon after the previous one ended. The
+# own-service step runs examples/own-service (busybox:1.36 httpd with a CGI script from a
+# ConfigMap through spec.target.podTemplate, a POST with a bearer token from a Secret) and checks
+# zero errors, the kubelets' CPU, throttling and memory figures and a recommendation; the first
+# run's kubelet CPU figures are checked against the built-in target's own. The cluster must be
+# able to pull busybox:1.36 (or have it loaded). Opt-in (E2E_RESTART_CONTROL_PLANE=1): stop the API server and etcd
 # while a run is in its first cell and check that the operator carries the run on within
 # RESTART_RECOVERY_BOUND seconds of the API's return. On failure it dumps diagnostics (events,
 # describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step
@@ -57,6 +62,10 @@
 #   QUEUE_GAP_BOUND   most seconds between a run's end and the next queued run's start (the
 #                     goal is 1; times in a status have whole seconds)                     [2]
 #   STRESS_REPEAT     repetitions of each of the stress step's two cells                   [6]
+#   KUBELET_INSECURE_TLS  true: the operator skips verifying the kubelets' serving certificates
+#                     (kind's are self-signed)                      [kind: true, existing: false]
+#   KUBELET_AGREE_PCT most percent between the kubelet's and the built-in target's own CPU
+#                     seconds of a cell                                                   [10]
 #   HANDOVER_BOUND    most seconds from one repetition's end to the next one's start in the
 #                     stress step: the previous pods' containers stopping, then the next
 #                     Deployment created at once (whole-second times)                      [3]
@@ -78,6 +87,15 @@ readonly ARTIFACTS_DIR="${ARTIFACTS_DIR:-build/e2e-artifacts}"
 readonly RELEASE="benchmatrix"
 readonly CHART="charts/benchmatrix"
 readonly GATE_SAMPLE="manifests/samples/ci-gate.yaml"
+readonly OWN_SERVICE="examples/own-service"
+readonly OWN_NAME="own-service"
+readonly KUBELET_AGREE_PCT="${KUBELET_AGREE_PCT:-10}"
+# kind's kubelets serve self-signed certificates; a cluster of your own decides (KUBELET_INSECURE_TLS).
+if [[ "${CLUSTER}" == "kind" ]]; then
+  readonly KUBELET_INSECURE_TLS="${KUBELET_INSECURE_TLS:-true}"
+else
+  readonly KUBELET_INSECURE_TLS="${KUBELET_INSECURE_TLS:-false}"
+fi
 readonly RESTART_CONTROL_PLANE="${E2E_RESTART_CONTROL_PLANE:-}"
 readonly RESTART_OUTAGE_SECONDS="${RESTART_OUTAGE_SECONDS:-20}"
 readonly RESTART_RECOVERY_BOUND="${RESTART_RECOVERY_BOUND:-20}"
@@ -341,6 +359,7 @@ log "installing the chart into ${RELEASE_NAMESPACE}"
   --set image.target.tag="${IMAGE_TAG}" \
   --set image.loadgen.tag="${IMAGE_TAG}" \
   --set operator.logFormat=text \
+  --set operator.kubeletInsecureTLS="${KUBELET_INSECURE_TLS}" \
   --set-string 'operator.logLevel=info\,benchmatrix=debug' \
   --wait --timeout 180s
 kubectl -n "${RELEASE_NAMESPACE}" rollout status "deployment/${RELEASE}" --timeout=120s
@@ -386,6 +405,8 @@ kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RUN_NAME}" -o json >"${work}/r
 python3 tests/e2e/check_results.py "${work}/run.json"
 log "where each cell's time went (at most ${OVERHEAD_BOUND}s outside warm-up and phases)"
 python3 tests/e2e/check_timing.py --max-overhead "${OVERHEAD_BOUND}" "${work}/run.json"
+log "the kubelets' CPU figures against the built-in target's own (within ${KUBELET_AGREE_PCT}%)"
+python3 tests/e2e/check_resources.py --agree "${KUBELET_AGREE_PCT}" "${work}/run.json"
 
 # The report a user renders from a saved run (docs/kubernetes.md). The binary comes out of the
 # operator image just built, so the check costs no second compile; else from PATH.
@@ -516,6 +537,33 @@ wait_complete "${STRESS_NAME}"
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${STRESS_NAME}" -o json >"${work}/stress.json"
 python3 tests/e2e/check_results.py --repeat "${STRESS_REPEAT}" "${work}/stress.json"
 python3 tests/e2e/check_timing.py --max-handover "${HANDOVER_BOUND}" "${work}/stress.json"
+
+# ---------------------------------------------------------------------------------------------
+# 8c. Your own service: busybox httpd serving a CGI script from a ConfigMap (the pod template),
+# measured through POST with a JSON body and a bearer token from a Secret; every cell has the
+# kubelet's CPU, throttling and memory figures, no request failed, and a recommendation is named
+
+log "own service: ${OWN_SERVICE}/benchmarkrun.yaml (busybox httpd, POST with a token from a Secret)"
+kubectl -n "${RUN_NAMESPACE}" create configmap own-service-www \
+  --from-file=orders="${OWN_SERVICE}/www/cgi-bin/orders" --from-file=healthz="${OWN_SERVICE}/www/healthz" \
+  --dry-run=client -o yaml | kubectl apply -f -
+kubectl -n "${RUN_NAMESPACE}" create secret generic api-token \
+  --from-literal=token="Bearer $(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
+  --dry-run=client -o yaml | kubectl apply -f -
+start_run "${OWN_SERVICE}/benchmarkrun.yaml" "${OWN_NAME}"
+wait_complete "${OWN_NAME}"
+kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${OWN_NAME}" -o json >"${work}/own.json"
+python3 tests/e2e/check_results.py --thresholds "${work}/own.json"
+python3 tests/e2e/check_resources.py --throttling --no-errors "${work}/own.json"
+python3 - "${work}/own.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+said = (run["status"].get("summary") or {}).get("recommendation") or ""
+print("recommendation:", said)
+if "reservation" not in said:
+    sys.exit("the recommendation does not rank by the CPU reservation: " + said)
+PY
+render_report "${OWN_NAME}" "${OWN_NAME}"
 
 # ---------------------------------------------------------------------------------------------
 # 9. The queue: runs applied together run one after another, each admitted when the slot frees

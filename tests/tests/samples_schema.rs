@@ -1,4 +1,4 @@
-//! Every sample in manifests/samples/ is a BenchmarkRun the API server would accept: it
+//! Every sample in manifests/samples/ (and each example's BenchmarkRun) is a BenchmarkRun the API server would accept: it
 //! validates against the generated CRD's OpenAPI v3 schema (as the API server checks it, with
 //! unknown fields treated as errors, since the server would silently drop them) and passes the
 //! operator's own validation (which states the CRD's CEL rules with field paths).
@@ -39,6 +39,11 @@ fn samples() -> Vec<(String, String)> {
         let text = std::fs::read_to_string(&path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         out.push((name, text));
+    }
+    // The examples' runs are samples too: users apply them as they are.
+    for example in ["examples/own-service/benchmarkrun.yaml"] {
+        let text = std::fs::read_to_string(repo_root().join(example)).unwrap();
+        out.push((example.to_owned(), text));
     }
     out.sort();
     out

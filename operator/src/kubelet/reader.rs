@@ -108,9 +108,6 @@ struct Sampler {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// The kubelets' figures of one repetition, summed over its replicas, or why there are none.
-pub type Outcome = ContainerFigures;
-
 /// Reads kubelets: one client per kubelet, one sampler per repetition being measured.
 pub struct KubeletReader {
     base: kube::Config,
@@ -282,10 +279,11 @@ impl KubeletReader {
         }
     }
 
-    /// Ends the sampler of `key`: one last scrape (so the fresh samples reach past the window's
-    /// end), then the figures over `window`, summed over the replicas. None when nothing was
-    /// sampled under `key` (the operator restarted during the load, or kubelet figures are off).
-    pub async fn finish(&self, key: &str, window: Window) -> Option<Outcome> {
+    /// Ends the sampler of `key`: one last scrape of the fresh endpoint (so its samples reach
+    /// past the window's end; cadvisor's would be seconds old anyway), then the figures over
+    /// `window`, summed over the replicas. None when nothing was sampled under `key` (the
+    /// operator restarted during the load, or kubelet figures are off).
+    pub async fn finish(&self, key: &str, window: Window) -> Option<ContainerFigures> {
         let sampler = self
             .samplers
             .lock()
