@@ -4,8 +4,11 @@
 //! through [`write_atomically`].
 
 mod files;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod markdown;
 pub mod svg;
+mod table;
 pub mod thresholds;
 
 use std::path::{Path, PathBuf};
@@ -13,9 +16,10 @@ use std::path::{Path, PathBuf};
 use benchmatrix_loadgen::result::RunResult;
 
 use crate::api::status::Percentile;
-use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio, CellResult, Summary};
+use crate::api::{BenchmarkRunStatus, CellRatio, CellResult, Summary};
 
 pub use files::write_atomically;
+pub use table::{TABLE_WIDTH, comparison_table};
 
 /// Printed for a figure that does not exist (no successful request): never "0.0".
 pub const ABSENT: &str = "—";
@@ -178,17 +182,34 @@ pub const WITHIN_NOISE: &str = "~";
 
 /// `text` (the figure's median as shown) followed by its spread over the repetitions, e.g.
 /// `21.0 (19.0–23.0, CI 19.5–22.5)`, and [`UNSTABLE`] when it is; `text` alone when the cell
-/// ran once or `key` (see [`crate::results::noise::figure_key`]) has no spread.
+/// ran once or `key` (see [`crate::results::noise::figure_key`]) has no spread. The CI is
+/// shown only where it says more than the range: from few repetitions the bootstrap interval
+/// of the median is often the range itself.
 pub fn with_spread(text: String, r: &CellResult, key: &str) -> String {
     let Some(s) = crate::results::trust::figure(r, key) else {
         return text;
     };
+    let range = (format!("{:.1}", s.min), format!("{:.1}", s.max));
     let ci = match (s.ci_low, s.ci_high) {
-        (Some(lo), Some(hi)) => format!(", CI {lo:.1}–{hi:.1}"),
+        (Some(lo), Some(hi)) if (format!("{lo:.1}"), format!("{hi:.1}")) != range => {
+            format!(", CI {lo:.1}–{hi:.1}")
+        }
         _ => String::new(),
     };
     let mark = if s.unstable { UNSTABLE } else { "" };
-    format!("{text} ({:.1}–{:.1}{ci}){mark}", s.min, s.max)
+    format!("{text} ({}–{}{ci}){mark}", range.0, range.1)
+}
+
+/// `text` followed by its spread in the terminal's compact form, `21.0 ±2.5`: every
+/// repetition lies within that distance of the median (the larger of median − min and
+/// max − median), and [`UNSTABLE`] when the figure is; `text` alone without a spread.
+pub fn with_compact_spread(text: String, r: &CellResult, key: &str) -> String {
+    let Some(s) = crate::results::trust::figure(r, key) else {
+        return text;
+    };
+    let within = (s.median - s.min).max(s.max - s.median);
+    let mark = if s.unstable { UNSTABLE } else { "" };
+    format!("{text} ±{within:.1}{mark}")
 }
 
 /// True when some result of `status` carries a spread over repetitions.
@@ -215,9 +236,10 @@ pub fn any_unstable(status: &BenchmarkRunStatus) -> bool {
 pub const UNSTABLE_NOTE: &str = "! unstable over repetitions (max/min above 2x): shown, never \
     ranked; repeat more or lengthen the phase";
 
-/// The note under a table with spreads: what the brackets and [`WITHIN_NOISE`] mean.
-pub const SPREAD_NOTE: &str = "figures are medians over the repetitions (min–max, and a 95% \
-    bootstrap CI from 5 repetitions); ~ = p99 within noise of the best, not ranked against it";
+/// The note under the terminal's table with spreads: what `±` and [`WITHIN_NOISE`] mean.
+pub const SPREAD_NOTE: &str = "figures are medians over the repetitions; ±d: every repetition \
+    within d of the median (report.md has the min–max and CI); ~ = p99 within noise of the \
+    best, not ranked against it";
 
 /// The ratio of `place` to the best cell as a table shows it: `3.1x`, `~1.1x` when within
 /// noise of the best; `None` when it was not ranked.
@@ -232,7 +254,7 @@ pub fn ratio_text(place: &CellRatio) -> Option<String> {
 }
 
 /// True when some result of `status` shows a percentile marked [`THIN`].
-fn any_thin(status: &BenchmarkRunStatus, shown: &[Percentile]) -> bool {
+pub(crate) fn any_thin(status: &BenchmarkRunStatus, shown: &[Percentile]) -> bool {
     status.cells.iter().flat_map(|c| &c.results).any(|r| {
         r.latency_ms.is_some() && shown.iter().any(|p| r.unsupported_percentiles.contains(p))
     })
@@ -248,135 +270,6 @@ pub fn thin_note(shown: &[Percentile]) -> String {
         "{THIN} from fewer samples than the percentile needs ({}): shown, never ranked",
         needs.join(", ")
     )
-}
-
-/// The comparison table printed at the end of `benchmatrix run`: one row per phase, endpoint
-/// and cell, with p99 relative to the best ranked cell of that row group. Streams that were
-/// not ranked say why below the table.
-pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
-    const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
-    let summary = ranking(status);
-    let mut rows: Vec<[String; 10]> = vec![[
-        "phase".into(),
-        "endpoint".into(),
-        "configuration".into(),
-        "samples".into(),
-        "rps".into(),
-        "p50 ms".into(),
-        "p99 ms".into(),
-        "max ms".into(),
-        "errors".into(),
-        "p99 vs best".into(),
-    ]];
-    let mut not_ranked = Vec::new();
-    for (phase, endpoint) in phase_endpoints(status) {
-        for c in &status.cells {
-            let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
-                continue;
-            };
-            let place = ranked(&summary, &c.name, &phase, &endpoint);
-            let vs_best = match place.and_then(ratio_text) {
-                Some(x) => x,
-                None => match place {
-                    Some(CellRatio {
-                        excluded: Some(why),
-                        ..
-                    }) => {
-                        not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
-                        "not ranked".into()
-                    }
-                    _ => ABSENT.into(),
-                },
-            };
-            let key = crate::results::noise::figure_key;
-            rows.push([
-                phase.clone(),
-                endpoint.clone(),
-                c.name.clone(),
-                r.samples.to_string(),
-                with_spread(format!("{:.1}", r.rps), r, crate::results::noise::RPS),
-                with_spread(
-                    percentile_text(r, Percentile::P50, THIN),
-                    r,
-                    key(Percentile::P50),
-                ),
-                with_spread(
-                    percentile_text(r, Percentile::P99, THIN),
-                    r,
-                    key(Percentile::P99),
-                ),
-                max_text(r),
-                r.errors.to_string(),
-                vs_best,
-            ]);
-        }
-    }
-    let failed: Vec<String> = status
-        .cells
-        .iter()
-        .filter(|c| c.phase != CellPhase::Succeeded)
-        .map(|c| {
-            format!(
-                "{}: {}{}",
-                c.name,
-                c.phase,
-                c.message
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
-            )
-        })
-        .collect();
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in &rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                // `format!` pads by chars, so "—" lines up like any digit.
-                if i < 3 {
-                    format!("{v:<w$}", w = widths[i])
-                } else {
-                    format!("{v:>w$}", w = widths[i])
-                }
-            })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    if any_thin(status, &SHOWN) {
-        out.push_str(&thin_note(&SHOWN));
-        out.push('\n');
-    }
-    if any_spread(status) {
-        out.push_str(SPREAD_NOTE);
-        out.push('\n');
-    }
-    if any_unstable(status) {
-        out.push_str(UNSTABLE_NOTE);
-        out.push('\n');
-    }
-    // Streams short of samples say how long a phase would collect them; the others why not.
-    for line in &summary.needs_longer_phase {
-        out.push_str(&format!("needs a longer phase: {line}\n"));
-    }
-    for (stream, why) in not_ranked {
-        let prefix = format!("{stream}: ");
-        if !summary
-            .needs_longer_phase
-            .iter()
-            .any(|l| l.starts_with(&prefix))
-        {
-            out.push_str(&format!("not ranked: {prefix}{why}\n"));
-        }
-    }
-    for f in failed {
-        out.push_str(&format!("not measured: {f}\n"));
-    }
-    out
 }
 
 /// Chart files for a status: (file name, SVG text).
@@ -535,6 +428,7 @@ pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::CellPhase;
 
     #[test]
     fn parses_a_bare_status_and_one_inside_a_benchmark_run() {
