@@ -218,9 +218,14 @@ impl Runner {
         let (events, raw) = events_of(index, outcome, now());
         if let Some(result) = raw {
             let cell = self.run.cells()[index].name.clone();
-            // The charts show the latest repetition's timeline of each cell.
+            // The charts show the latest repetition's timeline of each cell, and say which.
+            let repeat = self.run.repeat();
             self.raw.retain(|r| r.cell != cell);
-            self.raw.push(RawCell { cell, result });
+            self.raw.push(RawCell {
+                cell,
+                result,
+                repetition: (repeat > 1).then_some((step.repetition, repeat)),
+            });
         }
         for (event, at) in events {
             self.apply(event, &at);

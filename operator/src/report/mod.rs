@@ -3,6 +3,7 @@
 //! documents to text; `write_report` is the only one that writes to the disk, each file
 //! through [`write_atomically`].
 
+mod charts;
 mod files;
 #[cfg(test)]
 pub(crate) mod fixture;
@@ -18,6 +19,7 @@ use benchmatrix_loadgen::result::RunResult;
 use crate::api::status::Percentile;
 use crate::api::{BenchmarkRunStatus, CellRatio, CellResult, Summary};
 
+pub use charts::{charts, file_part};
 pub use files::write_atomically;
 pub use table::{TABLE_WIDTH, comparison_table};
 
@@ -104,6 +106,9 @@ pub struct RawCell {
     pub cell: String,
     /// The result document.
     pub result: RunResult,
+    /// Which repetition of the cell it is from, `(k, n)`: repetition k of n; `None` when the
+    /// run did not repeat, or it is not known.
+    pub repetition: Option<(u32, u32)>,
 }
 
 /// Every (phase, endpoint) pair in the order the cells report them.
@@ -272,118 +277,6 @@ pub fn thin_note(shown: &[Percentile]) -> String {
     )
 }
 
-/// Chart files for a status: (file name, SVG text).
-pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, String)> {
-    let series: Vec<String> = status.cells.iter().map(|c| c.name.clone()).collect();
-    let mut out = Vec::new();
-    for (phase, endpoint) in phase_endpoints(status) {
-        let group = svg::BarGroup {
-            label: format!("{phase} / {endpoint}"),
-            values: status
-                .cells
-                .iter()
-                .map(|c| {
-                    // Only a p99 its samples support gets a bar: a bar looks like a measurement.
-                    result_of(status, &c.name, &phase, &endpoint)
-                        .filter(|r| r.supports(Percentile::P99))
-                        .and_then(|r| Some(r.latency_ms?.p99))
-                })
-                .collect(),
-        };
-        out.push((
-            format!("p99-{}-{}.svg", file_part(&phase), file_part(&endpoint)),
-            svg::bar_chart(
-                &format!("p99 latency, {endpoint} in phase {phase} (lower is better)"),
-                "p99 latency (ms)",
-                &series,
-                &[group],
-            ),
-        ));
-    }
-    let groups: Vec<svg::BarGroup> = phase_endpoints(status)
-        .into_iter()
-        .map(|(phase, endpoint)| svg::BarGroup {
-            values: status
-                .cells
-                .iter()
-                .map(|c| result_of(status, &c.name, &phase, &endpoint).map(|r| r.rps))
-                .collect(),
-            label: format!("{phase} / {endpoint}"),
-        })
-        .collect();
-    if !groups.is_empty() {
-        out.push((
-            "throughput.svg".into(),
-            svg::bar_chart(
-                "Throughput per configuration (higher is better)",
-                "requests per second",
-                &series,
-                &groups,
-            ),
-        ));
-    }
-    let mut endpoints: Vec<String> = Vec::new();
-    for r in raw {
-        for p in &r.result.phases {
-            for s in &p.streams {
-                if !endpoints.contains(&s.endpoint) {
-                    endpoints.push(s.endpoint.clone());
-                }
-            }
-        }
-    }
-    for endpoint in endpoints {
-        let mut lines = Vec::new();
-        let mut markers = Vec::new();
-        for r in raw {
-            let mut offset = 0.0;
-            let mut points = Vec::new();
-            for p in &r.result.phases {
-                if lines.is_empty() {
-                    markers.push((offset, p.name.clone()));
-                }
-                if let Some(s) = p.streams.iter().find(|s| s.endpoint == endpoint) {
-                    points.extend(
-                        s.timeline
-                            .iter()
-                            // Seconds with a success; the others have no latency.
-                            .filter(|t| t.requests > t.errors)
-                            .map(|t| (offset + f64::from(t.second) + 0.5, t.p99_ms)),
-                    );
-                }
-                offset += p.duration_secs;
-            }
-            lines.push(svg::Line {
-                label: r.cell.clone(),
-                points,
-            });
-        }
-        out.push((
-            format!("latency-over-time-{}.svg", file_part(&endpoint)),
-            svg::line_chart(
-                &format!("p99 latency of {endpoint}, second by second"),
-                "p99 of the second (ms, log scale)",
-                &lines,
-                &markers,
-            ),
-        ));
-    }
-    out
-}
-
-/// A file-name-safe version of a phase or endpoint name.
-pub fn file_part(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// Writes `report.md` and the charts into `dir`, each atomically (a failed write, such as on a
 /// full disk, leaves the previous file whole); returns the files written.
 pub fn write_report(
@@ -408,7 +301,8 @@ pub fn write_report(
 }
 
 /// Reads the raw results that `benchmatrix run` keeps in `dir/results/<cell>.json`, for the
-/// cells of `status`; cells without one are skipped.
+/// cells of `status`; cells without one are skipped. Each repetition overwrites the file, so
+/// a measured cell's is its last repetition's; a failed cell's may be the failed one's.
 pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
     status
         .cells
@@ -417,9 +311,12 @@ pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
             let text =
                 std::fs::read_to_string(dir.join("results").join(format!("{}.json", c.name)))
                     .ok()?;
+            let n = c.repetitions.len() as u32;
             Some(RawCell {
                 cell: c.name.clone(),
                 result: serde_json::from_str(&text).ok()?,
+                repetition: (c.phase == crate::api::CellPhase::Succeeded && n > 1)
+                    .then_some((n, n)),
             })
         })
         .collect()
