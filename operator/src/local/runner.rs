@@ -249,11 +249,18 @@ impl Runner {
                 self.display.line("");
                 self.display
                     .line(report::comparison_table(&self.status).trim_end());
+                // As wide as the table above.
+                let wrapped = |text: String| {
+                    report::wrap(&text, report::TABLE_WIDTH)
+                        .trim_end()
+                        .to_string()
+                };
                 if let Some(gate) =
                     conditions::find(&self.status.conditions, conditions::THRESHOLDS_MET)
                 {
+                    self.display.line("");
                     self.display
-                        .line(&format!("\nthresholds: {}", gate.message));
+                        .line(&wrapped(format!("thresholds: {}", gate.message)));
                 }
                 if let Some(r) = self
                     .status
@@ -261,7 +268,7 @@ impl Runner {
                     .as_ref()
                     .and_then(|s| s.recommendation.as_deref())
                 {
-                    self.display.line(&format!("recommendation: {r}"));
+                    self.display.line(&wrapped(format!("recommendation: {r}")));
                 }
                 self.display.line(&format!(
                     "\nwrote {} and {} more file(s) in {}",

@@ -296,7 +296,7 @@ fn spread_line(status: &BenchmarkRunStatus) -> String {
         ),
         Some(n) => format!(
             "figures are medians of up to {n} repetitions with their min–max range and 95% \
-             bootstrap CI; cells differ when a Mann-Whitney U test says so at {} and the \
+             bootstrap CI (shown where it is narrower than the range); cells differ when a Mann-Whitney U test says so at {} and the \
              medians are at least {:.0}% apart",
             noise::ALPHA,
             noise::MIN_PRACTICAL_CHANGE * 100.0

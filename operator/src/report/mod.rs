@@ -21,7 +21,7 @@ use crate::api::{BenchmarkRunStatus, CellRatio, CellResult, Summary};
 
 pub use charts::{charts, file_part};
 pub use files::write_atomically;
-pub use table::{TABLE_WIDTH, comparison_table};
+pub use table::{TABLE_WIDTH, comparison_table, wrap};
 
 /// Printed for a figure that does not exist (no successful request): never "0.0".
 pub const ABSENT: &str = "—";
@@ -226,14 +226,15 @@ pub fn any_spread(status: &BenchmarkRunStatus) -> bool {
         .any(|r| r.spread.is_some())
 }
 
-/// True when some shown figure of `status` is unstable over the repetitions.
-pub fn any_unstable(status: &BenchmarkRunStatus) -> bool {
+/// True when one of the figures `shown` (keys of [`crate::api::Spread::figures`]) of
+/// `status` is unstable over the repetitions: the note explains a mark the table shows.
+pub fn any_unstable(status: &BenchmarkRunStatus, shown: &[&str]) -> bool {
     status
         .cells
         .iter()
         .flat_map(|c| &c.results)
         .filter_map(|r| r.spread.as_ref())
-        .flat_map(|s| s.figures.values())
+        .flat_map(|s| shown.iter().filter_map(|k| s.figures.get(*k)))
         .any(|f| f.unstable)
 }
 

@@ -180,7 +180,8 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
             if reps.len() > 1 {
                 repeated = true;
                 let y_top = repetition_marks(&mut out, name, reps, x, bar_w - 2.0, y_of);
-                label_y = label_y.min(y_top - 3.0);
+                // Above the whisker's cap and the highest dot (radius 2.5).
+                label_y = label_y.min(y_top - 6.0);
             }
             let _ = writeln!(
                 out,

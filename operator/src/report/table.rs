@@ -126,7 +126,12 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
     if any_spread(status) {
         notes.push(SPREAD_NOTE.to_string());
     }
-    if any_unstable(status) {
+    let keys = [
+        RPS,
+        figure_key(Percentile::P50),
+        figure_key(Percentile::P99),
+    ];
+    if any_unstable(status, &keys) {
         notes.push(UNSTABLE_NOTE.to_string());
     }
     // Streams short of samples say how long a phase would collect them; the others why not.
@@ -154,7 +159,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
 
 /// `text` as lines of at most `width` characters, broken at spaces (a word longer than a
 /// line is cut), each continuation indented by two spaces; every line ends in a newline.
-fn wrap(text: &str, width: usize) -> String {
+pub fn wrap(text: &str, width: usize) -> String {
     let most = width - INDENT.len();
     let mut out = String::new();
     let mut line = String::new();

@@ -97,7 +97,7 @@ pub fn phase_ended(p: &PhaseFigures) -> String {
 }
 
 /// The line of a measurement on a terminal, once its result is in: each measured phase's
-/// streams by rps and p99, e.g. `measured: fast-only fast 160.2 rps p99 14.2 ms; mixed ...`.
+/// streams by rps and p99, e.g. `fast-only fast 160.2 rps p99 14.2 ms; mixed fast ...`.
 pub fn measured(phases: &[PhaseFigures]) -> String {
     let parts: Vec<String> = phases
         .iter()
@@ -110,7 +110,7 @@ pub fn measured(phases: &[PhaseFigures]) -> String {
     if parts.is_empty() {
         "measured".into()
     } else {
-        format!("measured: {}", parts.join("; "))
+        parts.join("; ")
     }
 }
 

@@ -201,8 +201,8 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
     let screen = term.contents();
     assert!(
         screen.contains(
-            "[1/4] pool-x1 rep 1/2 | measured: fast-only fast 80.0 rps p99 31.2 ms; mixed fast \
-             80.0 rps p99 31.2 ms, slow no successful responses, 1398 errors"
+            "[1/4] pool-x1 rep 1/2 | fast-only fast 80.0 rps p99 31.2 ms; mixed fast 80.0 rps p99 \
+             31.2 ms, slow no successful responses, 1398 errors"
         ),
         "{screen}"
     );
