@@ -171,14 +171,11 @@ fn raw(cell: &str, repetition: Option<(u32, u32)>) -> RawCell {
 fn the_latency_over_time_chart_says_which_repetition_it_shows() {
     let status = repeated_three_times();
     let title = |raw: &[RawCell]| {
-        let charts = charts(&status, raw);
-        let svg = charts
-            .iter()
+        charts(&status, raw)
+            .into_iter()
             .find(|(n, _)| n == "latency-over-time-fast.svg")
             .unwrap()
             .1
-            .clone();
-        svg
     };
     let same = title(&[raw("pool-x1", Some((3, 3))), raw("pool-x2", Some((3, 3)))]);
     assert!(
