@@ -10,14 +10,18 @@ use crate::histogram::{self, LatencyHistogram, TIMELINE_SIGFIG};
 use crate::recorder::SecondCounts;
 use crate::result::{TimelinePoint, timeline_point};
 
-/// One line of `--progress-json`.
+/// One line of `--progress-json`: one per second of each phase, then one as the phase ends.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Progress {
     /// Phase name (`"warmup"` during warm-up).
     pub phase: String,
-    /// Whole seconds since the phase started, at the end of the reported second.
+    /// Whole seconds since the phase started, at the end of the reported second (on the
+    /// phase's last line, the phase's length, rounded).
     pub elapsed_secs: u32,
+    /// True on the phase's last line, whose figures are the whole phase's (the same as its
+    /// result: rps over the phase, percentiles of all its successful requests).
+    pub ended: bool,
     /// One entry per stream.
     pub streams: Vec<StreamProgress>,
 }
@@ -30,12 +34,38 @@ pub struct StreamProgress {
     pub endpoint: String,
     /// Requests finished since the phase started.
     pub requests: u64,
-    /// Successful requests per second in the last second.
+    /// Successful requests per second in the last second (over the phase, when it ended).
     pub rps: f64,
-    /// 99th percentile latency in the last second, milliseconds.
-    pub p99_ms: f64,
+    /// Median latency in the last second (over the phase, when it ended), milliseconds;
+    /// `None` without a successful request there: no latency, never 0.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile latency, as `p50_ms`.
+    pub p99_ms: Option<f64>,
     /// Failed requests since the phase started.
     pub errors: u64,
+}
+
+impl Progress {
+    /// The last line of phase `r`: its figures over the whole phase.
+    pub fn ended(r: &crate::result::PhaseResult) -> Progress {
+        Progress {
+            phase: r.name.clone(),
+            elapsed_secs: r.duration_secs.round() as u32,
+            ended: true,
+            streams: r
+                .streams
+                .iter()
+                .map(|s| StreamProgress {
+                    endpoint: s.endpoint.clone(),
+                    requests: s.requests,
+                    rps: s.rps,
+                    p50_ms: s.latency_ms.map(|l| l.p50),
+                    p99_ms: s.latency_ms.map(|l| l.p99),
+                    errors: s.errors,
+                })
+                .collect(),
+        }
+    }
 }
 
 struct Second {
@@ -105,11 +135,14 @@ impl TimelineBuilder {
                 self.totals[i].1 += s.errors;
                 let ok = (s.requests - s.errors) as f64;
                 let point = timeline_point(second, s.requests, s.errors, ok, &s.hist);
+                // The point carries 0 for a second without a success; the line says "none".
+                let latency = |v: f64| (s.requests > s.errors).then_some(v);
                 streams.push(StreamProgress {
                     endpoint: self.endpoints[i].clone(),
                     requests: self.totals[i].0,
                     rps: ok,
-                    p99_ms: point.p99_ms,
+                    p50_ms: latency(point.p50_ms),
+                    p99_ms: latency(point.p99_ms),
                     errors: self.totals[i].1,
                 });
                 points.push(point);
@@ -119,6 +152,7 @@ impl TimelineBuilder {
             out.push(Progress {
                 phase: self.phase.clone(),
                 elapsed_secs: self.next_progress,
+                ended: false,
                 streams,
             });
         }
@@ -172,12 +206,19 @@ mod tests {
         assert_eq!(lines[0].streams[0].requests, 15);
         assert_eq!(lines[0].streams[0].errors, 1);
         assert_eq!(lines[0].elapsed_secs, 1);
-        b.add(1, vec![(0, counts(4, 0, 1000))]);
+        // 2 significant figures: 3 ms is recorded in the bucket up to 3.007 ms.
+        assert_eq!(lines[0].streams[0].p99_ms, Some(3.007));
+        // A second whose every request failed has no latency, not a p99 of 0.
+        b.add(1, vec![(0, counts(2, 2, 0))]);
+        let lines = b.add(1, vec![(0, counts(1, 1, 0))]);
+        assert_eq!(lines[0].streams[0].errors, 4);
+        assert_eq!(lines[0].streams[0].p50_ms, None);
+        assert_eq!(lines[0].streams[0].p99_ms, None);
         let points = b.points(0, 2.5);
         assert_eq!(points.len(), 3);
         assert_eq!(points[0].requests, 15);
         assert_eq!(points[0].rps, 14.0);
-        assert_eq!(points[1].requests, 4);
+        assert_eq!(points[1].requests, 3);
         assert_eq!(points[2].requests, 0);
     }
 }

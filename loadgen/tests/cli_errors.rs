@@ -136,20 +136,30 @@ fn timing_success_exits_0_with_summary_progress_lines_and_out_file() {
     for word in ["requests", "p50", "p99.9", "max"] {
         assert!(text.contains(word), "{word} missing in {text}");
     }
-    // One progress line per second on stderr.
+    // One progress line per second on stderr, then one as the phase ends.
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<serde_json::Value> = stderr
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(lines.len(), 3, "{stderr}");
     assert_eq!(lines[1]["elapsedSecs"], 2);
+    assert_eq!(lines[1]["ended"], false);
     assert_eq!(lines[1]["streams"][0]["endpoint"], "/x");
     assert!(lines[1]["streams"][0]["requests"].as_u64().unwrap() > 100);
     // --out holds the same document the JSON mode prints.
     let doc: RunResult = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_eq!(doc.phases[0].streams[0].endpoint, "/x");
     assert!(doc.successful_requests() > 100);
+    // The last line carries the phase's own figures, the same as its result.
+    let (end, s) = (&lines[2], &doc.phases[0].streams[0]);
+    assert_eq!(end["ended"], true);
+    assert_eq!(end["elapsedSecs"], 2);
+    assert_eq!(end["streams"][0]["requests"], s.requests);
+    assert_eq!(end["streams"][0]["rps"], s.rps);
+    let latency = s.latency_ms.unwrap();
+    assert_eq!(end["streams"][0]["p50Ms"], latency.p50);
+    assert_eq!(end["streams"][0]["p99Ms"], latency.p99);
 }
 
 fn expect_exit_2(args: &[&str], field: &str) {

@@ -279,9 +279,23 @@ workload:
     // read once per boundary (start of one, one/two, end of two), not twice between phases.
     assert_eq!(two.target_stats[0].start, r.phases[0].target_stats[0].end);
     assert_eq!(server.stats_reads.load(Ordering::SeqCst), 3);
-    // Progress: warm-up (1 line) + one (1) + two (2 lines: 1 s and the partial second).
-    let phases: Vec<_> = lines.iter().map(|l| l.phase.as_str()).collect();
-    assert_eq!(phases, ["warmup", "one", "two", "two"]);
+    // Progress: warm-up (1 line) + one (1) + two (2 lines: 1 s and the partial second), each
+    // phase then closed by a line with its whole figures.
+    let phases: Vec<_> = lines.iter().map(|l| (l.phase.as_str(), l.ended)).collect();
+    assert_eq!(
+        phases,
+        [
+            ("warmup", false),
+            ("warmup", true),
+            ("one", false),
+            ("one", true),
+            ("two", false),
+            ("two", false),
+            ("two", true)
+        ]
+    );
+    let end = &lines[6].streams[1];
+    assert_eq!((end.requests, end.rps), (other.requests, other.rps));
 }
 
 /// With `statsAddresses` each replica's `/stats` is read from its statistics address, never

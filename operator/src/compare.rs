@@ -537,6 +537,7 @@ pub fn charts(rows: &[Row]) -> Vec<(String, String)> {
             .map(|r| svg::BarGroup {
                 label: format!("{} {}/{}", r.cell, r.phase, r.endpoint),
                 values: vec![r.base_value, r.new_value],
+                repetitions: Vec::new(),
             })
             .collect();
         svg::bar_chart(title, y, &series, &groups)

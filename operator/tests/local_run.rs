@@ -146,6 +146,27 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
         stdout.contains("p99 vs best") && stdout.contains("pool-x2"),
         "{t}"
     );
+    // Into a pipe, progress is a line as each cell starts, one per phase as it ends with the
+    // phase's figures, and one as the cell ends: never a line per second.
+    for (i, c) in cells.iter().enumerate() {
+        let lines: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{}/4] {} | ", i + 1, c.0)))
+            .collect();
+        assert_eq!(lines.len(), 5, "{}: {lines:#?}\n{t}", c.0);
+        assert!(lines[0].contains("| starting "), "{lines:#?}");
+        assert!(lines[1].contains("| warmup 1 s: fast "), "{lines:#?}");
+        assert!(lines[2].contains("| fast-only 3 s: fast "), "{lines:#?}");
+        assert!(
+            lines[3].contains("| mixed 8 s: fast ") && lines[3].contains("; slow "),
+            "{lines:#?}"
+        );
+        assert!(
+            lines[3].contains(" rps, p50 ") && !lines[3].contains(" 0.0 ms"),
+            "{lines:#?}"
+        );
+        assert!(lines[4].contains("| done (warm-up + phases "), "{lines:#?}");
+    }
     // Shown with --no-capture, so the figures BENCHMARKS.md quotes for this matrix can be had
     // again: cargo nextest run -p benchmatrix --test local_run timing_short --no-capture
     if let Some(at) = stdout.find("phase ") {

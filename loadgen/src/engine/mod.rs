@@ -170,7 +170,7 @@ struct Worker {
 }
 
 /// Runs the whole workload and returns the result document; `on_progress` gets one line per
-/// second per phase (warm-up included, under [`WARMUP_PHASE`]).
+/// second per phase (warm-up included, under [`WARMUP_PHASE`]) and one as each phase ends.
 pub fn run(
     cfg: &RunConfig,
     on_progress: &mut dyn FnMut(&Progress),
@@ -496,13 +496,15 @@ impl PhaseCtx<'_> {
             .enumerate()
             .map(|(i, t)| stream_result(&names[i], modes[i], t, duration_secs, &timeline, i))
             .collect();
-        Ok(PhaseResult {
+        let result = PhaseResult {
             name: phase.name.clone(),
             duration_secs,
             streams,
             target_stats: Vec::new(),
             started_unix_ms: Some(unix_ms_at(start)),
-        })
+        };
+        on_progress(&Progress::ended(&result));
+        Ok(result)
     }
 }
 

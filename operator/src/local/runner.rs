@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cell::{self, CellContext, CellOutcome};
 use super::cgroup::Backend;
-use super::progress::Display;
+use super::progress::{self, Display, Plan, Step};
 use super::signals;
 use crate::api::conditions::{self, cause, now};
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase, TargetStats};
@@ -54,6 +54,8 @@ pub struct Runner {
     out: PathBuf,
     backend: Backend,
     display: Display,
+    /// Measurements (cell repetitions) done, measured or failed.
+    done: usize,
     status: BenchmarkRunStatus,
     raw: Vec<RawCell>,
     fallback_notice: Option<String>,
@@ -74,7 +76,7 @@ impl Runner {
         fs::create_dir_all(out.join("results"))?;
         fs::create_dir_all(out.join("plans"))?;
         let backend = Backend::detect();
-        let mut display = Display::new(run.cells().len());
+        let mut display = Display::new(Plan::of(&run));
         let fallback_notice = match &backend {
             Backend::Affinity { reason } => {
                 let n = format!(
@@ -92,6 +94,7 @@ impl Runner {
             out,
             backend,
             display,
+            done: 0,
             status: BenchmarkRunStatus::default(),
             raw: Vec::new(),
             fallback_notice,
@@ -120,29 +123,31 @@ impl Runner {
     /// ended.
     pub fn run_all(mut self) -> Outcome {
         let mut interrupted = false;
-        let mut round = 0;
         while let Some(step) = engine::next_step(&self.status) {
             if signals::interrupted() {
                 interrupted = true;
                 break;
             }
-            if self.run.repeat() > 1 && step.repetition != round {
-                round = step.repetition;
-                let n = self.run.repeat();
-                self.display
-                    .line(&format!("-- repetition {round} of {n} of every cell --"));
-            }
+            let (done, total) = self.measurements();
+            self.display
+                .event(progress::Event::Measurements { done, total });
             let cell = self.run.cells()[step.cell].clone();
+            let step = Step {
+                index: step.cell,
+                cell: cell.name.clone(),
+                repetition: step.repetition,
+            };
             self.apply(deploying(&cell), &now());
             let mut ctx = CellContext {
                 run: &self.run,
                 out: &self.out,
                 backend: &self.backend,
                 display: &mut self.display,
+                step: &step,
                 header_values: &self.header_values,
             };
             let outcome = cell::run_cell(&mut ctx, &cell);
-            interrupted = self.record(step.cell, outcome);
+            interrupted = self.record(&step, outcome);
             // Results so far reach the disk after every cell, so a crash loses at most one.
             self.write_status();
             if interrupted {
@@ -167,18 +172,60 @@ impl Runner {
         }
     }
 
-    /// Tells the engine how the cell's current repetition went; true when it was interrupted.
-    fn record(&mut self, index: usize, outcome: CellOutcome) -> bool {
+    /// Measurements done, and done plus still to come: each unfinished cell's repetitions not
+    /// yet measured (a failed repetition ends its cell, and so drops the cell's others).
+    fn measurements(&self) -> (usize, usize) {
+        let repeat = self.run.repeat() as usize;
+        let left: usize = self
+            .status
+            .cells
+            .iter()
+            .filter(|c| !c.phase.is_finished())
+            .map(|c| {
+                let measured = c
+                    .repetitions
+                    .iter()
+                    .filter(|r| r.phase == CellPhase::Succeeded)
+                    .count();
+                repeat.saturating_sub(measured)
+            })
+            .sum();
+        (self.done, self.done + left)
+    }
+
+    /// Shows and tells the engine how the cell's current repetition went; true when it was
+    /// interrupted.
+    fn record(&mut self, step: &Step, outcome: CellOutcome) -> bool {
+        let index = step.index;
         let interrupted = matches!(
             &outcome,
             CellOutcome::Failed { cause, .. } if *cause == cause::INTERRUPTED
         );
+        self.done += 1;
+        match &outcome {
+            CellOutcome::Measured(m) => self.display.event(progress::Event::Measured {
+                step,
+                detail: &m.message,
+            }),
+            CellOutcome::Failed { cause, message, .. } => {
+                self.display.event(progress::Event::Failed {
+                    step,
+                    reason: cause,
+                    message,
+                })
+            }
+        }
         let (events, raw) = events_of(index, outcome, now());
         if let Some(result) = raw {
             let cell = self.run.cells()[index].name.clone();
-            // The charts show the latest repetition's timeline of each cell.
+            // The charts show the latest repetition's timeline of each cell, and say which.
+            let repeat = self.run.repeat();
             self.raw.retain(|r| r.cell != cell);
-            self.raw.push(RawCell { cell, result });
+            self.raw.push(RawCell {
+                cell,
+                result,
+                repetition: (repeat > 1).then_some((step.repetition, repeat)),
+            });
         }
         for (event, at) in events {
             self.apply(event, &at);
@@ -196,16 +243,24 @@ impl Runner {
             workload: workload_line(self.run.run()),
             extra: self.fallback_notice.iter().cloned().collect(),
         };
+        self.display.event(progress::Event::Finished);
         match report::write_report(&self.out, &self.status, &self.raw, &notes) {
             Ok(files) => {
                 self.display.line("");
                 self.display
                     .line(report::comparison_table(&self.status).trim_end());
+                // As wide as the table above.
+                let wrapped = |text: String| {
+                    report::wrap(&text, report::TABLE_WIDTH)
+                        .trim_end()
+                        .to_string()
+                };
                 if let Some(gate) =
                     conditions::find(&self.status.conditions, conditions::THRESHOLDS_MET)
                 {
+                    self.display.line("");
                     self.display
-                        .line(&format!("\nthresholds: {}", gate.message));
+                        .line(&wrapped(format!("thresholds: {}", gate.message)));
                 }
                 if let Some(r) = self
                     .status
@@ -213,7 +268,7 @@ impl Runner {
                     .as_ref()
                     .and_then(|s| s.recommendation.as_deref())
                 {
-                    self.display.line(&format!("recommendation: {r}"));
+                    self.display.line(&wrapped(format!("recommendation: {r}")));
                 }
                 self.display.line(&format!(
                     "\nwrote {} and {} more file(s) in {}",

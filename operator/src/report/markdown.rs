@@ -291,7 +291,7 @@ fn spread_line(status: &BenchmarkRunStatus) -> String {
         ),
         Some(n) => format!(
             "figures are medians of up to {n} repetitions with their min–max range and 95% \
-             bootstrap CI; cells differ when a Mann-Whitney U test says so at {} and the \
+             bootstrap CI (shown where it is narrower than the range); cells differ when a Mann-Whitney U test says so at {} and the \
              medians are at least {:.0}% apart",
             noise::ALPHA,
             noise::MIN_PRACTICAL_CHANGE * 100.0
@@ -717,13 +717,14 @@ mod tests {
                 .to_owned()
         };
         let x2 = row("pool-x2");
-        assert!(x2.contains("| 21.5 (19.5–24.0, CI "), "{x2}");
-        assert!(x2.contains("| 82.0 (82.0–82.0, CI 82.0–82.0) |"), "{x2}");
+        // Five repetitions' CI is their range here: shown once.
+        assert!(x2.contains("| 21.5 (19.5–24.0) |"), "{x2}");
+        assert!(x2.contains("| 82.0 (82.0–82.0) |"), "{x2}");
         assert!(x2.ends_with("| ~1.0x |"), "{x2}");
         assert!(row("pool-x1").ends_with("| ~1.0x |"), "{md}");
         assert!(row("single-x1").ends_with("| 19.3x |"), "{md}");
         let lucky = row("lucky");
-        assert!(lucky.contains("| 3.0 (2.0–30.0, CI "), "{lucky}");
+        assert!(lucky.contains("| 3.0 (2.0–30.0"), "{lucky}");
         assert!(lucky.contains(")! |"), "{lucky}");
         assert!(
             lucky.ends_with(
@@ -752,7 +753,8 @@ mod tests {
         let table = super::super::comparison_table(&status);
         let line = |cell: &str| table.lines().find(|l| l.contains(cell)).unwrap().to_owned();
         assert!(line("pool-x2").ends_with("~1.0x"), "{table}");
-        assert!(line("pool-x2").contains("21.5 (19.5–24.0, CI"), "{table}");
+        // The terminal's compact spread: every repetition within 2.5 of the median.
+        assert!(line("pool-x2").contains(" 21.5 ±2.5 "), "{table}");
         assert!(line("lucky").ends_with("not ranked"), "{table}");
         assert!(
             table.contains("not ranked: lucky mixed/fast: unstable"),

@@ -3,10 +3,14 @@
 //! documents to text; `write_report` is the only one that writes to the disk, each file
 //! through [`write_atomically`].
 
+mod charts;
 mod files;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod markdown;
 pub mod recommendation;
 pub mod svg;
+mod table;
 pub mod thresholds;
 
 use std::path::{Path, PathBuf};
@@ -14,9 +18,11 @@ use std::path::{Path, PathBuf};
 use benchmatrix_loadgen::result::RunResult;
 
 use crate::api::status::Percentile;
-use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio, CellResult, Summary};
+use crate::api::{BenchmarkRunStatus, CellRatio, CellResult, Summary};
 
+pub use charts::{charts, file_part};
 pub use files::write_atomically;
+pub use table::{TABLE_WIDTH, comparison_table, wrap};
 
 /// Printed for a figure that does not exist (no successful request): never "0.0".
 pub const ABSENT: &str = "—";
@@ -101,6 +107,9 @@ pub struct RawCell {
     pub cell: String,
     /// The result document.
     pub result: RunResult,
+    /// Which repetition of the cell it is from, `(k, n)`: repetition k of n; `None` when the
+    /// run did not repeat, or it is not known.
+    pub repetition: Option<(u32, u32)>,
 }
 
 /// Every (phase, endpoint) pair in the order the cells report them.
@@ -179,17 +188,34 @@ pub const WITHIN_NOISE: &str = "~";
 
 /// `text` (the figure's median as shown) followed by its spread over the repetitions, e.g.
 /// `21.0 (19.0–23.0, CI 19.5–22.5)`, and [`UNSTABLE`] when it is; `text` alone when the cell
-/// ran once or `key` (see [`crate::results::noise::figure_key`]) has no spread.
+/// ran once or `key` (see [`crate::results::noise::figure_key`]) has no spread. The CI is
+/// shown only where it says more than the range: from few repetitions the bootstrap interval
+/// of the median is often the range itself.
 pub fn with_spread(text: String, r: &CellResult, key: &str) -> String {
     let Some(s) = crate::results::trust::figure(r, key) else {
         return text;
     };
+    let range = (format!("{:.1}", s.min), format!("{:.1}", s.max));
     let ci = match (s.ci_low, s.ci_high) {
-        (Some(lo), Some(hi)) => format!(", CI {lo:.1}–{hi:.1}"),
+        (Some(lo), Some(hi)) if (format!("{lo:.1}"), format!("{hi:.1}")) != range => {
+            format!(", CI {lo:.1}–{hi:.1}")
+        }
         _ => String::new(),
     };
     let mark = if s.unstable { UNSTABLE } else { "" };
-    format!("{text} ({:.1}–{:.1}{ci}){mark}", s.min, s.max)
+    format!("{text} ({}–{}{ci}){mark}", range.0, range.1)
+}
+
+/// `text` followed by its spread in the terminal's compact form, `21.0 ±2.5`: every
+/// repetition lies within that distance of the median (the larger of median − min and
+/// max − median), and [`UNSTABLE`] when the figure is; `text` alone without a spread.
+pub fn with_compact_spread(text: String, r: &CellResult, key: &str) -> String {
+    let Some(s) = crate::results::trust::figure(r, key) else {
+        return text;
+    };
+    let within = (s.median - s.min).max(s.max - s.median);
+    let mark = if s.unstable { UNSTABLE } else { "" };
+    format!("{text} ±{within:.1}{mark}")
 }
 
 /// True when some result of `status` carries a spread over repetitions.
@@ -201,14 +227,15 @@ pub fn any_spread(status: &BenchmarkRunStatus) -> bool {
         .any(|r| r.spread.is_some())
 }
 
-/// True when some shown figure of `status` is unstable over the repetitions.
-pub fn any_unstable(status: &BenchmarkRunStatus) -> bool {
+/// True when one of the figures `shown` (keys of [`crate::api::Spread::figures`]) of
+/// `status` is unstable over the repetitions: the note explains a mark the table shows.
+pub fn any_unstable(status: &BenchmarkRunStatus, shown: &[&str]) -> bool {
     status
         .cells
         .iter()
         .flat_map(|c| &c.results)
         .filter_map(|r| r.spread.as_ref())
-        .flat_map(|s| s.figures.values())
+        .flat_map(|s| shown.iter().filter_map(|k| s.figures.get(*k)))
         .any(|f| f.unstable)
 }
 
@@ -216,9 +243,10 @@ pub fn any_unstable(status: &BenchmarkRunStatus) -> bool {
 pub const UNSTABLE_NOTE: &str = "! unstable over repetitions (max/min above 2x): shown, never \
     ranked; repeat more or lengthen the phase";
 
-/// The note under a table with spreads: what the brackets and [`WITHIN_NOISE`] mean.
-pub const SPREAD_NOTE: &str = "figures are medians over the repetitions (min–max, and a 95% \
-    bootstrap CI from 5 repetitions); ~ = p99 within noise of the best, not ranked against it";
+/// The note under the terminal's table with spreads: what `±` and [`WITHIN_NOISE`] mean.
+pub const SPREAD_NOTE: &str = "figures are medians over the repetitions; ±d: every repetition \
+    within d of the median (report.md has the min–max and CI); ~ = p99 within noise of the \
+    best, not ranked against it";
 
 /// The ratio of `place` to the best cell as a table shows it: `3.1x`, `~1.1x` when within
 /// noise of the best; `None` when it was not ranked.
@@ -233,7 +261,7 @@ pub fn ratio_text(place: &CellRatio) -> Option<String> {
 }
 
 /// True when some result of `status` shows a percentile marked [`THIN`].
-fn any_thin(status: &BenchmarkRunStatus, shown: &[Percentile]) -> bool {
+pub(crate) fn any_thin(status: &BenchmarkRunStatus, shown: &[Percentile]) -> bool {
     status.cells.iter().flat_map(|c| &c.results).any(|r| {
         r.latency_ms.is_some() && shown.iter().any(|p| r.unsupported_percentiles.contains(p))
     })
@@ -249,247 +277,6 @@ pub fn thin_note(shown: &[Percentile]) -> String {
         "{THIN} from fewer samples than the percentile needs ({}): shown, never ranked",
         needs.join(", ")
     )
-}
-
-/// The comparison table printed at the end of `benchmatrix run`: one row per phase, endpoint
-/// and cell, with p99 relative to the best ranked cell of that row group. Streams that were
-/// not ranked say why below the table.
-pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
-    const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
-    let summary = ranking(status);
-    let mut rows: Vec<[String; 10]> = vec![[
-        "phase".into(),
-        "endpoint".into(),
-        "configuration".into(),
-        "samples".into(),
-        "rps".into(),
-        "p50 ms".into(),
-        "p99 ms".into(),
-        "max ms".into(),
-        "errors".into(),
-        "p99 vs best".into(),
-    ]];
-    let mut not_ranked = Vec::new();
-    for (phase, endpoint) in phase_endpoints(status) {
-        for c in &status.cells {
-            let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
-                continue;
-            };
-            let place = ranked(&summary, &c.name, &phase, &endpoint);
-            let vs_best = match place.and_then(ratio_text) {
-                Some(x) => x,
-                None => match place {
-                    Some(CellRatio {
-                        excluded: Some(why),
-                        ..
-                    }) => {
-                        not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
-                        "not ranked".into()
-                    }
-                    _ => ABSENT.into(),
-                },
-            };
-            let key = crate::results::noise::figure_key;
-            rows.push([
-                phase.clone(),
-                endpoint.clone(),
-                c.name.clone(),
-                r.samples.to_string(),
-                with_spread(format!("{:.1}", r.rps), r, crate::results::noise::RPS),
-                with_spread(
-                    percentile_text(r, Percentile::P50, THIN),
-                    r,
-                    key(Percentile::P50),
-                ),
-                with_spread(
-                    percentile_text(r, Percentile::P99, THIN),
-                    r,
-                    key(Percentile::P99),
-                ),
-                max_text(r),
-                r.errors.to_string(),
-                vs_best,
-            ]);
-        }
-    }
-    let failed: Vec<String> = status
-        .cells
-        .iter()
-        .filter(|c| c.phase != CellPhase::Succeeded)
-        .map(|c| {
-            format!(
-                "{}: {}{}",
-                c.name,
-                c.phase,
-                c.message
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
-            )
-        })
-        .collect();
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in &rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                // `format!` pads by chars, so "—" lines up like any digit.
-                if i < 3 {
-                    format!("{v:<w$}", w = widths[i])
-                } else {
-                    format!("{v:>w$}", w = widths[i])
-                }
-            })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    if any_thin(status, &SHOWN) {
-        out.push_str(&thin_note(&SHOWN));
-        out.push('\n');
-    }
-    if any_spread(status) {
-        out.push_str(SPREAD_NOTE);
-        out.push('\n');
-    }
-    if any_unstable(status) {
-        out.push_str(UNSTABLE_NOTE);
-        out.push('\n');
-    }
-    // Streams short of samples say how long a phase would collect them; the others why not.
-    for line in &summary.needs_longer_phase {
-        out.push_str(&format!("needs a longer phase: {line}\n"));
-    }
-    for (stream, why) in not_ranked {
-        let prefix = format!("{stream}: ");
-        if !summary
-            .needs_longer_phase
-            .iter()
-            .any(|l| l.starts_with(&prefix))
-        {
-            out.push_str(&format!("not ranked: {prefix}{why}\n"));
-        }
-    }
-    for f in failed {
-        out.push_str(&format!("not measured: {f}\n"));
-    }
-    out
-}
-
-/// Chart files for a status: (file name, SVG text).
-pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, String)> {
-    let series: Vec<String> = status.cells.iter().map(|c| c.name.clone()).collect();
-    let mut out = Vec::new();
-    for (phase, endpoint) in phase_endpoints(status) {
-        let group = svg::BarGroup {
-            label: format!("{phase} / {endpoint}"),
-            values: status
-                .cells
-                .iter()
-                .map(|c| {
-                    // Only a p99 its samples support gets a bar: a bar looks like a measurement.
-                    result_of(status, &c.name, &phase, &endpoint)
-                        .filter(|r| r.supports(Percentile::P99))
-                        .and_then(|r| Some(r.latency_ms?.p99))
-                })
-                .collect(),
-        };
-        out.push((
-            format!("p99-{}-{}.svg", file_part(&phase), file_part(&endpoint)),
-            svg::bar_chart(
-                &format!("p99 latency, {endpoint} in phase {phase} (lower is better)"),
-                "p99 latency (ms)",
-                &series,
-                &[group],
-            ),
-        ));
-    }
-    let groups: Vec<svg::BarGroup> = phase_endpoints(status)
-        .into_iter()
-        .map(|(phase, endpoint)| svg::BarGroup {
-            values: status
-                .cells
-                .iter()
-                .map(|c| result_of(status, &c.name, &phase, &endpoint).map(|r| r.rps))
-                .collect(),
-            label: format!("{phase} / {endpoint}"),
-        })
-        .collect();
-    if !groups.is_empty() {
-        out.push((
-            "throughput.svg".into(),
-            svg::bar_chart(
-                "Throughput per configuration (higher is better)",
-                "requests per second",
-                &series,
-                &groups,
-            ),
-        ));
-    }
-    let mut endpoints: Vec<String> = Vec::new();
-    for r in raw {
-        for p in &r.result.phases {
-            for s in &p.streams {
-                if !endpoints.contains(&s.endpoint) {
-                    endpoints.push(s.endpoint.clone());
-                }
-            }
-        }
-    }
-    for endpoint in endpoints {
-        let mut lines = Vec::new();
-        let mut markers = Vec::new();
-        for r in raw {
-            let mut offset = 0.0;
-            let mut points = Vec::new();
-            for p in &r.result.phases {
-                if lines.is_empty() {
-                    markers.push((offset, p.name.clone()));
-                }
-                if let Some(s) = p.streams.iter().find(|s| s.endpoint == endpoint) {
-                    points.extend(
-                        s.timeline
-                            .iter()
-                            // Seconds with a success; the others have no latency.
-                            .filter(|t| t.requests > t.errors)
-                            .map(|t| (offset + f64::from(t.second) + 0.5, t.p99_ms)),
-                    );
-                }
-                offset += p.duration_secs;
-            }
-            lines.push(svg::Line {
-                label: r.cell.clone(),
-                points,
-            });
-        }
-        out.push((
-            format!("latency-over-time-{}.svg", file_part(&endpoint)),
-            svg::line_chart(
-                &format!("p99 latency of {endpoint}, second by second"),
-                "p99 of the second (ms, log scale)",
-                &lines,
-                &markers,
-            ),
-        ));
-    }
-    out
-}
-
-/// A file-name-safe version of a phase or endpoint name.
-pub fn file_part(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Writes `report.md` and the charts into `dir`, each atomically (a failed write, such as on a
@@ -516,7 +303,8 @@ pub fn write_report(
 }
 
 /// Reads the raw results that `benchmatrix run` keeps in `dir/results/<cell>.json`, for the
-/// cells of `status`; cells without one are skipped.
+/// cells of `status`; cells without one are skipped. Each repetition overwrites the file, so
+/// a measured cell's is its last repetition's; a failed cell's may be the failed one's.
 pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
     status
         .cells
@@ -525,9 +313,12 @@ pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
             let text =
                 std::fs::read_to_string(dir.join("results").join(format!("{}.json", c.name)))
                     .ok()?;
+            let n = c.repetitions.len() as u32;
             Some(RawCell {
                 cell: c.name.clone(),
                 result: serde_json::from_str(&text).ok()?,
+                repetition: (c.phase == crate::api::CellPhase::Succeeded && n > 1)
+                    .then_some((n, n)),
             })
         })
         .collect()
@@ -536,6 +327,7 @@ pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::CellPhase;
 
     #[test]
     fn parses_a_bare_status_and_one_inside_a_benchmark_run() {

@@ -17,13 +17,21 @@ const PALETTE: [&str; 8] = [
 ];
 
 /// One group of bars (e.g. a phase/endpoint) with one value per series (configuration).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct BarGroup {
     /// Label under the group.
     pub label: String,
     /// Value per series, in series order; `None` draws no bar (cell failed).
     pub values: Vec<Option<f64>>,
+    /// Per series, each repetition's value in the order measured (empty when the cell ran
+    /// once, or for a series without a bar): drawn on the bar as a dot each and a min–max
+    /// whisker, so a median's bar shows how far the repetitions moved.
+    pub repetitions: Vec<Vec<f64>>,
 }
+
+/// Under a bar chart with repetitions: how to read the marks on the bars.
+pub const REPETITIONS_CAPTION: &str =
+    "bar: median of the repetitions · dots: each repetition, in the order run · whisker: min–max";
 
 /// One line of a line chart: (x, y) points in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,7 +139,12 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
     header(&mut out, title);
     let max = groups
         .iter()
-        .flat_map(|g| g.values.iter().flatten())
+        .flat_map(|g| {
+            g.values
+                .iter()
+                .flatten()
+                .chain(g.repetitions.iter().flatten())
+        })
         .fold(0.0f64, |a, &b| a.max(b));
     let (top, step) = nice_axis(max);
     let ticks: Vec<(f64, String)> = (0..=((top / step).round() as usize))
@@ -142,12 +155,18 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
     let plot_h = HEIGHT - TOP - BOTTOM;
     let group_w = plot_w / groups.len().max(1) as f64;
     let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
+    let y_of = |v: f64| TOP + plot_h - if top > 0.0 { plot_h * v / top } else { 0.0 };
+    let mut repeated = false;
     for (gi, g) in groups.iter().enumerate() {
         let gx = LEFT + gi as f64 * group_w + group_w * 0.1;
         for (si, v) in g.values.iter().enumerate() {
             let Some(v) = v else { continue };
             let h = if top > 0.0 { plot_h * v / top } else { 0.0 };
             let x = gx + si as f64 * bar_w;
+            let name = series.get(si).map(String::as_str).unwrap_or("");
+            let reps = g.repetitions.get(si).map(Vec::as_slice).unwrap_or(&[]);
+            // The value's label goes above the bar and its whisker.
+            let mut label_y = TOP + plot_h - h - 3.0;
             let _ = writeln!(
                 out,
                 "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\">\
@@ -155,14 +174,19 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
                 TOP + plot_h - h,
                 (bar_w - 2.0).max(1.0),
                 PALETTE[si % PALETTE.len()],
-                esc(series.get(si).map(String::as_str).unwrap_or("")),
+                esc(name),
                 fmt_num(*v)
             );
+            if reps.len() > 1 {
+                repeated = true;
+                let y_top = repetition_marks(&mut out, name, reps, x, bar_w - 2.0, y_of);
+                // Above the whisker's cap and the highest dot (radius 2.5).
+                label_y = label_y.min(y_top - 6.0);
+            }
             let _ = writeln!(
                 out,
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                "<text x=\"{:.1}\" y=\"{label_y:.1}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
                 x + bar_w / 2.0 - 1.0,
-                TOP + plot_h - h - 3.0,
                 fmt_num(*v)
             );
         }
@@ -174,9 +198,67 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
             esc(&g.label)
         );
     }
+    if repeated {
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            LEFT + plot_w / 2.0,
+            HEIGHT - 8.0,
+            esc(REPETITIONS_CAPTION)
+        );
+    }
     legend(&mut out, series);
     out.push_str("</svg>\n");
     out
+}
+
+/// On the bar at `x` (`w` wide) of series `name`: a min–max whisker of `values` at its centre
+/// and one dot per value, spread left to right in the order measured; `y_of` places a value.
+/// Returns the whisker's top.
+fn repetition_marks(
+    out: &mut String,
+    name: &str,
+    values: &[f64],
+    x: f64,
+    w: f64,
+    y_of: impl Fn(f64) -> f64,
+) -> f64 {
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    let cx = x + w / 2.0;
+    let (y_lo, y_hi) = (y_of(lo), y_of(hi));
+    let cap = (w / 4.0).clamp(2.0, 6.0);
+    let _ = writeln!(
+        out,
+        "<g class=\"whisker\" stroke=\"#222\" stroke-width=\"1.2\">\
+         <title>{}: min {} – max {} over {} repetitions</title>\
+         <line x1=\"{cx:.1}\" y1=\"{y_lo:.1}\" x2=\"{cx:.1}\" y2=\"{y_hi:.1}\"/>\
+         <line x1=\"{:.1}\" y1=\"{y_lo:.1}\" x2=\"{:.1}\" y2=\"{y_lo:.1}\"/>\
+         <line x1=\"{:.1}\" y1=\"{y_hi:.1}\" x2=\"{:.1}\" y2=\"{y_hi:.1}\"/></g>",
+        esc(name),
+        fmt_num(lo),
+        fmt_num(hi),
+        values.len(),
+        cx - cap,
+        cx + cap,
+        cx - cap,
+        cx + cap
+    );
+    let n = values.len() as f64;
+    for (k, &v) in values.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<circle class=\"repetition\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"white\" \
+             stroke=\"#222\"><title>{}, repetition {}: {}</title></circle>",
+            x + w * (k as f64 + 1.0) / (n + 1.0),
+            y_of(v),
+            esc(name),
+            k + 1,
+            fmt_num(v)
+        );
+    }
+    y_hi
 }
 
 /// Line chart with a logarithmic y axis (latencies span orders of magnitude between
@@ -277,10 +359,12 @@ mod tests {
                 BarGroup {
                     label: "fast".into(),
                     values: vec![Some(10.0), None],
+                    ..Default::default()
                 },
                 BarGroup {
                     label: "slow".into(),
                     values: vec![Some(5.0), Some(7.0)],
+                    ..Default::default()
                 },
             ],
         );

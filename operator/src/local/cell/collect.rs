@@ -11,7 +11,7 @@ use benchmatrix_loadgen::result::RunResult;
 
 use super::launch::Ready;
 use super::supervise::{EndReadings, Readings};
-use super::{CellContext, Failure, round3};
+use super::{Failure, round3};
 use crate::api::conditions::cause;
 use crate::api::{BenchmarkRunSpec, ReplicaPhaseShare, ReplicaShare, TargetStats};
 use crate::local::loadgen::Loadgen;
@@ -20,13 +20,7 @@ use crate::plan::Cell;
 
 /// The load generator's result document at `path`, given that it exited with `status`; a
 /// failed exit or an unreadable document fails the cell with the load generator's last words.
-pub fn read_result(
-    ctx: &mut CellContext,
-    cell: &Cell,
-    path: &Path,
-    status: ExitStatus,
-    lg: &Loadgen,
-) -> Result<RunResult, Failure> {
+pub fn read_result(path: &Path, status: ExitStatus, lg: &Loadgen) -> Result<RunResult, Failure> {
     let doc: Result<RunResult, String> = fs::read_to_string(path)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
@@ -39,8 +33,6 @@ pub fn read_result(
             };
             let words = lg.last_words();
             let message = format!("the load generator failed: {why}; its last output: {words}");
-            ctx.display
-                .cell(cell.index, &cell.name, &format!("FAILED: {message}"));
             Err(Failure {
                 cause: if ok {
                     cause::RESULT_UNPARSABLE

@@ -11,6 +11,7 @@ use crate::api::Enforcement;
 use crate::api::conditions::cause;
 use crate::local::cgroup::{Cgroup, Enforcement as Enforced};
 use crate::local::loadgen::Loadgen;
+use crate::local::progress::Event;
 use crate::local::replicas::{Launch, ReplicaSet, free_port};
 use crate::local::signals;
 use crate::plan::Cell;
@@ -59,29 +60,26 @@ pub fn start_replicas(
         ready_timeout: spec.timeouts.ready.0,
         log_dir: ctx.out.join("logs"),
     };
-    ctx.display.cell(
-        cell.index,
-        &cell.name,
-        &format!(
-            "starting {} x {} replica(s), cpu {} each ({}), port {port}",
-            cell.mode,
-            cell.replicas,
-            cell.cpu.as_str(),
-            ctx.backend.name()
-        ),
+    let detail = format!(
+        "starting {} x {} replica(s), cpu {} each ({}), port {port}",
+        cell.mode,
+        cell.replicas,
+        cell.cpu.as_str(),
+        ctx.backend.name()
     );
-    let set = ReplicaSet::start(&launch, ctx.backend).map_err(|e| {
-        ctx.display
-            .cell(cell.index, &cell.name, &format!("FAILED: {}", e.message));
-        Failure {
-            // A replica that died because of the same Ctrl-C is not the cell's fault.
-            cause: if signals::interrupted() {
-                cause::INTERRUPTED
-            } else {
-                e.reason
-            },
-            message: e.message,
-        }
+    let step = ctx.step;
+    ctx.display.event(Event::Started {
+        step,
+        detail: &detail,
+    });
+    let set = ReplicaSet::start(&launch, ctx.backend).map_err(|e| Failure {
+        // A replica that died because of the same Ctrl-C is not the cell's fault.
+        cause: if signals::interrupted() {
+            cause::INTERRUPTED
+        } else {
+            e.reason
+        },
+        message: e.message,
     })?;
     let enforcement = set
         .enforcement()
@@ -140,20 +138,13 @@ pub fn enforcement(
 /// Checks that every replica still lives as the load is about to start, then records the
 /// processes each has started, which from then on must live too (see
 /// [`ReplicaSet::watch_descendants`]).
-pub fn alive_before_load(
-    ctx: &mut CellContext,
-    cell: &Cell,
-    set: &mut ReplicaSet,
-) -> Result<(), Failure> {
+pub fn alive_before_load(set: &mut ReplicaSet) -> Result<(), Failure> {
     // A replica that exited since it was ready, or that a wrapper's server left, fails the
     // cell before any load.
     if let Some(why) = set.first_exit() {
-        let message = format!("{why} (before the load started)");
-        ctx.display
-            .cell(cell.index, &cell.name, &format!("FAILED: {message}"));
         return Err(Failure {
             cause: cause::REPLICA_EXITED,
-            message,
+            message: format!("{why} (before the load started)"),
         });
     }
     set.watch_descendants();

@@ -19,14 +19,14 @@ use benchmatrix_loadgen::result::RunResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cgroup::Backend;
-use super::progress::Display;
+use super::progress::{Display, Step};
 use crate::api::conditions::now;
 use crate::api::{CellResult, Enforcement, TargetStats};
 use crate::engine::ValidatedRun;
 use crate::plan::Cell;
 
-/// What a cell needs of the run: the spec, the output folder, the CPU-limit backend and the
-/// display its progress goes to.
+/// What a cell needs of the run: the spec, the output folder, the CPU-limit backend, and the
+/// display its progress goes to with the measurement it is.
 pub struct CellContext<'a> {
     /// The validated run.
     pub run: &'a ValidatedRun,
@@ -34,8 +34,10 @@ pub struct CellContext<'a> {
     pub out: &'a Path,
     /// How CPU limits are enforced on this machine.
     pub backend: &'a Backend,
-    /// Where progress lines go.
+    /// Where progress goes.
     pub display: &'a mut Display,
+    /// The measurement (cell and repetition) under way.
+    pub step: &'a Step,
     /// Header values the load generator gets through its environment (from `--secrets`).
     pub header_values: &'a HeaderValues,
 }
@@ -141,7 +143,7 @@ pub fn run_cell(ctx: &mut CellContext, cell: &Cell) -> CellOutcome {
     };
     let enforcement = launch::enforcement(&ready.enforcement, &lg_cgroup, placement.cores);
     so_far.enforcement = Some(enforcement.clone());
-    if let Err(f) = launch::alive_before_load(ctx, cell, &mut set) {
+    if let Err(f) = launch::alive_before_load(&mut set) {
         return so_far.failed(f);
     }
     let mut lg = match launch::start_loadgen(&files, lg_cgroup, ctx.header_values) {
@@ -150,16 +152,14 @@ pub fn run_cell(ctx: &mut CellContext, cell: &Cell) -> CellOutcome {
     };
     let load_start_time = now();
     so_far.load_start_time = Some(load_start_time.clone());
-    let load = supervise::supervise(ctx, cell, &mut set, &mut lg, &timing);
+    let load = supervise::supervise(ctx, &mut set, &mut lg, &timing);
     let end = supervise::stop(set, &mut lg, load.ended.is_ok());
     let status = match load.ended {
         Ok(s) => s,
-        Err(f) => {
-            ctx.display.cell(cell.index, &cell.name, &f.message);
-            return so_far.failed(f);
-        }
+        Err(f) => return so_far.failed(f),
     };
-    let raw = match collect::read_result(ctx, cell, &files.result, status, &lg) {
+    supervise::last_progress(ctx, &lg);
+    let raw = match collect::read_result(&files.result, status, &lg) {
         Ok(r) => r,
         Err(f) => return so_far.failed(f),
     };
@@ -173,8 +173,6 @@ pub fn run_cell(ctx: &mut CellContext, cell: &Cell) -> CellOutcome {
         &ready,
         &end,
     );
-    ctx.display
-        .cell(cell.index, &cell.name, &format!("done ({message})"));
     CellOutcome::Measured(Box::new(Measured {
         results: crate::results::cell_results(&raw),
         target,

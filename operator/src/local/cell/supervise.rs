@@ -11,9 +11,9 @@ use crate::api::BenchmarkRunSpec;
 use crate::api::conditions::cause;
 use crate::local::cgroup::CpuUsage;
 use crate::local::loadgen::Loadgen;
+use crate::local::progress::{Event, ProgressLine};
 use crate::local::replicas::ReplicaSet;
 use crate::local::signals;
-use crate::plan::Cell;
 
 /// How often the runner looks at a running cell. Each look is a few system calls; the load
 /// generator's end is noticed up to one interval late, and that lateness adds to every cell's
@@ -41,7 +41,6 @@ pub struct Load {
 /// another cell's.
 pub fn supervise(
     ctx: &mut CellContext,
-    cell: &Cell,
     set: &mut ReplicaSet,
     lg: &mut Loadgen,
     timing: &LoadTiming,
@@ -56,13 +55,18 @@ pub fn supervise(
     let mut cpu_at: Vec<Option<Readings>> = vec![None; boundaries.len()];
     let ended = loop {
         while let Ok(p) = lg.progress.try_recv() {
-            if let Some(planned) = timing.planned_start(spec, &p.phase) {
+            let figures = &p.figures;
+            // A phase's last line comes after its workers have handed in their totals, later
+            // than the phase's end by however long that took: it says nothing of lateness.
+            if !p.ended
+                && let Some(planned) = timing.planned_start(spec, &figures.phase)
+            {
                 let began = load_started
                     .elapsed()
-                    .saturating_sub(Duration::from_secs_f64(p.elapsed_secs.max(0.0)));
+                    .saturating_sub(Duration::from_secs_f64(figures.elapsed_secs.max(0.0)));
                 late_by = late_by.max(began.saturating_sub(planned));
             }
-            ctx.display.live(cell.index, &cell.name, &p);
+            show(ctx, &p);
         }
         let elapsed = load_started.elapsed();
         for (at, &b) in cpu_at.iter_mut().zip(boundaries).take(boundaries.len() - 1) {
@@ -110,6 +114,29 @@ pub fn supervise(
         ended,
         cpu_at,
         wall: load_started.elapsed(),
+    }
+}
+
+/// One progress line of the load generator to the display.
+fn show(ctx: &mut CellContext, p: &ProgressLine) {
+    let (step, figures) = (ctx.step, &p.figures);
+    ctx.display.event(if p.ended {
+        Event::PhaseEnded { step, figures }
+    } else {
+        Event::PhaseProgress { step, figures }
+    });
+}
+
+/// Shows the progress lines still on their way once the load generator has been stopped: it
+/// writes its last phase's line just before it exits, and the line can arrive after the exit
+/// was seen. Its output closed, the reader hangs up; a second is the most this waits.
+pub fn last_progress(ctx: &mut CellContext, lg: &Loadgen) {
+    let until = Instant::now() + Duration::from_secs(1);
+    while let Ok(p) = lg
+        .progress
+        .recv_timeout(until.saturating_duration_since(Instant::now()))
+    {
+        show(ctx, &p);
     }
 }
 

@@ -1,0 +1,252 @@
+use std::sync::{Arc, Mutex};
+
+use indicatif::{InMemoryTerm, ProgressDrawTarget};
+
+use super::*;
+
+/// A writer whose text the test reads back.
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buffer {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+/// Two cells, two repetitions each, the quickstart's load (1 s warm-up, 5 s and 8 s phases).
+fn plan() -> Plan {
+    Plan {
+        cells: 2,
+        repeat: 2,
+        load: [("warmup", 1), ("fast-only", 5), ("mixed", 8)]
+            .map(|(n, d)| (n.to_string(), Duration::from_secs(d)))
+            .to_vec(),
+    }
+}
+
+fn stream(endpoint: &str, requests: u64, errors: u64, rps: f64, p99: Option<f64>) -> StreamFigures {
+    StreamFigures {
+        endpoint: endpoint.into(),
+        requests,
+        errors,
+        rps,
+        p50_ms: p99.map(|v| v / 4.0),
+        p99_ms: p99,
+    }
+}
+
+fn phase(name: &str, secs: f64, streams: Vec<StreamFigures>) -> PhaseFigures {
+    PhaseFigures {
+        phase: name.into(),
+        elapsed_secs: secs,
+        streams,
+    }
+}
+
+/// One measurement as the load generator reports it: a line per second of each phase, then
+/// the phase's own; in the mixed phase every /slow request fails.
+fn one_measurement(d: &mut Display, step: &Step) {
+    d.event(Event::Started {
+        step,
+        detail: "starting pool x 1 replica(s), cpu 2 each (cgroup-v2), port 4000",
+    });
+    let parts = [("warmup", 1), ("fast-only", 5), ("mixed", 8)];
+    for (name, secs) in parts {
+        for s in 1..=secs {
+            let mut streams = vec![stream("fast", 80 * s, 0, 80.0, Some(48.25))];
+            if name == "mixed" {
+                streams.push(stream("slow", 175 * s, 175 * s, 0.0, None));
+            }
+            let figures = phase(name, s as f64, streams);
+            d.event(Event::PhaseProgress {
+                step,
+                figures: &figures,
+            });
+        }
+        let mut streams = vec![stream("fast", 80 * secs, 0, 80.04, Some(31.2))];
+        if name == "mixed" {
+            streams.push(stream("slow", 1398, 1398, 0.0, None));
+        }
+        let figures = phase(name, secs as f64, streams);
+        d.event(Event::PhaseEnded {
+            step,
+            figures: &figures,
+        });
+    }
+}
+
+fn step(cell: &str, index: usize, repetition: u32) -> Step {
+    Step {
+        index,
+        cell: cell.into(),
+        repetition,
+    }
+}
+
+#[test]
+fn plain_lines_are_one_per_phase_with_its_figures_never_one_per_second() {
+    let out = Buffer::default();
+    let mut d = Display::plain(plan(), Box::new(out.clone()));
+    let a = step("pool-x1", 0, 1);
+    one_measurement(&mut d, &a);
+    d.event(Event::Measured {
+        step: &a,
+        detail: "warm-up + phases 14.0 s ran in 14.05 s",
+    });
+    let b = step("single-x1", 1, 1);
+    d.event(Event::Started {
+        step: &b,
+        detail: "starting single x 1 replica(s)",
+    });
+    d.event(Event::Failed {
+        step: &b,
+        reason: "ReplicaExited",
+        message: "replica 0 exited with status 1",
+    });
+    // The second cell failed: its other repetition is dropped.
+    d.event(Event::Measurements { done: 2, total: 3 });
+    d.event(Event::Finished);
+    let text = out.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..7],
+        [
+            "[1/4] pool-x1 rep 1/2 | starting pool x 1 replica(s), cpu 2 each (cgroup-v2), port 4000",
+            "[1/4] pool-x1 rep 1/2 | warmup 1 s: fast 80.0 rps, p50 7.8 ms, p99 31.2 ms",
+            "[1/4] pool-x1 rep 1/2 | fast-only 5 s: fast 80.0 rps, p50 7.8 ms, p99 31.2 ms",
+            "[1/4] pool-x1 rep 1/2 | mixed 8 s: fast 80.0 rps, p50 7.8 ms, p99 31.2 ms; \
+             slow no successful responses, 1398 errors",
+            "[1/4] pool-x1 rep 1/2 | done (warm-up + phases 14.0 s ran in 14.05 s)",
+            "[2/4] single-x1 rep 1/2 | starting single x 1 replica(s)",
+            "[2/4] single-x1 rep 1/2 | FAILED (ReplicaExited): replica 0 exited with status 1",
+        ]
+    );
+    assert!(lines[7].starts_with("2 measurements in "), "{text}");
+    assert_eq!(lines.len(), 8, "{text}");
+    assert!(!text.contains(" 0.0 ms"), "{text}");
+}
+
+#[test]
+fn a_run_without_repetitions_names_the_cell_alone() {
+    let out = Buffer::default();
+    let plan = Plan {
+        repeat: 1,
+        ..plan()
+    };
+    let mut d = Display::plain(plan, Box::new(out.clone()));
+    d.event(Event::Started {
+        step: &step("a", 0, 1),
+        detail: "starting",
+    });
+    assert_eq!(out.text(), "[1/2] a | starting\n");
+}
+
+#[test]
+fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
+    let term = InMemoryTerm::new(12, 200);
+    let target = ProgressDrawTarget::term_like(Box::new(term.clone()));
+    let mut d = Display::live(plan(), target);
+    let a = step("pool-x1", 0, 1);
+    d.event(Event::Measurements { done: 0, total: 4 });
+    d.event(Event::Started {
+        step: &a,
+        detail: "starting pool x 1 replica(s)",
+    });
+    let screen = term.contents();
+    assert!(screen.contains("0/4 measurements"), "{screen}");
+    // Nothing measured yet: four times the planned 14 s of load.
+    assert!(screen.contains("about 56s left"), "{screen}");
+    assert!(
+        screen.contains("\npool-x1 rep 1/2 · starting pool x 1 replica(s)"),
+        "{screen}"
+    );
+    let live = phase(
+        "mixed",
+        3.0,
+        vec![
+            stream("fast", 240, 0, 81.0, Some(48.25)),
+            stream("slow", 12, 12, 0.0, None),
+        ],
+    );
+    d.event(Event::PhaseProgress {
+        step: &a,
+        figures: &live,
+    });
+    let screen = term.contents();
+    assert!(
+        screen.contains(
+            "pool-x1 rep 1/2 · mixed 3/8 s · fast 81.0 rps p99 48.2 ms · slow no successful \
+             responses, 12 errors"
+        ),
+        "{screen}"
+    );
+
+    // Each measurement leaves one line above the bars, with its phases' figures.
+    one_measurement(&mut d, &a);
+    d.event(Event::Measured {
+        step: &a,
+        detail: "warm-up + phases 14.0 s ran in 14.05 s",
+    });
+    let screen = term.contents();
+    assert!(
+        screen.contains(
+            "[1/4] pool-x1 rep 1/2 | fast-only fast 80.0 rps p99 31.2 ms; mixed fast 80.0 rps p99 \
+             31.2 ms, slow no successful responses, 1398 errors"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("1/4 measurements"), "{screen}");
+    // The finished measurement's live line went with it.
+    assert!(!screen.contains("mixed 8/8 s"), "{screen}");
+    assert!(!screen.contains("p99 0.0"), "{screen}");
+    assert!(
+        !screen.contains("fast-only 5 s:"),
+        "per-phase lines are for logs: {screen}"
+    );
+
+    d.event(Event::Finished);
+    let screen = term.contents();
+    assert!(
+        !screen.contains("measurements ·"),
+        "the bar is gone: {screen}"
+    );
+    assert!(screen.contains("1 measurement in "), "{screen}");
+}
+
+#[test]
+fn parses_progress_json_and_ignores_log_lines() {
+    let l = r#"{"phase":"mixed","elapsedSecs":3,"ended":false,"streams":[{"endpoint":"fast","requests":240,"rps":81.5,"p50Ms":12.0,"p99Ms":48.25,"errors":0},{"endpoint":"slow","requests":8,"rps":2.5,"p99Ms":null,"errors":1,"extra":true}]}"#;
+    let p = ProgressLine::parse(l).expect("progress line");
+    assert_eq!(p.figures.phase, "mixed");
+    assert!(!p.ended);
+    assert_eq!(p.figures.streams.len(), 2);
+    assert_eq!(p.figures.streams[0].p99_ms, Some(48.25));
+    assert_eq!(p.figures.streams[1].p50_ms, None);
+    assert_eq!(
+        format::live(&p.figures, Some(Duration::from_secs(8))),
+        "mixed 3/8 s · fast 81.5 rps p99 48.2 ms · slow 2.5 rps p99 —, 1 error"
+    );
+    let end = ProgressLine::parse(r#"{"phase":"mixed","elapsedSecs":8,"ended":true}"#).unwrap();
+    assert!(end.ended);
+    assert_eq!(ProgressLine::parse("INFO starting"), None);
+    assert_eq!(ProgressLine::parse("{not json"), None);
+}
+
+#[test]
+fn durations_read_as_minutes_and_seconds() {
+    let d = |s| format::duration(Duration::from_secs(s));
+    assert_eq!(d(52), "52s");
+    assert_eq!(d(292), "4m 52s");
+    assert_eq!(d(3780), "1h 03m");
+}

@@ -1,0 +1,199 @@
+//! The comparison table `benchmatrix run` and `benchmatrix report` print: a heading per phase
+//! and endpoint with a row per cell under it, fitting [`TABLE_WIDTH`] columns. A repeated figure shows its median and
+//! spread in one compact form, `82.2 ±0.6` (see [`super::with_compact_spread`]); report.md
+//! keeps the full min–max range and CI.
+
+use super::{
+    ABSENT, SPREAD_NOTE, THIN, UNSTABLE_NOTE, any_spread, any_thin, any_unstable, max_text,
+    percentile_text, phase_endpoints, ranked, ranking, ratio_text, result_of, thin_note,
+    with_compact_spread,
+};
+use crate::api::status::Percentile;
+use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio};
+use crate::results::noise::{RPS, figure_key};
+
+/// The widest line the table and its notes print: a terminal's default is 80, a wide one
+/// 120; the rows of a many-cell, repeated run fit 120, and the notes are wrapped to it.
+pub const TABLE_WIDTH: usize = 120;
+
+/// Columns of a row: the configuration, then its figures.
+const COLUMNS: usize = 8;
+
+/// Before each row's configuration, under its phase and endpoint's heading; also before
+/// each continuation line of a wrapped note.
+const INDENT: &str = "  ";
+
+/// The comparison table: a heading per phase and endpoint, under it one row per cell with
+/// p99 relative to the best ranked cell of the group. Streams that were not ranked say why below the table.
+pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
+    const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
+    let summary = ranking(status);
+    let header: [String; COLUMNS] = [
+        "configuration",
+        "samples",
+        "rps",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "errors",
+        "p99 vs best",
+    ]
+    .map(String::from);
+    // Each phase and endpoint is a heading with its cells' rows under it.
+    let mut groups: Vec<(String, Vec<[String; COLUMNS]>)> = Vec::new();
+    let mut not_ranked = Vec::new();
+    for (phase, endpoint) in phase_endpoints(status) {
+        let mut rows = Vec::new();
+        for c in &status.cells {
+            let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
+                continue;
+            };
+            let place = ranked(&summary, &c.name, &phase, &endpoint);
+            let vs_best = match place.and_then(ratio_text) {
+                Some(x) => x,
+                None => match place {
+                    Some(CellRatio {
+                        excluded: Some(why),
+                        ..
+                    }) => {
+                        not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
+                        "not ranked".into()
+                    }
+                    _ => ABSENT.into(),
+                },
+            };
+            let pct = |p| with_compact_spread(percentile_text(r, p, THIN), r, figure_key(p));
+            rows.push([
+                format!("{INDENT}{}", c.name),
+                r.samples.to_string(),
+                with_compact_spread(format!("{:.1}", r.rps), r, RPS),
+                pct(Percentile::P50),
+                pct(Percentile::P99),
+                max_text(r),
+                r.errors.to_string(),
+                vs_best,
+            ]);
+        }
+        groups.push((format!("{phase} / {endpoint}"), rows));
+    }
+    let failed: Vec<String> = status
+        .cells
+        .iter()
+        .filter(|c| c.phase != CellPhase::Succeeded)
+        .map(|c| {
+            format!(
+                "{}: {}{}",
+                c.name,
+                c.phase,
+                c.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    let rows = || std::iter::once(&header).chain(groups.iter().flat_map(|g| &g.1));
+    let widths: Vec<usize> = (0..COLUMNS)
+        .map(|i| rows().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let line = |r: &[String; COLUMNS]| {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                // `format!` pads by chars, so "—" and "±" line up like any digit.
+                if i == 0 {
+                    format!("{v:<w$}", w = widths[i])
+                } else {
+                    format!("{v:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        format!("{}\n", cells.join("  ").trim_end())
+    };
+    let mut out = line(&header);
+    for (heading, rows) in &groups {
+        out.push_str(heading);
+        out.push('\n');
+        for r in rows {
+            out.push_str(&line(r));
+        }
+    }
+    let mut notes = Vec::new();
+    if any_thin(status, &SHOWN) {
+        notes.push(thin_note(&SHOWN));
+    }
+    if any_spread(status) {
+        notes.push(SPREAD_NOTE.to_string());
+    }
+    let keys = [
+        RPS,
+        figure_key(Percentile::P50),
+        figure_key(Percentile::P99),
+    ];
+    if any_unstable(status, &keys) {
+        notes.push(UNSTABLE_NOTE.to_string());
+    }
+    // Streams short of samples say how long a phase would collect them; the others why not.
+    for line in &summary.needs_longer_phase {
+        notes.push(format!("needs a longer phase: {line}"));
+    }
+    for (stream, why) in not_ranked {
+        let prefix = format!("{stream}: ");
+        if !summary
+            .needs_longer_phase
+            .iter()
+            .any(|l| l.starts_with(&prefix))
+        {
+            notes.push(format!("not ranked: {prefix}{why}"));
+        }
+    }
+    for f in failed {
+        notes.push(format!("not measured: {f}"));
+    }
+    for n in notes {
+        out.push_str(&wrap(&n, TABLE_WIDTH));
+    }
+    out
+}
+
+/// `text` as lines of at most `width` characters, broken at spaces (a word longer than a
+/// line is cut), each continuation indented by two spaces; every line ends in a newline.
+pub fn wrap(text: &str, width: usize) -> String {
+    let most = width - INDENT.len();
+    let mut out = String::new();
+    let mut line = String::new();
+    let mut used = 0;
+    // Nothing on the line yet but its indent.
+    let mut fresh = true;
+    for word in text.split(' ') {
+        let chars: Vec<char> = word.chars().collect();
+        let pieces: Vec<&[char]> = if chars.is_empty() {
+            vec![&[]]
+        } else {
+            chars.chunks(most).collect()
+        };
+        for piece in pieces {
+            if !fresh && used + 1 + piece.len() > width {
+                out.push_str(&line);
+                out.push('\n');
+                line = INDENT.to_string();
+                used = INDENT.len();
+                fresh = true;
+            }
+            if !fresh {
+                line.push(' ');
+                used += 1;
+            }
+            line.extend(piece);
+            used += piece.len();
+            fresh = false;
+        }
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests;
