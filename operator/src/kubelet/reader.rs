@@ -455,11 +455,14 @@ mod sampler_tests {
     /// Two cores' worth of CPU per second, 10 CFS periods a second of which 4 throttled.
     const CPU_RATE: f64 = 2.0;
 
+    /// Each request's path and Authorization header.
+    type Requests = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
     #[derive(Clone)]
     struct Kubelet {
         started: Instant,
         epoch_ms: i64,
-        requests: Arc<Mutex<Vec<(String, Option<String>)>>>,
+        requests: Requests,
     }
 
     impl Kubelet {

@@ -24,6 +24,14 @@ pub struct Notes {
     pub extra: Vec<String>,
 }
 
+/// Resident memory when the target reported it, else the kubelet's working set, marked `ws`.
+fn memory(rss: Option<u64>, working_set: Option<u64>) -> String {
+    match (rss, working_set) {
+        (Some(_), _) | (None, None) => bytes(rss),
+        (None, Some(_)) => format!("{} ws", bytes(working_set)),
+    }
+}
+
 fn bytes(b: Option<u64>) -> String {
     b.map(|b| format!("{:.1} MiB", b as f64 / 1048576.0))
         .unwrap_or_else(|| "-".into())
@@ -185,7 +193,7 @@ pub fn render(
     let _ = writeln!(o, "## Target resources\n");
     let _ = writeln!(
         o,
-        "| configuration | replicas | CPU quota/replica | detected CPUs | quota source | mode | pool size | idle RSS | peak RSS | CPU s used | avg cores | throttled periods | throttled s | loop lag max ms |\n|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| configuration | figures from | replicas | CPU quota/replica | detected CPUs | quota source | mode | pool size | idle RSS | peak RSS | CPU s used | avg cores | throttled periods | throttled s | loop lag max ms |\n|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for c in &status.cells {
         let Some(t) = &c.target else {
@@ -210,8 +218,9 @@ pub fn render(
         });
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name,
+            t.source.as_deref().unwrap_or("-"),
             opt(t.replicas),
             t.cpu_quota
                 .map(|q| format!("{q:.2}"))
@@ -220,8 +229,8 @@ pub fn render(
             t.quota_source.as_deref().unwrap_or("-"),
             t.mode.as_deref().unwrap_or("-"),
             opt(t.pool_size),
-            bytes(t.idle_rss_bytes),
-            bytes(t.peak_rss_bytes),
+            memory(t.idle_rss_bytes, t.working_set_idle_bytes),
+            memory(t.peak_rss_bytes, t.working_set_peak_bytes),
             f1(t.cpu_seconds_used),
             avg,
             opt(t.throttled_periods),
@@ -465,7 +474,14 @@ const MEASUREMENT: &str = "
 - **CPU s used, throttled periods, throttled s**: locally, read by the runner from each replica's
   cgroup (`cpuacct.usage` and `cpu.stat` on cgroup v1, `cpu.stat` on v2), summed over replicas,
   between the end of warm-up and the end of the last phase (sampled every 50 ms); in a cluster,
-  from the target's `/stats`. **avg cores** = CPU seconds / measured seconds.
+  from the kubelet of each target pod's node for any image (`/metrics/resource` every second for
+  CPU, `/metrics/cadvisor` for throttling, scaled from the span its 10-15 s samples covered),
+  else from the target's `/stats`: `status.cells[].target.source` says which, and
+  `cpuDifferencePercent` compares the kubelet's CPU seconds with the target's own when both
+  exist. **avg cores** = CPU seconds / measured seconds.
+- **idle RSS / peak RSS** marked `ws` (cluster, an image without `/stats`): the kubelet's
+  memory working set of the target containers just before the measured phases and the highest
+  sampled in them, summed over replicas.
 - **idle RSS / peak RSS**: locally, `VmRSS` of each replica (from `/proc/PID/status`) once ready
   and before load, and `VmHWM` (the kernel's high-water mark) at the end, summed over replicas.
 - **loop lag max**: the target's own measurement of how late a periodic timer fired on its event
@@ -761,6 +777,28 @@ mod tests {
             "{table}"
         );
         assert!(table.contains(super::super::UNSTABLE_NOTE), "{table}");
+    }
+
+    #[test]
+    fn the_resource_table_says_where_figures_come_from_and_shows_the_working_set() {
+        let mut status = short_phase_status();
+        status.cells[0].target = Some(TargetStats {
+            source: Some("kubelet".into()),
+            cpu_seconds_used: Some(14.9),
+            working_set_idle_bytes: Some(2 << 20),
+            working_set_peak_bytes: Some(3 << 20),
+            ..TargetStats::default()
+        });
+        let md = render(&status, &[], &[], &Notes::default());
+        let name = &status.cells[0].name;
+        let row = md
+            .lines()
+            .skip_while(|l| !l.starts_with("## Target resources"))
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no resource row in {md}"));
+        assert!(row.starts_with(&format!("| {name} | kubelet |")), "{row}");
+        assert!(row.contains("| 2.0 MiB ws | 3.0 MiB ws |"), "{row}");
+        assert!(row.contains("| 14.90 |"), "{row}");
     }
 
     #[test]
