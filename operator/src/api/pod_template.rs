@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +119,29 @@ fn under_field(path: &str) -> String {
     out
 }
 
+/// The parsed template of a run's target, if it has one that parses (validation has refused
+/// the runs whose template does not).
+pub fn of(target: &crate::api::TargetSpec) -> Option<PodTemplateSpec> {
+    target.pod_template.as_ref().and_then(|t| t.parse().ok())
+}
+
+/// Every container of a pod with the list it is in (`containers` or `initContainers`) and its
+/// position there, as field paths name them.
+pub fn all_containers(spec: &PodSpec) -> impl Iterator<Item = (&'static str, usize, &Container)> {
+    let main = spec
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ("containers", i, c));
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| ("initContainers", i, c));
+    main.chain(init)
+}
+
 /// Index of the target container in `containers`: the one named [`TARGET_CONTAINER_NAME`],
 /// else the first; None when there is none (the operator then adds its own).
 pub fn target_index(containers: &[Container]) -> Option<usize> {
@@ -197,33 +220,23 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
             ));
         }
     }
-    let none = Vec::new();
-    let lists = [
-        ("containers", &spec.containers),
-        (
-            "initContainers",
-            spec.init_containers.as_ref().unwrap_or(&none),
-        ),
-    ];
     let target = target_index(&spec.containers);
-    for (list, containers) in &lists {
-        for (i, c) in containers.iter().enumerate() {
-            let here = |rest: &str| at(&format!("spec.{list}[{i}].{rest}"));
-            if c.name.is_empty() {
-                errors.push(FieldError::new(here("name"), "must not be empty"));
-            }
-            if c.security_context.as_ref().and_then(|s| s.privileged) == Some(true) {
-                errors.push(FieldError::new(
-                    here("securityContext.privileged"),
-                    "is not allowed",
-                ));
-            }
-            let is_target = *list == "containers" && Some(i) == target;
-            if is_target {
-                check_target(c, image, port, &here, &mut errors);
-            } else if c.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
-                errors.push(FieldError::new(here("image"), "is required"));
-            }
+    for (list, i, c) in all_containers(spec) {
+        let here = |rest: &str| at(&format!("spec.{list}[{i}].{rest}"));
+        if c.name.is_empty() {
+            errors.push(FieldError::new(here("name"), "must not be empty"));
+        }
+        if c.security_context.as_ref().and_then(|s| s.privileged) == Some(true) {
+            errors.push(FieldError::new(
+                here("securityContext.privileged"),
+                "is not allowed",
+            ));
+        }
+        let is_target = list == "containers" && Some(i) == target;
+        if is_target {
+            check_target(c, image, port, &here, &mut errors);
+        } else if c.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
+            errors.push(FieldError::new(here("image"), "is required"));
         }
     }
     errors

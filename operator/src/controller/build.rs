@@ -244,13 +244,8 @@ pub fn deployment(
     };
     // Validation parsed the template already; a run whose template does not parse never gets
     // this far.
-    let given = spec
-        .target
-        .pod_template
-        .as_ref()
-        .and_then(|t| t.parse().ok());
     let template = template::merge(
-        given,
+        pod_template::of(&spec.target),
         OwnedPod {
             labels: pod_labels.clone(),
             container,
@@ -282,12 +277,7 @@ pub fn deployment(
 /// The name of a run's target container in its pods: the template's target container's (the
 /// one named `target`, else its first), else [`TARGET_CONTAINER`].
 pub fn target_container_name(run: &BenchmarkRun) -> String {
-    let template = run
-        .spec
-        .target
-        .pod_template
-        .as_ref()
-        .and_then(|t| t.parse().ok());
+    let template = pod_template::of(&run.spec.target);
     pod_template::target_container_name(template.as_ref(), TARGET_CONTAINER)
 }
 
@@ -297,12 +287,7 @@ pub fn runs_built_in_target(run: &BenchmarkRun) -> bool {
     if run.spec.target.image.is_some() {
         return false;
     }
-    let template = run
-        .spec
-        .target
-        .pod_template
-        .as_ref()
-        .and_then(|t| t.parse().ok());
+    let template = pod_template::of(&run.spec.target);
     let own_image = template
         .as_ref()
         .and_then(|t| t.spec.as_ref())

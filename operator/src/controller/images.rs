@@ -305,36 +305,21 @@ pub fn image_uses(
     let mut uses = Vec::new();
     // Every container and init container of a pod template names its image itself, the
     // target's included; a target container without one gets spec.target.image or the default.
-    let template = run
-        .spec
-        .target
-        .pod_template
-        .as_ref()
-        .and_then(|t| t.parse().ok());
+    let template = crate::api::pod_template::of(&run.spec.target);
     let pod = template.as_ref().and_then(|t| t.spec.as_ref());
     let mut target_named_in_template = false;
     if let Some(pod) = pod {
         let target = crate::api::pod_template::target_index(&pod.containers);
-        let none = Vec::new();
-        let lists = [
-            ("containers", &pod.containers),
-            (
-                "initContainers",
-                pod.init_containers.as_ref().unwrap_or(&none),
-            ),
-        ];
-        for (list, containers) in lists {
-            for (i, c) in containers.iter().enumerate() {
-                let Some(image) = &c.image else { continue };
-                if list == "containers" && Some(i) == target {
-                    target_named_in_template = true;
-                }
-                uses.push(ImageUse {
-                    field: format!("spec.target.podTemplate.spec.{list}[{i}].image"),
-                    image: image.clone(),
-                    default_flag: None,
-                });
+        for (list, i, c) in crate::api::pod_template::all_containers(pod) {
+            let Some(image) = &c.image else { continue };
+            if list == "containers" && Some(i) == target {
+                target_named_in_template = true;
             }
+            uses.push(ImageUse {
+                field: format!("spec.target.podTemplate.spec.{list}[{i}].image"),
+                image: image.clone(),
+                default_flag: None,
+            });
         }
     }
     if !target_named_in_template {
