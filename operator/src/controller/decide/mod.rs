@@ -502,9 +502,19 @@ fn succeed_cell(
         doc.generators.max(1)
     );
     if let Some(t) = &timing {
+        // The load generator's check that every address answers comes before its warm-up, so it
+        // is part of "after the planned load": said apart, it tells a slow Service path (the
+        // cluster's) from a slow result read (the operator's).
+        let check = doc
+            .preflight_seconds
+            .filter(|s| *s >= 0.05)
+            .map(|s| {
+                format!(", {s:.1} s of it the load generator waiting for the target's first answer")
+            })
+            .unwrap_or_default();
         message.push_str(&format!(
             "; overhead {} s (previous cell stopped in {} s, target ready in {} s, result read \
-             {} s after the planned load)",
+             {} s after the planned load{check})",
             t.overhead_secs(),
             t.waited_secs,
             t.ready_secs,
