@@ -101,6 +101,7 @@ case "${args}" in
   *"jsonpath={.status.progress}"*) echo -n "2/2" ;;
   *"jsonpath={.status.message}"*) echo -n "cell pool failed: image pull" ;;
   *"get benchmarkrun"*"ci-gate-repeat -o json"*) cat "${STUB_FIXTURES}/repeat.json" ;;
+  *"get benchmarkrun"*"own-service -o json"*) cat "${STUB_FIXTURES}/own.json" ;;
   *"get benchmarkrun"*"e2e-stress -o json"*) cat "${STUB_FIXTURES}/stress.json" ;;
   *"get benchmarkrun"*"ci-gate -o json"*) cat "${STUB_FIXTURES}/gate.json" ;;
   *"get benchmarkrun"*"e2e-restart -o json"*) cat "${STUB_FIXTURES}/restart.json" ;;
@@ -136,7 +137,16 @@ smoke = {"configurations": [{"name": "single"}, {"name": "pool"}],
          "workload": {"phases": [{"name": "fast-only", "load": [{"endpoint": "fast"}]},
                                  {"name": "mixed", "load": [{"endpoint": "fast"}, {"endpoint": "slow"}]}]}}
 pairs = [("fast-only", "fast"), ("mixed", "fast"), ("mixed", "slow")]
-dump("run", run("ci-smoke", smoke, [{"name": n, "phase": "Succeeded", "results": [res(*p) for p in pairs]} for n in ("single", "pool")]))
+kubelet = {"source": "kubelet", "cpuSecondsUsed": 5.0, "selfReportedCpuSeconds": 5.03, "cpuDifferencePercent": -0.6,
+           "workingSetIdleBytes": 1200000, "workingSetPeakBytes": 1300000}
+dump("run", run("ci-smoke", smoke, [{"name": n, "phase": "Succeeded", "results": [res(*p) for p in pairs], "target": kubelet}
+                                    for n in ("single", "pool")]))
+bad = run("ci-smoke", smoke, [{"name": n, "phase": "Succeeded", "results": [res(*p) for p in pairs],
+                               "target": dict(kubelet, cpuDifferencePercent=-25.0)} for n in ("single", "pool")])
+dump("run-kubelet-disagrees", bad)
+bad = run("ci-smoke", smoke, [{"name": n, "phase": "Succeeded", "results": [res(*p) for p in pairs],
+                               "target": {"source": "target", "cpuSecondsUsed": 5.0, "note": "kubelet: 403"}} for n in ("single", "pool")])
+dump("run-no-kubelet", bad)
 
 # The gate: thresholds 0-2 apply to both cells (no cell, no cell, "*"), 3 ("pool-*"), 4 and 5
 # (pool-x1) to pool-x1 only: 9 verdicts.
@@ -217,6 +227,22 @@ def queued(starts):
     return {"apiVersion": "v1", "kind": "List", "items": items}
 dump("queue", queued([(0, 7), (7, 14), (15, 22)]))
 dump("queue-late", queued([(0, 7), (22, 29), (29, 36)]))
+# The own service: three cells, every figure from the kubelet, no error, a recommendation by
+# the CPU reservation (own.json), and one with an error (own-errors.json).
+own_spec = {"configurations": [{"name": n} for n in ("one-500m", "two-250m", "one-1000m")],
+            "workload": {"phases": [{"name": "steady", "load": [{"endpoint": "order"}]}]},
+            "thresholds": [{"phase": "steady", "endpoint": "order", "p99": {"below": "2s"}}]}
+own_target = dict(kubelet, cfsPeriods=450, throttledPeriods=441, throttledSeconds=33.1, throttleCoveredSeconds=31.5)
+own_target.pop("selfReportedCpuSeconds"); own_target.pop("cpuDifferencePercent")
+own_cells = [{"name": n, "phase": "Succeeded", "results": [res("steady", "order")], "target": own_target}
+             for n in ("one-500m", "two-250m", "one-1000m")]
+own_verdicts = [{"index": 0, "threshold": "threshold 0", "figure": "p99", "cell": c, "phase": "steady", "endpoint": "order",
+                 "measured": 1.0, "limit": 2.0, "verdict": "Pass", "message": "1 <= 2"} for c in ("one-500m", "two-250m", "one-1000m")]
+own_summary = {"recommendation": "two-250m meets all 1 thresholds with the smallest CPU reservation (CPU limit x replicas), 0.5 CPU"}
+own = run("own-service", own_spec, own_cells, conditions=[met], thresholds=own_verdicts, summary=own_summary)
+dump("own", own)
+bad = copy.deepcopy(own); bad["status"]["cells"][1]["results"][0]["errors"] = 3; dump("own-errors", bad)
+bad = copy.deepcopy(own); del bad["status"]["cells"][2]["target"]["cfsPeriods"]; dump("own-no-throttling", bad)
 dump("restart", run("e2e-restart", restart, [{"name": n, "phase": "Succeeded", "results": [res("steady", "fast")]} for n in ("single-x1", "pool-x1")]))
 PY
 failures=0
@@ -285,6 +311,10 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^kubectl apply -n benchmatrix-e2e -f -" \
   "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-stress --for=condition=Complete" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-stress -o json" \
+  "^kubectl -n benchmatrix-e2e create configmap own-service-www --from-file=orders=examples/own-service/www/cgi-bin/orders" \
+  "^kubectl -n benchmatrix-e2e create secret generic api-token --from-literal=token=Bearer " \
+  "^kubectl apply -n benchmatrix-e2e -f examples/own-service/benchmarkrun.yaml" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e own-service -o json" \
   "^kubectl apply -n benchmatrix-e2e -f -" \
   "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-queue-3 --for=condition=Complete" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e -l benchmatrix.dev/e2e=queue -o json" \
@@ -292,8 +322,10 @@ if [[ ${status} -eq 0 ]] && in_order \
   [[ $(grep -c "timing check passed" <<<"${out}") -eq 3 ]] &&
   grep -q "9 threshold verdicts, all Pass" <<<"${out}" && grep -q "2 repetitions a cell, interleaved" <<<"${out}" &&
   grep -q "6 repetitions a cell, interleaved" <<<"${out}" && grep -q "handovers: 11, median 1 s, max 1 s" <<<"${out}" &&
+  grep -q "ci-smoke: resource figures OK" <<<"${out}" && grep -q "own-service: resource figures OK" <<<"${out}" &&
+  grep -q "^helm upgrade .*operator.kubeletInsecureTLS=true" <<<"${log}" &&
   ! grep -q "readyz\|^docker exec" <<<"${log}"; then
-  pass "kind mode: create, build, load, install, run, check, timing, report, the unschedulable cell, the gate, the repeat run, the stress run, the queue, delete"
+  pass "kind mode: create, build, load, install, run, check, timing, kubelet figures, report, the unschedulable cell, the gate, the repeat run, the stress run, the own service, the queue, delete"
 else
   fail "kind mode success (exit ${status})"
   echo "${out}" | tail -n 30
@@ -483,6 +515,28 @@ timing fail queue "e2e-queue-1/single-x1: 2.0 s outside warm-up and phases (at m
 timing pass stress "handovers: 11, median 1 s, max 1 s" --max-handover 3
 timing fail stress-slow "e2e-stress: b#3 started 7 s after a#3 ended (at most 3)" --max-handover 3
 check pass stress "6 repetitions a cell, interleaved, with spread" --repeat 6
+
+# 13. check_resources.py: the kubelet's figures are there and agree with the target's own; a
+# cell read from the target's own /stats, one 25% off, an error or missing throttling is caught.
+resources() {
+  local want="$1" fixture="$2" expect="$3"
+  shift 3
+  local got=0 said
+  said="$(python3 tests/e2e/check_resources.py "$@" "${fixtures}/${fixture}.json" 2>&1)" || got=$?
+  if [[ "${want}" == pass && ${got} -eq 0 ]] || [[ "${want}" == fail && ${got} -eq 1 ]] && grep -q -- "${expect}" <<<"${said}"; then
+    pass "check_resources.py $* ${fixture}: ${want} as it should (${expect})"
+  else
+    fail "check_resources.py $* ${fixture}: want ${want} with '${expect}', got exit ${got}"
+    echo "${said}" | tail -n 10
+  fi
+}
+resources pass run "ci-smoke: resource figures OK" --agree 10
+resources fail run-kubelet-disagrees "-25.0% apart, more than 10.0%" --agree 10
+resources fail run-no-kubelet "figures from 'target', not the kubelet (kubelet: 403)"
+resources pass own "own-service: resource figures OK" --throttling --no-errors
+resources fail own-errors "two-250m: steady/order had 3 error(s)" --no-errors
+resources fail own-no-throttling "one-1000m: no CFS periods" --throttling
+resources fail own "no cell's target reported its own CPU seconds" --agree 10
 
 if [[ ${failures} -gt 0 ]]; then
   echo "kind.sh self-test: ${failures} failed"
