@@ -497,18 +497,21 @@ check fail run "cell single: repetitions \[\], want \[1, 2\]" --repeat 2
 
 # 12. check_timing.py on the planted queue: runs admitted as the slot frees pass; one admitted on
 # a timer, or a cell slower than the bound, is caught with its figure.
-timing() {
-  local want="$1" fixture="$2" expect="$3"
-  shift 3
+# judge SCRIPT WANT FIXTURE EXPECT ARGS...: SCRIPT passes (exit 0) or fails (exit 1) on the
+# planted FIXTURE as WANT says, saying EXPECT.
+judge() {
+  local script="$1" want="$2" fixture="$3" expect="$4"
+  shift 4
   local got=0 said
-  said="$(python3 tests/e2e/check_timing.py "$@" "${fixtures}/${fixture}.json" 2>&1)" || got=$?
+  said="$(python3 "tests/e2e/${script}" "$@" "${fixtures}/${fixture}.json" 2>&1)" || got=$?
   if [[ "${want}" == pass && ${got} -eq 0 ]] || [[ "${want}" == fail && ${got} -eq 1 ]] && grep -q -- "${expect}" <<<"${said}"; then
-    pass "check_timing.py $* ${fixture}: ${want} as it should (${expect})"
+    pass "${script} $* ${fixture}: ${want} as it should (${expect})"
   else
-    fail "check_timing.py $* ${fixture}: want ${want} with '${expect}', got exit ${got}"
+    fail "${script} $* ${fixture}: want ${want} with '${expect}', got exit ${got}"
     echo "${said}" | tail -n 10
   fi
 }
+timing() { judge check_timing.py "$@"; }
 timing pass queue "1 s after the previous run ended" --max-gap 2 --max-overhead 4
 timing fail queue-late "e2e-queue-2: started 15 s after the previous run ended (at most 2)" --max-gap 2
 timing fail queue "e2e-queue-1/single-x1: 2.0 s outside warm-up and phases (at most 1)" --max-overhead 1
@@ -518,18 +521,7 @@ check pass stress "6 repetitions a cell, interleaved, with spread" --repeat 6
 
 # 13. check_resources.py: the kubelet's figures are there and agree with the target's own; a
 # cell read from the target's own /stats, one 25% off, an error or missing throttling is caught.
-resources() {
-  local want="$1" fixture="$2" expect="$3"
-  shift 3
-  local got=0 said
-  said="$(python3 tests/e2e/check_resources.py "$@" "${fixtures}/${fixture}.json" 2>&1)" || got=$?
-  if [[ "${want}" == pass && ${got} -eq 0 ]] || [[ "${want}" == fail && ${got} -eq 1 ]] && grep -q -- "${expect}" <<<"${said}"; then
-    pass "check_resources.py $* ${fixture}: ${want} as it should (${expect})"
-  else
-    fail "check_resources.py $* ${fixture}: want ${want} with '${expect}', got exit ${got}"
-    echo "${said}" | tail -n 10
-  fi
-}
+resources() { judge check_resources.py "$@"; }
 resources pass run "ci-smoke: resource figures OK" --agree 10
 resources fail run-kubelet-disagrees "-25.0% apart, more than 10.0%" --agree 10
 resources fail run-no-kubelet "figures from 'target', not the kubelet (kubelet: 403)"
