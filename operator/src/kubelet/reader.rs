@@ -242,8 +242,13 @@ impl KubeletReader {
 
     /// Scrapes every kubelet of `targets` once and files the readings.
     async fn scrape(&self, targets: &Targets, into: &Mutex<Collected>, cadvisor: bool) {
-        let mut kubelets: Vec<&KubeletEndpoint> = targets.kubelets.iter().collect();
-        kubelets.dedup();
+        // Once per kubelet, however its replicas are ordered among the others' (a, b, a).
+        let mut kubelets: Vec<&KubeletEndpoint> = Vec::new();
+        for k in &targets.kubelets {
+            if !kubelets.contains(&k) {
+                kubelets.push(k);
+            }
+        }
         let mut paths = vec!["/metrics/resource"];
         if cadvisor {
             paths.push("/metrics/cadvisor");
@@ -501,8 +506,8 @@ mod sampler_tests {
         )
     }
 
-    #[tokio::test]
-    async fn the_sampler_reads_the_kubelet_with_the_token_and_lines_figures_up_with_the_window() {
+    /// A local "kubelet" and the port it listens on.
+    async fn serve_kubelet() -> (Kubelet, u16) {
         let kubelet = Kubelet {
             started: Instant::now(),
             epoch_ms: chrono::Utc::now().timestamp_millis(),
@@ -515,6 +520,45 @@ mod sampler_tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move { axum::serve(listener, app).await });
+        (kubelet, port)
+    }
+
+    fn at(node: &str, port: u16) -> KubeletEndpoint {
+        KubeletEndpoint {
+            node: node.into(),
+            host: "127.0.0.1".into(),
+            port,
+        }
+    }
+
+    #[tokio::test]
+    async fn each_kubelet_is_scraped_once_however_its_replicas_are_ordered() {
+        let (one, p1) = serve_kubelet().await;
+        let (two, p2) = serve_kubelet().await;
+        let reader =
+            KubeletReader::plain_http(kube::Config::new("http://127.0.0.1:1".parse().unwrap()));
+        let targets = Targets {
+            containers: ["a", "b", "c"]
+                .map(|p| ContainerId::new("ns", p, "target", None))
+                .to_vec(),
+            kubelets: vec![at("n1", p1), at("n2", p2), at("n1", p1)],
+        };
+        let collected = Mutex::new(Collected {
+            samples: vec![Samples::default(); 3],
+            ..Collected::default()
+        });
+        reader.scrape(&targets, &collected, true).await;
+        assert_eq!(
+            one.requests.lock().unwrap().len(),
+            2,
+            "resource and cadvisor once each"
+        );
+        assert_eq!(two.requests.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_sampler_reads_the_kubelet_with_the_token_and_lines_figures_up_with_the_window() {
+        let (kubelet, port) = serve_kubelet().await;
 
         let mut config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
         config.auth_info.token = Some("operator-token".to_owned().into());
