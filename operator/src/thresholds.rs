@@ -6,7 +6,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::api::conditions::{self, reason, status};
+use crate::api::conditions::{self, Reason, status};
 use crate::api::status::Percentile;
 use crate::api::{
     BenchmarkRunSpec, BenchmarkRunStatus, Bound, CellPhase, CellResult, CellStatus, Metric,
@@ -554,7 +554,7 @@ fn judge(
 /// failed verdicts. None when there is nothing to judge (the spec has no thresholds), so the
 /// condition is never set and `kubectl wait --for=condition=ThresholdsMet` keeps waiting
 /// rather than passing vacuously.
-pub fn condition(results: &[ThresholdResult]) -> Option<(&'static str, &'static str, String)> {
+pub fn condition(results: &[ThresholdResult]) -> Option<(&'static str, Reason, String)> {
     if results.is_empty() {
         return None;
     }
@@ -565,7 +565,7 @@ pub fn condition(results: &[ThresholdResult]) -> Option<(&'static str, &'static 
     if failed.is_empty() {
         return Some((
             status::TRUE,
-            reason::THRESHOLDS_PASSED,
+            Reason::ThresholdsPassed,
             format!("all {} threshold verdicts passed", results.len()),
         ));
     }
@@ -585,7 +585,7 @@ pub fn condition(results: &[ThresholdResult]) -> Option<(&'static str, &'static 
     if failed.len() > NAMED {
         message.push_str(&format!("; and {} more", failed.len() - NAMED));
     }
-    Some((status::FALSE, reason::THRESHOLDS_FAILED, message))
+    Some((status::FALSE, Reason::ThresholdsFailed, message))
 }
 
 #[cfg(test)]
@@ -1007,14 +1007,14 @@ mod tests {
 "#,
         );
         let (status, reason, message) = condition(&evaluate(&t, &matrix())).unwrap();
-        assert_eq!((status, reason), ("False", "ThresholdsFailed"));
+        assert_eq!((status, reason), ("False", Reason::ThresholdsFailed));
         assert_eq!(
             message,
             "1 of 5 threshold verdicts failed: single-x1 mixed/fast p99 below 100ms \
              (p99 500.0 ms, not below 100.0 ms)"
         );
         let (status, reason, message) = condition(&evaluate(&t[..1], &matrix())).unwrap();
-        assert_eq!((status, reason), ("True", "ThresholdsPassed"));
+        assert_eq!((status, reason), ("True", Reason::ThresholdsPassed));
         assert_eq!(message, "all 2 threshold verdicts passed");
     }
 }

@@ -19,86 +19,200 @@ pub const CELL_FAILED: &str = "CellFailed";
 /// so `kubectl wait --for=condition=ThresholdsMet` waits for a verdict.
 pub const THRESHOLDS_MET: &str = "ThresholdsMet";
 
-/// Reasons (CamelCase words, as the API conventions ask).
-pub mod reason {
+/// Why a condition is as it is (CamelCase words, as the API conventions ask). A failed cell's
+/// CellFailed condition carries its [`Cause`] instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
     /// The spec is valid.
-    pub const VALID: &str = "Valid";
+    Valid,
     /// The spec is invalid.
-    pub const INVALID_SPEC: &str = "InvalidSpec";
+    InvalidSpec,
     /// Waiting for another run to finish (max active runs reached).
-    pub const QUEUED: &str = "Queued";
+    Queued,
     /// A cell is running.
-    pub const CELL_RUNNING: &str = "CellRunning";
+    CellRunning,
     /// The run has finished.
-    pub const FINISHED: &str = "Finished";
+    Finished,
     /// Every cell succeeded.
-    pub const ALL_SUCCEEDED: &str = "AllCellsSucceeded";
+    AllSucceeded,
     /// Some cells failed.
-    pub const SOME_FAILED: &str = "SomeCellsFailed";
+    SomeFailed,
     /// The run stopped at a failed cell.
-    pub const STOPPED: &str = "StoppedOnFailure";
+    Stopped,
     /// No cell was measured: every cell failed.
-    pub const NO_CELL_MEASURED: &str = "NoCellMeasured";
+    NoCellMeasured,
     /// The run was stopped by a signal (local runs).
-    pub const INTERRUPTED: &str = "Interrupted";
+    Interrupted,
     /// No cell has failed.
-    pub const NO_FAILURES: &str = "NoFailures";
+    NoFailures,
     /// The spec changed while the run was running (the change is refused until it ends).
-    pub const SPEC_CHANGED: &str = "SpecChangedWhileRunning";
+    SpecChanged,
     /// Every threshold held (condition ThresholdsMet).
-    pub const THRESHOLDS_PASSED: &str = "ThresholdsPassed";
+    ThresholdsPassed,
     /// At least one threshold failed on at least one cell (condition ThresholdsMet).
-    pub const THRESHOLDS_FAILED: &str = "ThresholdsFailed";
+    ThresholdsFailed,
+    /// A run's image is not on the operator's allow-list (condition SpecValid).
+    ImageNotAllowed,
+    /// A run's image is not a valid image reference, whatever the allow-list (SpecValid).
+    InvalidImageReference,
 }
 
-/// Failure reasons written into a cell, by the operator and the local runner alike.
-pub mod cause {
+impl Reason {
+    /// The word written into the condition, e.g. `AllCellsSucceeded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Valid => "Valid",
+            Reason::InvalidSpec => "InvalidSpec",
+            Reason::Queued => "Queued",
+            Reason::CellRunning => "CellRunning",
+            Reason::Finished => "Finished",
+            Reason::AllSucceeded => "AllCellsSucceeded",
+            Reason::SomeFailed => "SomeCellsFailed",
+            Reason::Stopped => "StoppedOnFailure",
+            Reason::NoCellMeasured => "NoCellMeasured",
+            Reason::Interrupted => "Interrupted",
+            Reason::NoFailures => "NoFailures",
+            Reason::SpecChanged => "SpecChangedWhileRunning",
+            Reason::ThresholdsPassed => "ThresholdsPassed",
+            Reason::ThresholdsFailed => "ThresholdsFailed",
+            Reason::ImageNotAllowed => "ImageNotAllowed",
+            Reason::InvalidImageReference => "InvalidImageReference",
+        }
+    }
+}
+
+impl AsRef<str> for Reason {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+/// A status word compares equal to the [`Reason`] it was written from.
+impl PartialEq<Reason> for String {
+    fn eq(&self, other: &Reason) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a cell failed: written into the cell's `reason` (and the CellFailed condition's), by the
+/// operator and the local runner alike. The string form is the API's word and never changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cause {
     /// The image could not be pulled.
-    pub const IMAGE_PULL: &str = "ImagePullBackOff";
+    ImagePull,
     /// The target did not become ready in time.
-    pub const NEVER_READY: &str = "NeverReady";
+    NeverReady,
     /// A container ran out of memory.
-    pub const OOM_KILLED: &str = "OOMKilled";
+    OomKilled,
     /// The target container keeps crashing.
-    pub const CRASH_LOOP: &str = "CrashLoopBackOff";
+    CrashLoop,
     /// The load generator failed.
-    pub const LOADGEN_FAILED: &str = "LoadgenFailed";
+    LoadgenFailed,
     /// An address the load was to go to (the Service, or a replica's with `roundRobin`) did
     /// not answer the load generator's check before the warm-up within `timeouts.ready`.
-    pub const TARGET_UNREACHABLE: &str = "TargetUnreachable";
+    TargetUnreachable,
     /// The result document could not be read.
-    pub const RESULT_UNPARSABLE: &str = "ResultUnparsable";
+    ResultUnparsable,
     /// The load generator ran past its deadline.
-    pub const TIMEOUT: &str = "Timeout";
+    Timeout,
     /// A child object was found in a state the operator cannot use (e.g. no ClusterIP).
-    pub const CHILD_BROKEN: &str = "ChildBroken";
+    ChildBroken,
     /// A replica exited (locally: the process or one of its own; on a cluster: a target pod
     /// restarted, or was deleted, evicted or replaced) while the cell ran.
-    pub const REPLICA_EXITED: &str = "ReplicaExited";
+    ReplicaExited,
     /// The cell's pods cannot be placed: they can never fit the nodes they may use, or the
     /// scheduler reported a pod unschedulable.
-    pub const UNSCHEDULABLE: &str = "Unschedulable";
+    Unschedulable,
     /// On a cluster: pods of the previous cell still ran when the ready timeout had passed
     /// since it ended, so this cell could not start without sharing their CPU.
-    pub const PREVIOUS_PODS_LINGERING: &str = "PreviousPodsLingering";
+    PreviousPodsLingering,
     /// Locally: a replica or the load generator could not be started.
-    pub const SPAWN_FAILED: &str = "SpawnFailed";
+    SpawnFailed,
     /// Locally: the cell's cgroup could not be made or its quota set.
-    pub const CGROUP_FAILED: &str = "CgroupFailed";
+    CgroupFailed,
     /// Locally: a replica of a `roundRobin` cell answered on an address other than its own.
-    pub const WRONG_ADDRESS: &str = "WrongAddress";
+    WrongAddress,
     /// Locally: the run was stopped by a signal while the cell ran.
-    pub const INTERRUPTED: &str = "Interrupted";
+    Interrupted,
+}
+
+impl Cause {
+    /// Every cause, in the order the docs list them.
+    pub const ALL: [Cause; 16] = [
+        Cause::ImagePull,
+        Cause::NeverReady,
+        Cause::OomKilled,
+        Cause::CrashLoop,
+        Cause::LoadgenFailed,
+        Cause::TargetUnreachable,
+        Cause::ResultUnparsable,
+        Cause::Timeout,
+        Cause::ChildBroken,
+        Cause::ReplicaExited,
+        Cause::Unschedulable,
+        Cause::PreviousPodsLingering,
+        Cause::SpawnFailed,
+        Cause::CgroupFailed,
+        Cause::WrongAddress,
+        Cause::Interrupted,
+    ];
+
+    /// The word written into the status, e.g. `NeverReady`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::ImagePull => "ImagePullBackOff",
+            Cause::NeverReady => "NeverReady",
+            Cause::OomKilled => "OOMKilled",
+            Cause::CrashLoop => "CrashLoopBackOff",
+            Cause::LoadgenFailed => "LoadgenFailed",
+            Cause::TargetUnreachable => "TargetUnreachable",
+            Cause::ResultUnparsable => "ResultUnparsable",
+            Cause::Timeout => "Timeout",
+            Cause::ChildBroken => "ChildBroken",
+            Cause::ReplicaExited => "ReplicaExited",
+            Cause::Unschedulable => "Unschedulable",
+            Cause::PreviousPodsLingering => "PreviousPodsLingering",
+            Cause::SpawnFailed => "SpawnFailed",
+            Cause::CgroupFailed => "CgroupFailed",
+            Cause::WrongAddress => "WrongAddress",
+            Cause::Interrupted => "Interrupted",
+        }
+    }
 
     /// The cause of a load generator that exited with an error, from its last words (its last
-    /// log line on a cluster, its last lines of output locally): [`TARGET_UNREACHABLE`] when
-    /// its check before the load failed, else [`LOADGEN_FAILED`].
-    pub fn of_loadgen_failure(words: &str) -> &'static str {
+    /// log line on a cluster, its last lines of output locally): [`Cause::TargetUnreachable`]
+    /// when its check before the load failed, else [`Cause::LoadgenFailed`].
+    pub fn of_loadgen_failure(words: &str) -> Cause {
         if words.contains(benchmatrix_loadgen::preflight::UNREACHABLE) {
-            TARGET_UNREACHABLE
+            Cause::TargetUnreachable
         } else {
-            LOADGEN_FAILED
+            Cause::LoadgenFailed
         }
+    }
+}
+
+impl AsRef<str> for Cause {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+/// A status word compares equal to the [`Cause`] it was written from.
+impl PartialEq<Cause> for String {
+    fn eq(&self, other: &Cause) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -117,12 +231,13 @@ pub fn set_condition(
     conditions: &mut Vec<Condition>,
     type_: &str,
     status: &str,
-    reason: &str,
+    reason: impl AsRef<str>,
     message: impl Into<String>,
     observed_generation: Option<i64>,
     now: &Time,
 ) -> bool {
     let message = message.into();
+    let reason = reason.as_ref();
     match conditions.iter_mut().find(|c| c.type_ == type_) {
         Some(existing) => {
             let changed = existing.status != status
@@ -192,7 +307,7 @@ mod tests {
             &mut conds,
             PROGRESSING,
             status::TRUE,
-            reason::CELL_RUNNING,
+            Reason::CellRunning,
             "cell a",
             Some(1),
             &t1
@@ -202,7 +317,7 @@ mod tests {
             &mut conds,
             PROGRESSING,
             status::TRUE,
-            reason::CELL_RUNNING,
+            Reason::CellRunning,
             "cell b",
             Some(1),
             &t2
@@ -213,7 +328,7 @@ mod tests {
             &mut conds,
             PROGRESSING,
             status::TRUE,
-            reason::CELL_RUNNING,
+            Reason::CellRunning,
             "cell b",
             Some(1),
             &t3
@@ -224,7 +339,7 @@ mod tests {
             &mut conds,
             PROGRESSING,
             status::FALSE,
-            reason::FINISHED,
+            Reason::Finished,
             "done",
             Some(1),
             &t3
@@ -240,17 +355,17 @@ mod tests {
         let words = |e: EngineError| format!("error: {e}");
         let unreachable = EngineError::Unreachable("http://10.0.0.1:8080 did not answer".into());
         assert_eq!(
-            cause::of_loadgen_failure(&words(unreachable)),
-            cause::TARGET_UNREACHABLE
+            Cause::of_loadgen_failure(&words(unreachable)),
+            Cause::TargetUnreachable
         );
         let other = EngineError::Worker("a worker thread has stopped".into());
         assert_eq!(
-            cause::of_loadgen_failure(&words(other)),
-            cause::LOADGEN_FAILED
+            Cause::of_loadgen_failure(&words(other)),
+            Cause::LoadgenFailed
         );
         assert_eq!(
-            cause::of_loadgen_failure("error: no request succeeded"),
-            cause::LOADGEN_FAILED
+            Cause::of_loadgen_failure("error: no request succeeded"),
+            Cause::LoadgenFailed
         );
     }
 }

@@ -36,13 +36,15 @@ use crate::api::BenchmarkRun;
 
 pub use reference::{ImageReference, ReferenceError};
 
+use crate::api::conditions::Reason;
+
 /// Reason of the SpecValid condition (and of the Warning Event) when a run's image is not on
 /// the allow-list.
-pub const IMAGE_NOT_ALLOWED: &str = "ImageNotAllowed";
+pub const IMAGE_NOT_ALLOWED: Reason = Reason::ImageNotAllowed;
 
 /// Reason of the SpecValid condition (and of the Warning Event) when a run's image is not a
 /// valid image reference, whatever the allow-list.
-pub const INVALID_IMAGE_REFERENCE: &str = "InvalidImageReference";
+pub const INVALID_IMAGE_REFERENCE: Reason = Reason::InvalidImageReference;
 
 /// One allowed-image pattern, e.g. `ghcr.io/acme/*` or `registry.local:5000/bench-*:*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,7 +245,7 @@ impl ImagePolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     /// [`INVALID_IMAGE_REFERENCE`] or [`IMAGE_NOT_ALLOWED`].
-    pub reason: &'static str,
+    pub reason: Reason,
     /// Names each refused image by its field, and why.
     pub message: String,
 }

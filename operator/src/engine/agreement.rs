@@ -146,7 +146,7 @@ fn on_one_machine() -> BenchmarkRunStatus {
     }
     apply_at(&mut status, deploying(&v.cells()[1]), 9);
     let timed_out = CellOutcome::Failed {
-        cause: cause::TIMEOUT,
+        cause: Cause::Timeout,
         message: timeout_message(v.load_deadline()),
         overhead_seconds: 0.2,
         start_time: time_from_secs(9),
@@ -194,7 +194,7 @@ fn a_run_on_a_cluster_and_on_one_machine_end_in_the_same_status_field_by_field()
     );
     // And the document is the interesting one: a measured cell, a timed-out one, conditions.
     assert_eq!(cluster["phase"], "Succeeded");
-    assert_eq!(cluster["cells"][1]["reason"], cause::TIMEOUT);
+    assert_eq!(cluster["cells"][1]["reason"], Cause::Timeout.as_str());
     let types: Vec<&str> = cluster["conditions"]
         .as_array()
         .unwrap()

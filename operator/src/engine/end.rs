@@ -6,7 +6,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::api::conditions::{self, reason, set_condition, status as cs};
+use crate::api::conditions::{self, Reason, set_condition, status as cs};
 use crate::api::thresholds::Threshold;
 use crate::api::{BenchmarkRunStatus, CellPhase, CellStatus, RunPhase};
 use crate::results;
@@ -17,7 +17,7 @@ pub struct RunEnd {
     /// `Succeeded` when at least one cell was measured and the run was not stopped.
     pub phase: RunPhase,
     /// Reason of the `Complete` condition (one of [`reason`]).
-    pub reason: &'static str,
+    pub reason: Reason,
     /// One line a person can act on, naming the failed cells.
     pub message: String,
 }
@@ -38,7 +38,7 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
     let (phase, reason, message) = if interrupted {
         (
             RunPhase::Failed,
-            reason::INTERRUPTED,
+            Reason::Interrupted,
             format!(
                 "interrupted (SIGINT/SIGTERM) after {measured} of {total} cells measured; the cells finished before it are kept"
             ),
@@ -46,25 +46,25 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
     } else if stopped {
         (
             RunPhase::Failed,
-            reason::STOPPED,
+            Reason::Stopped,
             format!("stopped at failed cell {}", failed.join(", ")),
         )
     } else if measured == 0 {
         (
             RunPhase::Failed,
-            reason::NO_CELL_MEASURED,
+            Reason::NoCellMeasured,
             format!("0 of {total} cells measured; failed: {}", failed.join(", ")),
         )
     } else if failed.is_empty() {
         (
             RunPhase::Succeeded,
-            reason::ALL_SUCCEEDED,
+            Reason::AllSucceeded,
             format!("all {total} cells measured"),
         )
     } else {
         (
             RunPhase::Succeeded,
-            reason::SOME_FAILED,
+            Reason::SomeFailed,
             format!(
                 "{measured} of {total} cells measured; failed: {}",
                 failed.join(", ")
@@ -105,7 +105,7 @@ pub fn finish_run(
         &mut status.conditions,
         conditions::PROGRESSING,
         cs::FALSE,
-        reason::FINISHED,
+        Reason::Finished,
         "",
         generation,
         now,
@@ -141,7 +141,7 @@ mod tests {
             false,
         );
         assert_eq!(end.phase, RunPhase::Failed);
-        assert_eq!(end.reason, reason::NO_CELL_MEASURED);
+        assert_eq!(end.reason, Reason::NoCellMeasured);
         assert_eq!(end.message, "0 of 2 cells measured; failed: a, b");
     }
 
@@ -155,7 +155,7 @@ mod tests {
             false,
         );
         assert_eq!(end.phase, RunPhase::Succeeded);
-        assert_eq!(end.reason, reason::SOME_FAILED);
+        assert_eq!(end.reason, Reason::SomeFailed);
         assert_eq!(end.message, "1 of 2 cells measured; failed: b");
     }
 
@@ -164,7 +164,7 @@ mod tests {
         let end = run_end(&[cell("a", CellPhase::Succeeded)], false);
         assert_eq!(
             (end.phase, end.reason),
-            (RunPhase::Succeeded, reason::ALL_SUCCEEDED)
+            (RunPhase::Succeeded, Reason::AllSucceeded)
         );
     }
 
@@ -175,9 +175,9 @@ mod tests {
             cell("b", CellPhase::Failed),
             cell("c", CellPhase::Skipped),
         ];
-        assert_eq!(run_end(&cells, false).reason, reason::STOPPED);
+        assert_eq!(run_end(&cells, false).reason, Reason::Stopped);
         assert_eq!(run_end(&cells, false).phase, RunPhase::Failed);
-        assert_eq!(run_end(&cells, true).reason, reason::INTERRUPTED);
+        assert_eq!(run_end(&cells, true).reason, Reason::Interrupted);
         assert_eq!(run_end(&cells, true).phase, RunPhase::Failed);
     }
 }

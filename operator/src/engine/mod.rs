@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::api::conditions::{self, reason, set_condition, status as cs};
+use crate::api::conditions::{self, Reason, set_condition, status as cs};
 use crate::api::status::RecordedPod;
 use crate::api::thresholds::Threshold;
 use crate::api::{
@@ -33,7 +33,7 @@ use crate::api::{
 };
 use crate::results;
 
-pub use crate::api::conditions::cause;
+pub use crate::api::conditions::Cause;
 pub use end::{RunEnd, run_end};
 pub use step::{Step, next_step};
 pub use validated::{ValidatedRun, preflight};
@@ -102,8 +102,8 @@ pub enum Event {
     /// The spec cannot run (invalid, or an image the operator may not run); nothing starts, and
     /// a run that was running stops.
     SpecRefused {
-        /// `reason::INVALID_SPEC` or another CamelCase word.
-        reason: &'static str,
+        /// `Reason::InvalidSpec` or another CamelCase word.
+        reason: Reason,
         /// The field or rule at fault.
         message: String,
     },
@@ -158,7 +158,7 @@ pub enum Event {
         /// Index of the cell.
         cell: usize,
         /// One of [`cause`].
-        cause: &'static str,
+        cause: Cause,
         /// The cause in a sentence, with the failing part's own words.
         message: String,
         /// Seconds spent on the cell, where measured.
@@ -185,18 +185,18 @@ pub struct Note {
 }
 
 impl Note {
-    fn normal(reason: &str, note: String) -> Self {
+    fn normal(reason: impl AsRef<str>, note: String) -> Self {
         Note {
             warning: false,
-            reason: reason.into(),
+            reason: reason.as_ref().into(),
             note,
         }
     }
 
-    fn warning(reason: &str, note: String) -> Self {
+    fn warning(reason: impl AsRef<str>, note: String) -> Self {
         Note {
             warning: true,
-            reason: reason.into(),
+            reason: reason.as_ref().into(),
             note,
         }
     }
@@ -250,7 +250,7 @@ fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<
             status.phase = RunPhase::Failed;
             status.message = Some(message.clone());
             status.completion_time = Some(now.clone());
-            let why = reason::SPEC_CHANGED;
+            let why = Reason::SpecChanged;
             set_condition(
                 &mut status.conditions,
                 conditions::PROGRESSING,
@@ -282,7 +282,7 @@ fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<
                 &mut status.conditions,
                 conditions::PROGRESSING,
                 cs::FALSE,
-                reason::QUEUED,
+                Reason::Queued,
                 message,
                 g,
                 now,
@@ -307,7 +307,7 @@ fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<
                 &mut status.conditions,
                 conditions::CELL_FAILED,
                 cs::FALSE,
-                reason::NO_FAILURES,
+                Reason::NoFailures,
                 "",
                 g,
                 now,
@@ -339,7 +339,7 @@ fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<
                 &mut status.conditions,
                 conditions::PROGRESSING,
                 cs::TRUE,
-                reason::CELL_RUNNING,
+                Reason::CellRunning,
                 what,
                 g,
                 now,
@@ -409,7 +409,7 @@ fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
         &mut status.conditions,
         conditions::SPEC_VALID,
         cs::TRUE,
-        reason::VALID,
+        Reason::Valid,
         "",
         ctx.generation,
         ctx.now,
@@ -536,7 +536,7 @@ fn measure_cell(
 fn fail_cell(
     status: &mut BenchmarkRunStatus,
     cell: usize,
-    cause: &'static str,
+    cause: Cause,
     message: String,
     overhead_seconds: Option<f64>,
     ctx: &Ctx,
@@ -552,7 +552,7 @@ fn fail_cell(
         c.repetitions.push(RepetitionStatus {
             repetition,
             phase: CellPhase::Failed,
-            reason: Some(cause.to_owned()),
+            reason: Some(cause.to_string()),
             message: Some(message.clone()),
             start_time: c.start_time.clone(),
             load_start_time: c.load_start_time.clone(),
@@ -566,7 +566,7 @@ fn fail_cell(
         message
     };
     c.phase = CellPhase::Failed;
-    c.reason = Some(cause.to_owned());
+    c.reason = Some(cause.to_string());
     c.message = Some(message.clone());
     c.start_time.get_or_insert_with(|| ctx.now.clone());
     c.completion_time = Some(ctx.now.clone());
@@ -577,7 +577,7 @@ fn fail_cell(
         &mut status.conditions,
         conditions::CELL_FAILED,
         cs::TRUE,
-        cause,
+        cause.as_str(),
         format!("cell {name}: {message}"),
         ctx.generation,
         ctx.now,

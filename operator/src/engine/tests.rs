@@ -164,7 +164,7 @@ fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
         if cell == 0 && r == 2 {
             Event::CellFailed {
                 cell,
-                cause: cause::REPLICA_EXITED,
+                cause: Cause::ReplicaExited,
                 message: "replica a-0 exited".into(),
                 overhead_seconds: None,
                 enforcement: None,
@@ -176,7 +176,7 @@ fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
     assert_eq!(order, vec![(0, 1), (1, 1), (0, 2), (1, 2)]);
     let a = &status.cells[0];
     assert_eq!(a.phase, CellPhase::Failed);
-    assert_eq!(a.reason.as_deref(), Some(cause::REPLICA_EXITED));
+    assert_eq!(a.reason.as_deref(), Some(Cause::ReplicaExited.as_str()));
     assert_eq!(
         a.message.as_deref(),
         Some("repetition 2 of 2: replica a-0 exited")
@@ -185,7 +185,7 @@ fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
     assert_eq!(a.repetitions[1].phase, CellPhase::Failed);
     let failed = find(&status.conditions, conditions::CELL_FAILED).unwrap();
     assert_eq!(failed.status, "True");
-    assert_eq!(failed.reason, cause::REPLICA_EXITED);
+    assert_eq!(failed.reason, Cause::ReplicaExited.as_str());
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
         &mut status,
         Event::CellFailed {
             cell: 1,
-            cause: cause::NEVER_READY,
+            cause: Cause::NeverReady,
             message: "not ready".into(),
             overhead_seconds: None,
             enforcement: None,
@@ -342,7 +342,7 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
         &mut status,
         Event::CellFailed {
             cell: 1,
-            cause: cause::LOADGEN_FAILED,
+            cause: Cause::LoadgenFailed,
             message: words.clone(),
             overhead_seconds: None,
             enforcement: None,

@@ -20,7 +20,7 @@ use super::cgroup::{Backend, Cgroup, CpuUsage, Enforcement};
 use super::guard;
 use super::process::{self, LiveProcess, process_tree, signal_group, stop_children, tie_to_runner};
 use super::signals;
-use crate::api::conditions::cause;
+use crate::api::conditions::Cause;
 use benchmatrix_quota::http;
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
@@ -78,7 +78,7 @@ pub struct Launch {
 pub struct StartError {
     /// A word for the status' `reason`: NeverReady, SpawnFailed, ReplicaExited, CgroupFailed,
     /// Interrupted, WrongAddress.
-    pub reason: &'static str,
+    pub reason: Cause,
     /// A sentence, with the process' own last words where there are some.
     pub message: String,
 }
@@ -134,12 +134,12 @@ impl ReplicaSet {
     /// Starts every replica in its own cgroup and waits until all are ready.
     pub fn start(launch: &Launch, backend: &Backend) -> Result<ReplicaSet, StartError> {
         fs::create_dir_all(&launch.log_dir).map_err(|e| StartError {
-            reason: cause::SPAWN_FAILED,
+            reason: Cause::SpawnFailed,
             message: format!("cannot create {}: {e}", launch.log_dir.display()),
         })?;
         if launch.spread == Spread::RoundRobin && launch.replicas > MAX_OWN_ADDRESS_REPLICAS {
             return Err(StartError {
-                reason: cause::SPAWN_FAILED,
+                reason: Cause::SpawnFailed,
                 message: format!(
                     "spread roundRobin gives each local replica its own loopback address; \
                      at most {MAX_OWN_ADDRESS_REPLICAS} replicas, not {}",
@@ -164,7 +164,7 @@ impl ReplicaSet {
             // stops those already started.
             if signals::interrupted() {
                 return Err(StartError {
-                    reason: cause::INTERRUPTED,
+                    reason: Cause::Interrupted,
                     message: format!(
                         "interrupted while starting replicas ({i} of {} started)",
                         launch.replicas
@@ -179,17 +179,17 @@ impl ReplicaSet {
                     i as usize * launch.cpu.unwrap_or(1.0).ceil() as usize,
                 )
                 .map_err(|e| StartError {
-                    reason: cause::CGROUP_FAILED,
+                    reason: Cause::CgroupFailed,
                     message: e.to_string(),
                 })?;
             let log = launch.log_dir.join(format!("{name}.log"));
             let mut cmd = target_command(launch, replica_host(launch.spread, i))?;
             let out = File::create(&log).map_err(|e| StartError {
-                reason: cause::SPAWN_FAILED,
+                reason: Cause::SpawnFailed,
                 message: format!("cannot create {}: {e}", log.display()),
             })?;
             let err = out.try_clone().map_err(|e| StartError {
-                reason: cause::SPAWN_FAILED,
+                reason: Cause::SpawnFailed,
                 message: e.to_string(),
             })?;
             cmd.stdin(Stdio::null())
@@ -198,7 +198,7 @@ impl ReplicaSet {
             cgroup.apply_to(&mut cmd);
             tie_to_runner(&mut cmd);
             let child = cmd.spawn().map_err(|e| StartError {
-                reason: cause::SPAWN_FAILED,
+                reason: Cause::SpawnFailed,
                 message: format!("cannot start {:?}: {e}", cmd.get_program()),
             })?;
             guard::watch(child.id());
@@ -234,7 +234,7 @@ impl ReplicaSet {
         loop {
             if signals::interrupted() {
                 return Err(StartError {
-                    reason: cause::INTERRUPTED,
+                    reason: Cause::Interrupted,
                     message: "interrupted while waiting for readiness".into(),
                 });
             }
@@ -242,7 +242,7 @@ impl ReplicaSet {
                 if let Some(status) = process::exit_status(&mut r.child) {
                     r.exited = Some(status);
                     return Err(StartError {
-                        reason: cause::REPLICA_EXITED,
+                        reason: Cause::ReplicaExited,
                         message: format!(
                             "target replica {} exited before it was ready ({status}); its last output: {}",
                             r.log.display(),
@@ -280,7 +280,7 @@ impl ReplicaSet {
             }
             if Instant::now() >= deadline {
                 return Err(StartError {
-                    reason: cause::NEVER_READY,
+                    reason: Cause::NeverReady,
                     message: format!(
                         "the target was not ready on {} within {:?} ({last_probe}); last output: {}",
                         self.addr,
@@ -304,7 +304,7 @@ impl ReplicaSet {
         match std::net::TcpStream::connect_timeout(&shared, Duration::from_millis(300)) {
             Err(_) => Ok(()),
             Ok(_) => Err(StartError {
-                reason: cause::WRONG_ADDRESS,
+                reason: Cause::WrongAddress,
                 message: format!(
                     "spread roundRobin gives each replica its own address (BENCH_HOST: {}), but \
                      something also answers on {shared}: the target seems to listen on every \
@@ -488,7 +488,7 @@ fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError
     let host = host.to_string();
     let mut cmd = if launch.command.is_empty() {
         let exe = std::env::current_exe().map_err(|e| StartError {
-            reason: cause::SPAWN_FAILED,
+            reason: Cause::SpawnFailed,
             message: format!("cannot find this program to re-execute it as the target: {e}"),
         })?;
         let mut c = Command::new(exe);
@@ -562,7 +562,7 @@ mod tests {
         let l = launch("never", dir.path(), vec!["sleep".into(), "30".into()], 600);
         let started = Instant::now();
         let err = ReplicaSet::start(&l, &backend).unwrap_err();
-        assert_eq!(err.reason, cause::NEVER_READY, "{err:?}");
+        assert_eq!(err.reason, Cause::NeverReady, "{err:?}");
         assert!(err.message.contains("not ready"), "{}", err.message);
         assert!(started.elapsed() < Duration::from_secs(5));
         backend.remove();
@@ -578,7 +578,7 @@ mod tests {
             "echo boom-from-target >&2; exit 3".into(),
         ];
         let err = ReplicaSet::start(&launch("exits", dir.path(), cmd, 5000), &backend).unwrap_err();
-        assert_eq!(err.reason, cause::REPLICA_EXITED, "{err:?}");
+        assert_eq!(err.reason, Cause::ReplicaExited, "{err:?}");
         assert!(err.message.contains("boom-from-target"), "{}", err.message);
         backend.remove();
     }
@@ -631,7 +631,7 @@ mod tests {
         let mut l = round_robin_http_server("any-addr", dir.path(), "0.0.0.0");
         l.replicas = 1;
         let err = ReplicaSet::start(&l, &backend).unwrap_err();
-        assert_eq!(err.reason, cause::WRONG_ADDRESS, "{err:?}");
+        assert_eq!(err.reason, Cause::WrongAddress, "{err:?}");
         assert!(err.message.contains("BENCH_HOST"), "{}", err.message);
         backend.remove();
     }

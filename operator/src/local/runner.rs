@@ -14,7 +14,7 @@ use super::cell::{self, CellContext, CellOutcome};
 use super::cgroup::Backend;
 use super::progress::{self, Display, Plan, Step};
 use super::signals;
-use crate::api::conditions::{self, cause, now};
+use crate::api::conditions::{self, Cause, now};
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase, TargetStats};
 use crate::engine::{self, Ctx, Event, Measured, ValidatedRun};
 use crate::plan::Cell;
@@ -199,7 +199,7 @@ impl Runner {
         let index = step.index;
         let interrupted = matches!(
             &outcome,
-            CellOutcome::Failed { cause, .. } if *cause == cause::INTERRUPTED
+            CellOutcome::Failed { cause, .. } if *cause == Cause::Interrupted
         );
         self.done += 1;
         match &outcome {
@@ -210,7 +210,7 @@ impl Runner {
             CellOutcome::Failed { cause, message, .. } => {
                 self.display.event(progress::Event::Failed {
                     step,
-                    reason: cause,
+                    reason: cause.as_str(),
                     message,
                 })
             }

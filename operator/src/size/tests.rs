@@ -1,3 +1,4 @@
+use crate::engine::Cause;
 use std::collections::BTreeMap;
 
 use benchmatrix_loadgen::histogram;
@@ -390,7 +391,7 @@ spec:
         let event = if step.cell == 3 && step.repetition == 3 {
             Event::CellFailed {
                 cell: step.cell,
-                cause: engine::cause::LOADGEN_FAILED,
+                cause: Cause::LoadgenFailed,
                 message,
                 overhead_seconds: Some(0.000_012_345_678_901_234_5),
                 enforcement: None,

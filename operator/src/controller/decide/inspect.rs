@@ -8,10 +8,10 @@ use kube::ResourceExt;
 
 use super::types::Observation;
 use crate::api::BenchmarkRun;
+use crate::api::conditions::Cause;
 use crate::api::status::RecordedPod;
 use crate::controller::fit::{self, CellRequests};
 use crate::controller::replicas;
-use crate::engine::cause;
 use crate::plan::Cell;
 
 /// A target every replica of which is available.
@@ -117,7 +117,7 @@ pub fn pod_ready(pod: &Pod) -> bool {
 
 /// A target pod stuck in a state that will not fix itself: image pull errors, bad config,
 /// crash loops (OOMKilled named as such).
-pub fn pod_failure(pods: &[Pod]) -> Option<(&'static str, String)> {
+pub fn pod_failure(pods: &[Pod]) -> Option<(Cause, String)> {
     for pod in pods {
         for cs in pod
             .status
@@ -138,10 +138,10 @@ pub fn pod_failure(pods: &[Pod]) -> Option<(&'static str, String)> {
             );
             match reason {
                 "ImagePullBackOff" | "ErrImagePull" | "InvalidImageName" | "ErrImageNeverPull" => {
-                    return Some((cause::IMAGE_PULL, said));
+                    return Some((Cause::ImagePull, said));
                 }
                 "CreateContainerConfigError" | "CreateContainerError" => {
-                    return Some((cause::CHILD_BROKEN, said));
+                    return Some((Cause::ChildBroken, said));
                 }
                 "CrashLoopBackOff" => {
                     let oom = cs
@@ -151,11 +151,11 @@ pub fn pod_failure(pods: &[Pod]) -> Option<(&'static str, String)> {
                         .is_some_and(|t| t.reason.as_deref() == Some("OOMKilled"));
                     return Some(if oom {
                         (
-                            cause::OOM_KILLED,
+                            Cause::OomKilled,
                             format!("{said} (last exit: OOMKilled; raise the cell's memory)"),
                         )
                     } else {
-                        (cause::CRASH_LOOP, said)
+                        (Cause::CrashLoop, said)
                     });
                 }
                 _ => {}

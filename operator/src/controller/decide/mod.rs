@@ -24,7 +24,7 @@ use benchmatrix_loadgen::result::RunResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{build, images, replicas};
-use crate::api::conditions::{self, reason};
+use crate::api::conditions::{self, Reason};
 use crate::api::{
     BenchmarkRun, BenchmarkRunStatus, CellPhase, CleanupPolicy, Enforcement, RunPhase,
 };
@@ -32,7 +32,7 @@ use crate::engine::{self, Ctx, Event, Measured, Step, ValidatedRun};
 use crate::plan::Cell;
 use crate::results;
 
-pub use crate::api::conditions::cause;
+pub use crate::api::conditions::Cause;
 pub use inspect::{job_complete, job_failed};
 pub use types::{
     Action, Child, ChildKind, Decision, EventNote, Observation, QUEUED_SAFETY_NET, QueueView,
@@ -89,7 +89,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
         thresholds: &run.spec.thresholds,
     };
     let refusal = match ValidatedRun::for_cluster(run.clone()) {
-        Err(err) => Err((reason::INVALID_SPEC, format!("invalid spec: {err}"))),
+        Err(err) => Err((Reason::InvalidSpec, format!("invalid spec: {err}"))),
         Ok(v) => {
             let uses = images::image_uses(run, &settings.target_image, &settings.loadgen_image);
             match settings.allowed_images.refusal(&uses) {
@@ -221,7 +221,7 @@ fn step_cell(
                 // Nothing is created: the cell ends now instead of waiting out the ready timeout,
                 // and there is nothing of it to clean up.
                 let before = d.actions.len();
-                fail_cell(&at, cause::UNSCHEDULABLE, why, ctx, d);
+                fail_cell(&at, Cause::Unschedulable, why, ctx, d);
                 d.actions.truncate(before);
                 return;
             }
@@ -243,7 +243,7 @@ fn step_cell(
                 return;
             }
             if let Some(message) = inspect::unschedulable(&obs.target_pods) {
-                fail_cell(&at, cause::UNSCHEDULABLE, message, ctx, d);
+                fail_cell(&at, Cause::Unschedulable, message, ctx, d);
                 return;
             }
             let waited = seconds_since(d.status.cells[index].start_time.as_ref(), ctx.now);
@@ -267,7 +267,7 @@ fn step_cell(
                         d.events.extend(engine::apply(&mut d.status, event, ctx));
                         d.requeue = Some(v.load_deadline());
                     }
-                    Err(message) => fail_cell(&at, cause::CHILD_BROKEN, message, ctx, d),
+                    Err(message) => fail_cell(&at, Cause::ChildBroken, message, ctx, d),
                 }
                 return;
             }
@@ -280,7 +280,7 @@ fn step_cell(
                     "the target was not ready within {}: {detail}",
                     run.spec.timeouts.ready
                 );
-                fail_cell(&at, cause::NEVER_READY, message, ctx, d);
+                fail_cell(&at, Cause::NeverReady, message, ctx, d);
                 return;
             }
             d.requeue = Some(Duration::from_secs((limit - waited).max(1) as u64));
@@ -317,7 +317,7 @@ fn wait_for_previous(at: &At, obs: &Observation, ctx: &Ctx, d: &mut Decision) ->
             previous.stopping.join(", ")
         );
         let before = d.actions.len();
-        fail_cell(at, cause::PREVIOUS_PODS_LINGERING, message, ctx, d);
+        fail_cell(at, Cause::PreviousPodsLingering, message, ctx, d);
         // Nothing of this step exists to delete.
         d.actions.truncate(before);
         return true;
@@ -356,21 +356,21 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
         // errors in it, and must not be called a success.
         let (why, message) = if message.contains("reason OOMKilled") {
             (
-                cause::OOM_KILLED,
+                Cause::OomKilled,
                 format!("{message}; raise the cell's memory"),
             )
         } else {
-            (cause::REPLICA_EXITED, message)
+            (Cause::ReplicaExited, message)
         };
         fail_cell(at, why, message, ctx, d);
         return;
     }
     if let Some((why, said)) = inspect::pod_failure(&obs.loadgen_pods)
-        && (why == cause::CHILD_BROKEN || why == cause::IMAGE_PULL)
+        && (why == Cause::ChildBroken || why == Cause::ImagePull)
     {
         // A load generator that cannot start (a Secret or key its headers name is missing, its
         // image cannot be pulled) never will: the cell fails now, not at the load deadline.
-        let hint = if why == cause::CHILD_BROKEN {
+        let hint = if why == Cause::ChildBroken {
             " (create the Secrets that spec.workload.endpoints[].headers[].valueFrom name, in \
              the run's namespace)"
         } else {
@@ -382,7 +382,7 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
     if let Some(res) = &obs.result {
         match res {
             Ok(doc) => succeed_cell(at, doc, obs.kubelet.as_ref(), ctx, d),
-            Err(why) => fail_cell(at, cause::RESULT_UNPARSABLE, why.clone(), ctx, d),
+            Err(why) => fail_cell(at, Cause::ResultUnparsable, why.clone(), ctx, d),
         }
         return;
     }
@@ -390,16 +390,16 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
         && let Some(message) = inspect::job_failure(job)
     {
         let (why, detail) = match &obs.loadgen_failure {
-            Some(line) if line.contains("OOMKilled") => (cause::OOM_KILLED, line.clone()),
-            Some(line) => (cause::of_loadgen_failure(line), line.clone()),
-            None => (cause::LOADGEN_FAILED, String::from("no log")),
+            Some(line) if line.contains("OOMKilled") => (Cause::OomKilled, line.clone()),
+            Some(line) => (Cause::of_loadgen_failure(line), line.clone()),
+            None => (Cause::LoadgenFailed, String::from("no log")),
         };
         let message = format!("load generator failed: {message}; last log line: {detail}");
         fail_cell(at, why, message, ctx, d);
         return;
     }
     if let Some(message) = inspect::target_oom(&obs.target_pods) {
-        fail_cell(at, cause::OOM_KILLED, message, ctx, d);
+        fail_cell(at, Cause::OomKilled, message, ctx, d);
         return;
     }
     let waited = seconds_since(d.status.cells[index].load_start_time.as_ref(), ctx.now);
@@ -407,7 +407,7 @@ fn step_running(at: &At, obs: &Observation, ctx: &Ctx, settings: &Settings, d: &
     let planned = at.v.planned_load().as_secs() as i64;
     if waited >= limit {
         let message = engine::timeout_message(at.v.load_deadline());
-        fail_cell(at, cause::TIMEOUT, message, ctx, d);
+        fail_cell(at, Cause::Timeout, message, ctx, d);
         return;
     }
     if obs.job.is_none() {
@@ -544,7 +544,7 @@ fn succeed_cell(
     d.actions.extend(after_cell(at, &d.status, false));
 }
 
-fn fail_cell(at: &At, why: &'static str, message: String, ctx: &Ctx, d: &mut Decision) {
+fn fail_cell(at: &At, why: Cause, message: String, ctx: &Ctx, d: &mut Decision) {
     let event = Event::CellFailed {
         cell: at.step.cell,
         cause: why,

@@ -115,7 +115,10 @@ fn a_run_past_its_deadline_fails_the_cell_with_timeout() {
     assert_eq!(at(100 + 424).status.cells[1].phase, CellPhase::Running);
     let d = at(100 + 426);
     assert_eq!(d.status.cells[1].phase, CellPhase::Failed);
-    assert_eq!(d.status.cells[1].reason.as_deref(), Some(cause::TIMEOUT));
+    assert_eq!(
+        d.status.cells[1].reason.as_deref(),
+        Some(Cause::Timeout.as_str())
+    );
     assert!(
         d.actions
             .iter()
@@ -187,7 +190,7 @@ fn a_load_generator_whose_target_never_answered_fails_the_cell_as_target_unreach
     );
     let c = &d.status.cells[1];
     assert_eq!(c.phase, CellPhase::Failed);
-    assert_eq!(c.reason.as_deref(), Some(cause::TARGET_UNREACHABLE));
+    assert_eq!(c.reason.as_deref(), Some(Cause::TargetUnreachable.as_str()));
     let message = c.message.as_deref().unwrap();
     assert!(
         message.contains("http://10.96.0.12:8080 did not answer"),
@@ -207,7 +210,7 @@ fn a_load_generator_whose_target_never_answered_fails_the_cell_as_target_unreach
     );
     assert_eq!(
         d.status.cells[1].reason.as_deref(),
-        Some(cause::LOADGEN_FAILED)
+        Some(Cause::LoadgenFailed.as_str())
     );
 }
 
@@ -247,7 +250,7 @@ fn a_running_cell_without_a_record_records_its_pods_and_then_holds_them_to_it() 
     assert_eq!(d.status.cells[1].phase, CellPhase::Failed);
     assert_eq!(
         d.status.cells[1].reason.as_deref(),
-        Some(cause::REPLICA_EXITED)
+        Some(Cause::ReplicaExited.as_str())
     );
     // Killed for memory instead: named OOMKilled, as while the target starts.
     let mut oom = target_pod("u1", 1);
@@ -269,7 +272,10 @@ fn a_running_cell_without_a_record_records_its_pods_and_then_holds_them_to_it() 
         ..Observation::default()
     };
     let e = decide(&run, &oom_obs, &now, &Settings::default());
-    assert_eq!(e.status.cells[1].reason.as_deref(), Some(cause::OOM_KILLED));
+    assert_eq!(
+        e.status.cells[1].reason.as_deref(),
+        Some(Cause::OomKilled.as_str())
+    );
     assert!(
         e.status.cells[1]
             .message
@@ -307,7 +313,7 @@ fn a_run_whose_every_cell_failed_ends_failed_not_succeeded() {
     );
     assert_eq!(d.status.phase, RunPhase::Failed);
     let complete = conditions::find(&d.status.conditions, conditions::COMPLETE).unwrap();
-    assert_eq!(complete.reason, reason::NO_CELL_MEASURED);
+    assert_eq!(complete.reason, Reason::NoCellMeasured);
     assert!(
         d.events
             .iter()

@@ -77,7 +77,7 @@ async fn a_refused_target_image_fails_the_run_and_creates_no_deployment_or_job()
         assert!(
             events
                 .iter()
-                .any(|e| e["reason"] == IMAGE_NOT_ALLOWED && e["type"] == "Warning"),
+                .any(|e| e["reason"] == IMAGE_NOT_ALLOWED.as_str() && e["type"] == "Warning"),
             "{events:#?}"
         );
 
@@ -128,7 +128,7 @@ async fn an_image_that_is_no_valid_reference_fails_the_run_even_when_its_string_
         assert!(
             events
                 .iter()
-                .any(|e| e["reason"] == INVALID_IMAGE_REFERENCE && e["type"] == "Warning"),
+                .any(|e| e["reason"] == INVALID_IMAGE_REFERENCE.as_str() && e["type"] == "Warning"),
             "{events:#?}"
         );
 

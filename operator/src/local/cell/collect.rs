@@ -12,7 +12,7 @@ use benchmatrix_loadgen::result::RunResult;
 use super::launch::Ready;
 use super::supervise::{EndReadings, Readings};
 use super::{Failure, round3};
-use crate::api::conditions::cause;
+use crate::api::conditions::Cause;
 use crate::api::{BenchmarkRunSpec, ReplicaPhaseShare, ReplicaShare, TargetStats};
 use crate::local::loadgen::Loadgen;
 use crate::local::replicas::ReplicaSet;
@@ -35,9 +35,9 @@ pub fn read_result(path: &Path, status: ExitStatus, lg: &Loadgen) -> Result<RunR
             let message = format!("the load generator failed: {why}; its last output: {words}");
             Err(Failure {
                 cause: if ok {
-                    cause::RESULT_UNPARSABLE
+                    Cause::ResultUnparsable
                 } else {
-                    cause::of_loadgen_failure(&words)
+                    Cause::of_loadgen_failure(&words)
                 },
                 message,
             })

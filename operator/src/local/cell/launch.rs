@@ -8,7 +8,7 @@ use benchmatrix_loadgen::request::HeaderValues;
 use super::plan::{LoadFiles, LoadgenPlacement};
 use super::{CellContext, Failure};
 use crate::api::Enforcement;
-use crate::api::conditions::cause;
+use crate::api::conditions::Cause;
 use crate::local::cgroup::{Cgroup, Enforcement as Enforced};
 use crate::local::loadgen::Loadgen;
 use crate::local::progress::Event;
@@ -39,7 +39,7 @@ pub fn start_replicas(
     let spec = ctx.run.spec();
     let cpu = cell.cpu.cpu_cores().ok();
     let port = free_port().map_err(|e| Failure {
-        cause: cause::SPAWN_FAILED,
+        cause: Cause::SpawnFailed,
         message: format!("no free port: {e}"),
     })?;
     let launch = Launch {
@@ -75,7 +75,7 @@ pub fn start_replicas(
     let set = ReplicaSet::start(&launch, ctx.backend).map_err(|e| Failure {
         // A replica that died because of the same Ctrl-C is not the cell's fault.
         cause: if signals::interrupted() {
-            cause::INTERRUPTED
+            Cause::Interrupted
         } else {
             e.reason
         },
@@ -112,7 +112,7 @@ pub fn loadgen_cgroup(
             placement.first_cpu,
         )
         .map_err(|e| Failure {
-            cause: cause::CGROUP_FAILED,
+            cause: Cause::CgroupFailed,
             message: e.to_string(),
         })
 }
@@ -143,7 +143,7 @@ pub fn alive_before_load(set: &mut ReplicaSet) -> Result<(), Failure> {
     // cell before any load.
     if let Some(why) = set.first_exit() {
         return Err(Failure {
-            cause: cause::REPLICA_EXITED,
+            cause: Cause::ReplicaExited,
             message: format!("{why} (before the load started)"),
         });
     }
@@ -166,7 +166,7 @@ pub fn start_loadgen(
         header_values,
     )
     .map_err(|e| Failure {
-        cause: cause::LOADGEN_FAILED,
+        cause: Cause::LoadgenFailed,
         message: format!("cannot start the load generator: {e}"),
     })
 }

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cgroup::Backend;
 use super::progress::{Display, Step};
-use crate::api::conditions::now;
+use crate::api::conditions::{Cause, now};
 use crate::api::{CellResult, Enforcement, TargetStats};
 use crate::engine::ValidatedRun;
 use crate::plan::Cell;
@@ -50,7 +50,7 @@ pub enum CellOutcome {
     /// The cell failed (or was interrupted: cause `Interrupted`).
     Failed {
         /// Why, one of [`crate::api::conditions::cause`].
-        cause: &'static str,
+        cause: Cause,
         /// What happened, in a sentence.
         message: String,
         /// Seconds the runner spent on the cell, rounded to hundredths.
@@ -89,7 +89,7 @@ pub struct Measured {
 #[derive(Debug)]
 pub struct Failure {
     /// One of [`crate::api::conditions::cause`].
-    pub cause: &'static str,
+    pub cause: Cause,
     /// What happened, in a sentence.
     pub message: String,
 }

@@ -9,7 +9,7 @@ use benchmatrix_loadgen::plan::PlanFile;
 
 use super::Failure;
 use crate::api::BenchmarkRunSpec;
-use crate::api::conditions::cause;
+use crate::api::conditions::Cause;
 use crate::engine::ValidatedRun;
 use crate::local::replicas::ReplicaSet;
 use crate::plan::Cell;
@@ -97,7 +97,7 @@ pub fn write_plan(
         .map_err(std::io::Error::other)
         .and_then(|t| fs::write(&files.plan, t))
         .map_err(|e| Failure {
-            cause: cause::LOADGEN_FAILED,
+            cause: Cause::LoadgenFailed,
             message: format!("cannot write {}: {e}", files.plan.display()),
         })?;
     Ok(files)

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::plan::LoadTiming;
 use super::{CellContext, Failure};
 use crate::api::BenchmarkRunSpec;
-use crate::api::conditions::cause;
+use crate::api::conditions::Cause;
 use crate::local::cgroup::CpuUsage;
 use crate::local::loadgen::Loadgen;
 use crate::local::progress::{Event, ProgressLine};
@@ -77,7 +77,7 @@ pub fn supervise(
         if let Some(why) = set.first_exit() {
             let when = elapsed.saturating_sub(late_by);
             break Err(Failure {
-                cause: cause::REPLICA_EXITED,
+                cause: Cause::ReplicaExited,
                 message: phase_note(why, when, boundaries, spec),
             });
         }
@@ -86,7 +86,7 @@ pub fn supervise(
             match set.first_exit() {
                 Some(why) => {
                     break Err(Failure {
-                        cause: cause::REPLICA_EXITED,
+                        cause: Cause::ReplicaExited,
                         message: format!("{why} (as the load ended)"),
                     });
                 }
@@ -98,7 +98,7 @@ pub fn supervise(
         }
         if load_started.elapsed() > timing.deadline {
             break Err(Failure {
-                cause: cause::TIMEOUT,
+                cause: Cause::Timeout,
                 message: crate::engine::timeout_message(timing.deadline),
             });
         }
@@ -142,7 +142,7 @@ pub fn last_progress(ctx: &mut CellContext, lg: &Loadgen) {
 
 fn interrupted() -> Failure {
     Failure {
-        cause: cause::INTERRUPTED,
+        cause: Cause::Interrupted,
         message: "interrupted by SIGINT/SIGTERM".to_string(),
     }
 }
