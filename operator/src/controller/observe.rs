@@ -20,8 +20,8 @@ use std::sync::Arc;
 use super::build::{self, LOADGEN_CONTAINER, ROLE_LOADGEN, ROLE_TARGET};
 use super::decide::{self, Observation, QueueView};
 use super::error::Error;
-use crate::api::conditions::secs_of;
-use crate::api::{BenchmarkRun, CellPhase, RunPhase};
+use crate::api::{BenchmarkRun, RunPhase};
+use crate::engine::machine::{self, Look, StepAt};
 use crate::kubelet::reader::{self, KubeletReader};
 use crate::kubelet::{ContainerFigures, Window};
 
@@ -70,87 +70,114 @@ pub async fn observe(
         obs.nodes = list_nodes(client).await?;
         return Ok(obs);
     }
-    let Some(step) = decide::current_step(run.status.as_ref()) else {
+    let Some(status) = run.status.as_ref() else {
         return Ok(obs);
     };
-    let (index, phase) = (step.cell, step.phase);
     let ns = run.namespace().unwrap_or_else(|| "default".into());
-    let Some(cell) = run
-        .status
-        .as_ref()
-        .and_then(|s| s.cells.get(index))
-        .map(|c| c.name.clone())
-    else {
-        return Ok(obs);
-    };
-    let at = build::CellRun {
-        run,
-        cell: &cell,
-        repetition: step.repetition,
-    };
-    let name = at.child_name();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    match phase {
-        CellPhase::Deploying => {
+    let child = |at: StepAt| {
+        let cell = status.cells.get(at.cell)?.name.clone();
+        Some((cell, at.repetition))
+    };
+    match machine::look(status, now, planned_load(run)) {
+        Look::Nothing => {}
+        Look::BeforeDeploy { after_another, .. } => {
+            if after_another {
+                // Pods of the previous cell (or repetition) whose containers still run would
+                // take CPU from this one: the machine waits for them (and decide deletes any
+                // left behind).
+                obs.run_pods = pods
+                    .list(&ListParams::default().labels(&format!(
+                        "{}={}",
+                        build::RUN_LABEL,
+                        run.name_any()
+                    )))
+                    .await?
+                    .items;
+            }
+            obs.nodes = list_nodes(client).await?;
+        }
+        Look::Target(at) => {
+            let Some((cell, repetition)) = child(at) else {
+                return Ok(obs);
+            };
+            let at = build::CellRun {
+                run,
+                cell: &cell,
+                repetition,
+            };
+            let name = at.child_name();
             (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
             obs.target_pods = target_pods(&pods, &at).await?;
         }
-        CellPhase::Running => {
-            obs.job = Api::<Job>::namespaced(client.clone(), &ns)
-                .get_opt(&name)
-                .await?;
-            obs.target_pods = target_pods(&pods, &at).await?;
-            if let Some(job) = &obs.job {
-                if decide::job_failed(job) {
-                    obs.loadgen_failure = read_failure(&pods, &at).await?;
-                    if let Some(k) = kubelet {
-                        k.forget(&name);
-                    }
-                } else {
-                    if let Some(k) = kubelet {
-                        start_sampling(client, k, run, &name, &obs.target_pods).await;
-                    }
-                    // The result is read as soon as every load generator container has ended
-                    // well, not when the Job controller gets round to marking the Job complete
-                    // (a second or more later on a busy control plane).
-                    let loadgen = loadgen_pods(&pods, &at).await?;
-                    if decide::job_complete(job) || all_succeeded(job, &loadgen) {
-                        obs.result = Some(read_results(&pods, &loadgen).await?);
-                    } else if load_is_over(run, index, now) {
-                        // The load should be over, but the kubelet has not reported the pods'
-                        // end yet (it can take seconds, more after an API server outage): the
-                        // result is the last line a load generator prints, so a whole document
-                        // there is the result, whatever the pod's status says.
-                        obs.result = read_printed_results(&pods, job, &loadgen).await?;
-                    }
-                    if let (Some(k), Some(result)) = (kubelet, &obs.result) {
-                        obs.kubelet = kubelet_figures(k, &name, result).await;
-                    }
-                    obs.loadgen_pods = loadgen;
-                }
-            } else {
-                // A missing Job is re-created from the Service address and the pod IPs.
-                (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
-            }
+        Look::Load { at, load_over } => {
+            let Some((cell, repetition)) = child(at) else {
+                return Ok(obs);
+            };
+            let at = build::CellRun {
+                run,
+                cell: &cell,
+                repetition,
+            };
+            let name = at.child_name();
+            read_load(client, &pods, &ns, run, &at, &name, load_over, kubelet, &mut obs).await?;
         }
-        CellPhase::Pending if index > 0 || step.repetition > 1 => {
-            // Pods of the previous cell (or repetition) whose containers still run would take
-            // CPU from this one: decide waits for them (and deletes any left behind).
-            obs.run_pods = pods
-                .list(&ListParams::default().labels(&format!(
-                    "{}={}",
-                    build::RUN_LABEL,
-                    run.name_any()
-                )))
-                .await?
-                .items;
-            obs.nodes = list_nodes(client).await?;
-        }
-        // The first cell sent back to Pending (its Job and target vanished): deployed again.
-        CellPhase::Pending => obs.nodes = list_nodes(client).await?,
-        _ => {}
     }
     Ok(obs)
+}
+
+/// What a running load shows: the Job, the target pods, the load generator's pods, and its
+/// result once it has ended (or, `load_over`, once it has printed it); the kubelet sampler is
+/// started with the load and finished with the result.
+#[allow(clippy::too_many_arguments)]
+async fn read_load(
+    client: &kube::Client,
+    pods: &Api<Pod>,
+    ns: &str,
+    run: &BenchmarkRun,
+    at: &build::CellRun<'_>,
+    name: &str,
+    load_over: bool,
+    kubelet: Option<&Arc<KubeletReader>>,
+    obs: &mut Observation,
+) -> Result<(), Error> {
+    obs.job = Api::<Job>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await?;
+    obs.target_pods = target_pods(pods, at).await?;
+    let Some(job) = &obs.job else {
+        // A missing Job is made again from the Service address and the pod IPs.
+        (obs.deployment, obs.service) = deployment_and_service(client, ns, name).await?;
+        return Ok(());
+    };
+    if decide::job_failed(job) {
+        obs.loadgen_failure = read_failure(pods, at).await?;
+        if let Some(k) = kubelet {
+            k.forget(name);
+        }
+        return Ok(());
+    }
+    if let Some(k) = kubelet {
+        start_sampling(client, k, run, name, &obs.target_pods).await;
+    }
+    // The result is read as soon as every load generator container has ended well, not when
+    // the Job controller gets round to marking the Job complete (a second or more later on a
+    // busy control plane).
+    let loadgen = loadgen_pods(pods, at).await?;
+    if decide::job_complete(job) || all_succeeded(job, &loadgen) {
+        obs.result = Some(read_results(pods, &loadgen).await?);
+    } else if load_over {
+        // The load should be over, but the kubelet has not reported the pods' end yet (it can
+        // take seconds, more after an API server outage): the result is the last line a load
+        // generator prints, so a whole document there is the result, whatever the pod's status
+        // says.
+        obs.result = read_printed_results(pods, job, &loadgen).await?;
+    }
+    if let (Some(k), Some(result)) = (kubelet, &obs.result) {
+        obs.kubelet = kubelet_figures(k, name, result).await;
+    }
+    obs.loadgen_pods = loadgen;
+    Ok(())
 }
 
 /// The cluster's nodes, for the fit check before a cell is deployed. An operator that may not
@@ -204,8 +231,6 @@ async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Po
         .items)
 }
 
-/// Whether the planned load (warm-up and phases) of the current cell has had time to end since
-/// its load started.
 /// The load the spec plans for each repetition: warm-up and phases.
 fn planned_load(run: &BenchmarkRun) -> std::time::Duration {
     let w = &run.spec.workload;
@@ -266,18 +291,6 @@ pub fn measured_window(result: &RunResult) -> Option<Window> {
     let start_ms = first.started_unix_ms?;
     let end_ms = last.started_unix_ms? + (last.duration_secs * 1000.0).round() as i64;
     (end_ms > start_ms).then_some(Window { start_ms, end_ms })
-}
-
-fn load_is_over(run: &BenchmarkRun, cell: usize, now: &Time) -> bool {
-    let Some(started) = run
-        .status
-        .as_ref()
-        .and_then(|s| s.cells.get(cell))
-        .and_then(|c| c.load_start_time.as_ref())
-    else {
-        return false;
-    };
-    secs_of(now) - secs_of(started) >= planned_load(run).as_secs() as i64
 }
 
 /// The merged result of load generator pods that have printed it but are not yet reported

@@ -1,6 +1,8 @@
-//! The two executors agree: one run told to the operator's `decide` (as Kubernetes objects)
-//! and to the local runner's recording (as cell outcomes) ends in the same status document,
-//! field by field, apart from the fields that describe the executor itself.
+//! The two executors agree: a scenario is written once, as moments in time, and told to the
+//! operator's `decide` (as the Kubernetes objects a cluster would show) and to the machine as
+//! the local runner tells it (as the facts its processes show). Both must give the same
+//! commands at each moment and end in the same status document, field by field, apart from the
+//! fields that describe the executor itself.
 
 use std::time::Duration;
 
@@ -14,8 +16,7 @@ use super::*;
 use crate::api::BenchmarkRun;
 use crate::api::conditions::time_from_secs;
 use crate::controller::decide::{Observation, Settings, decide};
-use crate::local::cell::{self, CellOutcome};
-use crate::local::runner::{deploying, events_of};
+use crate::engine::machine::{self, Command, Seen};
 
 const SPEC: &str = r#"
 apiVersion: benchmatrix.dev/v1alpha1
@@ -84,81 +85,234 @@ fn ready_objects() -> Observation {
     }
 }
 
-/// The run on a cluster: cell a measured, cell b never finishes its load (a timeout).
-fn on_a_cluster() -> BenchmarkRunStatus {
-    let mut run: BenchmarkRun = crate::validate::parse_benchmark_run(SPEC).unwrap();
-    let settings = Settings::default();
-    let mut step = |obs: Observation, at: i64| {
-        let d = decide(&run, &obs, &time_from_secs(at), &settings);
-        run.status = Some(d.status);
-    };
-    step(Observation::default(), 0); // admitted, a deploying
-    step(ready_objects(), 2); // a's load starts
-    let done = Observation {
-        job: Some(Job::default()),
-        result: Some(Ok(result_doc())),
-        ..ready_objects()
-    };
-    step(done, 9); // a measured
-    step(Observation::default(), 9); // b deploying
-    step(ready_objects(), 10); // b's load starts
-    let running = Observation {
-        job: Some(Job::default()),
-        ..ready_objects()
-    };
-    // Past the check's bound (the default ready timeout), warm-up + phase and the default slack.
-    step(running, 10 + 300 + 6 + 120);
-    step(Observation::default(), 436); // the run ends
-    run.status.unwrap()
+/// Something that happens in a scenario, at a time: told to the operator as the objects a
+/// cluster would show, and to the machine as the facts the local runner reports.
+#[derive(Debug, Clone)]
+enum Moment {
+    /// Time passes with nothing new to see.
+    Nothing,
+    /// Every replica is ready.
+    Ready,
+    /// The load generator ended with this result.
+    Result,
+    /// A target replica exited while the load ran.
+    ReplicaExit,
+    /// The load generator failed with these last words.
+    LoadgenFailed(&'static str),
 }
 
-/// The same run on one machine, as the local runner records its cells' outcomes.
-fn on_one_machine() -> BenchmarkRunStatus {
+/// A scenario: moments at whole seconds, and the commands the machine must give for each
+/// (their kinds: "deploy", "start", "collect", "stop", "end"; wake-ups are left out).
+struct Scenario {
+    moments: Vec<(i64, Moment)>,
+    commands: Vec<Vec<&'static str>>,
+}
+
+fn kinds(commands: &[Command]) -> Vec<&'static str> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Deploy(_) => Some("deploy"),
+            Command::StartLoad(_) => Some("start"),
+            Command::Collect(_) => Some("collect"),
+            Command::Stop { .. } => Some("stop"),
+            Command::Ended => Some("end"),
+            Command::WakeIn(_) => None,
+        })
+        .collect()
+}
+
+/// The scenario on a cluster, through `decide`; the machine's commands at each moment.
+fn on_a_cluster(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static str>>) {
+    let mut run: BenchmarkRun = crate::validate::parse_benchmark_run(SPEC).unwrap();
+    let settings = Settings::default();
+    let mut commands = Vec::new();
+    for (at, moment) in &scenario.moments {
+        let phase = run
+            .status
+            .as_ref()
+            .and_then(crate::engine::next_step)
+            .map(|s| s.phase);
+        let obs = match (moment, phase) {
+            (Moment::Ready, _) => ready_objects(),
+            (Moment::Result, _) => Observation {
+                job: Some(Job::default()),
+                result: Some(Ok(result_doc())),
+                ..ready_objects()
+            },
+            (Moment::ReplicaExit, _) => {
+                let mut obs = Observation {
+                    job: Some(Job::default()),
+                    ..ready_objects()
+                };
+                obs.target_pods[0].metadata.uid = Some("p2".into());
+                obs
+            }
+            (Moment::LoadgenFailed(words), _) => Observation {
+                job: Some(failed_job()),
+                loadgen_failure: Some(words.to_string()),
+                ..ready_objects()
+            },
+            // While the load runs, its Job is there.
+            (Moment::Nothing, Some(CellPhase::Running)) => Observation {
+                job: Some(Job::default()),
+                ..ready_objects()
+            },
+            (Moment::Nothing, _) => Observation {
+                deployment: ready_objects().deployment,
+                service: ready_objects().service,
+                ..Observation::default()
+            },
+        };
+        let d = decide(&run, &obs, &time_from_secs(*at), &settings);
+        commands.push(kinds(&d.commands));
+        run.status = Some(d.status);
+    }
+    (run.status.unwrap(), commands)
+}
+
+/// The scenario on one machine: the facts a `LocalStep` reports for each moment, given to the
+/// machine as the local runner gives them.
+fn on_one_machine(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static str>>) {
     let v = ValidatedRun::parse(SPEC).unwrap();
     let mut status = BenchmarkRunStatus::default();
-    let apply_at = |status: &mut BenchmarkRunStatus, event: Event, at: i64| {
-        let now = time_from_secs(at);
-        let ctx = Ctx {
-            generation: None,
-            now: &now,
-            stop_on_failure: false,
-            repeat: v.repeat(),
-            thresholds: &[],
+    let start = time_from_secs(0);
+    record(&mut status, Event::admitted(v.cells()), &Ctx::of(&v, None, &start));
+    let mut commands = Vec::new();
+    for (at, moment) in &scenario.moments {
+        let now = time_from_secs(*at);
+        let ctx = Ctx::of(&v, None, &now);
+        let seen = match moment {
+            Moment::Nothing => Seen::default(),
+            Moment::Ready => Seen {
+                ready: Some(Ok(machine::Ready::default())),
+                ..Seen::default()
+            },
+            // The load generator's end is seen first, then (after the collect) its result.
+            Moment::Result => {
+                let ended = Seen {
+                    load_exited: true,
+                    ..Seen::default()
+                };
+                let first = machine::advance(&mut status, ended, &ctx);
+                let doc = result_doc();
+                let measured = Measured {
+                    results: results::cell_results(&doc),
+                    target: results::target_stats(&doc),
+                    message: "warm-up + phases 6.0 s ran in 6.1 s".into(),
+                    histograms: results::histograms(&doc),
+                    ..Measured::default()
+                };
+                let read = Seen {
+                    result: Some(Ok(Box::new(measured))),
+                    ..Seen::default()
+                };
+                let mut both = first.commands;
+                both.extend(machine::advance(&mut status, read, &ctx).commands);
+                commands.push(kinds(&both).into_iter().filter(|k| *k != "collect").collect());
+                continue;
+            }
+            Moment::ReplicaExit => Seen {
+                replica_exited: Some("replica pod-0 exited".into()),
+                ..Seen::default()
+            },
+            Moment::LoadgenFailed(words) => Seen {
+                load_failed: Some((
+                    Cause::of_loadgen_failure(words),
+                    format!("load generator failed: x; last log line: {words}"),
+                )),
+                ..Seen::default()
+            },
         };
-        apply(status, event, &ctx);
-    };
-    apply_at(&mut status, Event::admitted(v.cells()), 0);
-    apply_at(&mut status, deploying(&v.cells()[0]), 0);
-    let doc = result_doc();
-    let measured = CellOutcome::Measured(Box::new(cell::Measured {
-        results: results::cell_results(&doc),
-        target: results::target_stats(&doc).unwrap_or_default(),
-        enforcement: Enforcement::default(),
-        overhead_seconds: 0.4,
-        message: "warm-up + phases 6.0 s ran in 6.1 s".into(),
-        start_time: time_from_secs(0),
-        load_start_time: time_from_secs(2),
-        raw: doc,
-    }));
-    let (events, _) = events_of(0, measured, time_from_secs(9));
-    for (event, at) in events {
-        apply_at(&mut status, event, conditions::secs_of(&at));
+        commands.push(kinds(&machine::advance(&mut status, seen, &ctx).commands));
     }
-    apply_at(&mut status, deploying(&v.cells()[1]), 9);
-    let timed_out = CellOutcome::Failed {
-        cause: Cause::Timeout,
-        message: timeout_message(v.load_deadline()),
-        overhead_seconds: 0.2,
-        start_time: time_from_secs(9),
-        load_start_time: Some(time_from_secs(10)),
-        enforcement: None,
-    };
-    let (events, _) = events_of(1, timed_out, time_from_secs(436));
-    for (event, at) in events {
-        apply_at(&mut status, event, conditions::secs_of(&at));
+    (status, commands)
+}
+
+fn failed_job() -> Job {
+    serde_json::from_value(json!({"status": {"failed": 1, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "x"}]}}))
+    .unwrap()
+}
+
+/// Cell a measured, cell b never finishes its load (a timeout).
+fn measured_then_timed_out() -> Scenario {
+    Scenario {
+        moments: vec![
+            (0, Moment::Nothing), // a deploying
+            (2, Moment::Ready),   // a's load starts
+            (9, Moment::Result),  // a measured
+            (9, Moment::Nothing), // b deploying
+            (10, Moment::Ready),  // b's load starts
+            // Past the check's bound (the default ready timeout), warm-up + phase and the
+            // default slack.
+            (10 + 300 + 6 + 120, Moment::Nothing),
+            (436, Moment::Nothing), // the run ends
+        ],
+        commands: vec![
+            vec!["deploy"],
+            vec!["start"],
+            vec!["stop"],
+            vec!["deploy"],
+            vec!["start"],
+            vec!["stop"],
+            vec!["end"],
+        ],
     }
-    apply_at(&mut status, Event::Finished { interrupted: false }, 436);
-    status
+}
+
+/// Cell a loses a replica during its load; cell b's load generator cannot reach the target;
+/// a replica exit and the result seen at once go to the exit.
+fn replica_exit_then_unreachable() -> Scenario {
+    Scenario {
+        moments: vec![
+            (0, Moment::Nothing),
+            (2, Moment::Ready),
+            (5, Moment::ReplicaExit),
+            (5, Moment::Nothing),
+            (6, Moment::Ready),
+            (
+                8,
+                Moment::LoadgenFailed(benchmatrix_loadgen::preflight::UNREACHABLE),
+            ),
+            (8, Moment::Nothing),
+        ],
+        commands: vec![
+            vec!["deploy"],
+            vec!["start"],
+            vec!["stop"],
+            vec!["deploy"],
+            vec!["start"],
+            vec!["stop"],
+            vec!["end"],
+        ],
+    }
+}
+
+#[test]
+fn both_executors_give_the_same_commands_for_the_same_scenario() {
+    for (name, scenario) in [
+        ("measured then timed out", measured_then_timed_out()),
+        ("replica exit then unreachable", replica_exit_then_unreachable()),
+    ] {
+        let (_, cluster) = on_a_cluster(&scenario);
+        let (_, local) = on_one_machine(&scenario);
+        assert_eq!(cluster, scenario.commands, "{name}: on a cluster");
+        assert_eq!(local, scenario.commands, "{name}: on one machine");
+    }
+}
+
+#[test]
+fn a_failure_scenario_ends_alike_with_the_causes_the_machine_chose() {
+    let scenario = replica_exit_then_unreachable();
+    let cluster = without_executor_fields(on_a_cluster(&scenario).0);
+    let local = without_executor_fields(on_one_machine(&scenario).0);
+    assert_eq!(cluster["cells"][0]["reason"], Cause::ReplicaExited.as_str());
+    assert_eq!(local["cells"][0]["reason"], Cause::ReplicaExited.as_str());
+    assert_eq!(cluster["cells"][1]["reason"], Cause::TargetUnreachable.as_str());
+    assert_eq!(local["cells"][1]["reason"], Cause::TargetUnreachable.as_str());
+    assert_eq!(cluster["phase"], "Failed", "no cell measured");
+    assert_eq!(cluster["phase"], local["phase"]);
 }
 
 /// Clears what describes the executor rather than the run: the spec generation (a cluster
@@ -173,17 +327,17 @@ fn without_executor_fields(mut status: BenchmarkRunStatus) -> serde_json::Value 
         c.enforcement = None;
         c.overhead_seconds = None;
         c.target_pods.clear();
-        if c.phase == CellPhase::Succeeded {
-            c.message = None;
-        }
+        // The sentence each executor writes about a measurement or a failure is its own.
+        c.message = None;
     }
     serde_json::to_value(&status).unwrap()
 }
 
 #[test]
 fn a_run_on_a_cluster_and_on_one_machine_end_in_the_same_status_field_by_field() {
-    let cluster = without_executor_fields(on_a_cluster());
-    let local = without_executor_fields(on_one_machine());
+    let scenario = measured_then_timed_out();
+    let cluster = without_executor_fields(on_a_cluster(&scenario).0);
+    let local = without_executor_fields(on_one_machine(&scenario).0);
     // Field by field, so a disagreement names its path.
     let mut differences = Vec::new();
     compare("status", &cluster, &local, &mut differences);
@@ -204,9 +358,10 @@ fn a_run_on_a_cluster_and_on_one_machine_end_in_the_same_status_field_by_field()
     for t in ["SpecValid", "CellFailed", "Progressing", "Complete"] {
         assert!(types.contains(&t), "{types:?}");
     }
+    let cluster_status = on_a_cluster(&scenario).0;
     assert_eq!(
-        cluster["cells"][1]["message"],
-        timeout_message(Duration::from_secs(300 + 6 + 120))
+        cluster_status.cells[1].message.as_deref(),
+        Some(timeout_message(Duration::from_secs(300 + 6 + 120)).as_str())
     );
 }
 

@@ -12,6 +12,7 @@
 
 pub mod bound;
 pub mod end;
+pub mod machine;
 pub mod step;
 mod validated;
 
@@ -38,7 +39,8 @@ pub use end::{RunEnd, run_end};
 pub use step::{Step, next_step};
 pub use validated::{ValidatedRun, preflight};
 
-/// What an event is applied with: the run's fixed settings and the time it happened.
+/// What an event is recorded (and a step advanced) with: the run's fixed settings and the
+/// time it happened.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
     /// The spec generation the status describes (`None` locally).
@@ -51,6 +53,84 @@ pub struct Ctx<'a> {
     pub repeat: u32,
     /// spec.thresholds, judged when the run ends.
     pub thresholds: &'a [Threshold],
+    /// The run's timeouts and cleanup policy, which the machine keeps.
+    pub limits: Limits,
+    /// The matrix's cells (for the words of a deployment).
+    pub cells: &'a [crate::plan::Cell],
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of `run` at `now`; `generation` is the spec's (`None` locally).
+    pub fn of(run: &'a ValidatedRun, generation: Option<i64>, now: &'a Time) -> Ctx<'a> {
+        let spec = run.spec();
+        Ctx {
+            generation,
+            now,
+            stop_on_failure: spec.stop_on_failure,
+            repeat: run.repeat(),
+            thresholds: &spec.thresholds,
+            limits: Limits::of(run),
+            cells: run.cells(),
+        }
+    }
+}
+
+impl Ctx<'static> {
+    /// The context of a run whose spec did not validate: enough to record its refusal, with
+    /// no cell and the default limits.
+    pub fn unvalidated<'b>(
+        run: &'b crate::api::BenchmarkRun,
+        generation: Option<i64>,
+        now: &'b Time,
+    ) -> Ctx<'b> {
+        Ctx {
+            generation,
+            now,
+            stop_on_failure: run.spec.stop_on_failure,
+            repeat: run.spec.repeat.max(1),
+            thresholds: &run.spec.thresholds,
+            limits: Limits::default(),
+            cells: &[],
+        }
+    }
+}
+
+/// What bounds a step, from the spec: the machine's timeouts and what a finished cell keeps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// spec.timeouts.ready: for the target to become ready, and for the previous step's
+    /// processes to stop.
+    pub ready: std::time::Duration,
+    /// How long the load may run ([`ValidatedRun::load_deadline`]).
+    pub load_deadline: std::time::Duration,
+    /// Warm-up and phases.
+    pub planned_load: std::time::Duration,
+    /// spec.cleanup.
+    pub cleanup: crate::api::CleanupPolicy,
+}
+
+impl Limits {
+    /// The limits of `run`.
+    pub fn of(run: &ValidatedRun) -> Limits {
+        Limits {
+            ready: run.spec().timeouts.ready.get(),
+            load_deadline: run.load_deadline(),
+            planned_load: run.planned_load(),
+            cleanup: run.spec().cleanup,
+        }
+    }
+}
+
+impl Default for Limits {
+    /// The spec's defaults for a 10 s load (tests of events that need no timeout).
+    fn default() -> Self {
+        Limits {
+            ready: std::time::Duration::from_secs(120),
+            load_deadline: std::time::Duration::from_secs(190),
+            planned_load: std::time::Duration::from_secs(10),
+            cleanup: crate::api::CleanupPolicy::default(),
+        }
+    }
 }
 
 /// What a cell measured: the figures and how the measurement went.
@@ -202,15 +282,15 @@ impl Note {
     }
 }
 
-/// Applies `event` to `status`; returns the notes worth publishing. Every text of the status
+/// Records `event` in `status`; returns the notes worth publishing. Every text of the status
 /// is then within its [`bound`], whatever the executor reported.
-pub fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
-    let notes = apply_event(status, event, ctx);
+pub fn record(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+    let notes = record_event(status, event, ctx);
     bound::clip_status(status);
     notes
 }
 
-fn apply_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
     let g = ctx.generation;
     let now = ctx.now;
     match event {

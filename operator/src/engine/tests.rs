@@ -9,6 +9,8 @@ fn ctx(now: &Time, repeat: u32, stop_on_failure: bool) -> Ctx<'_> {
         stop_on_failure,
         repeat,
         thresholds: &[],
+        limits: Limits::default(),
+        cells: &[],
     }
 }
 
@@ -60,7 +62,7 @@ fn drive(
     let mut order = Vec::new();
     while let Some(step) = next_step(status) {
         order.push((step.cell, step.repetition));
-        apply(
+        record(
             status,
             Event::CellDeploying {
                 cell: step.cell,
@@ -68,10 +70,10 @@ fn drive(
             },
             &c,
         );
-        apply(status, measure(step.cell, step.repetition), &c);
+        record(status, measure(step.cell, step.repetition), &c);
         assert!(order.len() < 100, "the run never ends: {order:?}");
     }
-    apply(status, Event::Finished { interrupted: false }, &c);
+    record(status, Event::Finished { interrupted: false }, &c);
     order
 }
 
@@ -85,7 +87,7 @@ fn admitted(cells: &[&str], repeat: u32) -> BenchmarkRunStatus {
             reserved_cpu: Some(2.0),
         })
         .collect();
-    apply(
+    record(
         &mut status,
         Event::Admitted { cells },
         &ctx(&now, repeat, false),
@@ -194,13 +196,13 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
     let now = time_from_secs(1_000);
     let c = ctx(&now, 2, true);
     // a measured once, then b fails its first repetition: a's second never runs.
-    apply(&mut status, measured(0, 10.0, 100, 1.0), &c);
+    record(&mut status, measured(0, 10.0, 100, 1.0), &c);
     assert_eq!(
         status.progress.as_deref(),
         Some("1/4"),
         "one of 2 x 2 measured"
     );
-    let notes = apply(
+    let notes = record(
         &mut status,
         Event::CellFailed {
             cell: 1,
@@ -214,7 +216,7 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
     assert!(notes[0].warning);
     assert_eq!(status.cells[0].phase, CellPhase::Skipped);
     assert_eq!(next_step(&status), None);
-    apply(&mut status, Event::Finished { interrupted: false }, &c);
+    record(&mut status, Event::Finished { interrupted: false }, &c);
     assert_eq!(status.phase, RunPhase::Failed);
 }
 
@@ -252,7 +254,7 @@ fn repetitions_add_their_histograms_into_the_cell_which_drops_them_once_merged()
     let key = results::repeat::histogram_key("mixed", "fast");
     let mut sum = histogram::decode(&reps[0]).unwrap();
     for (i, h) in reps.iter().enumerate() {
-        apply(&mut status, measured_with_histogram(0, h.clone()), &c);
+        record(&mut status, measured_with_histogram(0, h.clone()), &c);
         if i > 0 {
             histogram::add(&mut sum, &histogram::decode(h).unwrap()).unwrap();
         }
@@ -299,9 +301,9 @@ fn a_stream_whose_histogram_outgrows_its_share_has_no_merged_latency() {
     let mut status = admitted(&cells.iter().map(String::as_str).collect::<Vec<_>>(), 2);
     assert_eq!(bound::histogram_share(16, 1), Some(8 * 1024));
     assert!(wide.len() > 8 * 1024, "{}", wide.len());
-    apply(&mut status, measured_with_histogram(0, wide), &c);
+    record(&mut status, measured_with_histogram(0, wide), &c);
     assert!(status.cells[0].histograms.is_empty());
-    apply(
+    record(
         &mut status,
         measured_with_histogram(0, histogram_of(&[1_000], 10)),
         &c,
@@ -325,7 +327,7 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
         restarts: 0,
     }];
     for cell in [0, 1] {
-        apply(
+        record(
             &mut status,
             Event::LoadStarted {
                 cell,
@@ -336,9 +338,9 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
         );
         assert_eq!(status.cells[cell].target_pods, pods);
     }
-    apply(&mut status, measured(0, 10.0, 100, 1.0), &c);
+    record(&mut status, measured(0, 10.0, 100, 1.0), &c);
     let words = "the pod said <this> & that. ".repeat(1_000);
-    apply(
+    record(
         &mut status,
         Event::CellFailed {
             cell: 1,
@@ -364,13 +366,13 @@ fn an_interrupted_run_keeps_no_histogram_of_its_unfinished_cells() {
     let now = time_from_secs(1_000);
     let c = ctx(&now, 2, false);
     let mut status = admitted(&["a"], 2);
-    apply(
+    record(
         &mut status,
         measured_with_histogram(0, histogram_of(&[1_000], 10)),
         &c,
     );
     assert_eq!(status.cells[0].histograms.len(), 1);
-    apply(&mut status, Event::Finished { interrupted: true }, &c);
+    record(&mut status, Event::Finished { interrupted: true }, &c);
     assert_eq!(status.phase, RunPhase::Failed);
     assert!(status.cells[0].histograms.is_empty());
     assert_eq!(status.cells[0].repetitions.len(), 1, "the figures stay");

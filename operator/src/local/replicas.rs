@@ -12,7 +12,7 @@ use std::fs::{self, File};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use benchmatrix_loadgen::plan::Spread;
 
@@ -42,7 +42,7 @@ pub fn stop_grace() -> Duration {
 
 /// How often readiness is checked: a replica is seen ready up to this much late, which adds
 /// to every cell's overhead.
-const READY_POLL: Duration = Duration::from_millis(20);
+pub const READY_POLL: Duration = Duration::from_millis(20);
 
 /// What to start: the built-in target (this binary re-executed) or any local program.
 #[derive(Debug, Clone)]
@@ -67,8 +67,6 @@ pub struct Launch {
     pub spread: Spread,
     /// Path that answers 200 when ready.
     pub readiness_path: String,
-    /// How long readiness may take.
-    pub ready_timeout: Duration,
     /// Folder for each replica's stdout/stderr.
     pub log_dir: PathBuf,
 }
@@ -93,6 +91,17 @@ struct Replica {
     /// The processes it had started when the load began (a shell wrapper's server, forked
     /// workers): each must live until the result is in, as the replica itself must.
     watched: Vec<LiveProcess>,
+}
+
+/// What one look at starting replicas found.
+#[derive(Debug)]
+pub enum Readiness {
+    /// Every replica is ready.
+    Ready,
+    /// Not yet, and why not (for the message should the ready timeout pass).
+    NotYet(String),
+    /// A replica failed to start.
+    Failed(StartError),
 }
 
 /// The running replicas of one cell. Dropping it stops them and removes their cgroups.
@@ -131,8 +140,9 @@ pub fn free_port() -> std::io::Result<u16> {
 }
 
 impl ReplicaSet {
-    /// Starts every replica in its own cgroup and waits until all are ready.
-    pub fn start(launch: &Launch, backend: &Backend) -> Result<ReplicaSet, StartError> {
+    /// Starts every replica in its own cgroup; whether they are ready is [`Self::check_ready`]'s
+    /// to tell, and how long to wait for that is the run engine's.
+    pub fn spawn(launch: &Launch, backend: &Backend) -> Result<ReplicaSet, StartError> {
         fs::create_dir_all(&launch.log_dir).map_err(|e| StartError {
             reason: Cause::SpawnFailed,
             message: format!("cannot create {}: {e}", launch.log_dir.display()),
@@ -210,90 +220,77 @@ impl ReplicaSet {
                 watched: Vec::new(),
             });
         }
-        set.wait_ready(launch)?;
+        Ok(set)
+    }
+
+    /// Once every replica is ready: checks that round-robin replicas answer only on their own
+    /// addresses, and reads where each serves its statistics.
+    pub fn finish_start(&mut self, launch: &Launch) -> Result<(), StartError> {
         if launch.spread == Spread::RoundRobin {
-            set.check_own_addresses(launch.port)?;
+            self.check_own_addresses(launch.port)?;
         }
-        set.stats_addrs = set
+        self.stats_addrs = self
             .replicas
             .iter()
             .map(|r| statistics_address(&fs::read_to_string(&r.log).unwrap_or_default()))
             .collect::<Option<Vec<_>>>()
             .unwrap_or_default();
-        Ok(set)
+        Ok(())
     }
 
-    /// Waits until every replica is alive, the built-in target has printed its `listening on`
-    /// line in each, and GET readinessPath answers 200 at every address in `addrs` (on the
-    /// shared address which replica answers is the kernel's choice, so with the built-in target
-    /// the per-process line is what proves each is bound).
-    fn wait_ready(&mut self, launch: &Launch) -> Result<(), StartError> {
-        let deadline = Instant::now() + launch.ready_timeout;
+    /// Looks once whether every replica is alive, the built-in target has printed its
+    /// `listening on` line in each, and GET readinessPath answers 200 at every address in
+    /// `addrs` (on the shared address which replica answers is the kernel's choice, so with the
+    /// built-in target the per-process line is what proves each is bound).
+    pub fn check_ready(&mut self, launch: &Launch) -> Readiness {
         let builtin = launch.command.is_empty();
-        let mut last_probe;
-        loop {
-            if signals::interrupted() {
-                return Err(StartError {
-                    reason: Cause::Interrupted,
-                    message: "interrupted while waiting for readiness".into(),
-                });
-            }
-            for r in &mut self.replicas {
-                if let Some(status) = process::exit_status(&mut r.child) {
-                    r.exited = Some(status);
-                    return Err(StartError {
-                        reason: Cause::ReplicaExited,
-                        message: format!(
-                            "target replica {} exited before it was ready ({status}); its last output: {}",
-                            r.log.display(),
-                            tail(&r.log, 5)
-                        ),
-                    });
-                }
-            }
-            let bound = !builtin
-                || self.replicas.iter().all(|r| {
-                    fs::read_to_string(&r.log)
-                        .map(|t| t.contains("listening on "))
-                        .unwrap_or(false)
-                });
-            if bound {
-                let not_ready = self.addrs.iter().find_map(|&addr| {
-                    match http::get(addr, &launch.readiness_path, Duration::from_millis(500)) {
-                        Ok(r) if r.status == 200 => None,
-                        Ok(r) => Some(format!(
-                            "GET {} on {addr} answered {}",
-                            launch.readiness_path, r.status
-                        )),
-                        Err(e) => Some(format!(
-                            "GET {} on {addr} failed: {e}",
-                            launch.readiness_path
-                        )),
-                    }
-                });
-                match not_ready {
-                    None => return Ok(()),
-                    Some(why) => last_probe = why,
-                }
-            } else {
-                last_probe = "not every replica printed its `listening on` line".into();
-            }
-            if Instant::now() >= deadline {
-                return Err(StartError {
-                    reason: Cause::NeverReady,
+        for r in &mut self.replicas {
+            if let Some(status) = process::exit_status(&mut r.child) {
+                r.exited = Some(status);
+                return Readiness::Failed(StartError {
+                    reason: Cause::ReplicaExited,
                     message: format!(
-                        "the target was not ready on {} within {:?} ({last_probe}); last output: {}",
-                        self.addr,
-                        launch.ready_timeout,
-                        self.replicas
-                            .first()
-                            .map(|r| tail(&r.log, 3))
-                            .unwrap_or_default()
+                        "target replica {} exited before it was ready ({status}); its last output: {}",
+                        r.log.display(),
+                        tail(&r.log, 5)
                     ),
                 });
             }
-            std::thread::sleep(READY_POLL);
         }
+        let bound = !builtin
+            || self.replicas.iter().all(|r| {
+                fs::read_to_string(&r.log)
+                    .map(|t| t.contains("listening on "))
+                    .unwrap_or(false)
+            });
+        let probe = if bound {
+            let not_ready = self.addrs.iter().find_map(|&addr| {
+                match http::get(addr, &launch.readiness_path, Duration::from_millis(500)) {
+                    Ok(r) if r.status == 200 => None,
+                    Ok(r) => Some(format!(
+                        "GET {} on {addr} answered {}",
+                        launch.readiness_path, r.status
+                    )),
+                    Err(e) => Some(format!(
+                        "GET {} on {addr} failed: {e}",
+                        launch.readiness_path
+                    )),
+                }
+            });
+            match not_ready {
+                None => return Readiness::Ready,
+                Some(why) => why,
+            }
+        } else {
+            "not every replica printed its `listening on` line".into()
+        };
+        Readiness::NotYet(format!(
+            "{probe}; last output: {}",
+            self.replicas
+                .first()
+                .map(|r| tail(&r.log, 3))
+                .unwrap_or_default()
+        ))
     }
 
     /// With round-robin spread nothing may answer on the shared 127.0.0.1: a target that binds
@@ -537,8 +534,9 @@ pub fn tail(path: &Path, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
-    fn launch(cell: &str, dir: &Path, command: Vec<String>, timeout_ms: u64) -> Launch {
+    fn launch(cell: &str, dir: &Path, command: Vec<String>) -> Launch {
         Launch {
             cell: cell.into(),
             command,
@@ -550,21 +548,49 @@ mod tests {
             port: free_port().unwrap(),
             spread: Spread::Service,
             readiness_path: "/healthz".into(),
-            ready_timeout: Duration::from_millis(timeout_ms),
             log_dir: dir.to_path_buf(),
         }
     }
 
+    /// Starts `l` and looks until it is ready, fails, or `wait_ms` pass (the engine's ready
+    /// timeout, in these tests).
+    fn start_ready(l: &Launch, backend: &Backend, wait_ms: u64) -> Result<ReplicaSet, StartError> {
+        let mut set = ReplicaSet::spawn(l, backend)?;
+        let deadline = Instant::now() + Duration::from_millis(wait_ms);
+        loop {
+            match set.check_ready(l) {
+                Readiness::Ready => {
+                    set.finish_start(l)?;
+                    return Ok(set);
+                }
+                Readiness::Failed(e) => return Err(e),
+                Readiness::NotYet(why) if Instant::now() >= deadline => {
+                    return Err(StartError {
+                        reason: Cause::NeverReady,
+                        message: why,
+                    });
+                }
+                Readiness::NotYet(_) => std::thread::sleep(READY_POLL),
+            }
+        }
+    }
+
     #[test]
-    fn a_target_that_never_listens_is_never_ready_and_is_stopped() {
+    fn a_target_that_never_listens_is_not_ready_with_the_probe_and_its_output_said() {
         let dir = tempfile::tempdir().unwrap();
         let backend = Backend::detect();
-        let l = launch("never", dir.path(), vec!["sleep".into(), "30".into()], 600);
-        let started = Instant::now();
-        let err = ReplicaSet::start(&l, &backend).unwrap_err();
-        assert_eq!(err.reason, Cause::NeverReady, "{err:?}");
-        assert!(err.message.contains("not ready"), "{}", err.message);
-        assert!(started.elapsed() < Duration::from_secs(5));
+        let cmd = vec!["sh".into(), "-c".into(), "echo still-starting; sleep 30".into()];
+        let l = launch("never", dir.path(), cmd);
+        let mut set = ReplicaSet::spawn(&l, &backend).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let Readiness::NotYet(why) = set.check_ready(&l) else {
+            panic!("a target that does not listen is not ready");
+        };
+        assert!(why.contains("GET /healthz on 127.0.0.1:"), "{why}");
+        assert!(why.contains("still-starting"), "its output is quoted: {why}");
+        let stopping = Instant::now();
+        set.stop();
+        assert!(stopping.elapsed() < Duration::from_secs(5));
         backend.remove();
     }
 
@@ -577,7 +603,7 @@ mod tests {
             "-c".into(),
             "echo boom-from-target >&2; exit 3".into(),
         ];
-        let err = ReplicaSet::start(&launch("exits", dir.path(), cmd, 5000), &backend).unwrap_err();
+        let err = start_ready(&launch("exits", dir.path(), cmd), &backend, 5000).unwrap_err();
         assert_eq!(err.reason, Cause::ReplicaExited, "{err:?}");
         assert!(err.message.contains("boom-from-target"), "{}", err.message);
         backend.remove();
@@ -591,7 +617,7 @@ mod tests {
             "-c".into(),
             format!("exec python3 -m http.server --bind {bind} \"$PORT\""),
         ];
-        let mut l = launch(cell, dir, cmd, 10_000);
+        let mut l = launch(cell, dir, cmd);
         l.spread = Spread::RoundRobin;
         l.readiness_path = "/".into();
         l
@@ -603,7 +629,7 @@ mod tests {
         let backend = Backend::detect();
         // Any program that honours BENCH_HOST and PORT, as `spec.target.command` targets must.
         let l = round_robin_http_server("own-addr", dir.path(), "\"$BENCH_HOST\"");
-        let set = ReplicaSet::start(&l, &backend).unwrap();
+        let set = start_ready(&l, &backend, 10_000).unwrap();
         let want: Vec<SocketAddr> = ["127.0.0.2", "127.0.0.3"]
             .iter()
             .map(|h| format!("{h}:{}", l.port).parse().unwrap())
@@ -630,7 +656,7 @@ mod tests {
         // shared one alike, so the dealing could not decide where connections go.
         let mut l = round_robin_http_server("any-addr", dir.path(), "0.0.0.0");
         l.replicas = 1;
-        let err = ReplicaSet::start(&l, &backend).unwrap_err();
+        let err = start_ready(&l, &backend, 10_000).unwrap_err();
         assert_eq!(err.reason, Cause::WrongAddress, "{err:?}");
         assert!(err.message.contains("BENCH_HOST"), "{}", err.message);
         backend.remove();
@@ -647,10 +673,10 @@ mod tests {
             "-c".into(),
             "exec python3 -m http.server --bind 127.0.0.1 \"$PORT\"".into(),
         ];
-        let mut l = launch("zombie", dir.path(), cmd, 10_000);
+        let mut l = launch("zombie", dir.path(), cmd);
         l.readiness_path = "/".into();
         l.replicas = 1;
-        let mut set = ReplicaSet::start(&l, &backend).unwrap();
+        let mut set = start_ready(&l, &backend, 10_000).unwrap();
         assert_eq!(set.first_exit(), None);
         let pid = set.pids()[0];
         process::signal_process(pid, libc::SIGKILL);
@@ -679,10 +705,10 @@ mod tests {
             "-c".into(),
             "python3 -m http.server --bind 127.0.0.1 \"$PORT\" & wait; sleep 30".into(),
         ];
-        let mut l = launch("wrapped", dir.path(), cmd, 10_000);
+        let mut l = launch("wrapped", dir.path(), cmd);
         l.readiness_path = "/".into();
         l.replicas = 1;
-        let mut set = ReplicaSet::start(&l, &backend).unwrap();
+        let mut set = start_ready(&l, &backend, 10_000).unwrap();
         set.watch_descendants();
         assert_eq!(set.first_exit(), None);
         let shell = set.pids()[0];

@@ -10,16 +10,16 @@ use benchmatrix_loadgen::result::RunResult;
 use benchmatrix_quota::host_cpus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::cell::{self, CellContext, CellOutcome};
+use super::cell::{CellContext, LocalStep, supervise};
 use super::cgroup::Backend;
 use super::progress::{self, Display, Plan, Step};
+use super::replicas::READY_POLL;
 use super::signals;
-use crate::api::conditions::{self, Cause, now};
-use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase, TargetStats};
-use crate::engine::{self, Ctx, Event, Measured, ValidatedRun};
-use crate::plan::Cell;
+use crate::api::conditions::{self, Reason, now};
+use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
+use crate::engine::machine::{self, Command, Look, Seen, StepAt};
+use crate::engine::{self, Ctx, Event, ValidatedRun};
 use crate::report::{self, RawCell, markdown::Notes};
-use crate::results;
 
 /// How a whole run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,62 +101,110 @@ impl Runner {
             header_values,
         };
         let admitted = Event::admitted(runner.run.cells());
-        runner.apply(admitted, &now());
+        runner.record(admitted, &now());
         Ok(runner)
     }
 
     /// Tells the run engine what happened; it writes the status (the same engine, and so the
     /// same phases, reasons and conditions, as a run on a cluster).
-    fn apply(&mut self, event: Event, at: &Time) {
-        let spec = self.run.spec();
-        let ctx = Ctx {
-            generation: None,
-            now: at,
-            stop_on_failure: spec.stop_on_failure,
-            repeat: self.run.repeat(),
-            thresholds: &spec.thresholds,
-        };
-        engine::apply(&mut self.status, event, &ctx);
+    fn record(&mut self, event: Event, at: &Time) {
+        let ctx = Ctx::of(&self.run, None, at);
+        engine::record(&mut self.status, event, &ctx);
     }
 
     /// Runs every cell (every repetition, interleaved) and writes the outputs; returns how it
-    /// ended.
+    /// ended. The engine's machine decides each step; this only does what it commands and
+    /// tells it what the processes show, as it happens.
     pub fn run_all(mut self) -> Outcome {
-        let mut interrupted = false;
-        while let Some(step) = engine::next_step(&self.status) {
-            if signals::interrupted() {
-                interrupted = true;
+        let mut current: Option<(LocalStep, Step)> = None;
+        loop {
+            let at = now();
+            let ctx = Ctx::of(&self.run, None, &at);
+            let look = machine::look(&self.status, &at, ctx.limits.planned_load);
+            let mut seen = match (&mut current, look) {
+                (Some((local, step)), Look::Target(_) | Look::Load { .. }) => {
+                    let mut cx = CellContext {
+                        run: &self.run,
+                        out: &self.out,
+                        backend: &self.backend,
+                        display: &mut self.display,
+                        step,
+                        header_values: &self.header_values,
+                    };
+                    local.look(&mut cx, look)
+                }
+                _ => Seen::default(),
+            };
+            seen.interrupted = signals::interrupted();
+            let advance = machine::advance(&mut self.status, seen, &ctx);
+            let mut acted = false;
+            let mut ended = false;
+            for command in advance.commands {
+                acted |= !matches!(command, Command::WakeIn(_));
+                match command {
+                    Command::Deploy(at) => {
+                        let (done, total) = self.measurements();
+                        self.display
+                            .event(progress::Event::Measurements { done, total });
+                        let cell = &self.run.cells()[at.cell];
+                        let step = Step {
+                            index: at.cell,
+                            cell: cell.name.clone(),
+                            repetition: at.repetition,
+                        };
+                        let mut local = LocalStep::new(&self.run, cell);
+                        let mut cx = CellContext {
+                            run: &self.run,
+                            out: &self.out,
+                            backend: &self.backend,
+                            display: &mut self.display,
+                            step: &step,
+                            header_values: &self.header_values,
+                        };
+                        local.deploy(&mut cx);
+                        current = Some((local, step));
+                    }
+                    Command::StartLoad(_) | Command::Collect(_) => {
+                        if let Some((local, step)) = &mut current {
+                            let mut cx = CellContext {
+                                run: &self.run,
+                                out: &self.out,
+                                backend: &self.backend,
+                                display: &mut self.display,
+                                step,
+                                header_values: &self.header_values,
+                            };
+                            if matches!(command, Command::Collect(_)) {
+                                local.collect(&mut cx);
+                            } else {
+                                local.start_load(&mut cx);
+                            }
+                        }
+                    }
+                    Command::Stop { at, .. } => {
+                        if let Some((mut local, step)) = current.take() {
+                            local.stop();
+                            self.step_ended(at, &step, local.raw.take());
+                        }
+                    }
+                    Command::WakeIn(_) => {}
+                    Command::Ended => ended = true,
+                }
+            }
+            if ended {
                 break;
             }
-            let (done, total) = self.measurements();
-            self.display
-                .event(progress::Event::Measurements { done, total });
-            let cell = self.run.cells()[step.cell].clone();
-            let step = Step {
-                index: step.cell,
-                cell: cell.name.clone(),
-                repetition: step.repetition,
-            };
-            self.apply(deploying(&cell), &now());
-            let mut ctx = CellContext {
-                run: &self.run,
-                out: &self.out,
-                backend: &self.backend,
-                display: &mut self.display,
-                step: &step,
-                header_values: &self.header_values,
-            };
-            let outcome = cell::run_cell(&mut ctx, &cell);
-            interrupted = self.record(&step, outcome);
-            // Results so far reach the disk after every cell, so a crash loses at most one.
-            self.write_status();
-            if interrupted {
-                break;
+            if !acted {
+                std::thread::sleep(match look {
+                    Look::Target(_) => READY_POLL,
+                    _ => supervise::POLL,
+                });
             }
         }
-        self.finish(interrupted);
+        self.finish();
+        let complete = conditions::find(&self.status.conditions, conditions::COMPLETE);
         let gate = conditions::find(&self.status.conditions, conditions::THRESHOLDS_MET);
-        if interrupted {
+        if complete.is_some_and(|c| c.reason == Reason::Interrupted) {
             Outcome::Interrupted
         } else if gate.is_some_and(|c| c.status == conditions::status::FALSE) {
             Outcome::ThresholdsFailed
@@ -193,31 +241,32 @@ impl Runner {
         (self.done, self.done + left)
     }
 
-    /// Shows and tells the engine how the cell's current repetition went; true when it was
-    /// interrupted.
-    fn record(&mut self, step: &Step, outcome: CellOutcome) -> bool {
-        let index = step.index;
-        let interrupted = matches!(
-            &outcome,
-            CellOutcome::Failed { cause, .. } if *cause == Cause::Interrupted
-        );
+    /// A step has ended (the engine has recorded how): shows it, keeps its raw result for the
+    /// charts, and writes the status so far, so a crash loses at most one step.
+    fn step_ended(&mut self, at: StepAt, step: &Step, raw: Option<RunResult>) {
         self.done += 1;
-        match &outcome {
-            CellOutcome::Measured(m) => self.display.event(progress::Event::Measured {
-                step,
-                detail: &m.message,
-            }),
-            CellOutcome::Failed { cause, message, .. } => {
+        if let Some(c) = self.status.cells.get(at.cell) {
+            let last = c.repetitions.last().filter(|_| self.run.repeat() > 1);
+            let (phase, reason, message) = match last {
+                Some(r) => (r.phase, r.reason.clone(), r.message.clone()),
+                None => (c.phase, c.reason.clone(), c.message.clone()),
+            };
+            let message = message.unwrap_or_default();
+            if phase == CellPhase::Succeeded {
+                self.display.event(progress::Event::Measured {
+                    step,
+                    detail: &message,
+                });
+            } else {
                 self.display.event(progress::Event::Failed {
                     step,
-                    reason: cause.as_str(),
-                    message,
-                })
+                    reason: reason.as_deref().unwrap_or(""),
+                    message: &message,
+                });
             }
         }
-        let (events, raw) = events_of(index, outcome, now());
         if let Some(result) = raw {
-            let cell = self.run.cells()[index].name.clone();
+            let cell = self.run.cells()[at.cell].name.clone();
             // The charts show the latest repetition's timeline of each cell, and say which.
             let repeat = self.run.repeat();
             self.raw.retain(|r| r.cell != cell);
@@ -227,15 +276,10 @@ impl Runner {
                 repetition: (repeat > 1).then_some((step.repetition, repeat)),
             });
         }
-        for (event, at) in events {
-            self.apply(event, &at);
-        }
-        interrupted
+        self.write_status();
     }
 
-    fn finish(&mut self, interrupted: bool) {
-        // The same end, reasons and conditions as a run on a cluster.
-        self.apply(Event::Finished { interrupted }, &now());
+    fn finish(&mut self) {
         self.write_status();
         let notes = Notes {
             source: self.source.display().to_string(),
@@ -291,80 +335,6 @@ impl Runner {
                 }
             }
             Err(e) => eprintln!("benchmatrix run: cannot serialize the status: {e}"),
-        }
-    }
-}
-
-/// The run engine's event for a cell (repetition) about to start.
-pub(crate) fn deploying(cell: &Cell) -> Event {
-    Event::CellDeploying {
-        cell: cell.index,
-        message: format!(
-            "starting {} x {} replica(s), cpu {} each",
-            cell.mode,
-            cell.replicas,
-            cell.cpu.as_str()
-        ),
-    }
-}
-
-/// The run engine's events for how one cell's current repetition went (each with the time it
-/// happened; `ended` is now), and the load generator's raw result for the charts.
-pub(crate) fn events_of(
-    index: usize,
-    outcome: CellOutcome,
-    ended: Time,
-) -> (Vec<(Event, Time)>, Option<RunResult>) {
-    let load_started = |at: Time| {
-        let event = Event::LoadStarted {
-            cell: index,
-            message: "load generator running".into(),
-            target_pods: Vec::new(),
-        };
-        (event, at)
-    };
-    match outcome {
-        CellOutcome::Measured(m) => {
-            let m = *m;
-            let measured = Measured {
-                results: m.results,
-                // No figure at all is no target section, as on a cluster.
-                target: Some(m.target).filter(|t| *t != TargetStats::default()),
-                enforcement: Some(m.enforcement),
-                overhead_seconds: Some(m.overhead_seconds),
-                message: m.message,
-                histograms: results::histograms(&m.raw),
-            };
-            let event = Event::CellMeasured {
-                cell: index,
-                measured: Box::new(measured),
-            };
-            (
-                vec![load_started(m.load_start_time), (event, ended)],
-                Some(m.raw),
-            )
-        }
-        CellOutcome::Failed {
-            cause,
-            message,
-            overhead_seconds,
-            load_start_time,
-            enforcement,
-            ..
-        } => {
-            let event = Event::CellFailed {
-                cell: index,
-                cause,
-                message,
-                overhead_seconds: Some(overhead_seconds),
-                enforcement,
-            };
-            let events = load_start_time
-                .map(load_started)
-                .into_iter()
-                .chain([(event, ended)])
-                .collect();
-            (events, None)
         }
     }
 }

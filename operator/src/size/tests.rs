@@ -342,14 +342,8 @@ spec:
     let mut largest = 0;
     let mut apply = |status: &mut BenchmarkRunStatus, event: Event, at: i64| {
         let now = time_from_secs(at);
-        let ctx = Ctx {
-            generation: Some(i64::MAX),
-            now: &now,
-            stop_on_failure: false,
-            repeat: v.repeat(),
-            thresholds: &v.spec().thresholds,
-        };
-        engine::apply(status, event, &ctx);
+        let ctx = Ctx::of(&v, Some(i64::MAX), &now);
+        engine::record(status, event, &ctx);
         let size = len(status);
         let bound = if status.phase.is_finished() {
             finished

@@ -133,6 +133,9 @@ pub struct Decision {
     pub events: Vec<EventNote>,
     /// When to look again even if nothing is watched to change (a safety net for timeouts).
     pub requeue: Option<Duration>,
+    /// What the engine's machine commanded, which `actions` and `requeue` carry out (kept for
+    /// the log and for tests that hold the executors to the same commands).
+    pub commands: Vec<crate::engine::machine::Command>,
 }
 
 /// How often a waiting run looks at the queue by itself. Runs leaving phase Running wake the

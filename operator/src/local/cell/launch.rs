@@ -29,13 +29,9 @@ pub struct Ready {
     pub enforcement: (&'static str, String),
 }
 
-/// Starts `cell`'s replicas on a free port and waits until each is ready; `started` is when
-/// the cell began.
-pub fn start_replicas(
-    ctx: &mut CellContext,
-    cell: &Cell,
-    started: Instant,
-) -> Result<(ReplicaSet, Ready), Failure> {
+/// Starts `cell`'s replicas on a free port; the run engine decides how long to wait for them
+/// to be ready ([`ReplicaSet::check_ready`]).
+pub fn spawn_replicas(ctx: &mut CellContext, cell: &Cell) -> Result<(ReplicaSet, Launch), Failure> {
     let spec = ctx.run.spec();
     let cpu = cell.cpu.cpu_cores().ok();
     let port = free_port().map_err(|e| Failure {
@@ -57,7 +53,6 @@ pub fn start_replicas(
         port,
         spread: spec.workload.spread,
         readiness_path: spec.target.readiness_path.clone(),
-        ready_timeout: spec.timeouts.ready.0,
         log_dir: ctx.out.join("logs"),
     };
     let detail = format!(
@@ -72,7 +67,7 @@ pub fn start_replicas(
         step,
         detail: &detail,
     });
-    let set = ReplicaSet::start(&launch, ctx.backend).map_err(|e| Failure {
+    let set = ReplicaSet::spawn(&launch, ctx.backend).map_err(|e| Failure {
         // A replica that died because of the same Ctrl-C is not the cell's fault.
         cause: if signals::interrupted() {
             Cause::Interrupted
@@ -81,6 +76,13 @@ pub fn start_replicas(
         },
         message: e.message,
     })?;
+    Ok((set, launch))
+}
+
+/// What is read of replicas once every one is ready: the target's own report of itself, its
+/// idle memory and how the limit is enforced; `started` is when the cell began.
+pub fn read_ready(ctx: &CellContext, set: &ReplicaSet, cpu: Option<f64>, started: Instant) -> Ready {
+    let spec = ctx.run.spec();
     let enforcement = set
         .enforcement()
         .map(|e| (mechanism(e), e.describe(cpu)))
@@ -89,14 +91,12 @@ pub fn start_replicas(
         .ok()
         .filter(|r| r.status == 200)
         .and_then(|r| serde_json::from_slice(&r.body).ok());
-    let idle_rss = set.rss().0;
-    let ready = Ready {
+    Ready {
         self_report,
-        idle_rss,
+        idle_rss: set.rss().0,
         ready_secs: started.elapsed().as_secs_f64(),
         enforcement,
-    };
-    Ok((set, ready))
+    }
 }
 
 /// Makes the load generator's cgroup for `cell`.

@@ -1,10 +1,11 @@
-//! One cell of a local run, in the order it happens: start the replicas and read what the
-//! target says of itself ([`launch`]), write the load generator's plan ([`plan`]), start it and
-//! watch the load until it ends, then stop everything ([`supervise`]), and read what was
-//! measured ([`collect`]).
+//! One step (a cell, or a repetition of it) of a local run, as the run engine's machine
+//! commands it: start the replicas ([`launch`]) and look until they are ready, write the load
+//! generator's plan ([`plan`]) and start it, look at the load until it ends ([`supervise`]),
+//! then stop everything and read what was measured ([`collect`]).
 //!
-//! The cell code never touches the run's status: it says how the cell ended as a
-//! [`CellOutcome`], which the runner records.
+//! Nothing here decides: which failure wins, how long to wait and when the step ends are the
+//! machine's (`crate::engine::machine`). A [`LocalStep`] does what a command says and reports
+//! what it sees as the machine's facts ([`Seen`]), as they happen.
 
 pub mod collect;
 pub mod launch;
@@ -16,13 +17,15 @@ use std::time::Instant;
 
 use benchmatrix_loadgen::request::HeaderValues;
 use benchmatrix_loadgen::result::RunResult;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cgroup::Backend;
+use super::loadgen::Loadgen;
 use super::progress::{Display, Step};
-use crate::api::conditions::{Cause, now};
-use crate::api::{CellResult, Enforcement, TargetStats};
+use super::replicas::{Launch, Readiness, ReplicaSet};
+use crate::api::conditions::Cause;
+use crate::api::{Enforcement, TargetStats};
 use crate::engine::ValidatedRun;
+use crate::engine::machine::{self, Look, Seen};
 use crate::plan::Cell;
 
 /// What a cell needs of the run: the spec, the output folder, the CPU-limit backend, and the
@@ -42,147 +45,231 @@ pub struct CellContext<'a> {
     pub header_values: &'a HeaderValues,
 }
 
-/// How a cell ended.
-#[derive(Debug)]
-pub enum CellOutcome {
-    /// The load ran to its end with every replica alive, and its result was read.
-    Measured(Box<Measured>),
-    /// The cell failed (or was interrupted: cause `Interrupted`).
-    Failed {
-        /// Why, one of [`crate::api::conditions::cause`].
-        cause: Cause,
-        /// What happened, in a sentence.
-        message: String,
-        /// Seconds the runner spent on the cell, rounded to hundredths.
-        overhead_seconds: f64,
-        /// When the cell started.
-        start_time: Time,
-        /// When the load generator was started, if it was.
-        load_start_time: Option<Time>,
-        /// How the CPU limits were enforced, if the load generator's cgroup was made.
-        enforcement: Option<Enforcement>,
-    },
-}
-
-/// A measured cell.
-#[derive(Debug)]
-pub struct Measured {
-    /// One entry per measured phase and endpoint.
-    pub results: Vec<CellResult>,
-    /// What the target saw and used.
-    pub target: TargetStats,
-    /// How the CPU limits were enforced.
-    pub enforcement: Enforcement,
-    /// Seconds the runner spent on the cell outside warm-up and phases, rounded to hundredths.
-    pub overhead_seconds: f64,
-    /// How long the load took and where the runner's time went.
-    pub message: String,
-    /// When the cell started.
-    pub start_time: Time,
-    /// When the load generator was started.
-    pub load_start_time: Time,
-    /// The load generator's result document, for the report.
-    pub raw: RunResult,
-}
-
-/// Why a step of a cell failed.
+/// Why a part of a step failed.
 #[derive(Debug)]
 pub struct Failure {
-    /// One of [`crate::api::conditions::cause`].
+    /// The cause.
     pub cause: Cause,
     /// What happened, in a sentence.
     pub message: String,
 }
 
-/// What is known of a cell so far, for the outcome should it fail.
-struct SoFar {
+/// The processes and files of the step under way, and what it has to report next.
+pub struct LocalStep {
+    cell: Cell,
     started: Instant,
-    start_time: Time,
-    load_start_time: Option<Time>,
+    timing: plan::LoadTiming,
+    launch: Option<Launch>,
+    set: Option<ReplicaSet>,
+    ready: Option<launch::Ready>,
+    files: Option<plan::LoadFiles>,
     enforcement: Option<Enforcement>,
+    lg: Option<Loadgen>,
+    watch: Option<supervise::Watch>,
+    /// A failure of the last command, for the next look.
+    failed: Option<(Failed, Failure)>,
+    /// The result, once collected.
+    result: Option<Result<Box<crate::engine::Measured>, (Cause, String)>>,
+    /// The load generator's raw result, for the charts.
+    pub raw: Option<RunResult>,
 }
 
-impl SoFar {
-    /// The cell failed now. Called before anything still running is dropped (and so stopped),
-    /// so an early failure's overhead does not include stopping the replicas.
-    fn failed(&self, failure: Failure) -> CellOutcome {
-        CellOutcome::Failed {
-            cause: failure.cause,
-            message: failure.message,
-            overhead_seconds: round2(self.started.elapsed().as_secs_f64()),
-            start_time: self.start_time.clone(),
-            load_start_time: self.load_start_time.clone(),
-            enforcement: self.enforcement.clone(),
+/// Which part of the step a failure comes from, so the machine weighs it in its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failed {
+    Target,
+    ReplicaGone,
+    Loadgen,
+}
+
+impl LocalStep {
+    /// The step of `cell` about to be deployed.
+    pub fn new(run: &ValidatedRun, cell: &Cell) -> LocalStep {
+        LocalStep {
+            cell: cell.clone(),
+            started: Instant::now(),
+            timing: plan::LoadTiming::of(run),
+            launch: None,
+            set: None,
+            ready: None,
+            files: None,
+            enforcement: None,
+            lg: None,
+            watch: None,
+            failed: None,
+            result: None,
+            raw: None,
         }
     }
-}
 
-/// Runs `cell` from its replicas' start to its last reading, with everything it started
-/// stopped by the time it returns.
-pub fn run_cell(ctx: &mut CellContext, cell: &Cell) -> CellOutcome {
-    let mut so_far = SoFar {
-        started: Instant::now(),
-        start_time: now(),
-        load_start_time: None,
-        enforcement: None,
-    };
-    let spec = ctx.run.spec();
-    let timing = plan::LoadTiming::of(ctx.run);
-    let (mut set, ready) = match launch::start_replicas(ctx, cell, so_far.started) {
-        Ok(r) => r,
-        Err(f) => return so_far.failed(f),
-    };
-    let files = match plan::write_plan(ctx.out, spec, cell, &set) {
-        Ok(f) => f,
-        Err(f) => return so_far.failed(f),
-    };
-    let placement = plan::loadgen_placement(spec, cell, cell.cpu.cpu_cores().ok());
-    let lg_cgroup = match launch::loadgen_cgroup(ctx, cell, placement) {
-        Ok(c) => c,
-        Err(f) => return so_far.failed(f),
-    };
-    let enforcement = launch::enforcement(&ready.enforcement, &lg_cgroup, placement.cores);
-    so_far.enforcement = Some(enforcement.clone());
-    if let Err(f) = launch::alive_before_load(&mut set) {
-        return so_far.failed(f);
+    /// [`Command::Deploy`](crate::engine::machine::Command::Deploy): starts the replicas.
+    pub fn deploy(&mut self, ctx: &mut CellContext) {
+        match launch::spawn_replicas(ctx, &self.cell) {
+            Ok((set, launch)) => {
+                self.set = Some(set);
+                self.launch = Some(launch);
+            }
+            Err(f) => self.failed = Some((Failed::Target, f)),
+        }
     }
-    let mut lg = match launch::start_loadgen(&files, lg_cgroup, ctx.header_values) {
-        Ok(l) => l,
-        Err(f) => return so_far.failed(f),
-    };
-    let load_start_time = now();
-    so_far.load_start_time = Some(load_start_time.clone());
-    let load = supervise::supervise(ctx, &mut set, &mut lg, &timing);
-    let end = supervise::stop(set, &mut lg, load.ended.is_ok());
-    let status = match load.ended {
-        Ok(s) => s,
-        Err(f) => return so_far.failed(f),
-    };
-    supervise::last_progress(ctx, &lg);
-    let raw = match collect::read_result(&files.result, status, &lg) {
-        Ok(r) => r,
-        Err(f) => return so_far.failed(f),
-    };
-    let target = collect::target_stats(spec, cell, &raw, &ready, load.cpu_at, &end);
-    let overhead = so_far.started.elapsed().saturating_sub(timing.planned);
-    let message = collect::summary(
-        timing.planned,
-        load.wall,
-        overhead,
-        raw.preflight_seconds,
-        &ready,
-        &end,
-    );
-    CellOutcome::Measured(Box::new(Measured {
-        results: crate::results::cell_results(&raw),
-        target,
-        enforcement,
-        overhead_seconds: round2(overhead.as_secs_f64()),
-        message,
-        start_time: so_far.start_time,
-        load_start_time,
-        raw,
-    }))
+
+    /// [`Command::StartLoad`](crate::engine::machine::Command::StartLoad): writes the plan,
+    /// makes the load generator's cgroup, checks the replicas still live, and starts it.
+    pub fn start_load(&mut self, ctx: &mut CellContext) {
+        if let Err((part, f)) = self.try_start_load(ctx) {
+            self.failed = Some((part, f));
+        }
+    }
+
+    fn try_start_load(&mut self, ctx: &mut CellContext) -> Result<(), (Failed, Failure)> {
+        let spec = ctx.run.spec();
+        let cell = &self.cell;
+        let Some(set) = self.set.as_mut() else {
+            return Ok(());
+        };
+        let files = plan::write_plan(ctx.out, spec, cell, set).map_err(|f| (Failed::Loadgen, f))?;
+        let placement = plan::loadgen_placement(spec, cell, cell.cpu.cpu_cores().ok());
+        let cgroup =
+            launch::loadgen_cgroup(ctx, cell, placement).map_err(|f| (Failed::Loadgen, f))?;
+        if let Some(ready) = &self.ready {
+            self.enforcement = Some(launch::enforcement(
+                &ready.enforcement,
+                &cgroup,
+                placement.cores,
+            ));
+        }
+        launch::alive_before_load(set).map_err(|f| (Failed::ReplicaGone, f))?;
+        let lg = launch::start_loadgen(&files, cgroup, ctx.header_values)
+            .map_err(|f| (Failed::Loadgen, f))?;
+        self.files = Some(files);
+        self.lg = Some(lg);
+        self.watch = Some(supervise::Watch::new(&self.timing));
+        Ok(())
+    }
+
+    /// What the step shows now, as the machine's facts for the phase `look` names.
+    pub fn look(&mut self, ctx: &mut CellContext, look: Look) -> Seen {
+        let mut seen = Seen {
+            overhead_seconds: Some(round2(self.started.elapsed().as_secs_f64())),
+            enforcement: self.enforcement.clone(),
+            ..Seen::default()
+        };
+        if let Some((part, f)) = self.failed.take() {
+            match part {
+                Failed::Target => seen.target_broken = Some((f.cause, f.message)),
+                Failed::ReplicaGone => seen.replica_exited = Some(f.message),
+                Failed::Loadgen => seen.loadgen_broken = Some((f.cause, f.message)),
+            }
+            return seen;
+        }
+        if let Some(result) = self.result.take() {
+            seen.result = Some(result);
+            return seen;
+        }
+        match look {
+            Look::Target(_) => self.look_at_replicas(ctx, &mut seen),
+            Look::Load { .. } => {
+                if let (Some(set), Some(lg), Some(watch)) =
+                    (self.set.as_mut(), self.lg.as_mut(), self.watch.as_mut())
+                {
+                    let found = watch.look(ctx, set, lg, &self.timing);
+                    seen.replica_exited = found.replica_exited;
+                    seen.load_exited = found.load_exited;
+                }
+            }
+            Look::BeforeDeploy { .. } | Look::Nothing => {}
+        }
+        seen
+    }
+
+    fn look_at_replicas(&mut self, ctx: &mut CellContext, seen: &mut Seen) {
+        let (Some(set), Some(launch)) = (self.set.as_mut(), self.launch.as_ref()) else {
+            return;
+        };
+        match set.check_ready(launch) {
+            Readiness::NotYet(why) => seen.not_ready = format!("{why} (on {})", set.addr),
+            Readiness::Failed(e) => seen.target_broken = Some((e.reason, e.message)),
+            Readiness::Ready => {
+                if let Err(e) = set.finish_start(launch) {
+                    seen.target_broken = Some((e.reason, e.message));
+                    return;
+                }
+                let cpu = self.cell.cpu.cpu_cores().ok();
+                let ready = launch::read_ready(ctx, set, cpu, self.started);
+                seen.ready = Some(Ok(machine::Ready {
+                    message: format!(
+                        "load generator running against http://{} ({} replica(s) ready)",
+                        set.addr,
+                        self.cell.replicas
+                    ),
+                    target_pods: Vec::new(),
+                }));
+                self.ready = Some(ready);
+            }
+        }
+    }
+
+    /// [`Command::Collect`](crate::engine::machine::Command::Collect): the load generator has
+    /// ended; stops everything with the last readings, and reads the result for the next look.
+    pub fn collect(&mut self, ctx: &mut CellContext) {
+        let (Some(set), Some(mut lg), Some(watch), Some(files), Some(ready)) = (
+            self.set.take(),
+            self.lg.take(),
+            self.watch.take(),
+            self.files.take(),
+            self.ready.take(),
+        ) else {
+            return;
+        };
+        let end = supervise::stop(set, &mut lg, true);
+        supervise::last_progress(ctx, &lg);
+        let Some(status) = watch.exited else {
+            return;
+        };
+        let raw = match collect::read_result(&files.result, status, &lg) {
+            Ok(r) => r,
+            Err(f) => {
+                self.result = Some(Err((f.cause, f.message)));
+                return;
+            }
+        };
+        let spec = ctx.run.spec();
+        let target = collect::target_stats(spec, &self.cell, &raw, &ready, watch.cpu_at, &end);
+        let overhead = self.started.elapsed().saturating_sub(self.timing.planned);
+        let message = collect::summary(
+            self.timing.planned,
+            watch.wall,
+            overhead,
+            raw.preflight_seconds,
+            &ready,
+            &end,
+        );
+        let measured = crate::engine::Measured {
+            results: crate::results::cell_results(&raw),
+            // No figure at all is no target section, as on a cluster.
+            target: Some(target).filter(|t| *t != TargetStats::default()),
+            enforcement: self.enforcement.clone(),
+            overhead_seconds: Some(round2(overhead.as_secs_f64())),
+            message,
+            histograms: crate::results::histograms(&raw),
+        };
+        self.result = Some(Ok(Box::new(measured)));
+        self.raw = Some(raw);
+    }
+
+    /// [`Command::Stop`](crate::engine::machine::Command::Stop): stops whatever still runs,
+    /// with the usual grace (a target can still write its last words). Files and logs stay.
+    pub fn stop(&mut self) {
+        match (self.set.take(), self.lg.as_mut()) {
+            (Some(set), Some(lg)) => {
+                supervise::stop(set, lg, false);
+            }
+            (Some(set), None) => set.stop(),
+            (None, Some(lg)) => lg.stop(),
+            (None, None) => {}
+        }
+        self.lg = None;
+    }
 }
 
 fn round2(v: f64) -> f64 {

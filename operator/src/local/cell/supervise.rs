@@ -6,54 +6,70 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use super::plan::LoadTiming;
-use super::{CellContext, Failure};
+use super::CellContext;
 use crate::api::BenchmarkRunSpec;
-use crate::api::conditions::Cause;
 use crate::local::cgroup::CpuUsage;
 use crate::local::loadgen::Loadgen;
 use crate::local::progress::{Event, ProgressLine};
 use crate::local::replicas::ReplicaSet;
-use crate::local::signals;
 
 /// How often the runner looks at a running cell. Each look is a few system calls; the load
 /// generator's end is noticed up to one interval late, and that lateness adds to every cell's
 /// overhead (at 50 ms it was 25 ms on average).
-const POLL: Duration = Duration::from_millis(20);
+pub const POLL: Duration = Duration::from_millis(20);
 
 /// Each replica's CPU reading at one moment, in replica order (`None`: unreadable).
 pub type Readings = Vec<Option<CpuUsage>>;
 
-/// How the load went.
-pub struct Load {
-    /// The load generator's exit status when it ended with every replica alive; otherwise
-    /// what ended the load first (a replica's exit, a signal, the deadline).
-    pub ended: Result<ExitStatus, Failure>,
+/// A running load, as the runner watches it.
+pub struct Watch {
+    load_started: Instant,
+    /// The boundaries are planned from the load generator's start, and moved later by how late
+    /// its phases really began: each progress line says how many seconds into its phase it
+    /// is, and start-up, lead times and /stats reads between phases add up.
+    late_by: Duration,
     /// Each replica's CPU at the end of warm-up and of every phase but the last (whose end is
     /// read as the load ends, see [`stop`]); `None` for a boundary the load did not reach.
     pub cpu_at: Vec<Option<Readings>>,
-    /// Wall time from the load generator's start to its end.
+    /// The load generator's exit status, once it has ended.
+    pub exited: Option<ExitStatus>,
+    /// Wall time from the load generator's start to its end (or to now, while it runs).
     pub wall: Duration,
 }
 
-/// Watches the load generator started just now until the load ends: every [`POLL`], its
-/// progress to the display, CPU readings at phase boundaries, then its end, a replica's exit,
-/// a signal or the deadline. A replica that exits ends the load at once: its figures would be
-/// another cell's.
-pub fn supervise(
-    ctx: &mut CellContext,
-    set: &mut ReplicaSet,
-    lg: &mut Loadgen,
-    timing: &LoadTiming,
-) -> Load {
-    let spec = ctx.run.spec();
-    let load_started = Instant::now();
-    let boundaries = &timing.boundaries;
-    // The boundaries are planned from the load generator's start, and moved later by how late
-    // its phases really began: each progress line says how many seconds into its phase it is,
-    // and start-up, lead times and /stats reads between phases add up.
-    let mut late_by = Duration::ZERO;
-    let mut cpu_at: Vec<Option<Readings>> = vec![None; boundaries.len()];
-    let ended = loop {
+/// What one look at a running load found.
+#[derive(Debug, Default)]
+pub struct LoadLook {
+    /// A replica exited or lost a process it had started: what happened, and when in the load.
+    pub replica_exited: Option<String>,
+    /// The load generator has ended.
+    pub load_exited: bool,
+}
+
+impl Watch {
+    /// A load generator started just now.
+    pub fn new(timing: &LoadTiming) -> Watch {
+        Watch {
+            load_started: Instant::now(),
+            late_by: Duration::ZERO,
+            cpu_at: vec![None; timing.boundaries.len()],
+            exited: None,
+            wall: Duration::ZERO,
+        }
+    }
+
+    /// Looks once: the load generator's progress to the display, CPU readings at phase
+    /// boundaries, then a replica's exit and the load generator's end. A replica that exits
+    /// ends the load: its figures would be another cell's.
+    pub fn look(
+        &mut self,
+        ctx: &mut CellContext,
+        set: &mut ReplicaSet,
+        lg: &mut Loadgen,
+        timing: &LoadTiming,
+    ) -> LoadLook {
+        let spec = ctx.run.spec();
+        let boundaries = &timing.boundaries;
         while let Ok(p) = lg.progress.try_recv() {
             let figures = &p.figures;
             // A phase's last line comes after its workers have handed in their totals, later
@@ -61,59 +77,41 @@ pub fn supervise(
             if !p.ended
                 && let Some(planned) = timing.planned_start(spec, &figures.phase)
             {
-                let began = load_started
+                let began = self
+                    .load_started
                     .elapsed()
                     .saturating_sub(Duration::from_secs_f64(figures.elapsed_secs.max(0.0)));
-                late_by = late_by.max(began.saturating_sub(planned));
+                self.late_by = self.late_by.max(began.saturating_sub(planned));
             }
             show(ctx, &p);
         }
-        let elapsed = load_started.elapsed();
-        for (at, &b) in cpu_at.iter_mut().zip(boundaries).take(boundaries.len() - 1) {
-            if at.is_none() && elapsed >= b + late_by {
+        let elapsed = self.load_started.elapsed();
+        if self.exited.is_none() {
+            self.wall = elapsed;
+        }
+        let last = boundaries.len().saturating_sub(1);
+        for (at, &b) in self.cpu_at.iter_mut().zip(boundaries).take(last) {
+            if at.is_none() && elapsed >= b + self.late_by {
                 *at = Some(set.usage_each());
             }
         }
+        let mut look = LoadLook::default();
+        if self.exited.is_none()
+            && let Some(status) = lg.try_wait()
+        {
+            self.exited = Some(status);
+            self.wall = elapsed;
+        }
+        look.load_exited = self.exited.is_some();
         if let Some(why) = set.first_exit() {
-            let when = elapsed.saturating_sub(late_by);
-            break Err(Failure {
-                cause: Cause::ReplicaExited,
-                message: phase_note(why, when, boundaries, spec),
+            look.replica_exited = Some(if look.load_exited {
+                format!("{why} (as the load ended)")
+            } else {
+                let when = elapsed.saturating_sub(self.late_by);
+                phase_note(why, when, boundaries, spec)
             });
         }
-        if let Some(status) = lg.try_wait() {
-            // The result is only in if every replica lived to its end.
-            match set.first_exit() {
-                Some(why) => {
-                    break Err(Failure {
-                        cause: Cause::ReplicaExited,
-                        message: format!("{why} (as the load ended)"),
-                    });
-                }
-                None => break Ok(status),
-            }
-        }
-        if signals::interrupted() {
-            break Err(interrupted());
-        }
-        if load_started.elapsed() > timing.deadline {
-            break Err(Failure {
-                cause: Cause::Timeout,
-                message: crate::engine::timeout_message(timing.deadline),
-            });
-        }
-        std::thread::sleep(POLL);
-    };
-    // A load generator that ended because of the same signal was interrupted, not failed.
-    let ended = if signals::interrupted() {
-        Err(interrupted())
-    } else {
-        ended
-    };
-    Load {
-        ended,
-        cpu_at,
-        wall: load_started.elapsed(),
+        look
     }
 }
 
@@ -137,13 +135,6 @@ pub fn last_progress(ctx: &mut CellContext, lg: &Loadgen) {
         .recv_timeout(until.saturating_duration_since(Instant::now()))
     {
         show(ctx, &p);
-    }
-}
-
-fn interrupted() -> Failure {
-    Failure {
-        cause: Cause::Interrupted,
-        message: "interrupted by SIGINT/SIGTERM".to_string(),
     }
 }
 

@@ -1,0 +1,523 @@
+//! The cell state machine: the one place that decides what happens next to a run's current
+//! step (a cell, or a repetition of it), for both executors.
+//!
+//! An executor tells the machine what it saw of the step as [`Seen`] facts (pods, processes,
+//! a result) and gets back [`Command`]s (deploy, start the load, collect, stop, wake up later),
+//! while the machine moves the status through the engine's events ([`super::record`]). Which
+//! failure wins over which, every timeout, when to read the result and when to clean up are
+//! decided here and nowhere else; the executors only do what they are told.
+//!
+//! The machine is pure and keeps no memory of its own: the status is its state. So the
+//! operator, which looks at the cluster afresh on every reconcile and may restart at any time,
+//! and the local runner, which watches its processes as they run, drive the same machine: fed
+//! the same status and the same facts, it gives the same commands.
+
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{Ctx, Event, Measured, Note, Step, bound, next_step, record};
+use crate::api::conditions::{self, Cause};
+use crate::api::status::RecordedPod;
+use crate::api::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
+
+/// A step of the run: a cell and the repetition of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepAt {
+    /// Index of the cell in the matrix.
+    pub cell: usize,
+    /// 1-based repetition.
+    pub repetition: u32,
+}
+
+impl From<Step> for StepAt {
+    fn from(s: Step) -> Self {
+        StepAt {
+            cell: s.cell,
+            repetition: s.repetition,
+        }
+    }
+}
+
+/// What an executor should look at before it next calls [`advance`], by the step's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// Nothing: the run is not running, or has no step left.
+    Nothing,
+    /// The step is about to be deployed: whether it fits, and (after the first step) whether
+    /// the previous step's processes have stopped.
+    BeforeDeploy {
+        /// The step.
+        at: StepAt,
+        /// True after the run's first step.
+        after_another: bool,
+    },
+    /// The target is being deployed: its replicas and whether they are ready.
+    Target(StepAt),
+    /// The load runs: the replicas, the load generator and, once it has ended (or the planned
+    /// load is over, `load_over`), its result.
+    Load {
+        /// The step.
+        at: StepAt,
+        /// The planned load has had time to end: a result the load generator has printed may
+        /// be read even before it is reported ended.
+        load_over: bool,
+    },
+}
+
+/// What the executor should look at for `status` at `now`, for a run whose warm-up and phases
+/// take `planned_load`.
+pub fn look(status: &BenchmarkRunStatus, now: &Time, planned_load: Duration) -> Look {
+    if status.phase != RunPhase::Running {
+        return Look::Nothing;
+    }
+    let Some(step) = next_step(status) else {
+        return Look::Nothing;
+    };
+    let at = StepAt::from(step);
+    match step.phase {
+        CellPhase::Pending => Look::BeforeDeploy {
+            at,
+            after_another: step.cell > 0 || step.repetition > 1,
+        },
+        CellPhase::Deploying => Look::Target(at),
+        CellPhase::Running => {
+            let started = status.cells[step.cell].load_start_time.as_ref();
+            Look::Load {
+                at,
+                load_over: seconds_since(started, now) >= planned_load.as_secs() as i64,
+            }
+        }
+        _ => Look::Nothing,
+    }
+}
+
+/// The target of a step, ready for load.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ready {
+    /// Against what the load runs, e.g. "load generator running against http://10.0.0.1:8080
+    /// (2 replica(s) ready)".
+    pub message: String,
+    /// The target pods the load runs against (cluster only): a change among them fails the
+    /// measurement.
+    pub target_pods: Vec<RecordedPod>,
+}
+
+/// What an executor saw of the current step at `ctx.now`: facts, each `None`/empty/false when
+/// not seen. An executor fills in what it can see in the step's phase ([`look`]); which fact
+/// matters, and which wins when several are seen at once, is the machine's to decide.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// The run was stopped by a signal (local runs).
+    pub interrupted: bool,
+    /// Processes of an earlier step still running (pod names): they would take CPU from this
+    /// step, so it waits for them.
+    pub previous_running: Vec<String>,
+    /// Why the step's target can never be placed (it is larger than any node it may use).
+    pub never_fits: Option<String>,
+    /// The step's target objects are gone (deleted behind the executor's back, or never made).
+    pub target_missing: bool,
+    /// A target replica failed in a way that will not mend by waiting: the cause and what it
+    /// said.
+    pub target_broken: Option<(Cause, String)>,
+    /// The scheduler reported a target replica unschedulable.
+    pub unschedulable: Option<String>,
+    /// Every replica is ready (`Ok`), or the target is in a state the load cannot use (`Err`).
+    pub ready: Option<Result<Ready, String>>,
+    /// Why the target is not ready yet, for the message should the ready timeout pass.
+    pub not_ready: String,
+    /// A replica that was ready exited, restarted or was replaced while the load ran.
+    pub replica_exited: Option<String>,
+    /// The load generator cannot start (its Secret or image is missing): cause and words.
+    pub loadgen_broken: Option<(Cause, String)>,
+    /// The load generator has ended, its result not yet read (local runs collect it then).
+    pub load_exited: bool,
+    /// The load generator's result, read: the figures, or why it could not be used.
+    pub result: Option<Result<Box<Measured>, (Cause, String)>>,
+    /// The load generator failed: cause and message.
+    pub load_failed: Option<(Cause, String)>,
+    /// A target container was killed for memory while the load ran.
+    pub target_oom: Option<String>,
+    /// The load generator's objects are gone while the load should run.
+    pub load_missing: bool,
+    /// Seconds the executor has spent on the step so far, where it measures them (local runs):
+    /// a failed step records them.
+    pub overhead_seconds: Option<f64>,
+    /// How the CPU limits are enforced, once the executor knows (local runs).
+    pub enforcement: Option<crate::api::Enforcement>,
+}
+
+/// What the executor is to do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Make the step's target (again: a repeated deploy of the same step names the same
+    /// objects).
+    Deploy(StepAt),
+    /// Start the load generator against the ready target (again, if its objects vanished).
+    StartLoad(StepAt),
+    /// The load generator has ended: stop the step's processes with their last readings and
+    /// read its result, then report it as [`Seen::result`].
+    Collect(StepAt),
+    /// The step ended: stop what it runs and delete its objects, unless `keep` (the cleanup
+    /// policy keeps a finished cell's objects for a look).
+    Stop {
+        /// The step.
+        at: StepAt,
+        /// Keep the objects (their processes stop in any case when the executor is local).
+        keep: bool,
+    },
+    /// Look again after this long, even if nothing is seen to change (a safety net for every
+    /// timeout the machine keeps).
+    WakeIn(Duration),
+    /// No step is left: the run has ended.
+    Ended,
+}
+
+/// What one [`advance`] did: the commands, and the notes worth publishing.
+#[derive(Debug, Default, PartialEq)]
+pub struct Advance {
+    /// What to do, in order.
+    pub commands: Vec<Command>,
+    /// Kubernetes Events to publish (lines to print locally).
+    pub notes: Vec<Note>,
+    // What a failed step records of the executor's own (from `Seen`).
+    overhead_seconds: Option<f64>,
+    enforcement: Option<crate::api::Enforcement>,
+}
+
+impl Advance {
+    fn record(&mut self, status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) {
+        self.notes.extend(record(status, event, ctx));
+    }
+}
+
+/// How often a step waiting for the previous one's processes to stop looks again by itself;
+/// the kubelet's pod status update (a watch event) normally wakes it first.
+pub const STOPPING_SAFETY_NET: Duration = Duration::from_secs(2);
+
+/// How often a step whose planned load is over looks for the load generator's result until it
+/// has it (or the deadline passes); the pods' watch events usually bring it first.
+pub const RESULT_POLL: Duration = Duration::from_secs(1);
+
+/// Moves the run's current step by what was `seen`, at most one step: the status changes
+/// through the engine's events, and the commands say what the executor does next. A run with
+/// no step left ends ([`Command::Ended`]).
+pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Advance {
+    let mut out = Advance {
+        overhead_seconds: seen.overhead_seconds.take(),
+        enforcement: seen.enforcement.take(),
+        ..Advance::default()
+    };
+    if status.phase != RunPhase::Running {
+        return out;
+    }
+    let Some(step) = next_step(status) else {
+        out.record(status, Event::Finished { interrupted: false }, ctx);
+        out.commands.push(Command::Ended);
+        return out;
+    };
+    let at = StepAt::from(step);
+    if seen.interrupted {
+        if step.phase != CellPhase::Pending {
+            fail(status, at, Cause::Interrupted, "interrupted by SIGINT/SIGTERM", ctx, &mut out);
+        }
+        out.record(status, Event::Finished { interrupted: true }, ctx);
+        out.commands.push(Command::Ended);
+        return out;
+    }
+    match step.phase {
+        CellPhase::Pending => before_deploy(status, at, seen, ctx, &mut out),
+        CellPhase::Deploying => deploying(status, at, seen, ctx, &mut out),
+        CellPhase::Running => running(status, at, seen, ctx, &mut out),
+        CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
+    }
+    out
+}
+
+/// A step about to be deployed: it waits for the previous step's processes to stop (up to
+/// `timeouts.ready` from that step's end), fails at once when it can never fit, else deploys.
+fn before_deploy(
+    status: &mut BenchmarkRunStatus,
+    at: StepAt,
+    seen: Seen,
+    ctx: &Ctx,
+    out: &mut Advance,
+) {
+    if !seen.previous_running.is_empty() {
+        let waiting = &seen.previous_running;
+        let waited = seconds_since(previous_end(status), ctx.now);
+        if waited >= ctx.limits.ready.as_secs() as i64 {
+            let message = format!(
+                "{} pod(s) of the previous cell still ran {} after it ended, so this cell could \
+                 not start without sharing their CPU: {}",
+                waiting.len(),
+                humantime(ctx.limits.ready),
+                waiting.join(", ")
+            );
+            // Nothing of this step exists to stop.
+            fail_unstarted(status, at, Cause::PreviousPodsLingering, message, ctx, out);
+            return;
+        }
+        let mut message = format!(
+            "waiting for {} pod(s) of the previous cell to stop: {}",
+            waiting.len(),
+            waiting.join(", ")
+        );
+        bound::clip(&mut message, bound::SENTENCE_MAX);
+        status.message = Some(message);
+        out.commands.push(Command::WakeIn(STOPPING_SAFETY_NET));
+        return;
+    }
+    if let Some(why) = seen.never_fits {
+        // Nothing is made: the cell ends now instead of waiting out the ready timeout.
+        fail_unstarted(status, at, Cause::Unschedulable, why, ctx, out);
+        return;
+    }
+    out.commands.push(Command::Deploy(at));
+    let message = deploy_message(ctx, at.cell);
+    out.record(
+        status,
+        Event::CellDeploying {
+            cell: at.cell,
+            message,
+        },
+        ctx,
+    );
+    out.commands.push(Command::WakeIn(ctx.limits.ready));
+}
+
+/// "deploying 2 x pool replica(s), cpu 1 each": the same words from both executors.
+fn deploy_message(ctx: &Ctx, cell: usize) -> String {
+    match ctx.cells.get(cell) {
+        Some(c) => format!(
+            "deploying {} x {} replica(s), cpu {} each",
+            c.replicas,
+            c.mode,
+            c.cpu.as_str()
+        ),
+        None => "deploying".into(),
+    }
+}
+
+/// The target is being deployed: a broken or unschedulable replica fails the step, missing
+/// objects are made again, a ready target gets its load, and `timeouts.ready` bounds the wait.
+fn deploying(
+    status: &mut BenchmarkRunStatus,
+    at: StepAt,
+    seen: Seen,
+    ctx: &Ctx,
+    out: &mut Advance,
+) {
+    if let Some((cause, message)) = seen.target_broken {
+        fail(status, at, cause, message, ctx, out);
+        return;
+    }
+    if let Some(message) = seen.unschedulable {
+        fail(status, at, Cause::Unschedulable, message, ctx, out);
+        return;
+    }
+    if seen.target_missing {
+        out.commands.push(Command::Deploy(at));
+    } else if let Some(ready) = seen.ready {
+        match ready {
+            Ok(ready) => {
+                out.commands.push(Command::StartLoad(at));
+                let event = Event::LoadStarted {
+                    cell: at.cell,
+                    message: ready.message,
+                    target_pods: ready.target_pods,
+                };
+                out.record(status, event, ctx);
+                out.commands.push(Command::WakeIn(ctx.limits.load_deadline));
+            }
+            Err(message) => fail(status, at, Cause::ChildBroken, message, ctx, out),
+        }
+        return;
+    }
+    let started = status.cells[at.cell].start_time.as_ref();
+    let waited = seconds_since(started, ctx.now);
+    let limit = ctx.limits.ready.as_secs() as i64;
+    if waited >= limit {
+        let message = format!(
+            "the target was not ready within {}: {}",
+            humantime(ctx.limits.ready),
+            seen.not_ready
+        );
+        fail(status, at, Cause::NeverReady, message, ctx, out);
+        return;
+    }
+    out.commands
+        .push(Command::WakeIn(Duration::from_secs((limit - waited).max(1) as u64)));
+}
+
+/// The load runs. In this order, because the first that holds decides: a replica that left
+/// (a result measured across a restart has a gap in it and must not count), a load generator
+/// that cannot start, the result, the load generator's failure, a target killed for memory,
+/// the deadline; then objects that vanished are made again.
+fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, out: &mut Advance) {
+    if let Some(message) = seen.replica_exited {
+        let (cause, message) = if message.contains("reason OOMKilled") {
+            (Cause::OomKilled, format!("{message}; raise the cell's memory"))
+        } else {
+            (Cause::ReplicaExited, message)
+        };
+        fail(status, at, cause, message, ctx, out);
+        return;
+    }
+    if let Some((cause, message)) = seen.loadgen_broken {
+        fail(status, at, cause, message, ctx, out);
+        return;
+    }
+    if let Some(result) = seen.result {
+        match result {
+            Ok(measured) => {
+                let event = Event::CellMeasured {
+                    cell: at.cell,
+                    measured,
+                };
+                out.record(status, event, ctx);
+                out.commands.push(stop(status, at, false, ctx));
+            }
+            Err((cause, message)) => fail(status, at, cause, message, ctx, out),
+        }
+        return;
+    }
+    if let Some((cause, message)) = seen.load_failed {
+        fail(status, at, cause, message, ctx, out);
+        return;
+    }
+    if let Some(message) = seen.target_oom {
+        fail(status, at, Cause::OomKilled, message, ctx, out);
+        return;
+    }
+    if seen.load_exited {
+        out.commands.push(Command::Collect(at));
+        return;
+    }
+    let waited = seconds_since(status.cells[at.cell].load_start_time.as_ref(), ctx.now);
+    let limit = ctx.limits.load_deadline.as_secs() as i64;
+    if waited >= limit {
+        let message = super::timeout_message(ctx.limits.load_deadline);
+        fail(status, at, Cause::Timeout, message, ctx, out);
+        return;
+    }
+    if seen.load_missing {
+        match seen.ready {
+            // The load generator's objects are made again under the same names, so never
+            // twice; the new load measures afresh, against these pods.
+            Some(Ok(ready)) => {
+                out.commands.push(Command::StartLoad(at));
+                status.cells[at.cell].target_pods = ready.target_pods;
+            }
+            // The target went away too: the step starts again from its deployment.
+            _ => {
+                let c = &mut status.cells[at.cell];
+                c.phase = CellPhase::Pending;
+                c.load_start_time = None;
+                c.target_pods.clear();
+                out.commands.push(Command::WakeIn(Duration::from_secs(1)));
+                return;
+            }
+        }
+    } else if let Some(Ok(ready)) = seen.ready
+        && status.cells[at.cell].target_pods.is_empty()
+    {
+        // A step started by an executor that kept no record of its pods: record them now, so
+        // a change from here on is still caught.
+        status.cells[at.cell].target_pods = ready.target_pods;
+    }
+    // Until the deadline, look again when the planned load should be over, then every
+    // RESULT_POLL.
+    let planned = ctx.limits.planned_load.as_secs() as i64;
+    let next = if waited < planned {
+        planned - waited
+    } else {
+        RESULT_POLL.as_secs() as i64
+    };
+    out.commands.push(Command::WakeIn(Duration::from_secs(
+        next.min(limit - waited).max(1) as u64,
+    )));
+}
+
+/// The step failed: the status says why, and what the step made is stopped.
+fn fail(
+    status: &mut BenchmarkRunStatus,
+    at: StepAt,
+    cause: Cause,
+    message: impl Into<String>,
+    ctx: &Ctx,
+    out: &mut Advance,
+) {
+    let event = Event::CellFailed {
+        cell: at.cell,
+        cause,
+        message: message.into(),
+        overhead_seconds: out.overhead_seconds,
+        enforcement: out.enforcement.clone(),
+    };
+    out.record(status, event, ctx);
+    out.commands.push(stop(status, at, true, ctx));
+}
+
+/// The step failed before anything of it was made: there is nothing to stop.
+fn fail_unstarted(
+    status: &mut BenchmarkRunStatus,
+    at: StepAt,
+    cause: Cause,
+    message: String,
+    ctx: &Ctx,
+    out: &mut Advance,
+) {
+    let event = Event::CellFailed {
+        cell: at.cell,
+        cause,
+        message,
+        overhead_seconds: None,
+        enforcement: None,
+    };
+    out.record(status, event, ctx);
+}
+
+/// The stop after a step ended. A cell that is finished keeps what the cleanup policy says;
+/// one that goes on to another repetition loses its objects in any case, as its pods would
+/// take CPU from the cells measured in between.
+fn stop(status: &BenchmarkRunStatus, at: StepAt, failed: bool, ctx: &Ctx) -> Command {
+    let finished = status
+        .cells
+        .get(at.cell)
+        .is_some_and(|c| c.phase.is_finished());
+    let keep = finished
+        && match ctx.limits.cleanup {
+            CleanupPolicy::Always => false,
+            CleanupPolicy::KeepFailed => failed,
+            CleanupPolicy::Never => true,
+        };
+    Command::Stop { at, keep }
+}
+
+/// When the latest step of the run ended (a cell's or a repetition's completion), if any did.
+pub fn previous_end(status: &BenchmarkRunStatus) -> Option<&Time> {
+    completion_times(status).max_by_key(|t| t.0)
+}
+
+/// Every completion time in the status: each repetition's and each finished cell's.
+pub fn completion_times(status: &BenchmarkRunStatus) -> impl Iterator<Item = &Time> {
+    status.cells.iter().flat_map(|c| {
+        c.repetitions
+            .iter()
+            .filter_map(|r| r.completion_time.as_ref())
+            .chain(c.completion_time.as_ref())
+    })
+}
+
+/// Whole seconds from `since` (now when unknown) to `now`: the resolution of the status's
+/// times, so a restarted executor reading them back decides alike.
+pub fn seconds_since(since: Option<&Time>, now: &Time) -> i64 {
+    let now = conditions::secs_of(now);
+    now - since.map_or(now, conditions::secs_of)
+}
+
+/// "2m", "90s": a timeout as the spec writes durations.
+fn humantime(d: Duration) -> String {
+    crate::api::Duration(d).to_string()
+}
