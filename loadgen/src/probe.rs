@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::result::TargetStats;
+use crate::result::StatsSnapshot;
 
 /// Longest a snapshot may take per replica.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -17,7 +17,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 const MAX_BYTES: usize = 1 << 20;
 
 /// Reads `path` from `authority` (`host:port`) and parses it as target statistics.
-pub fn snapshot(authority: &str, path: &str) -> Result<TargetStats, String> {
+pub fn snapshot(authority: &str, path: &str) -> Result<StatsSnapshot, String> {
     let started = Instant::now();
     let addr = authority
         .to_socket_addrs()
@@ -72,7 +72,7 @@ fn body_complete(data: &[u8]) -> bool {
 }
 
 /// Parses a whole HTTP/1.1 response (read until close) whose body is the stats JSON.
-pub fn parse_stats_response(data: &[u8]) -> Result<TargetStats, String> {
+pub fn parse_stats_response(data: &[u8]) -> Result<StatsSnapshot, String> {
     let head_end = data
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

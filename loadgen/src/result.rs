@@ -388,10 +388,10 @@ pub struct ReplicaStats {
     pub address: String,
     /// `/stats` read just before the phase started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start: Option<TargetStats>,
+    pub start: Option<StatsSnapshot>,
     /// `/stats` read just after the phase ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end: Option<TargetStats>,
+    pub end: Option<StatsSnapshot>,
     /// CPU seconds the replica used during the phase (`end - start`), when both are known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds_in_phase: Option<f64>,
@@ -408,7 +408,7 @@ pub struct ReplicaStats {
 /// offers some of these names works.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
-pub struct TargetStats {
+pub struct StatsSnapshot {
     /// Concurrency mode reported by the target (single, threads, pool, or a target's own name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use crate::api::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus};
 use crate::report::{ABSENT, parse_status, svg, write_atomically};
-use crate::results::noise::{self, Difference, Method, Verdict};
+use crate::results::noise::{self, Difference, Direction, Method};
 
 /// Without repetitions on either side, a relative change must exceed this to count: a single
 /// run's figures move this much between runs of the same code on a quiet machine, and a
@@ -420,10 +420,10 @@ fn judge(figure: Figure, base: Option<Side>, new: Option<Side>, min_change: f64)
         let values = |s: &Side| s.values.clone().unwrap_or_else(|| vec![s.median]);
         let (bv, nv) = (values(&b), values(&n));
         let d = noise::differ(&bv, &nv, lower, min_change);
-        let mark = match d.verdict {
-            Verdict::Better => Mark::Improvement,
-            Verdict::Worse => Mark::Regression,
-            Verdict::WithinNoise => Mark::WithinNoise,
+        let mark = match d.direction {
+            Direction::Better => Mark::Improvement,
+            Direction::Worse => Mark::Regression,
+            Direction::WithinNoise => Mark::WithinNoise,
         };
         (mark, evidence(&d, bv.len(), nv.len()), d.change)
     };

@@ -13,7 +13,7 @@ pub mod trust;
 
 use std::collections::BTreeMap;
 
-use benchmatrix_loadgen::result::{RunResult, TargetStats as ReplicaSnapshot};
+use benchmatrix_loadgen::result::{RunResult, StatsSnapshot};
 
 use crate::api::status::Percentile;
 use crate::api::{
@@ -74,8 +74,8 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
     // Per replica address: its first and last snapshot, its peak RSS, its CPU seconds.
     #[derive(Default)]
     struct Replica<'a> {
-        first: Option<&'a ReplicaSnapshot>,
-        last: Option<&'a ReplicaSnapshot>,
+        first: Option<&'a StatsSnapshot>,
+        last: Option<&'a StatsSnapshot>,
         peak_rss: Option<f64>,
         cpu_seconds: Option<f64>,
         phases: Vec<ReplicaPhaseShare>,
@@ -105,14 +105,14 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
     if replicas.is_empty() {
         return None;
     }
-    let any = |f: fn(&ReplicaSnapshot) -> Option<f64>| {
+    let any = |f: fn(&StatsSnapshot) -> Option<f64>| {
         replicas.values().filter_map(|r| r.first.and_then(f)).next()
     };
     let sum = |f: &dyn Fn(&Replica<'_>) -> Option<f64>| -> Option<f64> {
         let values: Vec<f64> = replicas.values().filter_map(f).collect();
         (!values.is_empty()).then(|| values.iter().sum())
     };
-    let counter_delta = |f: fn(&ReplicaSnapshot) -> Option<f64>| {
+    let counter_delta = |f: fn(&StatsSnapshot) -> Option<f64>| {
         sum(&|r: &Replica<'_>| Some(f(r.last?)? - f(r.first?)?))
     };
     Some(TargetStats {
@@ -287,7 +287,7 @@ fn within_noise_of_best<'a>(
         .filter_map(|(cell, r, _)| {
             let values = &trust::figure(r, key)?.values;
             let d = noise::differ(best_values, values, true, noise::MIN_PRACTICAL_CHANGE);
-            (d.verdict == noise::Verdict::WithinNoise).then_some(*cell)
+            (d.direction == noise::Direction::WithinNoise).then_some(*cell)
         })
         .collect()
 }
@@ -832,8 +832,8 @@ mod tests {
         assert_eq!(finite(f64::NAN), 0.0);
     }
 
-    fn snapshot(rss: f64, peak: f64, throttled: f64) -> ReplicaSnapshot {
-        ReplicaSnapshot {
+    fn snapshot(rss: f64, peak: f64, throttled: f64) -> StatsSnapshot {
+        StatsSnapshot {
             mode: Some("pool".into()),
             host_cpus: Some(8.0),
             detected_cpus: Some(1.0),
@@ -849,7 +849,7 @@ mod tests {
 
     fn doc() -> RunResult {
         let replica =
-            |addr: &str, start: ReplicaSnapshot, end: ReplicaSnapshot, cpu: f64| ReplicaStats {
+            |addr: &str, start: StatsSnapshot, end: StatsSnapshot, cpu: f64| ReplicaStats {
                 address: addr.into(),
                 start: Some(start),
                 end: Some(end),

@@ -67,7 +67,7 @@ pub struct Shape {
 impl Shape {
     /// The shape of a valid spec.
     pub fn of(spec: &BenchmarkRunSpec) -> Self {
-        let cells: Vec<(String, u32)> = crate::plan::cells(spec)
+        let cells: Vec<(String, u32)> = crate::matrix::cells(spec)
             .into_iter()
             .map(|c| (c.name, c.replicas))
             .collect();

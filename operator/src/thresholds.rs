@@ -17,7 +17,7 @@ use crate::validate::FieldError;
 /// [`validate`] for a whole spec: its thresholds against the cells of its matrix
 /// (`configurations` and `axes`) and the phases and endpoints of its workload.
 pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
-    let cells: Vec<String> = crate::plan::cells(spec)
+    let cells: Vec<String> = crate::matrix::cells(spec)
         .into_iter()
         .map(|c| c.name)
         .collect();
@@ -38,15 +38,15 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
 
 /// Judges a finished run in one step: writes `status.thresholds` (every verdict), the
 /// `ThresholdsMet` condition (removed when the spec has no thresholds) and
-/// `status.summary.recommendation`. Returns true when a threshold failed (what the condition
-/// then says, and what the local runner reads from it for exit code 3). Call it after `status.cells` are final and the summary is
-/// written.
-pub fn apply(
+/// `status.summary.recommendation`. Whether a threshold failed is what the condition then says
+/// (and what the local runner reads from it for exit code 3). Call it after `status.cells` are
+/// final and the summary is written.
+pub fn judge_run(
     thresholds: &[Threshold],
     status: &mut BenchmarkRunStatus,
     observed_generation: Option<i64>,
     now: &Time,
-) -> bool {
+) {
     status.thresholds = evaluate(thresholds, &status.cells);
     match condition(&status.thresholds) {
         Some((state, why, message)) => {
@@ -69,7 +69,6 @@ pub fn apply(
         .summary
         .get_or_insert_with(Default::default)
         .recommendation = Some(recommendation.sentence);
-    status.thresholds.iter().any(|r| r.verdict == Verdict::Fail)
 }
 
 /// True when `name` matches `pattern`, where `*` matches any run of characters (none
@@ -688,7 +687,7 @@ mod tests {
     }
 
     #[test]
-    fn apply_writes_verdicts_condition_and_recommendation() {
+    fn judging_writes_verdicts_condition_and_recommendation() {
         let t = thresholds(
             r#"
 - {cell: "pool-*", phase: mixed, endpoint: fast, p99: {below: 100ms}}
@@ -707,7 +706,8 @@ mod tests {
             });
         }
         let now = conditions::time_from_secs(1000);
-        assert!(apply(&t, &mut status, Some(2), &now));
+        judge_run(&t, &mut status, Some(2), &now);
+        assert!(status.thresholds.iter().any(|r| r.verdict == Verdict::Fail));
         assert_eq!(status.thresholds.len(), 5);
         let met = conditions::find(&status.conditions, conditions::THRESHOLDS_MET).unwrap();
         assert_eq!(met.status, "False");
@@ -729,7 +729,8 @@ mod tests {
             conditions: vec![met.clone()],
             ..BenchmarkRunStatus::default()
         };
-        assert!(!apply(&[], &mut status, Some(2), &now));
+        judge_run(&[], &mut status, Some(2), &now);
+        assert!(status.thresholds.is_empty());
         assert!(conditions::find(&status.conditions, conditions::THRESHOLDS_MET).is_none());
     }
 

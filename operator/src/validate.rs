@@ -18,7 +18,7 @@ use crate::api::{
     BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity, RunPhase,
     Workload,
 };
-use crate::plan;
+use crate::matrix;
 use kube::ResourceExt;
 
 /// The apiVersion a BenchmarkRun document must carry.
@@ -269,7 +269,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
         check_memory(&axes.memory, "spec.axes.memory", &mut errors);
         check_env(&axes.env, "spec.axes.env", &mut errors);
         // Names the axes generate must not collide with each other or with configurations.
-        let expanded = plan::axes_cells(axes);
+        let expanded = matrix::axes_cells(axes);
         if spec.configurations.len() + expanded.len() > MAX_CELLS {
             errors.push(FieldError::new(
                 "spec.axes",
@@ -425,7 +425,7 @@ fn check_plan_size(workload: &Workload, parallelism: u32, errors: &mut Vec<Field
 }
 
 fn check_configuration(c: &Configuration, at: &str, errors: &mut Vec<FieldError>) {
-    if let Err(why) = plan::check_cell_name(&c.name) {
+    if let Err(why) = matrix::check_cell_name(&c.name) {
         errors.push(FieldError::new(format!("{at}.name"), why));
     }
     check_replicas(c.replicas, &format!("{at}.replicas"), errors);

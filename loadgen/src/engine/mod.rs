@@ -313,7 +313,7 @@ struct PhaseCtx<'a> {
     msgs: &'a Receiver<Msg>,
 }
 
-type Snapshots = Vec<(String, Result<crate::result::TargetStats, String>)>;
+type Snapshots = Vec<(String, Result<crate::result::StatsSnapshot, String>)>;
 
 /// Which `/stats` to read at a phase boundary: (the replica's key in the result, the address
 /// read). The statistics addresses when given, keyed by the replica address at the same place
@@ -563,7 +563,7 @@ fn pair_snapshots(start: Snapshots, end: Snapshots) -> Vec<ReplicaStats> {
                 _ => None,
             };
             let (s, e) = (s.ok(), e.ok());
-            let delta = |f: fn(&crate::result::TargetStats) -> Option<f64>| match (&s, &e) {
+            let delta = |f: fn(&crate::result::StatsSnapshot) -> Option<f64>| match (&s, &e) {
                 (Some(a), Some(b)) => Some(f(b)? - f(a)?),
                 _ => None,
             };

@@ -1,8 +1,7 @@
 //! Condition types, reasons, and the one function that sets a condition.
 //!
 //! `lastTransitionTime` moves only when a condition's status changes, as the API conventions
-//! require; a changed reason or message alone keeps the time. Callers use the returned flag to
-//! skip a status patch when nothing but timestamps would change.
+//! require; a changed reason or message alone keeps the time.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
@@ -224,7 +223,7 @@ pub mod status {
     pub const FALSE: &str = "False";
 }
 
-/// Sets condition `type_` in `conditions`, returning whether anything but timestamps changed.
+/// Sets condition `type_` in `conditions`.
 ///
 /// `lastTransitionTime` is `now` for a new condition or a changed status, otherwise kept.
 pub fn set_condition(
@@ -235,15 +234,11 @@ pub fn set_condition(
     message: impl Into<String>,
     observed_generation: Option<i64>,
     now: &Time,
-) -> bool {
+) {
     let message = message.into();
     let reason = reason.as_ref();
     match conditions.iter_mut().find(|c| c.type_ == type_) {
         Some(existing) => {
-            let changed = existing.status != status
-                || existing.reason != reason
-                || existing.message != message
-                || existing.observed_generation != observed_generation;
             if existing.status != status {
                 existing.last_transition_time = now.clone();
             }
@@ -251,7 +246,6 @@ pub fn set_condition(
             existing.reason = reason.to_owned();
             existing.message = message;
             existing.observed_generation = observed_generation;
-            changed
         }
         None => {
             conditions.push(Condition {
@@ -262,7 +256,6 @@ pub fn set_condition(
                 observed_generation,
                 last_transition_time: now.clone(),
             });
-            true
         }
     }
 }
@@ -303,48 +296,53 @@ mod tests {
         let t1 = time_from_secs(100);
         let t2 = time_from_secs(200);
         let t3 = time_from_secs(300);
-        assert!(set_condition(
+        set_condition(
             &mut conds,
             PROGRESSING,
             status::TRUE,
             Reason::CellRunning,
             "cell a",
             Some(1),
-            &t1
-        ));
-        // New message, same status: changed, time kept.
-        assert!(set_condition(
+            &t1,
+        );
+        // New message, same status: the message changes, the time is kept.
+        set_condition(
             &mut conds,
             PROGRESSING,
             status::TRUE,
             Reason::CellRunning,
             "cell b",
             Some(1),
-            &t2
-        ));
+            &t2,
+        );
         assert_eq!(conds[0].last_transition_time, t1);
-        // Nothing new: not changed.
-        assert!(!set_condition(
+        assert_eq!(conds[0].message, "cell b");
+        // Nothing new: the time is kept.
+        set_condition(
             &mut conds,
             PROGRESSING,
             status::TRUE,
             Reason::CellRunning,
             "cell b",
             Some(1),
-            &t3
-        ));
+            &t3,
+        );
         assert_eq!(conds[0].last_transition_time, t1);
         // Status flips: time moves.
-        assert!(set_condition(
+        set_condition(
             &mut conds,
             PROGRESSING,
             status::FALSE,
             Reason::Finished,
             "done",
             Some(1),
-            &t3
-        ));
+            &t3,
+        );
         assert_eq!(conds[0].last_transition_time, t3);
+        assert_eq!(
+            (conds[0].status.as_str(), conds[0].reason.as_str()),
+            ("False", "Finished")
+        );
         assert_eq!(conds.len(), 1);
     }
 

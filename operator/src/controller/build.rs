@@ -26,7 +26,7 @@ use kube::{Resource, ResourceExt};
 use super::template::{self, OwnedPod};
 use crate::api::{BenchmarkRun, EnvVar, Quantity, pod_template};
 use crate::engine::ValidatedRun;
-use crate::plan::{Cell, merge_env, repetition_child_name};
+use crate::matrix::{Cell, merge_env, repetition_child_name};
 
 /// Label naming the run an object belongs to.
 pub const RUN_LABEL: &str = "benchmatrix.dev/run";

@@ -121,7 +121,7 @@ pub const API_CALLS: &[ApiCall] = &[
     // nodes/metrics (for /metrics/resource and /metrics/cadvisor). Not an API server call, so
     // the faked API never sees it: see KUBELET_CALLS.
     call("get", "", "nodes", "metrics", false),
-    // apply.rs: children by server-side apply (a PATCH; the API server checks create as well
+    // write.rs: children by server-side apply (a PATCH; the API server checks create as well
     // when the apply makes a new object), and deleted per the cleanup policy.
     call("patch", "apps", "deployments", "", true),
     call("create", "apps", "deployments", "", true),
@@ -138,7 +138,7 @@ pub const API_CALLS: &[ApiCall] = &[
     // reconcile.rs: the run itself, read again when the Controller's cached copy is not the
     // version of the operator's last status write (the cache can lag behind that write).
     call("get", GROUP, RUNS, "", true),
-    // apply.rs: the status (server-side apply; a merge patch for an object that does not
+    // write.rs: the status (server-side apply; a merge patch for an object that does not
     // decode), and the TTL's delete of a finished run.
     call("patch", GROUP, RUNS, "status", true),
     call("delete", GROUP, RUNS, "", true),
@@ -167,11 +167,6 @@ pub fn is_controller_watch(call: &ApiCall) -> bool {
         .contains(&(call.group, call.resource))
 }
 
-/// Whether `call` is one of [`API_CALLS`].
-pub fn is_declared(call: &ApiCall) -> bool {
-    API_CALLS.contains(call)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,9 +186,9 @@ mod tests {
             assert!(seen.insert(*c), "listed twice: {c}");
         }
         let log = call("get", "", "pods", "log", true);
-        assert!(is_declared(&log));
+        assert!(API_CALLS.contains(&log));
         assert_eq!(log.rbac_resource(), "pods/log");
         assert_eq!(log.to_string(), "get core/pods/log (namespaced)");
-        assert!(!is_declared(&call("get", "", "secrets", "", true)));
+        assert!(!API_CALLS.contains(&call("get", "", "secrets", "", true)));
     }
 }

@@ -25,7 +25,7 @@ use kube::ResourceExt;
 
 use crate::api::quantity::parse_quantity;
 use crate::api::{BenchmarkRun, Quantity};
-use crate::plan::Cell;
+use crate::matrix::Cell;
 
 /// The taint the node controller puts on a cordoned node (`spec.unschedulable: true`).
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";

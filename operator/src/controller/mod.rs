@@ -10,7 +10,6 @@
 //! watching only its own, so a Role in each is enough). The Controllers share one context, so
 //! `--max-active-runs` counts runs across every watched namespace.
 
-pub mod apply;
 pub mod backoff;
 pub mod build;
 pub mod calls;
@@ -22,8 +21,9 @@ pub mod observe;
 pub mod outage;
 pub mod queue;
 pub mod reconcile;
-pub mod replicas;
+pub mod target_pods;
 pub mod template;
+pub mod write;
 
 pub use calls::{API_CALLS, ApiCall};
 

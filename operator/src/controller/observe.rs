@@ -120,7 +120,10 @@ pub async fn observe(
                 repetition,
             };
             let name = at.child_name();
-            read_load(client, &pods, &ns, run, &at, &name, load_over, kubelet, &mut obs).await?;
+            read_load(
+                client, &pods, &ns, run, &at, &name, load_over, kubelet, &mut obs,
+            )
+            .await?;
         }
     }
     Ok(obs)

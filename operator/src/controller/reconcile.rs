@@ -15,7 +15,7 @@ use super::decide;
 use super::error::Error;
 use super::outage::Outage;
 use super::queue::{self, Queue};
-use super::{apply, backoff, observe};
+use super::{backoff, observe, write};
 use crate::api::{BenchmarkRun, CellPhase, RunPhase, conditions};
 use crate::metrics::Metrics;
 
@@ -122,7 +122,7 @@ pub async fn reconcile(
                     invalid.metadata.name.as_deref().unwrap_or(""),
                     invalid.error
                 ));
-                if let Err(patch_err) = apply::mark_malformed(&ctx.client, invalid).await {
+                if let Err(patch_err) = write::mark_malformed(&ctx.client, invalid).await {
                     tracing::warn!(error = %patch_err, "could not mark a malformed run Failed");
                 }
                 return Err(err);
@@ -220,7 +220,7 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Er
         .any(|a| matches!(a, decide::Action::DeleteRun));
     let old = run.status.clone().unwrap_or_default();
     if !deleted && decision.status != old {
-        match apply::write_status(&ctx.client, run, &decision.status).await {
+        match write::write_status(&ctx.client, run, &decision.status).await {
             Ok(version) => ctx.note_written(run, version),
             Err(e) if e.is_conflict() => return Ok(Outcome::Stale),
             Err(e) => return Err(e),
@@ -236,11 +236,11 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Er
     }
     ctx.metrics
         .set_active_runs(queue.active + usize::from(decision.status.phase == RunPhase::Running));
-    apply::apply_actions(&ctx.client, run, &decision.actions).await?;
+    write::carry_out(&ctx.client, run, &decision.actions).await?;
     if deleted {
         ctx.forget_written(run);
     }
-    apply::publish_events(&ctx.recorder, run, &decision.events).await;
+    write::publish_events(&ctx.recorder, run, &decision.events).await;
     Ok(Outcome::Done(match decision.requeue {
         Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
         None => Requeue::await_change(),

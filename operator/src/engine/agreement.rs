@@ -177,7 +177,11 @@ fn on_one_machine(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static 
     let v = ValidatedRun::parse(SPEC).unwrap();
     let mut status = BenchmarkRunStatus::default();
     let start = time_from_secs(0);
-    record(&mut status, Event::admitted(v.cells()), &Ctx::of(&v, None, &start));
+    record(
+        &mut status,
+        Event::admitted(v.cells()),
+        &Ctx::of(&v, None, &start),
+    );
     let mut commands = Vec::new();
     for (at, moment) in &scenario.moments {
         let now = time_from_secs(*at);
@@ -209,7 +213,12 @@ fn on_one_machine(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static 
                 };
                 let mut both = first.commands;
                 both.extend(machine::advance(&mut status, read, &ctx).commands);
-                commands.push(kinds(&both).into_iter().filter(|k| *k != "collect").collect());
+                commands.push(
+                    kinds(&both)
+                        .into_iter()
+                        .filter(|k| *k != "collect")
+                        .collect(),
+                );
                 continue;
             }
             Moment::ReplicaExit => Seen {
@@ -293,7 +302,10 @@ fn replica_exit_then_unreachable() -> Scenario {
 fn both_executors_give_the_same_commands_for_the_same_scenario() {
     for (name, scenario) in [
         ("measured then timed out", measured_then_timed_out()),
-        ("replica exit then unreachable", replica_exit_then_unreachable()),
+        (
+            "replica exit then unreachable",
+            replica_exit_then_unreachable(),
+        ),
     ] {
         let (_, cluster) = on_a_cluster(&scenario);
         let (_, local) = on_one_machine(&scenario);
@@ -309,8 +321,14 @@ fn a_failure_scenario_ends_alike_with_the_causes_the_machine_chose() {
     let local = without_executor_fields(on_one_machine(&scenario).0);
     assert_eq!(cluster["cells"][0]["reason"], Cause::ReplicaExited.as_str());
     assert_eq!(local["cells"][0]["reason"], Cause::ReplicaExited.as_str());
-    assert_eq!(cluster["cells"][1]["reason"], Cause::TargetUnreachable.as_str());
-    assert_eq!(local["cells"][1]["reason"], Cause::TargetUnreachable.as_str());
+    assert_eq!(
+        cluster["cells"][1]["reason"],
+        Cause::TargetUnreachable.as_str()
+    );
+    assert_eq!(
+        local["cells"][1]["reason"],
+        Cause::TargetUnreachable.as_str()
+    );
     assert_eq!(cluster["phase"], "Failed", "no cell measured");
     assert_eq!(cluster["phase"], local["phase"]);
 }

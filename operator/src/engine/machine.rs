@@ -219,7 +219,14 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
     let at = StepAt::from(step);
     if seen.interrupted {
         if step.phase != CellPhase::Pending {
-            fail(status, at, Cause::Interrupted, "interrupted by SIGINT/SIGTERM", ctx, &mut out);
+            fail(
+                status,
+                at,
+                Cause::Interrupted,
+                "interrupted by SIGINT/SIGTERM",
+                ctx,
+                &mut out,
+            );
         }
         out.record(status, Event::Finished { interrupted: true }, ctx);
         out.commands.push(Command::Ended);
@@ -346,8 +353,9 @@ fn deploying(
         fail(status, at, Cause::NeverReady, message, ctx, out);
         return;
     }
-    out.commands
-        .push(Command::WakeIn(Duration::from_secs((limit - waited).max(1) as u64)));
+    out.commands.push(Command::WakeIn(Duration::from_secs(
+        (limit - waited).max(1) as u64,
+    )));
 }
 
 /// The load runs. In this order, because the first that holds decides: a replica that left
@@ -357,7 +365,10 @@ fn deploying(
 fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, out: &mut Advance) {
     if let Some(message) = seen.replica_exited {
         let (cause, message) = if message.contains("reason OOMKilled") {
-            (Cause::OomKilled, format!("{message}; raise the cell's memory"))
+            (
+                Cause::OomKilled,
+                format!("{message}; raise the cell's memory"),
+            )
         } else {
             (Cause::ReplicaExited, message)
         };

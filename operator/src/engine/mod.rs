@@ -56,7 +56,7 @@ pub struct Ctx<'a> {
     /// The run's timeouts and cleanup policy, which the machine keeps.
     pub limits: Limits,
     /// The matrix's cells (for the words of a deployment).
-    pub cells: &'a [crate::plan::Cell],
+    pub cells: &'a [crate::matrix::Cell],
 }
 
 impl<'a> Ctx<'a> {
@@ -163,7 +163,7 @@ pub struct Admission {
 impl Event {
     /// The start of a run with the matrix `cells`; both executors start a run through this,
     /// so their statuses record the cells alike.
-    pub fn admitted(cells: &[crate::plan::Cell]) -> Event {
+    pub fn admitted(cells: &[crate::matrix::Cell]) -> Event {
         Event::Admitted {
             cells: cells
                 .iter()

@@ -10,7 +10,7 @@ use std::time::Duration;
 use benchmatrix_loadgen::plan::Preflight;
 
 use crate::api::{BenchmarkRun, BenchmarkRunSpec};
-use crate::plan::{self, Cell};
+use crate::matrix::{self, Cell};
 use crate::validate::{self, SpecError};
 
 /// A validated run and what follows from its spec.
@@ -41,7 +41,7 @@ impl ValidatedRun {
     }
 
     fn derive(run: BenchmarkRun) -> Self {
-        let cells = plan::cells(&run.spec);
+        let cells = matrix::cells(&run.spec);
         let w = &run.spec.workload;
         let planned_load = w.warmup.get() + w.phases.iter().map(|p| p.duration.get()).sum();
         ValidatedRun {

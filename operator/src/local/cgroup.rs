@@ -70,7 +70,7 @@ pub enum Backend {
 
 /// How one limit was actually enforced; goes into the status and the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Enforcement {
+pub enum LimitMethod {
     /// A cgroup v2 `cpu.max` quota.
     CgroupV2 {
         /// The cgroup folder.
@@ -90,25 +90,25 @@ pub enum Enforcement {
     Unlimited,
 }
 
-impl Enforcement {
+impl LimitMethod {
     /// One line for the status and the report, e.g. `cgroup v1 cpu.cfs_quota_us=50000/100000`.
     pub fn describe(&self, cores: Option<f64>) -> String {
         match (self, cores) {
-            (Enforcement::CgroupV2 { path }, Some(c)) => format!(
+            (LimitMethod::CgroupV2 { path }, Some(c)) => format!(
                 "cgroup v2 cpu.max \"{} {CFS_PERIOD_US}\" ({})",
                 quota_us(c),
                 path.display()
             ),
-            (Enforcement::CgroupV1 { path }, Some(c)) => format!(
+            (LimitMethod::CgroupV1 { path }, Some(c)) => format!(
                 "cgroup v1 cpu.cfs_quota_us={}/{CFS_PERIOD_US} ({})",
                 quota_us(c),
                 path.display()
             ),
-            (Enforcement::Affinity { cpus }, _) => format!(
+            (LimitMethod::Affinity { cpus }, _) => format!(
                 "CPU affinity to cpus {:?} (no writable cgroup: parallelism is limited, CPU time is not)",
                 cpus
             ),
-            (_, None) | (Enforcement::Unlimited, _) => "unlimited".to_string(),
+            (_, None) | (LimitMethod::Unlimited, _) => "unlimited".to_string(),
         }
     }
 }
@@ -161,10 +161,10 @@ impl Backend {
                     acct_dir: None,
                     v2: true,
                     affinity: None,
-                    enforcement: if cores.is_some() {
-                        Enforcement::CgroupV2 { path: path.clone() }
+                    limit_method: if cores.is_some() {
+                        LimitMethod::CgroupV2 { path: path.clone() }
                     } else {
-                        Enforcement::Unlimited
+                        LimitMethod::Unlimited
                     },
                 };
                 if let Some(c) = cores {
@@ -192,10 +192,10 @@ impl Backend {
                     acct_dir: acct,
                     v2: false,
                     affinity: None,
-                    enforcement: if cores.is_some() {
-                        Enforcement::CgroupV1 { path: path.clone() }
+                    limit_method: if cores.is_some() {
+                        LimitMethod::CgroupV1 { path: path.clone() }
                     } else {
-                        Enforcement::Unlimited
+                        LimitMethod::Unlimited
                     },
                 };
                 // The period first: the kernel checks the quota against the current period.
@@ -219,10 +219,10 @@ impl Backend {
                     cpu_dir: None,
                     acct_dir: None,
                     v2: false,
-                    enforcement: if cores.is_some() {
-                        Enforcement::Affinity { cpus: cpus.clone() }
+                    limit_method: if cores.is_some() {
+                        LimitMethod::Affinity { cpus: cpus.clone() }
                     } else {
-                        Enforcement::Unlimited
+                        LimitMethod::Unlimited
                     },
                     affinity: Some(cpus),
                 })
@@ -265,13 +265,13 @@ pub struct Cgroup {
     acct_dir: Option<PathBuf>,
     v2: bool,
     affinity: Option<Vec<usize>>,
-    enforcement: Enforcement,
+    limit_method: LimitMethod,
 }
 
 impl Cgroup {
     /// How the limit is enforced.
-    pub fn enforcement(&self) -> &Enforcement {
-        &self.enforcement
+    pub fn limit_method(&self) -> &LimitMethod {
+        &self.limit_method
     }
 
     /// Arranges for a child started from `cmd` to enter this cgroup between fork and exec,
@@ -652,8 +652,8 @@ mod tests {
             "expected ~0.5 cores, used {cores:.3} (usage {u0:?} -> {u1:?})"
         );
         assert!(u1.nr_throttled > 0, "the quota must have throttled: {u1:?}");
-        let path = match cg.enforcement() {
-            Enforcement::CgroupV1 { path } | Enforcement::CgroupV2 { path } => path.clone(),
+        let path = match cg.limit_method() {
+            LimitMethod::CgroupV1 { path } | LimitMethod::CgroupV2 { path } => path.clone(),
             other => panic!("unexpected enforcement {other:?}"),
         };
         cg.remove();

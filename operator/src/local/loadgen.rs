@@ -14,7 +14,7 @@ use super::cgroup::Cgroup;
 use super::guard;
 use super::process::{self, stop_children, tie_to_runner};
 use super::progress::ProgressLine;
-use super::replicas::{stop_grace, tail};
+use super::replica_set::{stop_grace, tail};
 
 /// A running load generator.
 #[derive(Debug)]

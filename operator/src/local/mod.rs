@@ -11,7 +11,7 @@ pub mod guard;
 pub mod loadgen;
 pub mod process;
 pub mod progress;
-pub mod replicas;
+pub mod replica_set;
 pub mod runner;
 pub mod secrets;
 pub mod signals;

@@ -154,7 +154,7 @@ pub enum Event<'a> {
         figures: &'a PhaseFigures,
     },
     /// The measurement's result is in; `detail` says how long it took.
-    Measured {
+    Succeeded {
         /// Which measurement.
         step: &'a Step,
         /// e.g. "warm-up + phases 14.0 s ran in 14.05 s; runner overhead 1.2 s (...)".
@@ -276,7 +276,7 @@ impl Display {
                     self.stays(&format!("{label} | {}", format::phase_ended(figures)));
                 }
             }
-            Event::Measured { step, detail } => {
+            Event::Succeeded { step, detail } => {
                 let label = self.label(step);
                 let phases = self.current.take().map(|c| c.1).unwrap_or_default();
                 self.tally.finished(now);

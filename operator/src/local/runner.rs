@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::cell::{CellContext, LocalStep, supervise};
 use super::cgroup::Backend;
 use super::progress::{self, Display, Plan, Step};
-use super::replicas::READY_POLL;
+use super::replica_set::READY_POLL;
 use super::signals;
 use crate::api::conditions::{self, Reason, now};
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
@@ -253,7 +253,7 @@ impl Runner {
             };
             let message = message.unwrap_or_default();
             if phase == CellPhase::Succeeded {
-                self.display.event(progress::Event::Measured {
+                self.display.event(progress::Event::Succeeded {
                     step,
                     detail: &message,
                 });

@@ -145,7 +145,7 @@ impl SplitMix64 {
 
 /// Whether the new values differ from the base ones, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Direction {
     /// The new values are better (lower when lower is better), beyond the noise.
     Better,
     /// The new values are worse, beyond the noise.
@@ -180,11 +180,11 @@ impl fmt::Display for Method {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Difference {
     /// Better, worse or within noise.
-    pub verdict: Verdict,
+    pub direction: Direction,
     /// Relative change of the medians, `new / base - 1` (0.1 = 10% higher); `None` when the
     /// base median is zero and the new one is not.
     pub change: Option<f64>,
-    /// How the verdict was reached.
+    /// How the direction was reached.
     pub method: Method,
     /// The two-sided p-value, when a test was computed.
     pub p_value: Option<f64>,
@@ -194,7 +194,7 @@ pub struct Difference {
 
 /// Whether `new` differs from `base` (one value per repetition on each side).
 ///
-/// `lower_is_better` decides which direction is [`Verdict::Better`]; `min_change` is the
+/// `lower_is_better` decides which direction is [`Direction::Better`]; `min_change` is the
 /// smallest relative change of the medians that counts (e.g. [`MIN_PRACTICAL_CHANGE`]): below
 /// it a significant difference is still within noise. With at least [`MIN_FOR_TEST`] values a
 /// side a two-sided Mann-Whitney U test must reject at [`ALPHA`]; with fewer, the min-max
@@ -206,18 +206,18 @@ pub fn differ(base: &[f64], new: &[f64], lower_is_better: bool, min_change: f64)
     let change = relative_change(mb, mn);
     let practical = change.is_none_or(|c| c.abs() >= min_change) && mb != mn;
     let direction = if (mn < mb) == lower_is_better {
-        Verdict::Better
+        Direction::Better
     } else {
-        Verdict::Worse
+        Direction::Worse
     };
     if base.len() >= MIN_FOR_TEST && new.len() >= MIN_FOR_TEST {
         let test = mann_whitney(&base, &new);
         let significant = test.p_value < ALPHA;
         return Difference {
-            verdict: if significant && practical {
+            direction: if significant && practical {
                 direction
             } else {
-                Verdict::WithinNoise
+                Direction::WithinNoise
             },
             change,
             method: if test.exact {
@@ -252,10 +252,10 @@ pub fn differ(base: &[f64], new: &[f64], lower_is_better: bool, min_change: f64)
         )
     };
     Difference {
-        verdict: if apart && practical {
+        direction: if apart && practical {
             direction
         } else {
-            Verdict::WithinNoise
+            Direction::WithinNoise
         },
         change,
         method: Method::RangeOverlap,
@@ -486,14 +486,17 @@ mod tests {
         let base = [12.1, 14.3, 11.8, 13.5, 12.9];
         let new = [15.2, 14.9, 16.8, 13.9, 17.1, 15.5];
         let d = differ(&base, &new, true, MIN_PRACTICAL_CHANGE);
-        assert_eq!(d.verdict, Verdict::Worse, "{d:?}");
+        assert_eq!(d.direction, Direction::Worse, "{d:?}");
         assert_eq!(d.method, Method::MannWhitneyExact);
         assert!(close(d.p_value.unwrap(), 0.008658008658008658, 1e-12));
         // Median 12.9 -> 15.35.
         assert!(close(d.change.unwrap(), 15.35 / 12.9 - 1.0, 1e-12), "{d:?}");
         // Throughput: higher is better.
-        assert_eq!(differ(&base, &new, false, 0.05).verdict, Verdict::Better);
-        assert_eq!(differ(&new, &base, true, 0.05).verdict, Verdict::Better);
+        assert_eq!(
+            differ(&base, &new, false, 0.05).direction,
+            Direction::Better
+        );
+        assert_eq!(differ(&new, &base, true, 0.05).direction, Direction::Better);
     }
 
     #[test]
@@ -504,7 +507,7 @@ mod tests {
             true,
             MIN_PRACTICAL_CHANGE,
         );
-        assert_eq!(d.verdict, Verdict::WithinNoise);
+        assert_eq!(d.direction, Direction::WithinNoise);
         assert!(close(d.p_value.unwrap(), 0.8412698412698413, 1e-12));
     }
 
@@ -515,25 +518,25 @@ mod tests {
         let new = [102.0, 102.1, 102.2, 102.3, 102.4];
         let d = differ(&base, &new, true, MIN_PRACTICAL_CHANGE);
         assert!(close(d.p_value.unwrap(), 2.0 / 252.0, 1e-12), "{d:?}");
-        assert_eq!(d.verdict, Verdict::WithinNoise);
+        assert_eq!(d.direction, Direction::WithinNoise);
         assert!(d.note.unwrap().contains("5% minimum practical change"));
         // With a 1% minimum the same data is a regression.
-        assert_eq!(differ(&base, &new, true, 0.01).verdict, Verdict::Worse);
+        assert_eq!(differ(&base, &new, true, 0.01).direction, Direction::Worse);
     }
 
     #[test]
     fn with_fewer_than_five_only_separate_ranges_differ() {
         let d = differ(&[10.0, 12.0, 11.0], &[14.0, 15.0, 13.0], true, 0.05);
-        assert_eq!(d.verdict, Verdict::Worse);
+        assert_eq!(d.direction, Direction::Worse);
         assert_eq!(d.method, Method::RangeOverlap);
         assert_eq!(d.p_value, None);
         assert!(d.note.unwrap().contains("a test needs 5+ repetitions"));
         // Touching ranges overlap.
         let d = differ(&[10.0, 12.0, 11.0], &[12.0, 15.0, 13.0], true, 0.05);
-        assert_eq!(d.verdict, Verdict::WithinNoise);
-        // The benchmatrix p99s against autocannon's: overlapping, so no verdict.
+        assert_eq!(d.direction, Direction::WithinNoise);
+        // The benchmatrix p99s against autocannon's: overlapping, so no direction.
         let d = differ(&[690.0, 715.0, 386.0], &[183.0, 827.0, 825.0], true, 0.05);
-        assert_eq!(d.verdict, Verdict::WithinNoise);
+        assert_eq!(d.direction, Direction::WithinNoise);
         // Five against four still uses ranges.
         let d = differ(
             &[1.0, 2.0, 3.0, 4.0, 5.0],
@@ -542,8 +545,8 @@ mod tests {
             0.05,
         );
         assert_eq!(
-            (d.verdict, d.method),
-            (Verdict::Worse, Method::RangeOverlap)
+            (d.direction, d.method),
+            (Direction::Worse, Method::RangeOverlap)
         );
     }
 
@@ -552,10 +555,10 @@ mod tests {
         assert_eq!(relative_change(0.0, 0.0), Some(0.0));
         assert_eq!(relative_change(0.0, 1.0), None);
         let d = differ(&[0.0, 0.0], &[1.0, 2.0], true, 0.05);
-        assert_eq!((d.verdict, d.change), (Verdict::Worse, None));
+        assert_eq!((d.direction, d.change), (Direction::Worse, None));
         assert_eq!(
-            differ(&[], &[1.0], true, 0.05).verdict,
-            Verdict::WithinNoise
+            differ(&[], &[1.0], true, 0.05).direction,
+            Direction::WithinNoise
         );
     }
 

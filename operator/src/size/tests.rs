@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 
 use benchmatrix_loadgen::histogram;
 use benchmatrix_loadgen::result::{
-    PhaseResult, ReplicaStats, RunResult, StreamResult, TargetStats as Snapshot,
+    PhaseResult, ReplicaStats, RunResult, StatsSnapshot as Snapshot, StreamResult,
 };
 use serde_json::Value;
 

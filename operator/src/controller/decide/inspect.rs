@@ -11,8 +11,8 @@ use crate::api::BenchmarkRun;
 use crate::api::conditions::Cause;
 use crate::api::status::RecordedPod;
 use crate::controller::fit::{self, CellRequests};
-use crate::controller::replicas;
-use crate::plan::Cell;
+use crate::controller::target_pods;
+use crate::matrix::Cell;
 
 /// A target every replica of which is available.
 pub struct ReadyTarget {
@@ -60,7 +60,7 @@ pub fn ready_target(
         Some(ip) => Ok(ReadyTarget {
             target: format!("http://{}", join_host_port(&ip, port)),
             replicas: ready_ips,
-            pods: replicas::record(&pods),
+            pods: target_pods::record(&pods),
         }),
         None => Err("the target Service has no ClusterIP".into()),
     })

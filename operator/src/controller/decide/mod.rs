@@ -23,14 +23,14 @@ use std::time::Duration;
 use benchmatrix_loadgen::result::RunResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{build, images, replicas};
+use super::{build, images, target_pods};
 use crate::api::conditions::{self, Reason};
 use crate::api::{
     BenchmarkRun, BenchmarkRunStatus, CellPhase, CleanupPolicy, Enforcement, RunPhase,
 };
 use crate::engine::machine::{self, Command, Look, Ready, Seen, StepAt};
 use crate::engine::{self, Ctx, Event, Measured, Step, ValidatedRun};
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use crate::results;
 
 pub use crate::api::conditions::Cause;
@@ -210,7 +210,7 @@ fn seen(
                 return (seen, None);
             };
             let recorded = &status.cells[at.cell].target_pods;
-            seen.replica_exited = replicas::exited(recorded, &obs.target_pods);
+            seen.replica_exited = target_pods::exited(recorded, &obs.target_pods);
             seen.loadgen_broken = inspect::pod_failure(&obs.loadgen_pods)
                 .filter(|(why, _)| matches!(why, Cause::ChildBroken | Cause::ImagePull))
                 .map(|(why, said)| {
@@ -237,17 +237,23 @@ fn seen(
                 ))),
                 Err(why) => Err((Cause::ResultUnparsable, why.clone())),
             });
-            seen.load_failed = obs.job.as_ref().and_then(inspect::job_failure).map(|message| {
-                let (why, detail) = match &obs.loadgen_failure {
-                    Some(line) if line.contains("OOMKilled") => (Cause::OomKilled, line.clone()),
-                    Some(line) => (Cause::of_loadgen_failure(line), line.clone()),
-                    None => (Cause::LoadgenFailed, String::from("no log")),
-                };
-                (
-                    why,
-                    format!("load generator failed: {message}; last log line: {detail}"),
-                )
-            });
+            seen.load_failed = obs
+                .job
+                .as_ref()
+                .and_then(inspect::job_failure)
+                .map(|message| {
+                    let (why, detail) = match &obs.loadgen_failure {
+                        Some(line) if line.contains("OOMKilled") => {
+                            (Cause::OomKilled, line.clone())
+                        }
+                        Some(line) => (Cause::of_loadgen_failure(line), line.clone()),
+                        None => (Cause::LoadgenFailed, String::from("no log")),
+                    };
+                    (
+                        why,
+                        format!("load generator failed: {message}; last log line: {detail}"),
+                    )
+                });
             seen.target_oom = inspect::target_oom(&obs.target_pods);
             seen.load_missing = obs.job.is_none();
             if seen.load_missing {
@@ -266,7 +272,7 @@ fn seen(
             // For a step whose pods were never recorded (an operator that kept no record).
             seen.ready = Some(Ok(Ready {
                 message: String::new(),
-                target_pods: replicas::record(&inspect::ready_pods(obs)),
+                target_pods: target_pods::record(&inspect::ready_pods(obs)),
             }));
         }
     }

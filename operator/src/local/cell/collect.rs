@@ -15,8 +15,8 @@ use super::{Failure, round3};
 use crate::api::conditions::Cause;
 use crate::api::{BenchmarkRunSpec, ReplicaPhaseShare, ReplicaShare, TargetStats};
 use crate::local::loadgen::Loadgen;
-use crate::local::replicas::ReplicaSet;
-use crate::plan::Cell;
+use crate::local::replica_set::ReplicaSet;
+use crate::matrix::Cell;
 
 /// The load generator's result document at `path`, given that it exited with `status`; a
 /// failed exit or an unreadable document fails the cell with the load generator's last words.
@@ -123,7 +123,7 @@ pub fn summary(
 }
 
 /// Fills what the per-phase snapshots did not carry from the target's own report at readiness.
-fn merge_self_report(t: &mut TargetStats, r: Option<&benchmatrix_loadgen::result::TargetStats>) {
+fn merge_self_report(t: &mut TargetStats, r: Option<&benchmatrix_loadgen::result::StatsSnapshot>) {
     let Some(r) = r else { return };
     let u = |v: Option<f64>| v.map(|v| v.round() as u32);
     t.host_cpus = t.host_cpus.or(u(r.host_cpus));

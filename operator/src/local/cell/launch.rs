@@ -5,22 +5,22 @@ use std::time::{Duration, Instant};
 
 use benchmatrix_loadgen::request::HeaderValues;
 
-use super::plan::{LoadFiles, LoadgenPlacement};
+use super::loadgen_setup::{LoadFiles, LoadgenPlacement};
 use super::{CellContext, Failure};
 use crate::api::Enforcement;
 use crate::api::conditions::Cause;
-use crate::local::cgroup::{Cgroup, Enforcement as Enforced};
+use crate::local::cgroup::{Cgroup, LimitMethod};
 use crate::local::loadgen::Loadgen;
 use crate::local::progress::Event;
-use crate::local::replicas::{Launch, ReplicaSet, free_port};
+use crate::local::replica_set::{Launch, ReplicaSet, free_port};
 use crate::local::signals;
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use benchmatrix_quota::http;
 
 /// What was read of a cell's replicas once every one was ready, before any load.
 pub struct Ready {
     /// What the target said of itself on its stats path once ready (`None`: it did not say).
-    pub self_report: Option<benchmatrix_loadgen::result::TargetStats>,
+    pub self_report: Option<benchmatrix_loadgen::result::StatsSnapshot>,
     /// Resident memory of every replica's processes, summed, when ready.
     pub idle_rss: u64,
     /// Seconds from the cell's start until every replica was ready.
@@ -81,10 +81,15 @@ pub fn spawn_replicas(ctx: &mut CellContext, cell: &Cell) -> Result<(ReplicaSet,
 
 /// What is read of replicas once every one is ready: the target's own report of itself, its
 /// idle memory and how the limit is enforced; `started` is when the cell began.
-pub fn read_ready(ctx: &CellContext, set: &ReplicaSet, cpu: Option<f64>, started: Instant) -> Ready {
+pub fn read_ready(
+    ctx: &CellContext,
+    set: &ReplicaSet,
+    cpu: Option<f64>,
+    started: Instant,
+) -> Ready {
     let spec = ctx.run.spec();
     let enforcement = set
-        .enforcement()
+        .limit_method()
         .map(|e| (mechanism(e), e.describe(cpu)))
         .unwrap_or(("none", "unlimited".into()));
     let self_report = http::get(set.addr, &spec.target.stats_path, Duration::from_secs(2))
@@ -126,11 +131,11 @@ pub fn enforcement(
 ) -> Enforcement {
     Enforcement {
         target: target.0.to_string(),
-        loadgen: Some(mechanism(loadgen.enforcement()).to_string()),
+        loadgen: Some(mechanism(loadgen.limit_method()).to_string()),
         detail: Some(format!(
             "target replicas: {}; load generator: {}",
             target.1,
-            loadgen.enforcement().describe(loadgen_cores)
+            loadgen.limit_method().describe(loadgen_cores)
         )),
     }
 }
@@ -172,11 +177,11 @@ pub fn start_loadgen(
 }
 
 /// The status word for a mechanism.
-fn mechanism(e: &Enforced) -> &'static str {
+fn mechanism(e: &LimitMethod) -> &'static str {
     match e {
-        Enforced::CgroupV2 { .. } => "cgroup-v2",
-        Enforced::CgroupV1 { .. } => "cgroup-v1",
-        Enforced::Affinity { .. } => "affinity",
-        Enforced::Unlimited => "none",
+        LimitMethod::CgroupV2 { .. } => "cgroup-v2",
+        LimitMethod::CgroupV1 { .. } => "cgroup-v1",
+        LimitMethod::Affinity { .. } => "affinity",
+        LimitMethod::Unlimited => "none",
     }
 }

@@ -1,6 +1,6 @@
 //! One step (a cell, or a repetition of it) of a local run, as the run engine's machine
 //! commands it: start the replicas ([`launch`]) and look until they are ready, write the load
-//! generator's plan ([`plan`]) and start it, look at the load until it ends ([`supervise`]),
+//! generator's plan ([`loadgen_setup`]) and start it, look at the load until it ends ([`supervise`]),
 //! then stop everything and read what was measured ([`collect`]).
 //!
 //! Nothing here decides: which failure wins, how long to wait and when the step ends are the
@@ -9,7 +9,7 @@
 
 pub mod collect;
 pub mod launch;
-pub mod plan;
+pub mod loadgen_setup;
 pub mod supervise;
 
 use std::path::Path;
@@ -21,12 +21,12 @@ use benchmatrix_loadgen::result::RunResult;
 use super::cgroup::Backend;
 use super::loadgen::Loadgen;
 use super::progress::{Display, Step};
-use super::replicas::{Launch, Readiness, ReplicaSet};
+use super::replica_set::{Launch, Readiness, ReplicaSet};
 use crate::api::conditions::Cause;
 use crate::api::{Enforcement, TargetStats};
 use crate::engine::ValidatedRun;
 use crate::engine::machine::{self, Look, Seen};
-use crate::plan::Cell;
+use crate::matrix::Cell;
 
 /// What a cell needs of the run: the spec, the output folder, the CPU-limit backend, and the
 /// display its progress goes to with the measurement it is.
@@ -58,11 +58,11 @@ pub struct Failure {
 pub struct LocalStep {
     cell: Cell,
     started: Instant,
-    timing: plan::LoadTiming,
+    timing: loadgen_setup::LoadTiming,
     launch: Option<Launch>,
     set: Option<ReplicaSet>,
     ready: Option<launch::Ready>,
-    files: Option<plan::LoadFiles>,
+    files: Option<loadgen_setup::LoadFiles>,
     enforcement: Option<Enforcement>,
     lg: Option<Loadgen>,
     watch: Option<supervise::Watch>,
@@ -88,7 +88,7 @@ impl LocalStep {
         LocalStep {
             cell: cell.clone(),
             started: Instant::now(),
-            timing: plan::LoadTiming::of(run),
+            timing: loadgen_setup::LoadTiming::of(run),
             launch: None,
             set: None,
             ready: None,
@@ -127,8 +127,9 @@ impl LocalStep {
         let Some(set) = self.set.as_mut() else {
             return Ok(());
         };
-        let files = plan::write_plan(ctx.out, spec, cell, set).map_err(|f| (Failed::Loadgen, f))?;
-        let placement = plan::loadgen_placement(spec, cell, cell.cpu.cpu_cores().ok());
+        let files = loadgen_setup::write_plan(ctx.out, spec, cell, set)
+            .map_err(|f| (Failed::Loadgen, f))?;
+        let placement = loadgen_setup::loadgen_placement(spec, cell, cell.cpu.cpu_cores().ok());
         let cgroup =
             launch::loadgen_cgroup(ctx, cell, placement).map_err(|f| (Failed::Loadgen, f))?;
         if let Some(ready) = &self.ready {
@@ -199,8 +200,7 @@ impl LocalStep {
                 seen.ready = Some(Ok(machine::Ready {
                     message: format!(
                         "load generator running against http://{} ({} replica(s) ready)",
-                        set.addr,
-                        self.cell.replicas
+                        set.addr, self.cell.replicas
                     ),
                     target_pods: Vec::new(),
                 }));

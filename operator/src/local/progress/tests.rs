@@ -100,7 +100,7 @@ fn plain_lines_are_one_per_phase_with_its_figures_never_one_per_second() {
     let mut d = Display::plain(plan(), Box::new(out.clone()));
     let a = step("pool-x1", 0, 1);
     one_measurement(&mut d, &a);
-    d.event(Event::Measured {
+    d.event(Event::Succeeded {
         step: &a,
         detail: "warm-up + phases 14.0 s ran in 14.05 s",
     });
@@ -194,7 +194,7 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
 
     // Each measurement leaves one line above the bars, with its phases' figures.
     one_measurement(&mut d, &a);
-    d.event(Event::Measured {
+    d.event(Event::Succeeded {
         step: &a,
         detail: "warm-up + phases 14.0 s ran in 14.05 s",
     });

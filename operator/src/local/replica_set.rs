@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use benchmatrix_loadgen::plan::Spread;
 
-use super::cgroup::{Backend, Cgroup, CpuUsage, Enforcement};
+use super::cgroup::{Backend, Cgroup, CpuUsage, LimitMethod};
 use super::guard;
 use super::process::{self, LiveProcess, process_tree, signal_group, stop_children, tie_to_runner};
 use super::signals;
@@ -323,8 +323,8 @@ impl ReplicaSet {
     }
 
     /// How each replica's limit is enforced (they are all alike; the first speaks for all).
-    pub fn enforcement(&self) -> Option<&Enforcement> {
-        self.replicas.first().map(|r| r.cgroup.enforcement())
+    pub fn limit_method(&self) -> Option<&LimitMethod> {
+        self.replicas.first().map(|r| r.cgroup.limit_method())
     }
 
     /// CPU used by each replica so far, in replica order, from its cgroup (or /proc with
@@ -579,7 +579,11 @@ mod tests {
     fn a_target_that_never_listens_is_not_ready_with_the_probe_and_its_output_said() {
         let dir = tempfile::tempdir().unwrap();
         let backend = Backend::detect();
-        let cmd = vec!["sh".into(), "-c".into(), "echo still-starting; sleep 30".into()];
+        let cmd = vec![
+            "sh".into(),
+            "-c".into(),
+            "echo still-starting; sleep 30".into(),
+        ];
         let l = launch("never", dir.path(), cmd);
         let mut set = ReplicaSet::spawn(&l, &backend).unwrap();
         std::thread::sleep(Duration::from_millis(300));
@@ -587,7 +591,10 @@ mod tests {
             panic!("a target that does not listen is not ready");
         };
         assert!(why.contains("GET /healthz on 127.0.0.1:"), "{why}");
-        assert!(why.contains("still-starting"), "its output is quoted: {why}");
+        assert!(
+            why.contains("still-starting"),
+            "its output is quoted: {why}"
+        );
         let stopping = Instant::now();
         set.stop();
         assert!(stopping.elapsed() < Duration::from_secs(5));

@@ -11,8 +11,8 @@ use super::Failure;
 use crate::api::BenchmarkRunSpec;
 use crate::api::conditions::Cause;
 use crate::engine::ValidatedRun;
-use crate::local::replicas::ReplicaSet;
-use crate::plan::Cell;
+use crate::local::replica_set::ReplicaSet;
+use crate::matrix::Cell;
 use benchmatrix_quota::host_cpus;
 
 /// The load's clock as planned, counted from the load generator's start.

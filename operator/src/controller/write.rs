@@ -1,4 +1,4 @@
-//! The I/O half of a decision: server-side apply of child objects under one field manager,
+//! The writes of a decision, its I/O half: server-side apply of child objects under one field manager,
 //! deletions, the status patch and Events.
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -19,7 +19,7 @@ use crate::api::{BenchmarkRun, BenchmarkRunStatus};
 pub const FIELD_MANAGER: &str = "benchmatrix-operator";
 
 /// Carries out the actions in order.
-pub async fn apply_actions(
+pub async fn carry_out(
     client: &kube::Client,
     run: &BenchmarkRun,
     actions: &[Action],
