@@ -7,6 +7,7 @@
 //! Which figures may be ranked is decided in [`trust`].
 
 pub mod noise;
+pub mod precision;
 pub mod repeat;
 pub mod sources;
 pub mod trust;

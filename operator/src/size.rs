@@ -20,10 +20,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use crate::api::conditions::{self, time_from_secs};
 use crate::api::status::{Percentile, RecordedPod};
 use crate::api::{
-    BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus, CellPhase, CellRatio, CellResult,
-    CellStatus, Comparison, Enforcement, FigureSpread, Interference, LatencyMs, RepetitionStatus,
-    ReplicaPhaseShare, ReplicaShare, RunPhase, Spread, Summary, TargetStats, ThresholdResult,
-    Verdict,
+    BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio,
+    CellResult, CellStatus, Comparison, Enforcement, FigureSpread, Interference, LatencyMs,
+    RepetitionStatus, ReplicaPhaseShare, ReplicaShare, RunPhase, Spread, Summary, TargetStats,
+    ThresholdResult, Verdict,
 };
 use crate::engine::bound::{
     self, EXCLUDED_MAX, NOTE_MAX, SENTENCE_MAX, WORD_MAX, api_len, json_len,
@@ -54,8 +54,10 @@ pub struct Shape {
     pub phases: Vec<String>,
     /// Every stream as (phase, endpoint), in order.
     pub streams: Vec<(String, String)>,
-    /// spec.repeat.
+    /// The most times a cell is measured (spec.repeat, or its `max`).
     pub repeat: u32,
+    /// spec.repeat is `{min, max, precision}`: each cell records why it stopped repeating.
+    pub adaptive: bool,
     /// spec.loadgen.parallelism.
     pub parallelism: u32,
     /// For each threshold, the indices of the cells it selects.
@@ -110,7 +112,8 @@ impl Shape {
                 .iter()
                 .flat_map(|p| p.load.iter().map(|s| (p.name.clone(), s.endpoint.clone())))
                 .collect(),
-            repeat: spec.repeat.max(1),
+            repeat: spec.repeat.max_rounds(),
+            adaptive: spec.repeat.is_adaptive(),
             parallelism: spec.loadgen.parallelism.max(1),
             thresholds,
             interference,
@@ -412,6 +415,13 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
         },
         repetitions,
         histograms,
+        precision: shape.adaptive.then(|| CellPrecision {
+            precise: false,
+            repetitions: u32::MAX,
+            widest_figure: Some(text(NOTE_MAX)),
+            widest_percent: Some(NUMBER),
+            message: text(NOTE_MAX),
+        }),
     }
 }
 

@@ -415,6 +415,41 @@ fn resolve(given: Option<&str>, cells: &[CellStatus], pick: fn(&CellResult) -> &
     }
 }
 
+/// The figures the thresholds judge on cell `cell`, as (phase, endpoint, metric): those of the
+/// thresholds that select it, and those of relative thresholds that name it in `of` (their
+/// verdict rests on its figure too). An unset phase or endpoint is the only one `results`
+/// have, as when judging.
+pub fn figures_judged(
+    thresholds: &[Threshold],
+    cell: &str,
+    results: &[CellResult],
+) -> Vec<(String, String, Metric)> {
+    let only = |given: Option<&str>, pick: fn(&CellResult) -> &str| -> Option<String> {
+        if let Some(given) = given {
+            return Some(given.to_owned());
+        }
+        let mut seen: Vec<&str> = results.iter().map(pick).collect();
+        seen.dedup();
+        match seen.as_slice() {
+            [one] => Some((*one).to_owned()),
+            _ => None,
+        }
+    };
+    thresholds
+        .iter()
+        .filter_map(|t| {
+            let (metric, bound) = t.limit()?;
+            let selects = t.cell.as_deref().is_none_or(|p| glob_match(p, cell));
+            if !selects && bound.reference() != Some(cell) {
+                return None;
+            }
+            let phase = only(t.phase.as_deref(), |r| &r.phase)?;
+            let endpoint = only(t.endpoint.as_deref(), |r| &r.endpoint)?;
+            Some((phase, endpoint, metric))
+        })
+        .collect()
+}
+
 /// Judges every threshold on every cell it selects, in threshold then matrix order. A cell
 /// that failed, was skipped or has no sample for the figure fails the threshold, with the
 /// reason in the message; a relative threshold also fails when its reference cell has no

@@ -14,9 +14,10 @@ use benchmatrix_loadgen::limits::{
 };
 use benchmatrix_loadgen::strict_yaml;
 
+use crate::api::repeat::MIN_ADAPTIVE_ROUNDS;
 use crate::api::{
-    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity, RunPhase,
-    Workload,
+    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity, Repeat,
+    RunPhase, Workload,
 };
 use crate::matrix;
 use kube::ResourceExt;
@@ -368,13 +369,54 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
         check_duration(ttl, MAX_ANY_DURATION, "spec.ttlAfterFinished", &mut errors);
     }
     errors.extend(crate::thresholds::validate_spec(spec));
-    if !(1..=MAX_REPEAT).contains(&spec.repeat) {
-        errors.push(FieldError::new(
-            "spec.repeat",
-            format!("must be 1..{MAX_REPEAT} (how many times every cell is measured)"),
-        ));
-    }
+    check_repeat(spec.repeat, &mut errors);
     errors
+}
+
+/// `spec.repeat`: a count of 1..MAX_REPEAT, or `{min, max, precision}` with
+/// MIN_ADAPTIVE_ROUNDS <= min <= max <= MAX_REPEAT and a precision in (0, 100] percent.
+fn check_repeat(repeat: Repeat, errors: &mut Vec<FieldError>) {
+    match repeat {
+        Repeat::Times(n) => {
+            if !(1..=MAX_REPEAT).contains(&n) {
+                errors.push(FieldError::new(
+                    "spec.repeat",
+                    format!(
+                        "must be 1..{MAX_REPEAT} (how many times every cell is measured), or \
+                         {{min, max, precision}}"
+                    ),
+                ));
+            }
+        }
+        Repeat::UntilPrecise {
+            min,
+            max,
+            precision,
+        } => {
+            if !(MIN_ADAPTIVE_ROUNDS..=MAX_REPEAT).contains(&min) {
+                errors.push(FieldError::new(
+                    "spec.repeat.min",
+                    format!(
+                        "must be {MIN_ADAPTIVE_ROUNDS}..{MAX_REPEAT} (a confidence interval needs \
+                         at least {MIN_ADAPTIVE_ROUNDS} repetitions)"
+                    ),
+                ));
+            }
+            if !(1..=MAX_REPEAT).contains(&max) || max < min {
+                errors.push(FieldError::new(
+                    "spec.repeat.max",
+                    format!("must be from min ({min}) to {MAX_REPEAT}"),
+                ));
+            }
+            if !(precision.is_finite() && precision > 0.0 && precision <= 100.0) {
+                errors.push(FieldError::new(
+                    "spec.repeat.precision",
+                    "must be a percentage above 0 and at most 100 (e.g. 5: every ranked \
+                     figure's 95% confidence interval within 5% of the figure)",
+                ));
+            }
+        }
+    }
 }
 
 /// `valueFrom.env` is how a plan file names a value the operator or the local runner put in
@@ -967,6 +1009,40 @@ spec:
         assert!(
             err.contains("spec.workload.endpoints: the bodies and headers (40041 bytes) times spec.loadgen.parallelism (32)"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn repeat_is_a_count_or_min_max_precision_each_part_checked_by_name() {
+        let with = |repeat: &str| {
+            GOOD.replace(
+                "  workload:\n",
+                &format!("  repeat: {repeat}\n  workload:\n"),
+            )
+        };
+        assert_eq!(errors_of(&with("5")), Vec::<String>::new());
+        assert_eq!(
+            errors_of(&with("{min: 3, max: 10, precision: 5}")),
+            Vec::<String>::new()
+        );
+        assert_error(&with("0"), "spec.repeat: must be 1..20");
+        assert_error(&with("21"), "spec.repeat: must be 1..20");
+        assert_error(&with("-1"), "spec.repeat: must be 1..20");
+        let errs = errors_of(&with("{min: 1, max: 30, precision: 0}"));
+        for path in [
+            "spec.repeat.min",
+            "spec.repeat.max",
+            "spec.repeat.precision",
+        ] {
+            assert!(errs.iter().any(|e| e.starts_with(path)), "{path}: {errs:?}");
+        }
+        assert_error(
+            &with("{min: 6, max: 4, precision: 5}"),
+            "spec.repeat.max: must be from min (6)",
+        );
+        assert_error(
+            &with("{min: 3, max: 10, within: 5}"),
+            "unknown field `within` in repeat",
         );
     }
 }

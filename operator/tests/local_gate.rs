@@ -105,3 +105,50 @@ fn repetitions_run_interleaved_and_a_gate_that_holds_exits_0() {
         "the repetitions' histograms merged: {spread:?}"
     );
 }
+
+/// `repeat: {min, max, precision}` on real processes: asked for an impossible precision, the
+/// cell runs `max` times and says it is still spread; asked for a loose one, it stops well
+/// before `max` (the p99 of a 12 ms CPU burn moves by some percent between runs, and the
+/// interval over two or three of them is far narrower than 100%) and says it is precise.
+#[test]
+fn adaptive_repetitions_stop_at_max_when_imprecise_and_early_when_precise() {
+    let cells = [("a", "single", 1, "1")];
+    let dir = tempfile::tempdir().unwrap();
+    let strict = "  repeat: {min: 2, max: 3, precision: 0.0001}\n";
+    let (o, out) = run(dir.path(), &spec(&cells, "0s", "2s", "1s", strict));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let st = status(&out);
+    let a = cell(&st, "a");
+    assert_eq!(a["repetitions"].as_sequence().unwrap().len(), 3, "{a:?}");
+    let p = &a["precision"];
+    assert_eq!(p["precise"].as_bool(), Some(false), "{p:?}");
+    assert_eq!(p["repetitions"].as_u64(), Some(3));
+    assert_eq!(
+        p["widestFigure"].as_str(),
+        Some("fast-only/fast p99"),
+        "{p:?}"
+    );
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("max of 3 reached"),
+        "{p:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let loose = "  repeat: {min: 2, max: 6, precision: 100}\n";
+    let (o, out) = run(dir.path(), &spec(&cells, "0s", "2s", "1s", loose));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let st = status(&out);
+    let a = cell(&st, "a");
+    let taken = a["repetitions"].as_sequence().unwrap().len();
+    let p = &a["precision"];
+    assert_eq!(p["precise"].as_bool(), Some(true), "{p:?}");
+    assert!((2..=4).contains(&taken), "stopped after {taken}: {p:?}");
+    assert_eq!(p["repetitions"].as_u64(), Some(taken as u64));
+    assert_eq!(
+        st["progress"].as_str(),
+        Some(format!("{taken}/{taken}").as_str())
+    );
+}

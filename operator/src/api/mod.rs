@@ -6,19 +6,21 @@
 pub mod conditions;
 pub mod pod_template;
 pub mod quantity;
+pub mod repeat;
 pub mod spec;
 pub mod status;
 pub mod thresholds;
 
 pub use quantity::Quantity;
+pub use repeat::Repeat;
 pub use spec::{
     Axes, BenchmarkRun, BenchmarkRunSpec, CleanupPolicy, Configuration, Duration, EnvVar,
     LoadgenSpec, Mode, Placement, PoolSize, TargetSpec, Timeouts, Workload,
 };
 pub use status::{
-    BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Enforcement,
-    FigureSpread, Interference, LatencyMs, RepetitionStatus, ReplicaPhaseShare, ReplicaShare,
-    RunPhase, Spread, Summary, TargetStats,
+    BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio, CellResult, CellStatus, Comparison,
+    Enforcement, FigureSpread, Interference, LatencyMs, RepetitionStatus, ReplicaPhaseShare,
+    ReplicaShare, RunPhase, Spread, Summary, TargetStats,
 };
 pub use thresholds::{
     Bound, ErrorRateLimit, LatencyLimit, Metric, RpsLimit, Threshold, ThresholdResult, Verdict,

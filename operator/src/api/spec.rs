@@ -24,6 +24,7 @@ pub use benchmatrix_target::config::Mode;
 
 use super::pod_template::PodTemplate;
 use super::quantity::Quantity;
+use super::repeat::Repeat;
 use super::status::BenchmarkRunStatus;
 use super::thresholds::Threshold;
 
@@ -189,14 +190,17 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stop_on_failure: bool,
 
-    /// How many times every cell is measured (1 to 20; default 1). Repetitions are interleaved
-    /// (every cell once, then every cell again), so slow drift of the machine spreads over all
-    /// cells; each figure is then the repetitions' median, with its spread beside it, and two
-    /// cells that differ by less than the noise are not ranked. Five or more repetitions allow
-    /// a significance test.
-    #[serde(default = "default_repeat", skip_serializing_if = "is_one")]
-    #[schemars(range(min = 1, max = 20))]
-    pub repeat: u32,
+    /// How many times every cell is measured: a number from 1 to 20 (default 1), or
+    /// `{min, max, precision}` to measure every cell at least `min` times (default 3), then
+    /// again only while the 95% confidence interval of one of its ranked figures is wider than
+    /// `precision` percent of that figure, at most `max` (up to 20) times. Repetitions are
+    /// interleaved (every cell once, then every cell again), so slow drift of the machine
+    /// spreads over all cells; each figure is then the repetitions' median, with its spread
+    /// beside it, and two cells that differ by less than the noise are not ranked. Five or
+    /// more repetitions allow a significance test. Checked by the operator (condition
+    /// SpecValid), not at apply time.
+    #[serde(default, skip_serializing_if = "super::repeat::is_once")]
+    pub repeat: Repeat,
 
     /// Delete the BenchmarkRun (and with it every child object) this long after it finished,
     /// e.g. "24h"; at most "8760h" (365 days). Unset: keep it until deleted by hand.
@@ -211,14 +215,6 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub thresholds: Vec<Threshold>,
-}
-
-fn default_repeat() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
 }
 
 /// Caps the workload's lists so the API server's CEL cost estimate for the rules above stays

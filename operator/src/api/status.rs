@@ -213,6 +213,33 @@ pub struct CellStatus {
     /// absent.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub histograms: std::collections::BTreeMap<String, String>,
+
+    /// With `spec.repeat: {min, max, precision}`: how precisely the cell's figures were known
+    /// when it stopped repeating, and why it stopped (precise, or the most repetitions reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<CellPrecision>,
+}
+
+/// Why a cell of `spec.repeat: {min, max, precision}` stopped repeating.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellPrecision {
+    /// True when every ranked or judged figure's 95% confidence interval was within the
+    /// precision asked for; false when the cell reached `max` repetitions still wider.
+    pub precise: bool,
+    /// Repetitions measured.
+    pub repetitions: u32,
+    /// The least precise figure, e.g. "mixed/fast p99" (none when no figure decides anything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widest_figure: Option<String>,
+    /// Its interval's width, in percent of the figure (absent when it has no interval, e.g. a
+    /// value of zero).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widest_percent: Option<f64>,
+    /// The decision in a sentence, e.g. "precise after 4: every ranked or judged figure's 95% CI
+    /// within 5% (widest mixed/fast p99 at 3.1%)".
+    #[serde(default)]
+    pub message: String,
 }
 
 /// One measurement of a cell when the run repeats every cell (spec.repeat above 1).

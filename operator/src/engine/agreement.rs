@@ -104,6 +104,8 @@ enum Moment {
 /// A scenario: moments at whole seconds, and the commands the machine must give for each
 /// (their kinds: "deploy", "start", "collect", "stop", "end"; wake-ups are left out).
 struct Scenario {
+    /// The BenchmarkRun, as YAML.
+    spec: String,
     moments: Vec<(i64, Moment)>,
     commands: Vec<Vec<&'static str>>,
 }
@@ -124,7 +126,7 @@ fn kinds(commands: &[Command]) -> Vec<&'static str> {
 
 /// The scenario on a cluster, through `decide`; the machine's commands at each moment.
 fn on_a_cluster(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static str>>) {
-    let mut run: BenchmarkRun = crate::validate::parse_benchmark_run(SPEC).unwrap();
+    let mut run: BenchmarkRun = crate::validate::parse_benchmark_run(&scenario.spec).unwrap();
     let settings = Settings::default();
     let mut commands = Vec::new();
     for (at, moment) in &scenario.moments {
@@ -174,7 +176,7 @@ fn on_a_cluster(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static st
 /// The scenario on one machine: the facts a `LocalStep` reports for each moment, given to the
 /// machine as the local runner gives them.
 fn on_one_machine(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static str>>) {
-    let v = ValidatedRun::parse(SPEC).unwrap();
+    let v = ValidatedRun::parse(&scenario.spec).unwrap();
     let mut status = BenchmarkRunStatus::default();
     let start = time_from_secs(0);
     record(
@@ -247,6 +249,7 @@ fn failed_job() -> Job {
 /// Cell a measured, cell b never finishes its load (a timeout).
 fn measured_then_timed_out() -> Scenario {
     Scenario {
+        spec: SPEC.into(),
         moments: vec![
             (0, Moment::Nothing), // a deploying
             (2, Moment::Ready),   // a's load starts
@@ -274,6 +277,7 @@ fn measured_then_timed_out() -> Scenario {
 /// a replica exit and the result seen at once go to the exit.
 fn replica_exit_then_unreachable() -> Scenario {
     Scenario {
+        spec: SPEC.into(),
         moments: vec![
             (0, Moment::Nothing),
             (2, Moment::Ready),
@@ -298,15 +302,49 @@ fn replica_exit_then_unreachable() -> Scenario {
     }
 }
 
-#[test]
-fn both_executors_give_the_same_commands_for_the_same_scenario() {
-    for (name, scenario) in [
+/// `repeat: {min: 2, max: 3, precision: 5}` and the same figures every time: each cell is
+/// precise after its second repetition, a1 b1 a2 b2, and the run ends without a third round.
+fn adaptive_repetitions_precise_at_min() -> Scenario {
+    let measured = |t: i64| {
+        [
+            (t, Moment::Nothing),
+            (t + 2, Moment::Ready),
+            (t + 9, Moment::Result),
+        ]
+    };
+    let mut moments: Vec<(i64, Moment)> = [0, 10, 20, 30].into_iter().flat_map(measured).collect();
+    moments.push((40, Moment::Nothing));
+    let mut commands: Vec<Vec<&'static str>> = (0..4)
+        .flat_map(|_| [vec!["deploy"], vec!["start"], vec!["stop"]])
+        .collect();
+    commands.push(vec!["end"]);
+    Scenario {
+        spec: SPEC.replace(
+            "spec:\n",
+            "spec:\n  repeat: {min: 2, max: 3, precision: 5}\n",
+        ),
+        moments,
+        commands,
+    }
+}
+
+fn scenarios() -> [(&'static str, Scenario); 3] {
+    [
         ("measured then timed out", measured_then_timed_out()),
         (
             "replica exit then unreachable",
             replica_exit_then_unreachable(),
         ),
-    ] {
+        (
+            "adaptive repetitions precise at min",
+            adaptive_repetitions_precise_at_min(),
+        ),
+    ]
+}
+
+#[test]
+fn both_executors_give_the_same_commands_for_the_same_scenario() {
+    for (name, scenario) in scenarios() {
         let (_, cluster) = on_a_cluster(&scenario);
         let (_, local) = on_one_machine(&scenario);
         assert_eq!(cluster, scenario.commands, "{name}: on a cluster");
@@ -335,7 +373,7 @@ fn a_failure_scenario_ends_alike_with_the_causes_the_machine_chose() {
 
 /// Clears what describes the executor rather than the run: the spec generation (a cluster
 /// has one), how limits were enforced, the runner's overhead, the pods the load ran against,
-/// and the sentence a measured cell's executor wrote about its timing.
+/// and the sentence a measured cell's (or repetition's) executor wrote about its timing.
 fn without_executor_fields(mut status: BenchmarkRunStatus) -> serde_json::Value {
     status.observed_generation = None;
     for c in &mut status.conditions {
@@ -347,23 +385,46 @@ fn without_executor_fields(mut status: BenchmarkRunStatus) -> serde_json::Value 
         c.target_pods.clear();
         // The sentence each executor writes about a measurement or a failure is its own.
         c.message = None;
+        for r in &mut c.repetitions {
+            r.message = None;
+            r.overhead_seconds = None;
+        }
     }
     serde_json::to_value(&status).unwrap()
 }
 
 #[test]
 fn a_run_on_a_cluster_and_on_one_machine_end_in_the_same_status_field_by_field() {
+    // The failure scenario's messages carry each executor's own words about the failure.
+    for (name, scenario) in [
+        ("measured then timed out", measured_then_timed_out()),
+        (
+            "adaptive repetitions precise at min",
+            adaptive_repetitions_precise_at_min(),
+        ),
+    ] {
+        let cluster = without_executor_fields(on_a_cluster(&scenario).0);
+        let local = without_executor_fields(on_one_machine(&scenario).0);
+        // Field by field, so a disagreement names its path.
+        let mut differences = Vec::new();
+        compare("status", &cluster, &local, &mut differences);
+        assert!(
+            differences.is_empty(),
+            "{name}: the executors disagree:\n{}",
+            differences.join("\n")
+        );
+    }
+    let adaptive = on_a_cluster(&adaptive_repetitions_precise_at_min()).0;
+    for c in &adaptive.cells {
+        assert_eq!(c.repetitions.len(), 2, "{}", c.name);
+        let p = c.precision.as_ref().expect("why it stopped");
+        assert!(
+            p.precise && p.message.starts_with("precise after 2"),
+            "{p:?}"
+        );
+    }
     let scenario = measured_then_timed_out();
     let cluster = without_executor_fields(on_a_cluster(&scenario).0);
-    let local = without_executor_fields(on_one_machine(&scenario).0);
-    // Field by field, so a disagreement names its path.
-    let mut differences = Vec::new();
-    compare("status", &cluster, &local, &mut differences);
-    assert!(
-        differences.is_empty(),
-        "the executors disagree:\n{}",
-        differences.join("\n")
-    );
     // And the document is the interesting one: a measured cell, a timed-out one, conditions.
     assert_eq!(cluster["phase"], "Succeeded");
     assert_eq!(cluster["cells"][1]["reason"], Cause::Timeout.as_str());

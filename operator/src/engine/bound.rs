@@ -14,8 +14,8 @@ use crate::api::BenchmarkRunStatus;
 /// words (Kubernetes cuts an Event's note at the same length).
 pub const SENTENCE_MAX: usize = 1024;
 
-/// A measured repetition's sentence about its timing, and what the target reported about its
-/// quota.
+/// A measured repetition's sentence about its timing, what the target reported about its
+/// quota, and why a cell stopped repeating (with the figure it names).
 pub const NOTE_MAX: usize = 256;
 
 /// Why a stream was not ranked: the longest reason the summary gives, "unstable over
@@ -175,6 +175,10 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
                 NOTE_MAX
             };
             clip_opt(&mut r.message, max);
+        }
+        if let Some(p) = &mut cell.precision {
+            clip_opt(&mut p.widest_figure, NOTE_MAX);
+            clip(&mut p.message, NOTE_MAX);
         }
     }
     if let Some(s) = &mut status.summary {

@@ -29,8 +29,8 @@ use crate::api::conditions::{self, Reason, set_condition, status as cs};
 use crate::api::status::RecordedPod;
 use crate::api::thresholds::Threshold;
 use crate::api::{
-    BenchmarkRunStatus, CellPhase, CellResult, CellStatus, Enforcement, RepetitionStatus, RunPhase,
-    TargetStats,
+    BenchmarkRunStatus, CellPhase, CellPrecision, CellResult, CellStatus, Enforcement, Repeat,
+    RepetitionStatus, RunPhase, TargetStats,
 };
 use crate::results;
 
@@ -49,8 +49,8 @@ pub struct Ctx<'a> {
     pub now: &'a Time,
     /// spec.stopOnFailure.
     pub stop_on_failure: bool,
-    /// spec.repeat (1 when the run does not repeat its cells).
-    pub repeat: u32,
+    /// spec.repeat: how many times each cell is measured.
+    pub repeat: Repeat,
     /// spec.thresholds, judged when the run ends.
     pub thresholds: &'a [Threshold],
     /// The run's timeouts and cleanup policy, which the machine keeps.
@@ -87,7 +87,7 @@ impl Ctx<'static> {
             generation,
             now,
             stop_on_failure: run.spec.stop_on_failure,
-            repeat: run.spec.repeat.max(1),
+            repeat: run.spec.repeat,
             thresholds: &run.spec.thresholds,
             limits: Limits::default(),
             cells: &[],
@@ -356,7 +356,7 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
             );
             status.message = Some(message.clone());
             status.observed_generation = g;
-            status.progress = Some(format!("0/{}", cells * ctx.repeat.max(1) as usize));
+            status.progress = Some(format!("0/{}", cells * ctx.repeat.max_rounds() as usize));
             spec_valid(status, ctx);
             set_condition(
                 &mut status.conditions,
@@ -403,7 +403,7 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
             c.phase = CellPhase::Deploying;
             // While a repeated cell runs, its start is the current repetition's (each kept in
             // its repetition's entry); once it ends, the first repetition's again.
-            if ctx.repeat > 1 {
+            if ctx.repeat.is_repeated() {
                 c.start_time = Some(now.clone());
             } else {
                 c.start_time.get_or_insert_with(|| now.clone());
@@ -411,8 +411,8 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
             c.message = Some(message);
             let name = c.name.clone();
             let mut what = format!("cell {name} ({}/{total})", cell + 1);
-            if ctx.repeat > 1 {
-                what.push_str(&format!(", repetition {repetition}/{}", ctx.repeat));
+            if ctx.repeat.is_repeated() {
+                what.push_str(&format!(", repetition {}", ctx.repeat.round(repetition)));
             }
             status.message = Some(format!("running {what}"));
             set_condition(
@@ -424,7 +424,7 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
                 g,
                 now,
             );
-            let note = if ctx.repeat > 1 {
+            let note = if ctx.repeat.is_repeated() {
                 format!("deploying cell {name} for repetition {repetition}")
             } else {
                 format!("deploying cell {name}")
@@ -496,24 +496,33 @@ fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
     );
 }
 
-/// Measurements done out of measurements planned, e.g. "2/4" (a printer column): cells, or with
-/// `repeat` above 1, repetitions of cells (a finished cell counts all of its own).
-pub fn progress(status: &BenchmarkRunStatus, repeat: u32) -> String {
-    if repeat <= 1 {
+/// Measurements done out of measurements planned, e.g. "2/4" (a printer column): cells, or
+/// when cells repeat, repetitions of cells. A finished cell counts as many as it is done with
+/// (all planned for a fixed count, the ones it took when it stopped on its precision); an
+/// unfinished one plans the most it may take, so the total shrinks as cells stop early.
+pub fn progress(status: &BenchmarkRunStatus, repeat: Repeat) -> String {
+    if !repeat.is_repeated() {
         return results::progress(status);
     }
+    let planned = |c: &CellStatus| match (repeat, c.phase.is_finished()) {
+        (Repeat::UntilPrecise { .. }, true) if c.phase == CellPhase::Succeeded => {
+            c.repetitions.len()
+        }
+        _ => repeat.max_rounds() as usize,
+    };
     let done: usize = status
         .cells
         .iter()
         .map(|c| {
             if c.phase.is_finished() {
-                repeat as usize
+                planned(c)
             } else {
                 c.repetitions.len()
             }
         })
         .sum();
-    format!("{done}/{}", status.cells.len() * repeat as usize)
+    let total: usize = status.cells.iter().map(planned).sum();
+    format!("{done}/{total}")
 }
 
 /// Repetitions of a cell measured so far (0 when the run does not repeat).
@@ -537,7 +546,7 @@ fn measure_cell(
     let name = c.name.clone();
     // The pods were recorded to check the measurement; it is over.
     c.target_pods.clear();
-    if ctx.repeat <= 1 {
+    if !ctx.repeat.is_repeated() {
         c.phase = CellPhase::Succeeded;
         c.reason = None;
         c.message = Some(measured.message);
@@ -581,36 +590,114 @@ fn measure_cell(
             .filter_map(|r| r.overhead_seconds)
             .sum(),
     ));
-    if repetition < ctx.repeat {
+    let merged = results::repeat::merge(&c.repetitions, &c.histograms);
+    let (again, precision) = repeat_again(ctx, &c.name, repetition, &merged);
+    if again {
         // Back in line: the other cells measure their repetition before this one's next.
         c.phase = CellPhase::Pending;
+        let why = precision
+            .map(|p| format!(" ({})", p.message))
+            .unwrap_or_default();
         c.message = Some(format!(
-            "repetition {repetition} of {} measured: {}",
-            ctx.repeat, measured.message
+            "repetition {} measured{why}: {}",
+            ctx.repeat.round(repetition),
+            measured.message
         ));
         return vec![Note::normal(
             "RepetitionMeasured",
             format!(
-                "cell {name} repetition {repetition} of {} measured",
-                ctx.repeat
+                "cell {name} repetition {} measured",
+                ctx.repeat.round(repetition)
             ),
         )];
     }
-    c.results = results::repeat::merge(&c.repetitions, &c.histograms);
+    c.results = merged;
     // Merged into the results: the status keeps the figures, not the histograms.
     c.histograms.clear();
     c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
     c.phase = CellPhase::Succeeded;
     c.reason = None;
     c.completion_time = Some(ctx.now.clone());
-    c.message = Some(format!(
-        "measured {} repetitions; figures are their medians, with the spread beside them",
-        ctx.repeat
-    ));
+    c.message = Some(match &precision {
+        Some(p) => format!(
+            "measured {repetition} repetitions, {}; figures are their medians, with the spread \
+             beside them",
+            p.message
+        ),
+        None => format!(
+            "measured {repetition} repetitions; figures are their medians, with the spread \
+             beside them"
+        ),
+    });
+    c.precision = precision;
     vec![Note::normal(
         "CellSucceeded",
-        format!("cell {name} measured {} times", ctx.repeat),
+        format!("cell {name} measured {repetition} times"),
     )]
+}
+
+/// Whether a repeated cell is measured again after `done` successful repetitions whose
+/// figures merge into `merged`; with `repeat: {min, max, precision}`, how precise they are.
+/// A fixed count repeats until it is reached. The adaptive rule repeats until `min`, then
+/// while a ranked or judged figure's 95% confidence interval is wider than `precision`
+/// percent of it (`results::precision`), and never beyond `max`.
+fn repeat_again(
+    ctx: &Ctx,
+    cell: &str,
+    done: u32,
+    merged: &[CellResult],
+) -> (bool, Option<CellPrecision>) {
+    let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
+        return (done < ctx.repeat.max_rounds(), None);
+    };
+    let judged = crate::thresholds::figures_judged(ctx.thresholds, cell, merged);
+    let assessment = results::precision::assess(merged, &judged);
+    let precise = assessment.within(precision);
+    let widest = assessment.widest();
+    let widest_text = match widest {
+        Some(w) => match w.width_percent {
+            Some(pct) => format!("widest {} at {pct:.1}%", w.figure),
+            None => format!("{} has no interval (a value of 0)", w.figure),
+        },
+        None => "no figure is ranked or judged".into(),
+    };
+    let (again, message) = if done < ctx.repeat.min_rounds() {
+        (
+            true,
+            format!(
+                "{widest_text} after {done}; every cell runs {} first",
+                ctx.repeat.min_rounds()
+            ),
+        )
+    } else if precise {
+        let message = if widest.is_some() {
+            format!(
+                "precise after {done}: every ranked or judged figure's 95% CI within \
+                 {precision}% ({widest_text})"
+            )
+        } else {
+            format!("stopped after {done}: {widest_text}, so more repetitions decide nothing")
+        };
+        (false, message)
+    } else if done >= ctx.repeat.max_rounds() {
+        (
+            false,
+            format!("max of {done} reached and still spread: {widest_text}, wanted {precision}%"),
+        )
+    } else {
+        (
+            true,
+            format!("not yet precise: {widest_text}, wanted {precision}%"),
+        )
+    };
+    let status = CellPrecision {
+        precise: precise && done >= ctx.repeat.min_rounds(),
+        repetitions: done,
+        widest_figure: widest.map(|w| w.figure.clone()),
+        widest_percent: widest.and_then(|w| w.width_percent).map(round2),
+        message,
+    };
+    (again, Some(status))
 }
 
 fn fail_cell(
@@ -627,7 +714,7 @@ fn fail_cell(
     let name = c.name.clone();
     c.target_pods.clear();
     c.histograms.clear();
-    let message = if ctx.repeat > 1 {
+    let message = if ctx.repeat.is_repeated() {
         let repetition = repetitions_done(c) + 1;
         c.repetitions.push(RepetitionStatus {
             repetition,
@@ -641,7 +728,7 @@ fn fail_cell(
             ..RepetitionStatus::default()
         });
         c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
-        format!("repetition {repetition} of {}: {message}", ctx.repeat)
+        format!("repetition {}: {message}", ctx.repeat.round(repetition))
     } else {
         message
     };

@@ -2,12 +2,12 @@ use super::*;
 use crate::api::conditions::{find, time_from_secs};
 use crate::api::{CellResult, LatencyMs};
 
-fn ctx(now: &Time, repeat: u32, stop_on_failure: bool) -> Ctx<'_> {
+fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> {
     Ctx {
         generation: Some(1),
         now,
         stop_on_failure,
-        repeat,
+        repeat: repeat.into(),
         thresholds: &[],
         limits: Limits::default(),
         cells: &[],
@@ -54,7 +54,7 @@ fn measured(cell: usize, p99: f64, requests: u64, cpu: f64) -> Event {
 /// order of the steps taken.
 fn drive(
     status: &mut BenchmarkRunStatus,
-    repeat: u32,
+    repeat: impl Into<Repeat>,
     mut measure: impl FnMut(usize, u32) -> Event,
 ) -> Vec<(usize, u32)> {
     let now = time_from_secs(1_000);
@@ -77,7 +77,7 @@ fn drive(
     order
 }
 
-fn admitted(cells: &[&str], repeat: u32) -> BenchmarkRunStatus {
+fn admitted(cells: &[&str], repeat: impl Into<Repeat>) -> BenchmarkRunStatus {
     let now = time_from_secs(1_000);
     let mut status = BenchmarkRunStatus::default();
     let cells = cells
@@ -181,7 +181,7 @@ fn a_failed_repetition_fails_its_cell_and_says_which_repetition() {
     assert_eq!(a.reason.as_deref(), Some(Cause::ReplicaExited.as_str()));
     assert_eq!(
         a.message.as_deref(),
-        Some("repetition 2 of 2: replica a-0 exited")
+        Some("repetition 2/2: replica a-0 exited")
     );
     assert_eq!(a.repetitions.len(), 2);
     assert_eq!(a.repetitions[1].phase, CellPhase::Failed);
@@ -376,4 +376,102 @@ fn an_interrupted_run_keeps_no_histogram_of_its_unfinished_cells() {
     assert_eq!(status.phase, RunPhase::Failed);
     assert!(status.cells[0].histograms.is_empty());
     assert_eq!(status.cells[0].repetitions.len(), 1, "the figures stay");
+}
+
+const UNTIL_PRECISE: Repeat = Repeat::UntilPrecise {
+    min: 3,
+    max: 6,
+    precision: 5.0,
+};
+
+/// A cell whose p99 varies by about 1% stops after `min`; one that swings by 50% goes on to
+/// `max`, still interleaved with the cells left, and says how far it still spreads.
+#[test]
+fn adaptive_repetitions_stop_a_precise_cell_at_min_and_a_spread_one_at_max() {
+    let mut status = admitted(&["steady", "noisy"], UNTIL_PRECISE);
+    assert_eq!(status.progress.as_deref(), Some("0/12"), "planned at most");
+    let steady = [100.0, 101.0, 99.0, 100.0, 100.0, 100.0];
+    let noisy = [100.0, 150.0, 80.0, 120.0, 60.0, 140.0];
+    let order = drive(&mut status, UNTIL_PRECISE, |cell, r| {
+        let p99 = [steady, noisy][cell][r as usize - 1];
+        measured(cell, p99, 1000, 1.0)
+    });
+    assert_eq!(
+        order,
+        vec![
+            (0, 1),
+            (1, 1),
+            (0, 2),
+            (1, 2),
+            (0, 3),
+            (1, 3),
+            (1, 4),
+            (1, 5),
+            (1, 6)
+        ]
+    );
+    let (a, b) = (&status.cells[0], &status.cells[1]);
+    assert_eq!((a.phase, a.repetitions.len()), (CellPhase::Succeeded, 3));
+    let pa = a.precision.as_ref().expect("why it stopped");
+    assert!(pa.precise);
+    assert_eq!(pa.repetitions, 3);
+    assert_eq!(pa.widest_figure.as_deref(), Some("mixed/fast p99"));
+    assert!(pa.widest_percent.unwrap() < 5.0, "{pa:?}");
+    assert!(pa.message.starts_with("precise after 3"), "{}", pa.message);
+    assert_eq!((b.phase, b.repetitions.len()), (CellPhase::Succeeded, 6));
+    let pb = b.precision.as_ref().unwrap();
+    assert!(!pb.precise);
+    assert!(pb.widest_percent.unwrap() > 5.0);
+    assert!(
+        pb.message.starts_with("max of 6 reached and still spread"),
+        "{}",
+        pb.message
+    );
+    assert!(
+        b.message.as_deref().unwrap().contains("max of 6 reached"),
+        "{:?}",
+        b.message
+    );
+    assert_eq!(status.progress.as_deref(), Some("9/9"), "the plan shrank");
+}
+
+/// No cell is judged precise before `min`, however close its repetitions, and a fixed count
+/// records no precision at all.
+#[test]
+fn adaptive_repetitions_run_min_first_and_a_fixed_count_records_no_precision() {
+    let mut status = admitted(&["a"], UNTIL_PRECISE);
+    let order = drive(&mut status, UNTIL_PRECISE, |cell, _| {
+        measured(cell, 100.0, 1000, 1.0)
+    });
+    assert_eq!(order.len(), 3);
+    let mut status = admitted(&["a"], 3);
+    drive(&mut status, 3, |cell, _| measured(cell, 100.0, 1000, 1.0));
+    assert_eq!(status.cells[0].precision, None);
+}
+
+/// A threshold on throughput makes the cell's rps decide too: steady p99s but rps swinging
+/// 2x keep it going to `max`.
+#[test]
+fn a_judged_figure_keeps_a_cell_repeating_until_it_is_precise() {
+    let thresholds: Vec<Threshold> =
+        serde_yaml::from_str("[{phase: mixed, endpoint: fast, rps: {above: 1}}]").unwrap();
+    let now = time_from_secs(1_000);
+    let c = Ctx {
+        thresholds: &thresholds,
+        ..ctx(&now, UNTIL_PRECISE, false)
+    };
+    let mut status = admitted(&["a"], UNTIL_PRECISE);
+    let requests = [1000, 2000, 1000, 2000, 1000, 2000];
+    let mut r = 0;
+    while let Some(step) = next_step(&status) {
+        record(
+            &mut status,
+            measured(step.cell, 100.0, requests[r], 1.0),
+            &c,
+        );
+        r += 1;
+    }
+    let p = status.cells[0].precision.as_ref().unwrap();
+    assert_eq!((p.precise, p.repetitions), (false, 6));
+    assert_eq!(p.widest_figure.as_deref(), Some("mixed/fast rps"));
 }

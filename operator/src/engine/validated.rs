@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use benchmatrix_loadgen::plan::Preflight;
 
-use crate::api::{BenchmarkRun, BenchmarkRunSpec};
+use crate::api::{BenchmarkRun, BenchmarkRunSpec, Repeat};
 use crate::matrix::{self, Cell};
 use crate::validate::{self, SpecError};
 
@@ -67,8 +67,8 @@ impl ValidatedRun {
     }
 
     /// How many times each cell is measured.
-    pub fn repeat(&self) -> u32 {
-        self.run.spec.repeat.max(1)
+    pub fn repeat(&self) -> Repeat {
+        self.run.spec.repeat
     }
 
     /// How long the load is planned to take: warm-up plus every phase.

@@ -80,7 +80,9 @@ impl ProgressLine {
 pub struct Plan {
     /// Cells in the matrix.
     pub cells: usize,
-    /// Repetitions of each cell.
+    /// Repetitions of each cell: the most it may take (`spec.repeat: {max}` when the number
+    /// depends on the figures; the total shrinks as cells stop early, see
+    /// [`Event::Measurements`]).
     pub repeat: u32,
     /// One measurement's load part by part, as the load generator names them: its warm-up
     /// ([`benchmatrix_loadgen::engine::WARMUP_PHASE`], when there is one), then each phase.
@@ -99,7 +101,7 @@ impl Plan {
         });
         Plan {
             cells: run.cells().len(),
-            repeat: run.repeat(),
+            repeat: run.repeat().max_rounds(),
             load: warmup
                 .into_iter()
                 .chain(w.phases.iter().map(|p| (p.name.clone(), p.duration.0)))

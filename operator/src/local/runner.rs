@@ -221,9 +221,10 @@ impl Runner {
     }
 
     /// Measurements done, and done plus still to come: each unfinished cell's repetitions not
-    /// yet measured (a failed repetition ends its cell, and so drops the cell's others).
+    /// yet measured, up to the most it may take (a failed repetition ends its cell, and so
+    /// drops the cell's others; a cell that is precise early drops the rest).
     fn measurements(&self) -> (usize, usize) {
-        let repeat = self.run.repeat() as usize;
+        let repeat = self.run.repeat().max_rounds() as usize;
         let left: usize = self
             .status
             .cells
@@ -246,7 +247,10 @@ impl Runner {
     fn step_ended(&mut self, at: StepAt, step: &Step, raw: Option<RunResult>) {
         self.done += 1;
         if let Some(c) = self.status.cells.get(at.cell) {
-            let last = c.repetitions.last().filter(|_| self.run.repeat() > 1);
+            let last = c
+                .repetitions
+                .last()
+                .filter(|_| self.run.repeat().is_repeated());
             let (phase, reason, message) = match last {
                 Some(r) => (r.phase, r.reason.clone(), r.message.clone()),
                 None => (c.phase, c.reason.clone(), c.message.clone()),
@@ -267,13 +271,20 @@ impl Runner {
         }
         if let Some(result) = raw {
             let cell = self.run.cells()[at.cell].name.clone();
-            // The charts show the latest repetition's timeline of each cell, and say which.
+            // The charts show the latest repetition's timeline of each cell, and say which: of
+            // how many it took once the cell is done, else of the most it may take.
             let repeat = self.run.repeat();
+            let of = match self.status.cells.get(at.cell) {
+                Some(c) if c.phase.is_finished() && !c.repetitions.is_empty() => {
+                    c.repetitions.len() as u32
+                }
+                _ => repeat.max_rounds(),
+            };
             self.raw.retain(|r| r.cell != cell);
             self.raw.push(RawCell {
                 cell,
                 result,
-                repetition: (repeat > 1).then_some((step.repetition, repeat)),
+                repetition: repeat.is_repeated().then_some((step.repetition, of)),
             });
         }
         self.write_status();

@@ -117,11 +117,16 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
             ("mixed\u{8}".into(), "slow\"".into()),
         ],
         repeat: 4,
+        adaptive: true,
         parallelism: 3,
         thresholds: vec![vec![0, 2], vec![], vec![1]],
         interference: vec![("fast&".into(), "solo<".into(), "mixed\u{8}".into())],
     };
     shapes.push(odd.clone());
+    shapes.push(Shape {
+        adaptive: false,
+        ..odd.clone()
+    });
     shapes.push(odd.with_repeat(1));
     // Many cells: a small histogram share, then none at all.
     shapes.push(Shape::of(&run_of(&spec(64, 3, 1, 2)).spec));
@@ -156,7 +161,11 @@ fn the_largest_status_sets_every_field_of_the_schema() {
     use kube::CustomResourceExt;
     let crd = serde_json::to_value(BenchmarkRun::crd()).unwrap();
     let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
-    let shape = Shape::of(&run_of(&sample("ci-gate")).spec).with_repeat(5);
+    // Adaptive repetitions, so that each cell's precision is there too.
+    let shape = Shape {
+        adaptive: true,
+        ..Shape::of(&run_of(&sample("ci-gate")).spec).with_repeat(5)
+    };
     let mut docs: Vec<Value> = [Moment::Running, Moment::Finished]
         .into_iter()
         .map(|m| serde_json::to_value(worst_status(&shape, m)).unwrap())
