@@ -139,8 +139,9 @@ impl Queue {
             if phase == RunPhase::Running {
                 active += 1;
             } else if phase == RunPhase::Pending
-                // Runs that will fail validation do not hold the queue.
-                && crate::validate::validate_run(other).is_ok()
+                // Runs that will fail validation do not hold the queue: by the rules decide
+                // refuses them with, the cluster's.
+                && crate::validate::validate_for_cluster(other).is_ok()
             {
                 waiting += 1;
                 if key < me {
@@ -245,5 +246,30 @@ mod tests {
         }
         woken.sort();
         assert_eq!(woken, ["measuring", "new", "queued"]);
+    }
+
+    /// A waiting run that the cluster's rules refuse (here a name too long for a label value,
+    /// which a local run would accept) will fail at its first reconcile: it holds no place.
+    #[test]
+    fn a_waiting_run_the_cluster_would_refuse_holds_no_place_in_the_queue() {
+        let valid = |name: &str| -> DeserializeGuard<BenchmarkRun> {
+            let yaml = format!(
+                "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {{name: {name}, \
+                 namespace: bench, uid: uid-{name}}}\nspec:\n  configurations: [{{name: a, cpu: \"1\"}}]\n  \
+                 workload:\n    endpoints: [{{name: fast, path: /fast}}]\n    phases: [{{name: p, \
+                 duration: 5s, load: [{{endpoint: fast, connections: 1}}]}}]\nstatus: {{phase: Pending}}\n"
+            );
+            let run: BenchmarkRun = crate::validate::parse_benchmark_run(&yaml).unwrap();
+            DeserializeGuard(Ok(run))
+        };
+        let too_long = format!("a{}", "x".repeat(63));
+        let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
+        for r in [valid("a-ok"), valid(&too_long), valid("me")] {
+            writer.apply_watcher_event(&Event::Apply(r));
+        }
+        let me = valid("me").0.unwrap();
+        assert!(crate::validate::validate_run(&valid(&too_long).0.unwrap()).is_ok());
+        let view = Queue::default().view(&me, &[writer.as_reader()], 1);
+        assert_eq!((view.ahead, view.waiting), (1, 2), "{view:?}");
     }
 }
