@@ -15,8 +15,10 @@ use serde_json::json;
 use super::*;
 use crate::api::BenchmarkRun;
 use crate::api::conditions::time_from_secs;
+use crate::api::{BenchmarkRunStatus, CellPhase};
 use crate::controller::decide::{Observation, Settings, decide};
 use crate::engine::machine::{self, Command, Seen};
+use crate::results;
 
 const SPEC: &str = r#"
 apiVersion: benchmatrix.dev/v1alpha1

@@ -1,6 +1,9 @@
 use super::*;
+use crate::api::conditions;
 use crate::api::conditions::{find, time_from_secs};
+use crate::api::{BenchmarkRunStatus, CellPhase, RunPhase};
 use crate::api::{CellResult, LatencyMs};
+use crate::results;
 
 fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> {
     Ctx {

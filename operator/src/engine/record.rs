@@ -1,0 +1,536 @@
+//! The reducer: each [`Event`] an executor reports, written into the status. The only code
+//! that writes a run's phases, reasons, conditions, messages, repetitions and progress.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{Admission, Ctx, Event, Measured, Note, bound, end};
+use crate::api::conditions::{self, Cause, Reason, set_condition, status as cs};
+use crate::api::status::RecordedPod;
+use crate::api::{
+    BenchmarkRunStatus, CellPhase, CellPrecision, CellResult, CellStatus, Repeat, RepetitionStatus,
+    RunPhase,
+};
+use crate::results;
+
+/// Records `event` in `status`; returns the notes worth publishing. Every text of the status
+/// is then within its [`bound`], whatever the executor reported.
+pub fn record(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+    let notes = record_event(status, event, ctx);
+    bound::clip_status(status);
+    notes
+}
+
+fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+    match event {
+        Event::SpecRefused { reason, message } => spec_refused(status, reason, message, ctx),
+        Event::SpecChanged { message } => spec_changed(status, message, ctx),
+        Event::Queued {
+            cells,
+            position,
+            waiting,
+            active,
+            max_active,
+        } => {
+            let message = format!(
+                "queued: position {position} of {}; {active} run(s) active, at most {} at once",
+                waiting.max(position),
+                max_active.max(1),
+            );
+            queued(status, cells, message, ctx)
+        }
+        Event::Admitted { cells } => admitted(status, cells, ctx),
+        Event::CellDeploying { cell, message } => cell_deploying(status, cell, message, ctx),
+        Event::LoadStarted {
+            cell,
+            message,
+            target_pods,
+        } => load_started(status, cell, message, target_pods, ctx.now),
+        Event::CellMeasured { cell, measured } => {
+            let notes = measure_cell(status, cell, *measured, ctx);
+            status.progress = Some(progress(status, ctx.repeat));
+            notes
+        }
+        Event::CellFailed {
+            cell,
+            cause,
+            message,
+            overhead_seconds,
+            enforcement,
+        } => {
+            if let Some(c) = status.cells.get_mut(cell)
+                && enforcement.is_some()
+            {
+                c.enforcement = enforcement;
+            }
+            let notes = fail_cell(status, cell, cause, message, overhead_seconds, ctx);
+            status.progress = Some(progress(status, ctx.repeat));
+            notes
+        }
+        Event::Finished { interrupted } => finished(status, interrupted, ctx),
+    }
+}
+
+/// The run fails before (or instead of) going on: SpecValid and Progressing say why.
+fn spec_refused(
+    status: &mut BenchmarkRunStatus,
+    reason: Reason,
+    message: String,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let (g, now) = (ctx.generation, ctx.now);
+    let was_running = status.phase == RunPhase::Running;
+    status.phase = RunPhase::Failed;
+    status.message = Some(message.clone());
+    status.observed_generation = g;
+    status.completion_time.get_or_insert_with(|| now.clone());
+    let c = &mut status.conditions;
+    set_condition(
+        c,
+        conditions::SPEC_VALID,
+        cs::FALSE,
+        reason,
+        &message,
+        g,
+        now,
+    );
+    let progressing = if was_running {
+        "the run was stopped and its current cell's objects deleted"
+    } else {
+        "the run cannot start"
+    };
+    set_condition(
+        c,
+        conditions::PROGRESSING,
+        cs::FALSE,
+        reason,
+        progressing,
+        g,
+        now,
+    );
+    vec![Note::warning(reason, message)]
+}
+
+/// The spec changed under a running run: it fails, as results of two specs must not mix.
+fn spec_changed(status: &mut BenchmarkRunStatus, message: String, ctx: &Ctx) -> Vec<Note> {
+    status.phase = RunPhase::Failed;
+    status.message = Some(message.clone());
+    status.completion_time = Some(ctx.now.clone());
+    let why = Reason::SpecChanged;
+    set_condition(
+        &mut status.conditions,
+        conditions::PROGRESSING,
+        cs::FALSE,
+        why,
+        &message,
+        ctx.generation,
+        ctx.now,
+    );
+    vec![Note::warning(why, message)]
+}
+
+/// The run waits for a free slot; `message` says where it stands.
+fn queued(status: &mut BenchmarkRunStatus, cells: usize, message: String, ctx: &Ctx) -> Vec<Note> {
+    status.message = Some(message.clone());
+    status.observed_generation = ctx.generation;
+    status.progress = Some(format!("0/{}", cells * ctx.repeat.max_rounds() as usize));
+    spec_valid(status, ctx);
+    set_condition(
+        &mut status.conditions,
+        conditions::PROGRESSING,
+        cs::FALSE,
+        Reason::Queued,
+        message,
+        ctx.generation,
+        ctx.now,
+    );
+    Vec::new()
+}
+
+/// The run starts: every cell gets its entry, Pending.
+fn admitted(status: &mut BenchmarkRunStatus, cells: Vec<Admission>, ctx: &Ctx) -> Vec<Note> {
+    status.phase = RunPhase::Running;
+    status.start_time = Some(ctx.now.clone());
+    status.observed_generation = ctx.generation;
+    status.cells = cells
+        .into_iter()
+        .map(|a| CellStatus {
+            name: a.name,
+            reserved_cpu: a.reserved_cpu,
+            ..CellStatus::default()
+        })
+        .collect();
+    status.progress = Some(progress(status, ctx.repeat));
+    spec_valid(status, ctx);
+    set_condition(
+        &mut status.conditions,
+        conditions::CELL_FAILED,
+        cs::FALSE,
+        Reason::NoFailures,
+        "",
+        ctx.generation,
+        ctx.now,
+    );
+    Vec::new()
+}
+
+/// A cell (or its next repetition) is being deployed.
+fn cell_deploying(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    message: String,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let total = status.cells.len();
+    let Some(c) = status.cells.get_mut(cell) else {
+        return Vec::new();
+    };
+    let repetition = repetitions_done(c) + 1;
+    c.phase = CellPhase::Deploying;
+    // While a repeated cell runs, its start is the current repetition's (each kept in its
+    // repetition's entry); once it ends, the first repetition's again.
+    if ctx.repeat.is_repeated() {
+        c.start_time = Some(ctx.now.clone());
+    } else {
+        c.start_time.get_or_insert_with(|| ctx.now.clone());
+    }
+    c.message = Some(message);
+    let name = c.name.clone();
+    let mut what = format!("cell {name} ({}/{total})", cell + 1);
+    if ctx.repeat.is_repeated() {
+        what.push_str(&format!(", repetition {}", ctx.repeat.round(repetition)));
+    }
+    status.message = Some(format!("running {what}"));
+    set_condition(
+        &mut status.conditions,
+        conditions::PROGRESSING,
+        cs::TRUE,
+        Reason::CellRunning,
+        what,
+        ctx.generation,
+        ctx.now,
+    );
+    let note = if ctx.repeat.is_repeated() {
+        format!("deploying cell {name} for repetition {repetition}")
+    } else {
+        format!("deploying cell {name}")
+    };
+    vec![Note::normal("CellStarted", note)]
+}
+
+/// The target is ready and the load runs against `target_pods`.
+fn load_started(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    message: String,
+    target_pods: Vec<RecordedPod>,
+    now: &Time,
+) -> Vec<Note> {
+    if let Some(c) = status.cells.get_mut(cell) {
+        c.phase = CellPhase::Running;
+        c.load_start_time = Some(now.clone());
+        c.target_pods = target_pods;
+        c.message = Some(message);
+    }
+    Vec::new()
+}
+
+/// No step is left (or the run was interrupted): the summary, thresholds and the end.
+fn finished(status: &mut BenchmarkRunStatus, interrupted: bool, ctx: &Ctx) -> Vec<Note> {
+    // A cell cut short by an interruption merges nothing more and checks no pod.
+    for c in &mut status.cells {
+        c.histograms.clear();
+        c.target_pods.clear();
+    }
+    let end = end::finish_run(status, interrupted, ctx.thresholds, ctx.generation, ctx.now);
+    status.progress = Some(progress(status, ctx.repeat));
+    let failed = end.phase == RunPhase::Failed;
+    vec![Note {
+        warning: failed,
+        reason: if failed { "RunFailed" } else { "RunSucceeded" }.into(),
+        note: end.message,
+    }]
+}
+
+/// Condition SpecValid True: the spec passed validation (a queued run says so too).
+fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
+    set_condition(
+        &mut status.conditions,
+        conditions::SPEC_VALID,
+        cs::TRUE,
+        Reason::Valid,
+        "",
+        ctx.generation,
+        ctx.now,
+    );
+}
+
+/// Measurements done out of measurements planned, e.g. "2/4" (a printer column): cells, or
+/// when cells repeat, repetitions of cells. A finished cell counts as many as it is done with
+/// (all planned for a fixed count, the ones it took when it stopped on its precision); an
+/// unfinished one plans the most it may take, so the total shrinks as cells stop early.
+pub fn progress(status: &BenchmarkRunStatus, repeat: Repeat) -> String {
+    if !repeat.is_repeated() {
+        return results::progress(status);
+    }
+    let planned = |c: &CellStatus| match (repeat, c.phase.is_finished()) {
+        (Repeat::UntilPrecise { .. }, true) if c.phase == CellPhase::Succeeded => {
+            c.repetitions.len()
+        }
+        _ => repeat.max_rounds() as usize,
+    };
+    let done: usize = status
+        .cells
+        .iter()
+        .map(|c| {
+            if c.phase.is_finished() {
+                planned(c)
+            } else {
+                c.repetitions.len()
+            }
+        })
+        .sum();
+    let total: usize = status.cells.iter().map(planned).sum();
+    format!("{done}/{total}")
+}
+
+/// Repetitions of a cell measured so far (0 when the run does not repeat).
+fn repetitions_done(c: &CellStatus) -> u32 {
+    c.repetitions
+        .iter()
+        .filter(|r| r.phase == CellPhase::Succeeded)
+        .count() as u32
+}
+
+fn measure_cell(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    measured: Measured,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let share = bound::histogram_share(status.cells.len(), measured.results.len());
+    let Some(c) = status.cells.get_mut(cell) else {
+        return Vec::new();
+    };
+    let name = c.name.clone();
+    // The pods were recorded to check the measurement; it is over.
+    c.target_pods.clear();
+    if !ctx.repeat.is_repeated() {
+        c.phase = CellPhase::Succeeded;
+        c.reason = None;
+        c.message = Some(measured.message);
+        c.completion_time = Some(ctx.now.clone());
+        c.results = measured.results;
+        c.target = measured.target;
+        c.enforcement = measured.enforcement;
+        c.overhead_seconds = measured.overhead_seconds;
+        return vec![Note::normal(
+            "CellSucceeded",
+            format!("cell {name} measured"),
+        )];
+    }
+    let repetition = repetitions_done(c) + 1;
+    match share {
+        Some(cap) => results::repeat::fold_histograms(
+            &mut c.histograms,
+            &measured.histograms,
+            repetition == 1,
+            cap,
+        ),
+        None => c.histograms.clear(),
+    }
+    c.repetitions.push(RepetitionStatus {
+        repetition,
+        phase: CellPhase::Succeeded,
+        reason: None,
+        message: Some(measured.message.clone()),
+        start_time: c.start_time.clone(),
+        load_start_time: c.load_start_time.clone(),
+        completion_time: Some(ctx.now.clone()),
+        cpu_seconds_used: measured.target.as_ref().and_then(|t| t.cpu_seconds_used),
+        overhead_seconds: measured.overhead_seconds,
+        results: measured.results,
+    });
+    c.target = results::repeat::add_target(c.target.take(), measured.target);
+    c.enforcement = measured.enforcement;
+    c.overhead_seconds = Some(round2(
+        c.repetitions
+            .iter()
+            .filter_map(|r| r.overhead_seconds)
+            .sum(),
+    ));
+    let merged = results::repeat::merge(&c.repetitions, &c.histograms);
+    let (again, precision) = repeat_again(ctx, &c.name, repetition, &merged);
+    if again {
+        // Back in line: the other cells measure their repetition before this one's next.
+        c.phase = CellPhase::Pending;
+        let why = precision
+            .map(|p| format!(" ({})", p.message))
+            .unwrap_or_default();
+        c.message = Some(format!(
+            "repetition {} measured{why}: {}",
+            ctx.repeat.round(repetition),
+            measured.message
+        ));
+        return vec![Note::normal(
+            "RepetitionMeasured",
+            format!(
+                "cell {name} repetition {} measured",
+                ctx.repeat.round(repetition)
+            ),
+        )];
+    }
+    c.results = merged;
+    // Merged into the results: the status keeps the figures, not the histograms.
+    c.histograms.clear();
+    c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
+    c.phase = CellPhase::Succeeded;
+    c.reason = None;
+    c.completion_time = Some(ctx.now.clone());
+    c.message = Some(match &precision {
+        Some(p) => format!(
+            "measured {repetition} repetitions, {}; figures are their medians, with the spread \
+             beside them",
+            p.message
+        ),
+        None => format!(
+            "measured {repetition} repetitions; figures are their medians, with the spread \
+             beside them"
+        ),
+    });
+    c.precision = precision;
+    vec![Note::normal(
+        "CellSucceeded",
+        format!("cell {name} measured {repetition} times"),
+    )]
+}
+
+/// Whether a repeated cell is measured again after `done` successful repetitions whose
+/// figures merge into `merged`; with `repeat: {min, max, precision}`, how precise they are.
+/// A fixed count repeats until it is reached. The adaptive rule repeats until `min`, then
+/// while a ranked or judged figure's 95% confidence interval is wider than `precision`
+/// percent of it (`results::precision`), and never beyond `max`.
+fn repeat_again(
+    ctx: &Ctx,
+    cell: &str,
+    done: u32,
+    merged: &[CellResult],
+) -> (bool, Option<CellPrecision>) {
+    let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
+        return (done < ctx.repeat.max_rounds(), None);
+    };
+    let judged = crate::thresholds::figures_judged(ctx.thresholds, cell, merged);
+    let assessment = results::precision::assess(merged, &judged);
+    let precise = assessment.within(precision);
+    let widest = assessment.widest();
+    let widest_text = match widest {
+        Some(w) => match w.width_percent {
+            Some(pct) => format!("widest {} at {pct:.1}%", w.figure),
+            None => format!("{} has no interval (a value of 0)", w.figure),
+        },
+        None => "no figure is ranked or judged".into(),
+    };
+    let (again, message) = if done < ctx.repeat.min_rounds() {
+        (
+            true,
+            format!(
+                "{widest_text} after {done}; every cell runs {} first",
+                ctx.repeat.min_rounds()
+            ),
+        )
+    } else if precise {
+        let message = if widest.is_some() {
+            format!(
+                "precise after {done}: every ranked or judged figure's 95% CI within \
+                 {precision}% ({widest_text})"
+            )
+        } else {
+            format!("stopped after {done}: {widest_text}, so more repetitions decide nothing")
+        };
+        (false, message)
+    } else if done >= ctx.repeat.max_rounds() {
+        (
+            false,
+            format!("max of {done} reached and still spread: {widest_text}, wanted {precision}%"),
+        )
+    } else {
+        (
+            true,
+            format!("not yet precise: {widest_text}, wanted {precision}%"),
+        )
+    };
+    let status = CellPrecision {
+        precise: precise && done >= ctx.repeat.min_rounds(),
+        repetitions: done,
+        widest_figure: widest.map(|w| w.figure.clone()),
+        widest_percent: widest.and_then(|w| w.width_percent).map(round2),
+        message,
+    };
+    (again, Some(status))
+}
+
+fn fail_cell(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    cause: Cause,
+    message: String,
+    overhead_seconds: Option<f64>,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let Some(c) = status.cells.get_mut(cell) else {
+        return Vec::new();
+    };
+    let name = c.name.clone();
+    c.target_pods.clear();
+    c.histograms.clear();
+    let message = if ctx.repeat.is_repeated() {
+        let repetition = repetitions_done(c) + 1;
+        c.repetitions.push(RepetitionStatus {
+            repetition,
+            phase: CellPhase::Failed,
+            reason: Some(cause.to_string()),
+            message: Some(message.clone()),
+            start_time: c.start_time.clone(),
+            load_start_time: c.load_start_time.clone(),
+            completion_time: Some(ctx.now.clone()),
+            overhead_seconds,
+            ..RepetitionStatus::default()
+        });
+        c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
+        format!("repetition {}: {message}", ctx.repeat.round(repetition))
+    } else {
+        message
+    };
+    c.phase = CellPhase::Failed;
+    c.reason = Some(cause.to_string());
+    c.message = Some(message.clone());
+    c.start_time.get_or_insert_with(|| ctx.now.clone());
+    c.completion_time = Some(ctx.now.clone());
+    if overhead_seconds.is_some() {
+        c.overhead_seconds = overhead_seconds;
+    }
+    set_condition(
+        &mut status.conditions,
+        conditions::CELL_FAILED,
+        cs::TRUE,
+        cause.as_str(),
+        format!("cell {name}: {message}"),
+        ctx.generation,
+        ctx.now,
+    );
+    if ctx.stop_on_failure {
+        for later in status.cells.iter_mut().filter(|c| !c.phase.is_finished()) {
+            later.phase = CellPhase::Skipped;
+            later.message = Some(format!(
+                "skipped: cell {name} failed and stopOnFailure is set"
+            ));
+        }
+    }
+    vec![Note::warning(
+        "CellFailed",
+        format!("cell {name}: {cause}: {message}"),
+    )]
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
