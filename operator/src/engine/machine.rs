@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Ctx, Event, Measured, Note, Step, bound, next_step, record};
+use super::{Ctx, Event, Measured, Note, Step, next_step, record};
 use crate::api::conditions::{self, Cause};
 use crate::api::status::RecordedPod;
 use crate::api::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
@@ -265,13 +265,12 @@ fn before_deploy(
             fail_unstarted(status, at, Cause::PreviousPodsLingering, message, ctx, out);
             return;
         }
-        let mut message = format!(
+        let message = format!(
             "waiting for {} pod(s) of the previous cell to stop: {}",
             waiting.len(),
             waiting.join(", ")
         );
-        bound::clip(&mut message, bound::SENTENCE_MAX);
-        status.message = Some(message);
+        out.record(status, Event::Waiting { message }, ctx);
         out.commands.push(Command::WakeIn(STOPPING_SAFETY_NET));
         return;
     }
@@ -418,14 +417,15 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
             // twice; the new load measures afresh, against these pods.
             Some(Ok(ready)) => {
                 out.commands.push(Command::StartLoad(at));
-                status.cells[at.cell].target_pods = ready.target_pods;
+                let event = Event::TargetPodsRecorded {
+                    cell: at.cell,
+                    target_pods: ready.target_pods,
+                };
+                out.record(status, event, ctx);
             }
             // The target went away too: the step starts again from its deployment.
             _ => {
-                let c = &mut status.cells[at.cell];
-                c.phase = CellPhase::Pending;
-                c.load_start_time = None;
-                c.target_pods.clear();
+                out.record(status, Event::StepLost { cell: at.cell }, ctx);
                 out.commands.push(Command::WakeIn(Duration::from_secs(1)));
                 return;
             }
@@ -435,7 +435,11 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
     {
         // A step started by an executor that kept no record of its pods: record them now, so
         // a change from here on is still caught.
-        status.cells[at.cell].target_pods = ready.target_pods;
+        let event = Event::TargetPodsRecorded {
+            cell: at.cell,
+            target_pods: ready.target_pods,
+        };
+        out.record(status, event, ctx);
     }
     // Until the deadline, look again when the planned load should be over, then every
     // RESULT_POLL.

@@ -250,6 +250,25 @@ pub enum Event {
         /// How the CPU limits were enforced, where the executor got that far.
         enforcement: Option<Enforcement>,
     },
+    /// The current step waits for the previous step's processes to stop.
+    Waiting {
+        /// Which, e.g. "waiting for 2 pod(s) of the previous cell to stop: a-1, a-2".
+        message: String,
+    },
+    /// The load runs against these target pods: recorded when the load is started again
+    /// (its objects vanished) or by an executor that had kept no record of them.
+    TargetPodsRecorded {
+        /// Index of the cell.
+        cell: usize,
+        /// The pods a change among which fails the measurement.
+        target_pods: Vec<RecordedPod>,
+    },
+    /// The step's objects all vanished while its load ran: it starts again from its
+    /// deployment, measuring nothing of the lost load.
+    StepLost {
+        /// Index of the cell.
+        cell: usize,
+    },
     /// No cell is left, or the run was interrupted (local runs): the run ends.
     Finished {
         /// Stopped by SIGINT/SIGTERM.

@@ -66,6 +66,24 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
             status.progress = Some(progress(status, ctx.repeat));
             notes
         }
+        Event::Waiting { message } => {
+            status.message = Some(message);
+            Vec::new()
+        }
+        Event::TargetPodsRecorded { cell, target_pods } => {
+            if let Some(c) = status.cells.get_mut(cell) {
+                c.target_pods = target_pods;
+            }
+            Vec::new()
+        }
+        Event::StepLost { cell } => {
+            if let Some(c) = status.cells.get_mut(cell) {
+                c.phase = CellPhase::Pending;
+                c.load_start_time = None;
+                c.target_pods.clear();
+            }
+            Vec::new()
+        }
         Event::Finished { interrupted } => finished(status, interrupted, ctx),
     }
 }
