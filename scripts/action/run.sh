@@ -352,6 +352,7 @@ kubectl -n "${RELEASE_NAMESPACE}" rollout status "deployment/${RELEASE}" --timeo
 # ---------------------------------------------------------------------------------------------
 # 6. Run, then compare
 
+doing="creating the out folder ${OUT}"
 mkdir -p "${OUT}"
 log "kubectl benchmatrix run ${SPEC} --out ${OUT} --timeout ${TIMEOUT}"
 set +e
