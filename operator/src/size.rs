@@ -765,7 +765,12 @@ pub fn refusal(run: &BenchmarkRun) -> Option<FieldError> {
         .rev()
         .find(|&r| fits(&shape.with_repeat(r)))
     {
-        ways.push(format!("spec.repeat {r} (now {})", shape.repeat));
+        let field = if shape.adaptive {
+            "spec.repeat.max"
+        } else {
+            "spec.repeat"
+        };
+        ways.push(format!("{field} {r} (now {})", shape.repeat));
     }
     if let Some(n) = (1..shape.cells.len())
         .rev()

@@ -4,6 +4,7 @@
     check_results.py RUN.json                  the results
     check_results.py --thresholds RUN.json     ... and the CI gate's verdicts
     check_results.py --repeat N RUN.json       ... and N interleaved repetitions per cell
+    check_results.py --adaptive MIN MAX PCT RUN.json   ... repeat: {min, max, precision}
 
 Prints one row per cell, phase and endpoint, then asserts what an end-to-end run must show:
 the run Succeeded; every cell of the matrix is there and Succeeded; every cell has a result for
@@ -18,6 +19,11 @@ With --repeat N: every cell has N repetitions, numbered 1..N, each Succeeded; so
 startTime the repetitions run interleaved (every cell once in matrix order, then again: a b a b);
 every result carries a spread over the N repetitions whose values are the repetitions' own
 figures and whose median is the figure the cell reports.
+
+With --adaptive MIN MAX PCT (spec.repeat: {min: MIN, max: MAX, precision: PCT}): each cell took
+MIN to MAX repetitions and records why it stopped (status.cells[].precision): precise, with its
+widest interval at most PCT percent, or MAX reached; then the --repeat checks with each cell's
+own count (a cell that stopped early drops out of the later rounds of the interleaving).
 
 Exits 1 with every problem listed otherwise.
 
@@ -136,18 +142,52 @@ def close(a, b):
     return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+def check_adaptive(run, low, high, precision):
+    """Problems with a run of spec.repeat {min: low, max: high, precision}: each cell took from
+    low to high repetitions, says why it stopped in status.cells[].precision, and stopped early
+    only when precise; then the checks of check_repeat with each cell's own count."""
+    problems = []
+    counts = {}
+    for cell in (run.get("status") or {}).get("cells") or []:
+        cname, k = cell.get("name"), len(cell.get("repetitions") or [])
+        counts[cname] = k
+        if not low <= k <= high:
+            problems.append(f"cell {cname}: {k} repetitions, want {low} to {high}")
+        p = cell.get("precision")
+        if not p:
+            problems.append(f"cell {cname}: no precision (why it stopped repeating)")
+            continue
+        if p.get("repetitions") != k:
+            problems.append(f"cell {cname}: precision says {p.get('repetitions')} repetitions, it has {k}")
+        widest = p.get("widestPercent")
+        if p.get("precise"):
+            if widest is not None and widest > precision:
+                problems.append(f"cell {cname}: precise, but its widest interval is {widest}% (want at most {precision}%)")
+            if not str(p.get("message", "")).startswith(("precise after", "stopped after")):
+                problems.append(f"cell {cname}: precise, but its message is {p.get('message')!r}")
+        else:
+            if k != high:
+                problems.append(f"cell {cname}: not precise, yet stopped after {k} of at most {high}")
+            if not str(p.get("message", "")).startswith(f"max of {high} reached"):
+                problems.append(f"cell {cname}: not precise, but its message is {p.get('message')!r}")
+    return problems + check_repeat(run, counts)
+
+
 def check_repeat(run, n):
-    """Problems with a run of spec.repeat n: n repetitions a cell, interleaved, spread on every result."""
+    """Problems with a run of spec.repeat n: n repetitions a cell (or, given a dict, each cell's
+    own count), interleaved, spread on every result."""
     problems = []
     status = run.get("status") or {}
     cells = status.get("cells") or []
     names = [c.get("name") for c in cells]
+    count = (lambda name: n.get(name, 0)) if isinstance(n, dict) else (lambda name: n)
     starts = []
     for cell in cells:
         cname, reps = cell.get("name"), cell.get("repetitions") or []
+        n_cell = count(cname)
         numbers = [r.get("repetition") for r in reps]
-        if numbers != list(range(1, n + 1)):
-            problems.append(f"cell {cname}: repetitions {numbers}, want {list(range(1, n + 1))}")
+        if numbers != list(range(1, n_cell + 1)):
+            problems.append(f"cell {cname}: repetitions {numbers}, want {list(range(1, n_cell + 1))}")
         for r in reps:
             if r.get("phase") != "Succeeded":
                 problems.append(f"cell {cname} repetition {r.get('repetition')}: phase {r.get('phase')!r} ({r.get('reason')}: {r.get('message')})")
@@ -163,8 +203,8 @@ def check_repeat(run, n):
             if not spread:
                 problems.append(f"{where}: no spread")
                 continue
-            if spread.get("repetitions") != n:
-                problems.append(f"{where}: spread over {spread.get('repetitions')} repetitions, want {n}")
+            if spread.get("repetitions") != n_cell:
+                problems.append(f"{where}: spread over {spread.get('repetitions')} repetitions, want {n_cell}")
             per_rep = [
                 next((x for x in r.get("results") or [] if (x.get("phase"), x.get("endpoint")) == (result.get("phase"), result.get("endpoint"))), {})
                 for r in reps
@@ -182,11 +222,12 @@ def check_repeat(run, n):
                     problems.append(f"{where}: {figure} {reported}, want the median of {own}")
 
     # Interleaved: ordered by start, every cell's first repetition in matrix order, then every
-    # cell's second, and so on.
+    # cell's second, and so on (a cell that stopped earlier drops out of the later rounds).
     starts.sort()
-    if len(starts) == len(names) * n:
+    if len(starts) == sum(count(c) for c in names):
         order = [(c, r) for _, c, r in starts]
-        want = [(c, r) for r in range(1, n + 1) for c in names]
+        rounds = max((count(c) for c in names), default=0)
+        want = [(c, r) for r in range(1, rounds + 1) for c in names if count(c) >= r]
         if order != want:
             problems.append(f"repetitions by startTime ran {order}, want interleaved {want}")
         ties = [f"{a[1]}#{a[2]} and {b[1]}#{b[2]}" for a, b in zip(starts, starts[1:]) if a[0] == b[0]]
@@ -239,6 +280,8 @@ def main(argv):
     parser.add_argument("run", metavar="RUN.json", help="kubectl get bmr NAME -o json")
     parser.add_argument("--thresholds", action="store_true", help="check the CI gate: ThresholdsMet, verdicts, recommendation")
     parser.add_argument("--repeat", type=int, metavar="N", help="check N interleaved repetitions per cell and the spread")
+    parser.add_argument("--adaptive", type=float, nargs=3, metavar=("MIN", "MAX", "PRECISION"),
+                        help="check repeat: {min, max, precision}: MIN to MAX repetitions a cell, why each stopped, interleaved, spread")
     args = parser.parse_args(argv[1:])
     with open(args.run) as f:
         run = json.load(f)
@@ -250,6 +293,10 @@ def main(argv):
     if args.repeat is not None:
         print_repetitions(run)
         problems += check_repeat(run, args.repeat)
+    if args.adaptive is not None:
+        print_repetitions(run)
+        low, high, precision = int(args.adaptive[0]), int(args.adaptive[1]), args.adaptive[2]
+        problems += check_adaptive(run, low, high, precision)
     if problems:
         print("\nresult check FAILED:", file=sys.stderr)
         for p in problems:
@@ -261,6 +308,9 @@ def main(argv):
         extra += f"; {len((run.get('status') or {}).get('thresholds') or [])} threshold verdicts, all Pass"
     if args.repeat is not None:
         extra += f"; {args.repeat} repetitions a cell, interleaved, with spread"
+    if args.adaptive is not None:
+        took = [f"{c.get('name')} {len(c.get('repetitions') or [])}" for c in (run.get("status") or {}).get("cells") or []]
+        extra += f"; repetitions until precise ({', '.join(took)}), interleaved, with spread"
     print(f"\nresult check passed: {cells} cells x {len(expected_pairs(run['spec']))} phase/endpoint pairs, all with percentiles{extra}")
     return 0
 

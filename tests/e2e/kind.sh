@@ -6,7 +6,8 @@
 # list nodes), and render the report with `benchmatrix report`. Then the CI gate: run
 # manifests/samples/ci-gate.yaml, wait for conditions Complete and ThresholdsMet, and check one
 # Pass verdict per threshold and matched cell and a recommendation; and the same sample with
-# `repeat: 2` (a copy), checking that the repetitions ran interleaved (a b a b) and that every
+# `repeat: {min: 2, max: 3, precision: 25}` (a copy), checking that the repetitions ran
+# interleaved (a b a b), that each cell stopped once precise or at 3 and says which, and that every
 # result carries its spread. A repetition stress run (two cells x repeat: 6 of 2 s phases) checks
 # that every repetition is measured and that each starts soon after the previous one ended. The
 # own-service step runs examples/own-service (busybox:1.36 httpd with a CGI script from a
@@ -506,7 +507,8 @@ python3 tests/e2e/check_results.py --thresholds "${work}/gate.json"
 render_report "${GATE_NAME}" "${GATE_NAME}"
 
 # ---------------------------------------------------------------------------------------------
-# 8. Repetitions: the gate with `repeat: 2`, measured a b a b
+# 8. Repetitions until precise: the gate with `repeat: {min: 2, max: 3, precision: 25}`,
+# measured a b a b (a b): each cell stops once its deciding figures are precise, else after 3
 
 # A copy of the sample under another name with spec.repeat set; awk, because the sample is
 # plain YAML whose `metadata:` and `spec:` blocks start at column 0 and keys under them at 2.
@@ -516,13 +518,13 @@ awk -v name="${REPEAT_NAME}" '
   /^[^ #]/ && !/^metadata:$/ { in_meta = 0 }
   in_meta && /^  name:/ { print "  name: " name; next }
   { print }
-  /^spec:$/ { print "  repeat: 2" }
+  /^spec:$/ { print "  repeat: {min: 2, max: 3, precision: 25}" }
 ' "${GATE_SAMPLE}" >"${work}/repeat.yaml"
-log "repetitions: ${REPEAT_NAME}, ${GATE_SAMPLE} with repeat: 2"
+log "repetitions: ${REPEAT_NAME}, ${GATE_SAMPLE} with repeat: {min: 2, max: 3, precision: 25}"
 start_run "${work}/repeat.yaml" "${REPEAT_NAME}"
 wait_complete "${REPEAT_NAME}"
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${REPEAT_NAME}" -o json >"${work}/repeat.json"
-python3 tests/e2e/check_results.py --repeat 2 "${work}/repeat.json"
+python3 tests/e2e/check_results.py --adaptive 2 3 25 "${work}/repeat.json"
 render_report "${REPEAT_NAME}" "${REPEAT_NAME}"
 
 # ---------------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ chmod +x "${stubs}"/*
 
 # Planted runs, as `kubectl get bmr -o json` shows them when finished: ci-smoke (run.json); the
 # CI gate with one Pass verdict per threshold and matched cell, counted by hand from
-# manifests/samples/ci-gate.yaml (gate.json); the gate with repeat: 2 measured a b a b
+# manifests/samples/ci-gate.yaml (gate.json); the gate repeated until precise, measured a b a b
 # (repeat.json); the outage check's two cells (restart.json); and runs with one fault each.
 fixtures="${tmp}/fixtures"
 mkdir -p "${fixtures}"
@@ -180,12 +180,18 @@ def repeated(starts):
                 "rps": {"values": [2.0, 4.0], "median": 3.0, "min": 2.0, "max": 4.0},
                 "p90": {"values": [2.0, 4.0], "median": 3.0, "min": 2.0, "max": 4.0}}}
             results.append(merged)
-        cells.append({"name": n, "phase": "Succeeded", "results": results, "repetitions": reps})
-    return run("ci-gate-repeat", dict(gate_spec, repeat=2), cells, conditions=[met], thresholds=verdicts, summary=summary)
+        cells.append({"name": n, "phase": "Succeeded", "results": results, "repetitions": reps,
+                      "precision": {"precise": True, "repetitions": 2, "widestFigure": "mixed/fast p99",
+                                    "widestPercent": 12.5, "message": "precise after 2: every ranked or judged figure's 95% CI within 25% (widest mixed/fast p99 at 12.5%)"}})
+    adaptive = {"min": 2, "max": 3, "precision": 25}
+    return run("ci-gate-repeat", dict(gate_spec, repeat=adaptive), cells, conditions=[met], thresholds=verdicts, summary=summary)
 dump("repeat", repeated(starts))
 dump("repeat-not-interleaved", repeated({**starts, ("pool-x1", 1): "10:01:00", ("single-x1", 2): "10:00:30"}))
 bad = repeated(starts); del bad["status"]["cells"][1]["results"][2]["spread"]; dump("repeat-no-spread", bad)
 bad = repeated(starts); bad["status"]["cells"][0]["results"][0]["spread"]["figures"]["rps"]["values"] = [4.0, 2.0]; dump("repeat-wrong-values", bad)
+bad = repeated(starts); del bad["status"]["cells"][1]["precision"]; dump("repeat-no-precision", bad)
+bad = repeated(starts); bad["status"]["cells"][0]["precision"].update(precise=False, message="max of 3 reached and still spread"); dump("repeat-imprecise-early", bad)
+bad = repeated(starts); bad["status"]["cells"][0]["precision"]["widestPercent"] = 40.0; dump("repeat-too-wide", bad)
 
 # The stress run: cells a and b x 6 repetitions, a1 b1 a2 b2 ..., each 5 s long and started
 # `gap` seconds after the one before it ended (stress.json: 1 s; stress-slow.json: one 7 s wait).
@@ -320,7 +326,7 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^kubectl get benchmarkrun -n benchmatrix-e2e -l benchmatrix.dev/e2e=queue -o json" \
   "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}" &&
   [[ $(grep -c "timing check passed" <<<"${out}") -eq 3 ]] &&
-  grep -q "9 threshold verdicts, all Pass" <<<"${out}" && grep -q "2 repetitions a cell, interleaved" <<<"${out}" &&
+  grep -q "9 threshold verdicts, all Pass" <<<"${out}" && grep -q "repetitions until precise (single-x1 2, pool-x1 2), interleaved" <<<"${out}" &&
   grep -q "6 repetitions a cell, interleaved" <<<"${out}" && grep -q "handovers: 11, median 1 s, max 1 s" <<<"${out}" &&
   grep -q "ci-smoke: resource figures OK" <<<"${out}" && grep -q "own-service: resource figures OK" <<<"${out}" &&
   grep -q "^helm upgrade .*operator.kubeletInsecureTLS=true" <<<"${log}" &&
@@ -331,15 +337,16 @@ else
   echo "${out}" | tail -n 30
 fi
 
-# The repeat step's copy of ci-gate.yaml: another name, repeat: 2, the rest of the spec as it was.
+# The repeat step's copy of ci-gate.yaml: another name, repeat: {min: 2, max: 3, precision: 25},
+# the rest of the spec as it was.
 if python3 - manifests/samples/ci-gate.yaml "${tmp}/state/repeat.yaml" <<'PY'; then
 import sys, yaml
 gate, copy = (yaml.safe_load(open(p)) for p in sys.argv[1:])
 assert copy["metadata"] == {"name": "ci-gate-repeat"}, copy["metadata"]
-assert copy["spec"].pop("repeat") == 2
+assert copy["spec"].pop("repeat") == {"min": 2, "max": 3, "precision": 25}
 assert copy["spec"] == gate["spec"], "the copy's spec differs beyond repeat"
 PY
-  pass "the repeat step applies ci-gate.yaml as ci-gate-repeat with repeat: 2"
+  pass "the repeat step applies ci-gate.yaml as ci-gate-repeat with repeat: {min: 2, max: 3, precision: 25}"
 else
   fail "the repeat step's copy of ci-gate.yaml"
 fi
@@ -494,6 +501,12 @@ check fail repeat-no-spread "cell pool-x1, phase mixed, endpoint slow: no spread
 check fail repeat-wrong-values "spread of rps has values \[4.0, 2.0\], want the repetitions' \[2.0, 4.0\]" --repeat 2
 check fail repeat "repetitions \[1, 2\], want \[1, 2, 3\]" --repeat 3
 check fail run "cell single: repetitions \[\], want \[1, 2\]" --repeat 2
+check pass repeat "repetitions until precise (single-x1 2, pool-x1 2), interleaved, with spread" --adaptive 2 3 25
+check fail repeat "cell single-x1: 2 repetitions, want 3 to 4" --adaptive 3 4 25
+check fail repeat-no-precision "cell pool-x1: no precision (why it stopped repeating)" --adaptive 2 3 25
+check fail repeat-imprecise-early "cell single-x1: not precise, yet stopped after 2 of at most 3" --adaptive 2 3 25
+check fail repeat-too-wide "cell single-x1: precise, but its widest interval is 40.0% (want at most 25.0%)" --adaptive 2 3 25
+check fail repeat-not-interleaved "want interleaved" --adaptive 2 3 25
 
 # 12. check_timing.py on the planted queue: runs admitted as the slot frees pass; one admitted on
 # a timer, or a cell slower than the bound, is caught with its figure.

@@ -1,9 +1,10 @@
 //! `benchmatrix run FILE`: the whole matrix on this machine, with real CPU quotas.
 //!
 //! The same BenchmarkRun YAML the operator runs: validated up front (exit 2 with the field
-//! path and line before anything starts), then each cell in order — replicas sharing a port,
-//! each in its own cgroup, the load generator in another — and finally `status.yaml` (the
-//! operator's status schema), `report.md` and SVG charts in the output folder.
+//! path and line before anything starts), then each step the run engine's machine commands
+//! (`crate::engine::machine`): replicas sharing a port, each in its own cgroup, the load
+//! generator in another; and finally `status.yaml` (the operator's status schema),
+//! `report.md` and SVG charts in the output folder.
 
 pub mod cell;
 pub mod cgroup;
@@ -36,7 +37,8 @@ pub struct RunArgs {
 }
 
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
-/// cell failed (the others still ran), 2 for an unreadable or invalid file, 130 on Ctrl-C.
+/// cell failed (the others still ran), 2 for an unreadable or invalid file or an `--out` that
+/// is not a writable folder, 3 when every cell ran and a threshold failed, 130 on Ctrl-C.
 pub fn run(args: RunArgs) -> ExitCode {
     let text = match std::fs::read_to_string(&args.file) {
         Ok(t) => t,

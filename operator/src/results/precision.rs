@@ -38,9 +38,13 @@ const T_975: [f64; 30] = [
 const Z_975: f64 = 1.960;
 
 /// The 95% confidence interval of the median of `values`, from their logarithms; `None` from
-/// fewer than two values or when a value is not positive (a logarithm needs one).
+/// fewer than two values or when a value is not positive (a logarithm needs one) unless all are
+/// equal: an error rate of 0 in every repetition is known exactly.
 pub fn median_interval(values: &[f64]) -> Option<(f64, f64)> {
     let n = values.len();
+    if n >= 2 && values.iter().all(|v| v.is_finite() && *v == values[0]) {
+        return Some((values[0], values[0]));
+    }
     if n < 2 || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
         return None;
     }
@@ -56,6 +60,9 @@ pub fn median_interval(values: &[f64]) -> Option<(f64, f64)> {
 /// there is no interval. The full width, low end to high end, as the spec's precision means.
 pub fn width_percent(values: &[f64]) -> Option<f64> {
     let (low, high) = median_interval(values)?;
+    if low == high {
+        return Some(0.0);
+    }
     let centre = (low * high).sqrt();
     Some((high - low) / centre * 100.0)
 }
@@ -163,6 +170,8 @@ mod tests {
     fn no_interval_from_one_value_or_from_a_zero() {
         assert_eq!(median_interval(&[3.0]), None);
         assert_eq!(median_interval(&[0.0, 3.0]), None);
+        // No error in any repetition is an exact figure.
+        assert_eq!(width_percent(&[0.0, 0.0, 0.0]), Some(0.0));
         assert_eq!(median_interval(&[f64::NAN, 3.0]), None);
     }
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The quickstart with `repeat: 5` against the same matrix with `repeat: {min: 3, max: 10,
+# precision: 5}` (issue 20's goal: the same verdicts in less wall time). Runs the two specs
+# alternately (fixed, adaptive, fixed, adaptive, ...), ROUNDS times each, timing every
+# `benchmatrix run` from start to exit, then prints per run its wall time and measurements,
+# each adaptive cell's stop (precise after N, or max reached and how spread), the medians and
+# their ratio, and compares the verdicts with bench/quickstart-verdicts.sh: the fixed runs
+# among themselves (how much the verdicts move by noise alone) and each adaptive run against
+# the first fixed one.
+#
+# Usage: bench/adaptive-vs-fixed.sh
+# Env:   ROUNDS=2              runs of each (default 2)
+#        ADAPTIVE='{min: 3, max: 10, precision: 5}'   the adaptive rule
+#        OUT=dir               where runs are kept (default: a new temporary folder)
+#        BENCHMATRIX=path      a built benchmatrix binary (default: cargo build --release)
+# Needs: python3 with PyYAML.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS="${ROUNDS:-2}"
+ADAPTIVE="${ADAPTIVE:-{min: 3, max: 10, precision: 5\}}"
+OUT="${OUT:-$(mktemp -d)}"
+if [[ -z "${BENCHMATRIX:-}" ]]; then
+  cargo build --release -q -p benchmatrix
+  BENCHMATRIX="$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/benchmatrix"
+fi
+mkdir -p "$OUT"
+fixed=manifests/samples/quickstart.yaml
+adaptive="$OUT/quickstart-adaptive.yaml"
+sed "s/^  repeat: 5\$/  repeat: ${ADAPTIVE}/" "$fixed" >"$adaptive"
+grep -q "^  repeat: {" "$adaptive" || {
+  echo "adaptive-vs-fixed: could not set repeat: ${ADAPTIVE} in $adaptive" >&2
+  exit 1
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# adaptive: repeat: ${ADAPTIVE}; fixed: repeat: 5; ${ROUNDS} round(s), alternating"
+times="$OUT/times.tsv"
+: >"$times"
+for round in $(seq 1 "$ROUNDS"); do
+  for kind in fixed adaptive; do
+    spec="$fixed"
+    [[ $kind == adaptive ]] && spec="$adaptive"
+    dir="$OUT/$kind-$round"
+    start=$(date +%s.%N)
+    "$BENCHMATRIX" run "$spec" --out "$dir" >"$dir.log" 2>&1 || {
+      code=$?
+      # 3 is a failed threshold, which still measured everything; anything else is a broken run.
+      [[ $code == 3 ]] || {
+        echo "adaptive-vs-fixed: $kind run $round exited $code (log: $dir.log)" >&2
+        exit 1
+      }
+    }
+    end=$(date +%s.%N)
+    printf '%s\t%s\t%s\n' "$kind" "$round" "$(python3 -c "print(round($end - $start, 1))")" >>"$times"
+  done
+done
+
+python3 - "$OUT" <<'PY'
+import statistics, sys, yaml
+out = sys.argv[1]
+rows = [l.split("\t") for l in open(f"{out}/times.tsv").read().splitlines()]
+walls = {"fixed": [], "adaptive": []}
+for kind, rnd, secs in rows:
+    st = yaml.safe_load(open(f"{out}/{kind}-{rnd}/status.yaml"))
+    st = st.get("status", st)
+    reps = [len(c.get("repetitions", [])) for c in st["cells"]]
+    walls[kind].append(float(secs))
+    print(f"{kind} {rnd}: {secs} s, {sum(reps)} measurements ({' '.join(map(str, reps))})")
+    for c in st["cells"]:
+        p = c.get("precision")
+        if p:
+            print(f"    {c['name']}: {p['message']}")
+f, a = statistics.median(walls["fixed"]), statistics.median(walls["adaptive"])
+print(f"median wall time: fixed {f:.1f} s, adaptive {a:.1f} s, adaptive/fixed {a / f:.2f}")
+PY
+
+echo "## verdicts: the fixed runs among themselves"
+fixed_dirs=()
+for round in $(seq 1 "$ROUNDS"); do fixed_dirs+=("$OUT/fixed-$round"); done
+if [[ $ROUNDS -gt 1 ]]; then
+  bench/quickstart-verdicts.sh compare "${fixed_dirs[@]}" || true
+fi
+for round in $(seq 1 "$ROUNDS"); do
+  echo "## verdicts: adaptive run $round against fixed run 1"
+  bench/quickstart-verdicts.sh compare "$OUT/fixed-1" "$OUT/adaptive-$round" || true
+done
+echo "# kept in $OUT"
