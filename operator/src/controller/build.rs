@@ -457,29 +457,10 @@ pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) 
         .max(v.planned_load() + std::time::Duration::from_secs(1))
         .as_secs_f64()
         .ceil() as i64;
-    let affinity = spec.placement.separate_loadgen.then(|| {
-        let mut target = at.labels(ROLE_TARGET);
-        target.remove(MANAGED_BY_LABEL);
-        Affinity {
-            pod_anti_affinity: Some(PodAntiAffinity {
-                preferred_during_scheduling_ignored_during_execution: Some(vec![
-                    WeightedPodAffinityTerm {
-                        weight: 100,
-                        pod_affinity_term: PodAffinityTerm {
-                            label_selector: Some(LabelSelector {
-                                match_labels: Some(target),
-                                ..LabelSelector::default()
-                            }),
-                            topology_key: "kubernetes.io/hostname".into(),
-                            ..PodAffinityTerm::default()
-                        },
-                    },
-                ]),
-                ..PodAntiAffinity::default()
-            }),
-            ..Affinity::default()
-        }
-    });
+    let affinity = spec
+        .placement
+        .separate_loadgen
+        .then(|| away_from_target(&at));
     let name = at.child_name();
     Job {
         metadata: at.meta(ROLE_LOADGEN),
@@ -541,6 +522,32 @@ pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) 
             ..JobSpec::default()
         }),
         ..Job::default()
+    }
+}
+
+/// A preferred (not required) anti-affinity to the nodes of the cell's target pods, so the load
+/// generator does not compete with them for CPU when the cluster has room elsewhere.
+fn away_from_target(at: &CellRun) -> Affinity {
+    let mut target = at.labels(ROLE_TARGET);
+    target.remove(MANAGED_BY_LABEL);
+    Affinity {
+        pod_anti_affinity: Some(PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: PodAffinityTerm {
+                        label_selector: Some(LabelSelector {
+                            match_labels: Some(target),
+                            ..LabelSelector::default()
+                        }),
+                        topology_key: "kubernetes.io/hostname".into(),
+                        ..PodAffinityTerm::default()
+                    },
+                },
+            ]),
+            ..PodAntiAffinity::default()
+        }),
+        ..Affinity::default()
     }
 }
 
