@@ -4,16 +4,27 @@
 
 mod local_common;
 
-use local_common::{cell, run, spec, status, text};
+use benchmatrix::api::{Configuration, Mode, Threshold};
+use local_common::{cell, quickstart, run, status, text};
 
 /// /fast burns about 12 ms of CPU per request: no p50 can be below a millisecond, while one
 /// request a second is easily served. One threshold must fail, the other pass.
 #[test]
 fn a_failed_threshold_exits_3_names_itself_and_the_passing_one_holds() {
     let dir = tempfile::tempdir().unwrap();
-    let gate = "  thresholds:\n    - {phase: fast-only, endpoint: fast, p50: {below: 1ms}}\n    - {phase: fast-only, endpoint: fast, rps: {above: 1}}\n";
-    let cells = [("single-x1", "single", 1, "1")];
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "2s", "1s", gate));
+    let gated = quickstart("0s", "2s", "1s")
+        .with_cell(Configuration::named("single-x1"))
+        .with_threshold(
+            Threshold::p50_below("1ms")
+                .in_phase("fast-only")
+                .on_endpoint("fast"),
+        )
+        .with_threshold(
+            Threshold::rps_above(1.0)
+                .in_phase("fast-only")
+                .on_endpoint("fast"),
+        );
+    let (o, out) = run(dir.path(), &gated.to_yaml());
     let t = text(&o);
     assert_eq!(
         o.status.code(),
@@ -54,10 +65,16 @@ fn a_failed_threshold_exits_3_names_itself_and_the_passing_one_holds() {
 #[test]
 fn repetitions_run_interleaved_and_a_gate_that_holds_exits_0() {
     let dir = tempfile::tempdir().unwrap();
-    let extra =
-        "  repeat: 3\n  thresholds:\n    - {phase: fast-only, endpoint: fast, rps: {above: 1}}\n";
-    let cells = [("a", "single", 1, "1"), ("b", "pool", 1, "1")];
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "1s", "1s", extra));
+    let repeated = quickstart("0s", "1s", "1s")
+        .with_cell(Configuration::named("a"))
+        .with_cell(Configuration::named("b").mode(Mode::Pool))
+        .repeated(3)
+        .with_threshold(
+            Threshold::rps_above(1.0)
+                .in_phase("fast-only")
+                .on_endpoint("fast"),
+        );
+    let (o, out) = run(dir.path(), &repeated.to_yaml());
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let st = status(&out);
