@@ -329,8 +329,8 @@ struct OneOffFlags {
     warmup: Option<Duration>,
 }
 
-/// Parses and checks every one-off flag, reporting all that are wrong at once (a missing URL
-/// alone, since nothing else can be said without one).
+/// Parses and checks every one-off flag, reporting all that are wrong at once; a missing URL is
+/// reported on its own.
 fn check_one_off_flags(args: &Args) -> Result<OneOffFlags, Vec<FieldError>> {
     let mut errors = Vec::new();
     let url = match &args.url {
