@@ -270,48 +270,68 @@ fn default_threads() -> usize {
     benchmatrix_quota::detect().detected_cpus.max(1)
 }
 
+/// What to run: the plan file's workload with `--plan`, else the one-off run the flags describe.
 fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
-    if let Some(path) = &args.plan {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            vec![field(
-                "--plan",
-                format!("cannot read {}: {e}", path.display()),
-            )]
-        })?;
-        let plan = plan::parse_plan_file(&text)?;
-        // Values named by environment variable are read now, so a missing one is bad input
-        // (exit 2) before any load is sent.
-        let header_values = HeaderValues::read(&plan.workload, |name| std::env::var_os(name))?;
-        let target: TargetUrl = plan
-            .target
-            .parse()
-            .map_err(|e: crate::target_url::ParseUrlError| vec![field("target", e.to_string())])?;
-        check_threads(args.threads).map_err(|e| vec![e])?;
-        let threads = match (args.threads, plan.threads) {
-            (Some(t), _) | (None, Some(t)) => t as usize,
-            (None, None) => default_threads(),
-        };
-        return Ok(RunConfig {
-            target,
-            workload: plan.workload,
-            threads,
-            replicas: plan.replicas,
-            stats_addresses: plan.stats_addresses,
-            stats_path: Some(
-                args.stats_path
-                    .clone()
-                    .or(plan.stats_path)
-                    .unwrap_or_else(|| "/stats".into()),
-            ),
-            open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
-            share: GeneratorShare {
-                index: plan.generator_index as usize,
-                count: plan.generators as usize,
-            },
-            preflight: plan.preflight,
-            header_values,
-        });
+    match &args.plan {
+        Some(path) => plan_config(args, path),
+        None => one_off_config(args),
     }
+}
+
+/// `--plan FILE`: the plan as written, with `--threads` and `--stats-path` over its own.
+fn plan_config(args: &Args, path: &std::path::Path) -> Result<RunConfig, Vec<FieldError>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![field(
+            "--plan",
+            format!("cannot read {}: {e}", path.display()),
+        )]
+    })?;
+    let plan = plan::parse_plan_file(&text)?;
+    // Values named by environment variable are read now, so a missing one is bad input
+    // (exit 2) before any load is sent.
+    let header_values = HeaderValues::read(&plan.workload, |name| std::env::var_os(name))?;
+    let target: TargetUrl = plan
+        .target
+        .parse()
+        .map_err(|e: crate::target_url::ParseUrlError| vec![field("target", e.to_string())])?;
+    check_threads(args.threads).map_err(|e| vec![e])?;
+    let threads = match (args.threads, plan.threads) {
+        (Some(t), _) | (None, Some(t)) => t as usize,
+        (None, None) => default_threads(),
+    };
+    Ok(RunConfig {
+        target,
+        workload: plan.workload,
+        threads,
+        replicas: plan.replicas,
+        stats_addresses: plan.stats_addresses,
+        stats_path: Some(
+            args.stats_path
+                .clone()
+                .or(plan.stats_path)
+                .unwrap_or_else(|| "/stats".into()),
+        ),
+        open_max_connections: DEFAULT_OPEN_MAX_CONNECTIONS,
+        share: GeneratorShare {
+            index: plan.generator_index as usize,
+            count: plan.generators as usize,
+        },
+        preflight: plan.preflight,
+        header_values,
+    })
+}
+
+/// The one-off flags that need parsing, parsed.
+struct OneOffFlags {
+    url: TargetUrl,
+    duration: Duration,
+    timeout: Option<Duration>,
+    warmup: Option<Duration>,
+}
+
+/// Parses and checks every one-off flag, reporting all that are wrong at once; a missing URL is
+/// reported on its own.
+fn check_one_off_flags(args: &Args) -> Result<OneOffFlags, Vec<FieldError>> {
     let mut errors = Vec::new();
     let url = match &args.url {
         None => {
@@ -390,9 +410,26 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
     {
         errors.push(field("--stats-path", "must start with \"/\""));
     }
-    let (Some(url), Some(duration), true) = (url, duration, errors.is_empty()) else {
-        return Err(errors);
-    };
+    match (url, duration, errors.is_empty()) {
+        (Some(url), Some(duration), true) => Ok(OneOffFlags {
+            url,
+            duration,
+            timeout,
+            warmup,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// A one-off run: one endpoint (the URL's path) in one phase named `run`, closed loop with `-c`
+/// connections or open loop at `-R` requests per second.
+fn one_off_config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
+    let OneOffFlags {
+        url,
+        duration,
+        timeout,
+        warmup,
+    } = check_one_off_flags(args)?;
     // The URL's path is the one endpoint; the base is the bare host.
     let path = if url.base_path.is_empty() {
         "/".to_owned()
@@ -403,26 +440,7 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
         base_path: String::new(),
         ..url
     };
-    let (stream, open_max_connections) = match args.rate {
-        Some(rate) => (
-            Stream {
-                endpoint: path.clone(),
-                connections: None,
-                rate: Some(rate),
-            },
-            args.connections
-                .map(|c| c as usize)
-                .unwrap_or(DEFAULT_OPEN_MAX_CONNECTIONS),
-        ),
-        None => (
-            Stream {
-                endpoint: path.clone(),
-                connections: Some(args.connections.unwrap_or(DEFAULT_CONNECTIONS)),
-                rate: None,
-            },
-            DEFAULT_OPEN_MAX_CONNECTIONS,
-        ),
-    };
+    let (stream, open_max_connections) = one_off_stream(args, &path);
     let headers = args
         .headers
         .iter()
@@ -465,6 +483,31 @@ fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
         preflight: None,
         header_values: HeaderValues::default(),
     })
+}
+
+/// The one-off stream to `endpoint`, and the most connections an open loop may open: `-c`
+/// means connections in a closed loop and that bound in an open one.
+fn one_off_stream(args: &Args, endpoint: &str) -> (Stream, usize) {
+    match args.rate {
+        Some(rate) => (
+            Stream {
+                endpoint: endpoint.to_owned(),
+                connections: None,
+                rate: Some(rate),
+            },
+            args.connections
+                .map(|c| c as usize)
+                .unwrap_or(DEFAULT_OPEN_MAX_CONNECTIONS),
+        ),
+        None => (
+            Stream {
+                endpoint: endpoint.to_owned(),
+                connections: Some(args.connections.unwrap_or(DEFAULT_CONNECTIONS)),
+                rate: None,
+            },
+            DEFAULT_OPEN_MAX_CONNECTIONS,
+        ),
+    }
 }
 
 /// A `--header "Name: value"` flag as a header (the space after the colon is optional, as in

@@ -197,6 +197,17 @@ fn cell_row(cell: &str, mark: Mark, evidence: &str) -> Row {
 }
 
 fn compare_cell(base: &CellStatus, new: &CellStatus, min_change: f64) -> Vec<Row> {
+    if let Some(row) = unmeasured(base, new) {
+        return vec![row];
+    }
+    let mut rows = stream_rows(base, new, min_change);
+    rows.extend(cpu_row(base, new, min_change));
+    rows
+}
+
+/// The one row of a cell that was not measured in one run or either, saying which; `None` when
+/// both runs measured it.
+fn unmeasured(base: &CellStatus, new: &CellStatus) -> Option<Row> {
     let measured = |c: &CellStatus| c.phase == CellPhase::Succeeded;
     match (measured(base), measured(new)) {
         (true, false) => {
@@ -208,28 +219,29 @@ fn compare_cell(base: &CellStatus, new: &CellStatus, min_change: f64) -> Vec<Row
                     .map(|r| format!(" ({r})"))
                     .unwrap_or_default()
             );
-            return vec![cell_row(
+            Some(cell_row(
                 &new.name,
                 Mark::Failed,
                 &format!("new run: {why}"),
-            )];
+            ))
         }
-        (false, true) => {
-            return vec![cell_row(
-                &new.name,
-                Mark::Improvement,
-                &format!("base run: {}; measured now", base.phase),
-            )];
-        }
-        (false, false) => {
-            return vec![cell_row(
-                &new.name,
-                Mark::NotComparable,
-                "not measured in either run",
-            )];
-        }
-        (true, true) => {}
+        (false, true) => Some(cell_row(
+            &new.name,
+            Mark::Improvement,
+            &format!("base run: {}; measured now", base.phase),
+        )),
+        (false, false) => Some(cell_row(
+            &new.name,
+            Mark::NotComparable,
+            "not measured in either run",
+        )),
+        (true, true) => None,
     }
+}
+
+/// Per phase and endpoint of either run, in the order they first appear: p50, p99 and rps
+/// judged, or a row saying the stream is only in one run.
+fn stream_rows(base: &CellStatus, new: &CellStatus, min_change: f64) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut keys: Vec<(&str, &str)> = Vec::new();
     for r in base.results.iter().chain(&new.results) {
@@ -272,6 +284,12 @@ fn compare_cell(base: &CellStatus, new: &CellStatus, min_change: f64) -> Vec<Row
             (None, None) => {}
         }
     }
+    rows
+}
+
+/// The cell's target CPU seconds per 1,000 requests over all phases, when either run has it;
+/// not comparable when the request mix changed ([`mix_changed`]).
+fn cpu_row(base: &CellStatus, new: &CellStatus, min_change: f64) -> Option<Row> {
     let mut cpu = judge(Figure::Cpu, cpu_side(base), cpu_side(new), min_change);
     if cpu.base_value.is_some()
         && cpu.new_value.is_some()
@@ -285,15 +303,12 @@ fn compare_cell(base: &CellStatus, new: &CellStatus, min_change: f64) -> Vec<Row
             ..cpu
         };
     }
-    if cpu.base_value.is_some() || cpu.new_value.is_some() {
-        rows.push(Row {
-            cell: base.name.clone(),
-            phase: "(all)".into(),
-            endpoint: "(all)".into(),
-            ..cpu
-        });
-    }
-    rows
+    (cpu.base_value.is_some() || cpu.new_value.is_some()).then(|| Row {
+        cell: base.name.clone(),
+        phase: "(all)".into(),
+        endpoint: "(all)".into(),
+        ..cpu
+    })
 }
 
 /// A stream's figure: its median and, over repetitions, each one's value.

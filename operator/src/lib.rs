@@ -7,6 +7,8 @@ pub mod compare;
 pub mod controller;
 pub mod crdgen;
 pub mod engine;
+#[cfg(any(test, feature = "test-fixtures"))]
+pub mod fixtures;
 pub mod kubelet;
 pub mod local;
 pub mod matrix;

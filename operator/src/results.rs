@@ -495,33 +495,18 @@ mod tests {
         }
     }
 
-    fn cell(name: &str, results: Vec<CellResult>) -> CellStatus {
-        CellStatus {
-            name: name.into(),
-            phase: CellPhase::Succeeded,
-            results,
-            ..Default::default()
-        }
-    }
-
     fn seeds_like() -> Vec<CellStatus> {
         vec![
-            cell(
-                "single-x1",
-                vec![
-                    result("fast-only", "fast", 10.0, 150.0),
-                    result("mixed", "fast", 400.0, 5.0),
-                    result("mixed", "slow", 800.0, 2.5),
-                ],
-            ),
-            cell(
-                "pool-x1",
-                vec![
-                    result("fast-only", "fast", 10.0, 160.0),
-                    result("mixed", "fast", 20.0, 80.0),
-                    result("mixed", "slow", 900.0, 2.4),
-                ],
-            ),
+            CellStatus::succeeded("single-x1").with_results(vec![
+                result("fast-only", "fast", 10.0, 150.0),
+                result("mixed", "fast", 400.0, 5.0),
+                result("mixed", "slow", 800.0, 2.5),
+            ]),
+            CellStatus::succeeded("pool-x1").with_results(vec![
+                result("fast-only", "fast", 10.0, 160.0),
+                result("mixed", "fast", 20.0, 80.0),
+                result("mixed", "slow", 900.0, 2.4),
+            ]),
             CellStatus {
                 name: "broken".into(),
                 phase: CellPhase::Failed,
@@ -614,12 +599,10 @@ mod tests {
     fn repeated_cells(x1: &[f64], x2: &[f64]) -> Vec<CellStatus> {
         let stream = |p99s: &[f64], rps| repeated(result("mixed", "fast", 0.0, rps), p99s);
         vec![
-            cell(
-                "single-x1",
-                vec![stream(&[400.0, 410.0, 395.0, 420.0, 405.0], 5.0)],
-            ),
-            cell("pool-x1", vec![stream(x1, 80.0)]),
-            cell("pool-x2", vec![stream(x2, 82.0)]),
+            CellStatus::succeeded("single-x1")
+                .with_results(vec![stream(&[400.0, 410.0, 395.0, 420.0, 405.0], 5.0)]),
+            CellStatus::succeeded("pool-x1").with_results(vec![stream(x1, 80.0)]),
+            CellStatus::succeeded("pool-x2").with_results(vec![stream(x2, 82.0)]),
         ]
     }
 
@@ -666,13 +649,10 @@ mod tests {
     #[test]
     fn an_unstable_figure_never_decides_a_ranking() {
         let mut cells = repeated_cells(&X1, &X2);
-        cells.push(cell(
-            "lucky",
-            vec![repeated(
-                result("mixed", "fast", 0.0, 90.0),
-                &[3.0, 30.0, 2.0, 3.5, 2.5],
-            )],
-        ));
+        cells.push(CellStatus::succeeded("lucky").with_results(vec![repeated(
+            result("mixed", "fast", 0.0, 90.0),
+            &[3.0, 30.0, 2.0, 3.5, 2.5],
+        )]));
         let summary = summarize(&cells);
         let cmp = &summary.comparisons[0];
         assert_eq!(cmp.best_cell.as_deref(), Some("pool-x1"));
@@ -692,10 +672,10 @@ mod tests {
     fn with_dead_cell() -> Vec<CellStatus> {
         let mut cells = seeds_like();
         let dead = counts(result("mixed", "fast", 0.0, 0.0), 100, 100);
-        cells.push(cell(
-            "dead",
-            vec![result("fast-only", "fast", 10.0, 150.0), dead],
-        ));
+        cells.push(
+            CellStatus::succeeded("dead")
+                .with_results(vec![result("fast-only", "fast", 10.0, 150.0), dead]),
+        );
         cells
     }
 
@@ -722,7 +702,7 @@ mod tests {
     fn four_samples_do_not_rank_and_the_summary_names_the_stream() {
         let mut cells = seeds_like();
         let few = counts(result("mixed", "slow", 1.0, 2.0), 4, 0);
-        cells.push(cell("pool-x4", vec![few]));
+        cells.push(CellStatus::succeeded("pool-x4").with_results(vec![few]));
         let summary = summarize(&cells);
         let mixed_slow = summary
             .comparisons
@@ -750,20 +730,22 @@ mod tests {
     #[test]
     fn the_headline_says_why_no_cell_is_ranked() {
         let short = |name: &str, requests| {
-            cell(
-                name,
-                vec![counts(result("mixed", "fast", 5.0, 2.0), requests, 0)],
-            )
+            CellStatus::succeeded(name).with_results(vec![counts(
+                result("mixed", "fast", 5.0, 2.0),
+                requests,
+                0,
+            )])
         };
         let summary = summarize(&[short("a", 4), short("b", 60)]);
         assert_eq!(
             headline(&summary).unwrap(),
             "mixed/fast: no cell ranked (too few samples: run the phase longer)"
         );
-        let failing = cell(
-            "c",
-            vec![counts(result("mixed", "fast", 5.0, 2.0), 400, 300)],
-        );
+        let failing = CellStatus::succeeded("c").with_results(vec![counts(
+            result("mixed", "fast", 5.0, 2.0),
+            400,
+            300,
+        )]);
         let summary = summarize(&[short("a", 4), failing]);
         assert_eq!(
             headline(&summary).unwrap(),

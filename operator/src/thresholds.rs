@@ -655,40 +655,22 @@ mod tests {
         }
     }
 
-    fn cell(name: &str, results: Vec<CellResult>) -> CellStatus {
-        CellStatus {
-            name: name.into(),
-            phase: CellPhase::Succeeded,
-            results,
-            ..CellStatus::default()
-        }
-    }
-
     /// single-x1: /fast p99 500 ms in mixed (blocked behind /slow), /slow 4 rps;
     /// pool-x1: /fast p99 20 ms, /slow 3.5 rps; pool-x2: /fast p99 30 ms, /slow 3 rps.
     fn matrix() -> Vec<CellStatus> {
         vec![
-            cell(
-                "single-x1",
-                vec![
-                    stream("mixed", "fast", 500.0, 50.0, 0),
-                    stream("mixed", "slow", 900.0, 4.0, 0),
-                ],
-            ),
-            cell(
-                "pool-x1",
-                vec![
-                    stream("mixed", "fast", 20.0, 300.0, 0),
-                    stream("mixed", "slow", 800.0, 3.5, 0),
-                ],
-            ),
-            cell(
-                "pool-x2",
-                vec![
-                    stream("mixed", "fast", 30.0, 280.0, 5),
-                    stream("mixed", "slow", 850.0, 3.0, 0),
-                ],
-            ),
+            CellStatus::succeeded("single-x1").with_results(vec![
+                stream("mixed", "fast", 500.0, 50.0, 0),
+                stream("mixed", "slow", 900.0, 4.0, 0),
+            ]),
+            CellStatus::succeeded("pool-x1").with_results(vec![
+                stream("mixed", "fast", 20.0, 300.0, 0),
+                stream("mixed", "slow", 800.0, 3.5, 0),
+            ]),
+            CellStatus::succeeded("pool-x2").with_results(vec![
+                stream("mixed", "fast", 30.0, 280.0, 5),
+                stream("mixed", "slow", 850.0, 3.0, 0),
+            ]),
         ]
     }
 
@@ -969,7 +951,10 @@ mod tests {
 
     #[test]
     fn phase_and_endpoint_may_be_left_out_when_the_run_has_only_one() {
-        let cells = vec![cell("only", vec![stream("steady", "root", 10.0, 100.0, 0)])];
+        let cells = vec![
+            CellStatus::succeeded("only")
+                .with_results(vec![stream("steady", "root", 10.0, 100.0, 0)]),
+        ];
         let t = thresholds("- {p99: {below: 50ms}}");
         assert!(validate(&t, &["only"], &["steady"], &["root"]).is_empty());
         let r = evaluate(&t, &cells);

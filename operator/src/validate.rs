@@ -16,8 +16,8 @@ use benchmatrix_loadgen::strict_yaml;
 
 use crate::api::repeat::MIN_ADAPTIVE_ROUNDS;
 use crate::api::{
-    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, PoolSize, Quantity, Repeat,
-    RunPhase, Workload,
+    BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, LoadgenSpec, PoolSize,
+    Quantity, Repeat, RunPhase, TargetSpec, Workload,
 };
 use crate::matrix;
 use kube::ResourceExt;
@@ -163,14 +163,25 @@ pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
 /// Checks everything the types cannot express. Paths start with `spec.`.
 pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     let mut errors = Vec::new();
+    check_target(&spec.target, &mut errors);
+    let configured = check_configurations(spec, &mut errors);
+    check_axes(spec, &configured, &mut errors);
+    check_workload(&spec.workload, &mut errors);
+    check_loadgen(&spec.loadgen, &mut errors);
+    check_timeouts(spec, &mut errors);
+    errors.extend(crate::thresholds::validate_spec(spec));
+    check_repeat(spec.repeat, &mut errors);
+    errors
+}
 
-    // Target.
-    if spec.target.port == 0 {
+/// `spec.target`: port, paths, image, pod template, command and env.
+fn check_target(target: &TargetSpec, errors: &mut Vec<FieldError>) {
+    if target.port == 0 {
         errors.push(FieldError::new("spec.target.port", "must be 1..65535"));
     }
     for (field, path) in [
-        ("readinessPath", &spec.target.readiness_path),
-        ("statsPath", &spec.target.stats_path),
+        ("readinessPath", &target.readiness_path),
+        ("statsPath", &target.stats_path),
     ] {
         if !path.starts_with('/') {
             errors.push(FieldError::new(
@@ -179,7 +190,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             ));
         }
     }
-    if let Some(image) = &spec.target.image
+    if let Some(image) = &target.image
         && image.trim().is_empty()
     {
         errors.push(FieldError::new(
@@ -187,31 +198,33 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             "must not be empty (leave it out for the built-in target)",
         ));
     }
-    if let Some(template) = &spec.target.pod_template {
+    if let Some(template) = &target.pod_template {
         match template.parse() {
             Ok(parsed) => errors.extend(crate::api::pod_template::check(
                 &parsed,
-                spec.target.image.as_deref(),
-                spec.target.port,
+                target.image.as_deref(),
+                target.port,
             )),
             Err(problems) => errors.extend(problems),
         }
     }
-    if spec.target.command.iter().any(|a| a.is_empty())
-        || spec
-            .target
-            .command
-            .first()
-            .is_some_and(|p| p.trim().is_empty())
+    if target.command.iter().any(|a| a.is_empty())
+        || target.command.first().is_some_and(|p| p.trim().is_empty())
     {
         errors.push(FieldError::new(
             "spec.target.command",
             "the program and its arguments must not be empty strings",
         ));
     }
-    check_env(&spec.target.env, "spec.target.env", &mut errors);
+    check_env(&target.env, "spec.target.env", errors);
+}
 
-    // Configurations.
+/// `spec.configurations`: each one, and that no name repeats. Returns each name with the index
+/// that first used it, which [`check_axes`] needs to refuse a generated cell of the same name.
+fn check_configurations<'a>(
+    spec: &'a BenchmarkRunSpec,
+    errors: &mut Vec<FieldError>,
+) -> HashMap<&'a str, usize> {
     if spec.configurations.is_empty() && spec.axes.is_none() {
         errors.push(FieldError::new(
             "spec.configurations",
@@ -221,7 +234,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     let mut first_seen: HashMap<&str, usize> = HashMap::new();
     for (i, c) in spec.configurations.iter().enumerate() {
         let at = format!("spec.configurations[{i}]");
-        check_configuration(c, &at, &mut errors);
+        check_configuration(c, &at, errors);
         if let Some(first) = first_seen.get(c.name.as_str()) {
             errors.push(FieldError::new(
                 format!("{at}.name"),
@@ -234,101 +247,117 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
             first_seen.insert(&c.name, i);
         }
     }
+    first_seen
+}
 
-    // Axes.
-    if let Some(axes) = &spec.axes {
-        if axes.modes.is_empty() {
-            errors.push(FieldError::new("spec.axes.modes", "list at least one mode"));
-        }
-        if axes.replicas.is_empty() {
+/// `spec.axes`, and the number of cells the matrix comes to (the configurations plus the cells
+/// the axes generate) against [`MAX_CELLS`]. `configured` maps each configuration's name to its
+/// index, so a generated cell of the same name is refused.
+fn check_axes(
+    spec: &BenchmarkRunSpec,
+    configured: &HashMap<&str, usize>,
+    errors: &mut Vec<FieldError>,
+) {
+    let Some(axes) = &spec.axes else {
+        if spec.configurations.len() > MAX_CELLS {
             errors.push(FieldError::new(
-                "spec.axes.replicas",
-                "list at least one replica count",
-            ));
-        }
-        for (i, r) in axes.replicas.iter().enumerate() {
-            check_replicas(*r, &format!("spec.axes.replicas[{i}]"), &mut errors);
-        }
-        check_pool_size(axes.pool_size, "spec.axes.poolSize", &mut errors);
-        match (axes.cpu.is_empty(), &axes.total_cpu) {
-            (true, None) => errors.push(FieldError::new(
-                "spec.axes.cpu",
-                "list CPU values per replica, or set totalCpu",
-            )),
-            (false, Some(_)) => errors.push(FieldError::new(
-                "spec.axes.totalCpu",
-                "set either cpu (per replica) or totalCpu (shared budget), not both",
-            )),
-            _ => {}
-        }
-        for (i, q) in axes.cpu.iter().enumerate() {
-            check_cpu(q, &format!("spec.axes.cpu[{i}]"), &mut errors);
-        }
-        if let Some(total) = &axes.total_cpu {
-            check_cpu(total, "spec.axes.totalCpu", &mut errors);
-        }
-        check_memory(&axes.memory, "spec.axes.memory", &mut errors);
-        check_env(&axes.env, "spec.axes.env", &mut errors);
-        // Names the axes generate must not collide with each other or with configurations.
-        let expanded = matrix::axes_cells(axes);
-        if spec.configurations.len() + expanded.len() > MAX_CELLS {
-            errors.push(FieldError::new(
-                "spec.axes",
+                "spec.configurations",
                 format!(
-                    "the matrix would have {} cells; at most {MAX_CELLS} are allowed",
-                    spec.configurations.len() + expanded.len()
+                    "{} configurations; at most {MAX_CELLS} are allowed",
+                    spec.configurations.len()
                 ),
             ));
-        } else {
-            for c in &expanded {
-                if let Some(first) = first_seen.get(c.name.as_str()) {
-                    errors.push(FieldError::new(
-                        "spec.axes",
-                        format!(
-                            "generates cell {:?}, which spec.configurations[{first}] already names",
-                            c.name
-                        ),
-                    ));
-                }
-            }
         }
-    } else if spec.configurations.len() > MAX_CELLS {
+        return;
+    };
+    if axes.modes.is_empty() {
+        errors.push(FieldError::new("spec.axes.modes", "list at least one mode"));
+    }
+    if axes.replicas.is_empty() {
         errors.push(FieldError::new(
-            "spec.configurations",
-            format!(
-                "{} configurations; at most {MAX_CELLS} are allowed",
-                spec.configurations.len()
-            ),
+            "spec.axes.replicas",
+            "list at least one replica count",
         ));
     }
+    for (i, r) in axes.replicas.iter().enumerate() {
+        check_replicas(*r, &format!("spec.axes.replicas[{i}]"), errors);
+    }
+    check_pool_size(axes.pool_size, "spec.axes.poolSize", errors);
+    match (axes.cpu.is_empty(), &axes.total_cpu) {
+        (true, None) => errors.push(FieldError::new(
+            "spec.axes.cpu",
+            "list CPU values per replica, or set totalCpu",
+        )),
+        (false, Some(_)) => errors.push(FieldError::new(
+            "spec.axes.totalCpu",
+            "set either cpu (per replica) or totalCpu (shared budget), not both",
+        )),
+        _ => {}
+    }
+    for (i, q) in axes.cpu.iter().enumerate() {
+        check_cpu(q, &format!("spec.axes.cpu[{i}]"), errors);
+    }
+    if let Some(total) = &axes.total_cpu {
+        check_cpu(total, "spec.axes.totalCpu", errors);
+    }
+    check_memory(&axes.memory, "spec.axes.memory", errors);
+    check_env(&axes.env, "spec.axes.env", errors);
+    // Names the axes generate must not collide with each other or with configurations.
+    let expanded = matrix::axes_cells(axes);
+    if spec.configurations.len() + expanded.len() > MAX_CELLS {
+        errors.push(FieldError::new(
+            "spec.axes",
+            format!(
+                "the matrix would have {} cells; at most {MAX_CELLS} are allowed",
+                spec.configurations.len() + expanded.len()
+            ),
+        ));
+    } else {
+        for c in &expanded {
+            if let Some(first) = configured.get(c.name.as_str()) {
+                errors.push(FieldError::new(
+                    "spec.axes",
+                    format!(
+                        "generates cell {:?}, which spec.configurations[{first}] already names",
+                        c.name
+                    ),
+                ));
+            }
+        }
+    }
+}
 
-    // Workload: the load generator's own rules, prefixed with `spec.`.
-    if let Err(errs) = spec.workload.validate() {
+/// `spec.workload`: the load generator's own rules, prefixed with `spec.`, and where header
+/// values may come from.
+fn check_workload(workload: &Workload, errors: &mut Vec<FieldError>) {
+    if let Err(errs) = workload.validate() {
         errors.extend(
             errs.into_iter()
                 .map(|e| FieldError::new(format!("spec.{}", e.path), e.message)),
         );
     }
-    check_header_sources(&spec.workload, &mut errors);
+    check_header_sources(workload, errors);
+}
 
-    // Load generator.
-    check_cpu(&spec.loadgen.cpu, "spec.loadgen.cpu", &mut errors);
-    check_memory(&spec.loadgen.memory, "spec.loadgen.memory", &mut errors);
-    if spec.loadgen.parallelism == 0 {
+/// `spec.loadgen`: resources, how many load generators and their threads.
+fn check_loadgen(loadgen: &LoadgenSpec, errors: &mut Vec<FieldError>) {
+    check_cpu(&loadgen.cpu, "spec.loadgen.cpu", errors);
+    check_memory(&loadgen.memory, "spec.loadgen.memory", errors);
+    if loadgen.parallelism == 0 {
         errors.push(FieldError::new(
             "spec.loadgen.parallelism",
             "must be at least 1",
         ));
-    } else if spec.loadgen.parallelism > MAX_GENERATORS {
+    } else if loadgen.parallelism > MAX_GENERATORS {
         errors.push(FieldError::new(
             "spec.loadgen.parallelism",
             format!(
                 "{} is more than the {MAX_GENERATORS} load generators allowed",
-                spec.loadgen.parallelism
+                loadgen.parallelism
             ),
         ));
     }
-    match spec.loadgen.threads {
+    match loadgen.threads {
         Some(0) => errors.push(FieldError::new(
             "spec.loadgen.threads",
             "must be at least 1",
@@ -339,8 +368,10 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
         )),
         _ => {}
     }
+}
 
-    // Timeouts.
+/// `spec.timeouts` and `spec.ttlAfterFinished`: every wait positive and within its bound.
+fn check_timeouts(spec: &BenchmarkRunSpec, errors: &mut Vec<FieldError>) {
     if spec.timeouts.ready.is_zero() {
         errors.push(FieldError::new(
             "spec.timeouts.ready",
@@ -351,13 +382,13 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
         spec.timeouts.ready,
         MAX_DURATION,
         "spec.timeouts.ready",
-        &mut errors,
+        errors,
     );
     check_duration(
         spec.timeouts.run_slack,
         MAX_DURATION,
         "spec.timeouts.runSlack",
-        &mut errors,
+        errors,
     );
     if let Some(ttl) = spec.ttl_after_finished {
         if ttl.is_zero() {
@@ -366,11 +397,8 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
                 "must be greater than 0 (leave it out to keep the run)",
             ));
         }
-        check_duration(ttl, MAX_ANY_DURATION, "spec.ttlAfterFinished", &mut errors);
+        check_duration(ttl, MAX_ANY_DURATION, "spec.ttlAfterFinished", errors);
     }
-    errors.extend(crate::thresholds::validate_spec(spec));
-    check_repeat(spec.repeat, &mut errors);
-    errors
 }
 
 /// `spec.repeat`: a count of 1..MAX_REPEAT, or `{min, max, precision}` with

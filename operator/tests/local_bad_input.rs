@@ -3,9 +3,55 @@
 
 mod local_common;
 
-use local_common::{Cfg, run, spec, text};
+use benchmatrix::api::{Configuration, Mode};
+use benchmatrix::fixtures::rate;
+use local_common::{quickstart, run, text};
 
-const CELLS: &[Cfg] = &[("single-x1", "single", 1, "1"), ("pool-x1", "pool", 1, "1")];
+/// A good file, written out: the tests that break its text (syntax, unknown fields, types,
+/// durations no spec can hold) edit it where they name. The tests of values out of range build
+/// their run from [`two_cells`] instead.
+const GOOD: &str = r#"apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: t
+spec:
+  configurations:
+    - name: single-x1
+      mode: single
+      replicas: 1
+      cpu: "1"
+    - name: pool-x1
+      mode: pool
+      replicas: 1
+      cpu: "1"
+  workload:
+    endpoints:
+      - name: fast
+        path: /fast
+      - name: slow
+        path: /slow
+    warmup: 1s
+    phases:
+      - name: fast-only
+        duration: 2s
+        load:
+          - endpoint: fast
+            connections: 2
+      - name: mixed
+        duration: 2s
+        load:
+          - endpoint: fast
+            connections: 2
+          - endpoint: slow
+            connections: 2
+"#;
+
+/// The good run, typed: cells single-x1 and pool-x1 through the quickstart's workload.
+fn two_cells() -> benchmatrix::api::BenchmarkRun {
+    quickstart("1s", "2s", "2s")
+        .with_cell(Configuration::named("single-x1"))
+        .with_cell(Configuration::named("pool-x1").mode(Mode::Pool))
+}
 
 /// Runs `yaml` and asserts exit 2, that every `needles` is in stderr, and that nothing ran.
 fn refused(yaml: &str, needles: &[&str]) {
@@ -24,19 +70,15 @@ fn refused(yaml: &str, needles: &[&str]) {
     );
 }
 
-fn good() -> String {
-    spec(CELLS, "1s", "2s", "2s", "")
-}
-
 #[test]
 fn yaml_syntax_error_names_the_line() {
-    let broken = good().replace("  workload:\n", "  workload: [\n");
+    let broken = GOOD.replace("  workload:\n", "  workload: [\n");
     refused(&broken, &["YAML syntax error", "line "]);
 }
 
 #[test]
 fn unknown_field_is_named_by_its_path() {
-    let y = good().replace(
+    let y = GOOD.replace(
         "      replicas: 1\n",
         "      replicas: 1\n      replica: 3\n",
     );
@@ -45,19 +87,15 @@ fn unknown_field_is_named_by_its_path() {
 
 #[test]
 fn duplicate_configuration_name_is_refused() {
-    let y = spec(
-        &[("same", "single", 1, "1"), ("same", "pool", 1, "1")],
-        "1s",
-        "2s",
-        "2s",
-        "",
-    );
-    refused(&y, &["spec.configurations[1].name", "duplicate"]);
+    let y = quickstart("1s", "2s", "2s")
+        .with_cell(Configuration::named("same"))
+        .with_cell(Configuration::named("same").mode(Mode::Pool));
+    refused(&y.to_yaml(), &["spec.configurations[1].name", "duplicate"]);
 }
 
 #[test]
 fn phase_naming_an_unknown_endpoint_is_refused() {
-    let y = good().replace(
+    let y = GOOD.replace(
         "          - endpoint: slow\n",
         "          - endpoint: slowest\n",
     );
@@ -66,7 +104,7 @@ fn phase_naming_an_unknown_endpoint_is_refused() {
 
 #[test]
 fn negative_duration_is_refused_with_its_path() {
-    let y = good().replace("duration: 2s\n        load:\n          - endpoint: fast\n            connections: 2\n      - name: mixed", "duration: -2s\n        load:\n          - endpoint: fast\n            connections: 2\n      - name: mixed");
+    let y = GOOD.replacen("duration: 2s", "duration: -2s", 1);
     assert!(y.contains("-2s"));
     refused(&y, &["spec.workload.phases[0].duration"]);
 }
@@ -87,7 +125,7 @@ fn a_missing_file_is_exit_2() {
 /// cgroup made.
 fn refused_out(dir: &std::path::Path, out: &std::path::Path) {
     let file = dir.join("run.yaml");
-    std::fs::write(&file, good()).unwrap();
+    std::fs::write(&file, GOOD).unwrap();
     let child = std::process::Command::new(local_common::exe())
         .arg("run")
         .arg(&file)
@@ -136,44 +174,45 @@ fn out_that_is_not_writable_is_exit_2() {
 
 #[test]
 fn replicas_beyond_the_limit_are_refused() {
-    let y = spec(&[("big", "single", 1000, "1")], "1s", "2s", "2s", "");
-    refused(&y, &["spec.configurations[0].replicas", "64"]);
+    let y = quickstart("1s", "2s", "2s").with_cell(Configuration::named("big").replicas(1000));
+    refused(&y.to_yaml(), &["spec.configurations[0].replicas", "64"]);
 }
 
 #[test]
 fn pool_size_beyond_what_the_target_accepts_is_refused() {
-    let y = good().replace(
-        "      replicas: 1\n",
-        "      replicas: 1\n      poolSize: 2000\n",
-    );
-    refused(&y, &["spec.configurations[0].poolSize", "1024"]);
+    let mut y = two_cells();
+    y.spec.configurations[0] = Configuration::named("single-x1").pool_size(2000);
+    refused(&y.to_yaml(), &["spec.configurations[0].poolSize", "1024"]);
 }
 
 #[test]
 fn connections_and_rate_beyond_the_limits_are_refused() {
-    let y = good().replace("connections: 2\n", "connections: 1000000000\n");
+    let mut y = two_cells();
+    y.spec.workload.phases[0].load[0].connections = Some(1_000_000_000);
     refused(
-        &y,
+        &y.to_yaml(),
         &["spec.workload.phases[0].load[0].connections", "10000"],
     );
-    let y = good().replace(
-        "          - endpoint: slow\n            connections: 2\n",
-        "          - endpoint: slow\n            rate: 1e12\n",
+    let mut y = two_cells();
+    y.spec.workload.phases[1].load[1] = rate("slow", 1e12);
+    refused(
+        &y.to_yaml(),
+        &["spec.workload.phases[1].load[1].rate", "10000000"],
     );
-    refused(&y, &["spec.workload.phases[1].load[1].rate", "10000000"]);
 }
 
 #[test]
 fn a_duration_beyond_the_limit_is_refused_naming_it() {
-    let y = spec(CELLS, "1s", "99999999999h", "2s", "");
+    let y = GOOD.replacen("duration: 2s", "duration: 99999999999h", 1);
+    assert!(y.contains("99999999999h"));
     refused(&y, &["spec.workload.phases[0].duration", "8760h"]);
-    let y = spec(CELLS, "25h", "2s", "2s", "");
-    refused(&y, &["spec.workload.warmup", "24h"]);
+    let y = two_cells().with_warmup("25h");
+    refused(&y.to_yaml(), &["spec.workload.warmup", "24h"]);
 }
 
 #[test]
 fn a_type_error_prints_its_path_once() {
-    let y = good().replace("      replicas: 1\n", "      replicas: x\n");
+    let y = GOOD.replace("      replicas: 1\n", "      replicas: x\n");
     let dir = tempfile::tempdir().unwrap();
     let (o, _) = run(dir.path(), &y);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));

@@ -8,9 +8,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use benchmatrix::api::{Configuration, Mode};
 use local_common::{
-    alive, cell, cmdline, descendants_of, exe, figures, parent_of, run, runner_log, spawn_run,
-    spec, status, text, wait_for,
+    alive, cell, cmdline, descendants_of, exe, figures, parent_of, quickstart, run, runner_log,
+    spawn_run, status, text, wait_for,
 };
 
 fn kill(pid: u32, sig: i32) {
@@ -73,8 +74,11 @@ fn listening(port: u16) -> bool {
 #[test]
 fn a_replica_killed_mid_phase_fails_its_cell_and_the_next_cell_still_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let cells = [("victim", "single", 2, "1"), ("survivor", "single", 1, "1")];
-    let (mut child, out) = spawn_run(dir.path(), &spec(&cells, "0s", "1s", "4s", ""));
+    let yaml = quickstart("0s", "1s", "4s")
+        .with_cell(Configuration::named("victim").replicas(2))
+        .with_cell(Configuration::named("survivor"))
+        .to_yaml();
+    let (mut child, out) = spawn_run(dir.path(), &yaml);
     let runner = child.id();
     let (loadgen, replica) = wait_for(Duration::from_secs(30), "the first cell's load", || {
         let d = descendants_of(runner);
@@ -145,14 +149,10 @@ fn a_shell_wrappers_server_child_killed_mid_phase_fails_the_cell() {
     .unwrap();
     let tag = format!("BENCH_TEST_TAG=wrapper-{}", std::process::id());
     let (name, value) = tag.split_once('=').unwrap();
-    let extra = format!(
-        "  target:\n    command: [\"sh\", \"{}\"]\n",
-        wrapper.display()
-    );
-    let yaml = spec(&[("wrapped", "single", 1, "1")], "0s", "1s", "4s", &extra).replace(
-        "      cpu: \"1\"\n",
-        &format!("      cpu: \"1\"\n      env: [{{name: {name}, value: {value}}}]\n"),
-    );
+    let yaml = quickstart("0s", "1s", "4s")
+        .with_target_command(["sh", &wrapper.display().to_string()])
+        .with_cell(Configuration::named("wrapped").env(name, value))
+        .to_yaml();
     let (mut child, out) = spawn_run(dir.path(), &yaml);
     let runner = child.id();
     let server = wait_for(
@@ -199,10 +199,12 @@ fn a_shell_wrappers_server_child_killed_mid_phase_fails_the_cell() {
 #[test]
 fn a_run_where_every_cell_fails_is_failed_no_cell_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let extra =
-        "  target:\n    command: [\"sh\", \"-c\", \"echo cannot-start-here >&2; exit 3\"]\n";
-    let cells = [("a", "single", 1, "1"), ("b", "pool", 1, "1")];
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "1s", "1s", extra));
+    let yaml = quickstart("0s", "1s", "1s")
+        .with_target_command(["sh", "-c", "echo cannot-start-here >&2; exit 3"])
+        .with_cell(Configuration::named("a"))
+        .with_cell(Configuration::named("b").mode(Mode::Pool))
+        .to_yaml();
+    let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     let st = status(&out);
@@ -250,15 +252,13 @@ http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever(
 "#,
     )
     .unwrap();
-    let extra = format!(
-        "  target:\n    command: [\"python3\", \"{}\"]\n  timeouts:\n    ready: 2s\n",
-        script.display()
-    );
+    let yaml = quickstart("0s", "1s", "1s")
+        .with_target_command(["python3", &script.display().to_string()])
+        .with_ready_timeout("2s")
+        .with_cell(Configuration::named("gone"))
+        .to_yaml();
     let started = Instant::now();
-    let (o, out) = run(
-        dir.path(),
-        &spec(&[("gone", "single", 1, "1")], "0s", "1s", "1s", &extra),
-    );
+    let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     let c = cell(&status(&out), "gone").clone();
@@ -279,10 +279,15 @@ http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever(
 /// A cell of 64 replicas with a sliver of CPU each, so starting them takes a while.
 fn many_replicas_yaml(tag: &str) -> String {
     let (name, value) = tag.split_once('=').unwrap();
-    spec(&[("many", "single", 64, "10m")], "0s", "1s", "1s", "").replace(
-        "      cpu: \"10m\"\n",
-        &format!("      cpu: \"10m\"\n      env: [{{name: {name}, value: {value}}}]\n"),
-    ) + "  timeouts:\n    ready: 120s\n"
+    quickstart("0s", "1s", "1s")
+        .with_cell(
+            Configuration::named("many")
+                .replicas(64)
+                .cpu("10m")
+                .env(name, value),
+        )
+        .with_ready_timeout("120s")
+        .to_yaml()
 }
 
 /// SIGTERM while the replicas start: the runner stops starting more, stops those it started
@@ -348,14 +353,10 @@ fn sigkill_of_the_runner_also_ends_a_shell_wrappers_server() {
     let dir = tempfile::tempdir().unwrap();
     let tag = format!("BENCH_TEST_TAG=kill-sh-{}", std::process::id());
     let (name, value) = tag.split_once('=').unwrap();
-    let extra = format!(
-        "  target:\n    command: [\"sh\", \"-c\", \"{} target & wait\"]\n",
-        exe().display()
-    );
-    let yaml = spec(&[("wrapped", "single", 2, "1")], "0s", "2s", "4s", &extra).replace(
-        "      cpu: \"1\"\n",
-        &format!("      cpu: \"1\"\n      env: [{{name: {name}, value: {value}}}]\n"),
-    );
+    let yaml = quickstart("0s", "2s", "4s")
+        .with_target_command(["sh", "-c", &format!("{} target & wait", exe().display())])
+        .with_cell(Configuration::named("wrapped").replicas(2).env(name, value))
+        .to_yaml();
     let (mut child, _out) = spawn_run(dir.path(), &yaml);
     let runner = child.id();
     let port = wait_for(
@@ -393,11 +394,16 @@ fn sigterm_is_not_held_up_by_a_target_that_ignores_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let tag = format!("BENCH_TEST_TAG=deaf-{}", std::process::id());
     let (name, value) = tag.split_once('=').unwrap();
-    let extra = "  target:\n    command: [\"sh\", \"-c\", \"trap '' TERM; exec python3 -m http.server --bind 127.0.0.1 $PORT\"]\n    readinessPath: /\n    statsPath: /\n";
-    let yaml = spec(&[("deaf", "single", 1, "1")], "0s", "3s", "3s", extra).replace(
-        "      cpu: \"1\"\n",
-        &format!("      cpu: \"1\"\n      env: [{{name: {name}, value: {value}}}]\n"),
-    );
+    let yaml = quickstart("0s", "3s", "3s")
+        .with_target_command([
+            "sh",
+            "-c",
+            "trap '' TERM; exec python3 -m http.server --bind 127.0.0.1 $PORT",
+        ])
+        .with_readiness_path("/")
+        .with_stats_path("/")
+        .with_cell(Configuration::named("deaf").env(name, value))
+        .to_yaml();
     let (mut child, _out) = spawn_run(dir.path(), &yaml);
     let runner = child.id();
     wait_for(

@@ -4,16 +4,27 @@
 
 mod local_common;
 
-use local_common::{cell, run, spec, status, text};
+use benchmatrix::api::{Configuration, Mode, Repeat, Threshold};
+use local_common::{cell, quickstart, run, status, text};
 
 /// /fast burns about 12 ms of CPU per request: no p50 can be below a millisecond, while one
 /// request a second is easily served. One threshold must fail, the other pass.
 #[test]
 fn a_failed_threshold_exits_3_names_itself_and_the_passing_one_holds() {
     let dir = tempfile::tempdir().unwrap();
-    let gate = "  thresholds:\n    - {phase: fast-only, endpoint: fast, p50: {below: 1ms}}\n    - {phase: fast-only, endpoint: fast, rps: {above: 1}}\n";
-    let cells = [("single-x1", "single", 1, "1")];
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "2s", "1s", gate));
+    let gated = quickstart("0s", "2s", "1s")
+        .with_cell(Configuration::named("single-x1"))
+        .with_threshold(
+            Threshold::p50_below("1ms")
+                .in_phase("fast-only")
+                .on_endpoint("fast"),
+        )
+        .with_threshold(
+            Threshold::rps_above(1.0)
+                .in_phase("fast-only")
+                .on_endpoint("fast"),
+        );
+    let (o, out) = run(dir.path(), &gated.to_yaml());
     let t = text(&o);
     assert_eq!(
         o.status.code(),
@@ -54,10 +65,16 @@ fn a_failed_threshold_exits_3_names_itself_and_the_passing_one_holds() {
 #[test]
 fn repetitions_run_interleaved_and_a_gate_that_holds_exits_0() {
     let dir = tempfile::tempdir().unwrap();
-    let extra =
-        "  repeat: 3\n  thresholds:\n    - {phase: fast-only, endpoint: fast, rps: {above: 1}}\n";
-    let cells = [("a", "single", 1, "1"), ("b", "pool", 1, "1")];
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "1s", "1s", extra));
+    let repeated = quickstart("0s", "1s", "1s")
+        .with_cell(Configuration::named("a"))
+        .with_cell(Configuration::named("b").mode(Mode::Pool))
+        .repeated(3)
+        .with_threshold(
+            Threshold::rps_above(1.0)
+                .in_phase("fast-only")
+                .on_endpoint("fast"),
+        );
+    let (o, out) = run(dir.path(), &repeated.to_yaml());
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let st = status(&out);
@@ -112,10 +129,18 @@ fn repetitions_run_interleaved_and_a_gate_that_holds_exits_0() {
 /// interval over two or three of them is far narrower than 100%) and says it is precise.
 #[test]
 fn adaptive_repetitions_stop_at_max_when_imprecise_and_early_when_precise() {
-    let cells = [("a", "single", 1, "1")];
+    let until = |min, max, precision| {
+        quickstart("0s", "2s", "1s")
+            .with_cell(Configuration::named("a"))
+            .repeated(Repeat::UntilPrecise {
+                min,
+                max,
+                precision,
+            })
+            .to_yaml()
+    };
     let dir = tempfile::tempdir().unwrap();
-    let strict = "  repeat: {min: 2, max: 3, precision: 0.0001}\n";
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "2s", "1s", strict));
+    let (o, out) = run(dir.path(), &until(2, 3, 0.0001));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let st = status(&out);
     let a = cell(&st, "a");
@@ -137,8 +162,7 @@ fn adaptive_repetitions_stop_at_max_when_imprecise_and_early_when_precise() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let loose = "  repeat: {min: 2, max: 6, precision: 100}\n";
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "2s", "1s", loose));
+    let (o, out) = run(dir.path(), &until(2, 6, 100.0));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let st = status(&out);
     let a = cell(&st, "a");

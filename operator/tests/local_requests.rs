@@ -7,6 +7,8 @@ mod local_common;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use benchmatrix::api::{BenchmarkRun, Configuration};
+use benchmatrix::fixtures::{connections, header, phase, post, secret_header};
 use local_common::{exe, text};
 
 /// A keep-alive HTTP/1.1 server (Python's standard library, as the other local tests use) that
@@ -39,38 +41,24 @@ class H(BaseHTTPRequestHandler):
 ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
 "#;
 
-/// The spec: one cell, a POST with a literal header and one from Secret `api-token` key `token`.
+/// The spec: one cell running `script` (which records to `record`), a POST with a literal
+/// header and one from Secret `api-token` key `token`.
 fn spec(script: &Path, record: &Path) -> String {
-    format!(
-        r#"apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {{name: post}}
-spec:
-  target:
-    command: ["python3", "{script}"]
-    readinessPath: /healthz
-    statsPath: /stats
-  configurations:
-    - name: x1
-      mode: single
-      cpu: "1"
-      env: [{{name: RECORD, value: "{record}"}}]
-  loadgen: {{cpu: "1"}}
-  workload:
-    endpoints:
-      - name: order
-        path: /orders
-        method: POST
-        headers:
-          - {{name: Content-Type, value: application/json}}
-          - name: Authorization
-            valueFrom: {{secretKeyRef: {{name: api-token, key: token}}}}
-        body: '{{"item": 7}}'
-    phases: [{{name: p, duration: 1s, load: [{{endpoint: order, connections: 1}}]}}]
-"#,
-        script = script.display(),
-        record = record.display()
-    )
+    BenchmarkRun::sample()
+        .named("post")
+        .with_target_command(["python3", &script.display().to_string()])
+        .with_cell(Configuration::named("x1").env("RECORD", &record.display().to_string()))
+        .with_endpoints([post(
+            "order",
+            "/orders",
+            [
+                header("Content-Type", "application/json"),
+                secret_header("Authorization", "api-token", "token"),
+            ],
+            r#"{"item": 7}"#,
+        )])
+        .with_phases([phase("p", "1s", [connections("order", 1)])])
+        .to_yaml()
 }
 
 fn run(dir: &Path, yaml: &str, secrets: Option<&Path>) -> Output {

@@ -8,8 +8,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use benchmatrix::api::{BenchmarkRun, Configuration, Mode};
+use benchmatrix::fixtures::{connections, endpoint, phase};
+use benchmatrix_loadgen::plan::Spread;
 use local_common::{
-    alive, cell, descendants_of, exe, figures, leftover_cgroups, run, spec, status, text,
+    alive, cell, descendants_of, exe, figures, leftover_cgroups, quickstart, run, status, text,
 };
 
 /// What the seeds found, on a matrix short enough for CI: in the mixed phase /fast's p99 in a
@@ -18,16 +21,20 @@ use local_common::{
 #[test]
 fn timing_short_matrix_shows_what_the_seeds_found() {
     let dir = tempfile::tempdir().unwrap();
-    let cells = [
-        ("single-x1", "single", 1, "2"),
-        ("single-x2", "single", 2, "1"),
-        ("pool-x1", "pool", 1, "2"),
-        ("pool-x2", "pool", 2, "1"),
-    ];
+    let matrix = quickstart("1s", "3s", "8s")
+        .with_cell(Configuration::named("single-x1").cpu("2"))
+        .with_cell(Configuration::named("single-x2").replicas(2))
+        .with_cell(Configuration::named("pool-x1").mode(Mode::Pool).cpu("2"))
+        .with_cell(Configuration::named("pool-x2").mode(Mode::Pool).replicas(2))
+        .with_spread(Spread::RoundRobin);
+    let cells: Vec<&str> = matrix
+        .spec
+        .configurations
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
     let started = Instant::now();
-    let yaml = spec(&cells, "1s", "3s", "8s", "")
-        .replace("  workload:\n", "  workload:\n    spread: roundRobin\n");
-    let (o, out) = run(dir.path(), &yaml);
+    let (o, out) = run(dir.path(), &matrix.to_yaml());
     let took = started.elapsed();
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
@@ -55,7 +62,7 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
     // runner's share of the same two cores.
     let slow: Vec<f64> = cells
         .iter()
-        .map(|c| figures(cell(&st, c.0), "mixed", "slow").1)
+        .map(|c| figures(cell(&st, c), "mixed", "slow").1)
         .collect();
     let (lo, hi) = slow
         .iter()
@@ -109,9 +116,9 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
         "{md}"
     );
     for c in &cells {
-        let cs = cell(&st, c.0);
+        let cs = cell(&st, c);
         let overhead = cs["overheadSeconds"].as_f64().unwrap();
-        assert!(overhead < 2.0, "{} overhead {overhead} s", c.0);
+        assert!(overhead < 2.0, "{c} overhead {overhead} s");
         assert_eq!(cs["enforcement"]["target"].as_str(), Some("cgroup-v1"));
     }
 
@@ -151,9 +158,9 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
     for (i, c) in cells.iter().enumerate() {
         let lines: Vec<&str> = stdout
             .lines()
-            .filter(|l| l.starts_with(&format!("[{}/4] {} | ", i + 1, c.0)))
+            .filter(|l| l.starts_with(&format!("[{}/4] {c} | ", i + 1)))
             .collect();
-        assert_eq!(lines.len(), 5, "{}: {lines:#?}\n{t}", c.0);
+        assert_eq!(lines.len(), 5, "{c}: {lines:#?}\n{t}");
         assert!(lines[0].contains("| starting "), "{lines:#?}");
         assert!(lines[1].contains("| warmup 1 s: fast "), "{lines:#?}");
         assert!(lines[2].contains("| fast-only 3 s: fast "), "{lines:#?}");
@@ -180,15 +187,14 @@ fn timing_short_matrix_shows_what_the_seeds_found() {
 fn timing_half_cpu_cell_is_really_limited() {
     let dir = tempfile::tempdir().unwrap();
     // A pool of 2 workers and 4 /slow connections would use 2 cores if nothing limited it.
-    let yaml = spec(&[("half", "pool", 1, "0.5")], "1s", "2s", "6s", "")
-        .replace(
-            "      cpu: \"0.5\"\n",
-            "      cpu: \"0.5\"\n      poolSize: 2\n",
-        )
-        .replace(
-            "          - endpoint: slow\n            connections: 2\n",
-            "          - endpoint: slow\n            connections: 4\n",
-        );
+    let mut half = quickstart("1s", "2s", "6s").with_cell(
+        Configuration::named("half")
+            .mode(Mode::Pool)
+            .cpu("0.5")
+            .pool_size(2),
+    );
+    half.spec.workload.phases[1].load[1] = connections("slow", 4);
+    let yaml = half.to_yaml();
     let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
@@ -213,18 +219,12 @@ fn timing_half_cpu_cell_is_really_limited() {
 #[test]
 fn timing_an_idle_replica_is_shown_and_called_uneven() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: t}
-spec:
-  configurations: [{name: x2, mode: single, replicas: 2, cpu: "1"}]
-  workload:
-    spread: roundRobin
-    endpoints: [{name: fast, path: /fast}]
-    phases: [{name: one-conn, duration: 2s, load: [{endpoint: fast, connections: 1}]}]
-"#;
-    let (o, out) = run(dir.path(), yaml);
+    let yaml = BenchmarkRun::sample()
+        .with_cell(Configuration::named("x2").replicas(2))
+        .with_spread(Spread::RoundRobin)
+        .with_phases([phase("one-conn", "2s", [connections("fast", 1)])])
+        .to_yaml();
+    let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let st = status(&out);
@@ -263,24 +263,18 @@ spec:
 #[test]
 fn timing_a_busy_single_mode_cell_adds_little_runner_overhead() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: t}
-spec:
-  configurations:
-    - {name: single-x2, mode: single, replicas: 2, cpu: 250m}
-  workload:
-    spread: roundRobin
-    endpoints: [{name: fast, path: /fast}, {name: slow, path: /slow}]
-    warmup: 1s
-    phases:
-      - name: mixed
-        duration: 2s
-        load: [{endpoint: fast, connections: 2}, {endpoint: slow, connections: 2}]
-  loadgen: {cpu: "1"}
-"#;
-    let (o, out) = run(dir.path(), yaml);
+    let yaml = BenchmarkRun::sample()
+        .with_cell(Configuration::named("single-x2").replicas(2).cpu("250m"))
+        .with_spread(Spread::RoundRobin)
+        .with_endpoints([endpoint("fast", "/fast"), endpoint("slow", "/slow")])
+        .with_warmup("1s")
+        .with_phases([phase(
+            "mixed",
+            "2s",
+            [connections("fast", 2), connections("slow", 2)],
+        )])
+        .to_yaml();
+    let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let st = status(&out);
@@ -312,16 +306,14 @@ fn never_ready_cell_fails_and_the_others_run() {
         ),
     )
     .unwrap();
-    let extra = format!(
-        "  target:\n    command: [\"sh\", \"{}\"]\n  timeouts:\n    ready: 2s\n",
-        script.display()
-    );
-    let cells = [
-        ("first", "single", 1, "1"),
-        ("stuck", "threads", 1, "1"),
-        ("last", "pool", 1, "1"),
-    ];
-    let (o, out) = run(dir.path(), &spec(&cells, "0s", "1s", "1s", &extra));
+    let yaml = quickstart("0s", "1s", "1s")
+        .with_target_command(["sh", &script.display().to_string()])
+        .with_ready_timeout("2s")
+        .with_cell(Configuration::named("first"))
+        .with_cell(Configuration::named("stuck").mode(Mode::Threads))
+        .with_cell(Configuration::named("last").mode(Mode::Pool))
+        .to_yaml();
+    let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     let st = status(&out);
@@ -346,13 +338,12 @@ fn never_ready_cell_fails_and_the_others_run() {
 fn ctrl_c_stops_children_removes_cgroups_and_keeps_results_so_far() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("run.yaml");
-    let cells = [
-        ("done-first", "pool", 1, "1"),
-        ("cut-short", "single", 2, "0.5"),
-    ];
-    let mut yaml = spec(&cells, "0s", "1s", "4s", "");
     // The second cell's phases are long; it will be interrupted.
-    yaml = yaml.replace("  loadgen:", "  timeouts:\n    runSlack: 10s\n  loadgen:");
+    let yaml = quickstart("0s", "1s", "4s")
+        .with_cell(Configuration::named("done-first").mode(Mode::Pool))
+        .with_cell(Configuration::named("cut-short").replicas(2).cpu("0.5"))
+        .with_run_slack("10s")
+        .to_yaml();
     std::fs::write(&file, &yaml).unwrap();
     // The first cell takes 5 s; the second is interrupted once its replicas exist.
     let out = dir.path().join("out");

@@ -457,29 +457,10 @@ pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) 
         .max(v.planned_load() + std::time::Duration::from_secs(1))
         .as_secs_f64()
         .ceil() as i64;
-    let affinity = spec.placement.separate_loadgen.then(|| {
-        let mut target = at.labels(ROLE_TARGET);
-        target.remove(MANAGED_BY_LABEL);
-        Affinity {
-            pod_anti_affinity: Some(PodAntiAffinity {
-                preferred_during_scheduling_ignored_during_execution: Some(vec![
-                    WeightedPodAffinityTerm {
-                        weight: 100,
-                        pod_affinity_term: PodAffinityTerm {
-                            label_selector: Some(LabelSelector {
-                                match_labels: Some(target),
-                                ..LabelSelector::default()
-                            }),
-                            topology_key: "kubernetes.io/hostname".into(),
-                            ..PodAffinityTerm::default()
-                        },
-                    },
-                ]),
-                ..PodAntiAffinity::default()
-            }),
-            ..Affinity::default()
-        }
-    });
+    let affinity = spec
+        .placement
+        .separate_loadgen
+        .then(|| away_from_target(&at));
     let name = at.child_name();
     Job {
         metadata: at.meta(ROLE_LOADGEN),
@@ -544,6 +525,32 @@ pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) 
     }
 }
 
+/// A preferred (not required) anti-affinity to the nodes of the cell's target pods, so the load
+/// generator does not compete with them for CPU when the cluster has room elsewhere.
+fn away_from_target(at: &CellRun) -> Affinity {
+    let mut target = at.labels(ROLE_TARGET);
+    target.remove(MANAGED_BY_LABEL);
+    Affinity {
+        pod_anti_affinity: Some(PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: PodAffinityTerm {
+                        label_selector: Some(LabelSelector {
+                            match_labels: Some(target),
+                            ..LabelSelector::default()
+                        }),
+                        topology_key: "kubernetes.io/hostname".into(),
+                        ..PodAffinityTerm::default()
+                    },
+                },
+            ]),
+            ..PodAntiAffinity::default()
+        }),
+        ..Affinity::default()
+    }
+}
+
 fn non_empty(map: BTreeMap<String, String>) -> Option<BTreeMap<String, String>> {
     (!map.is_empty()).then_some(map)
 }
@@ -555,10 +562,15 @@ fn non_empty_vec<T>(v: Vec<T>) -> Option<Vec<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::Configuration;
+    use crate::api::Mode;
+    use crate::fixtures::{connections, header, phase, post, secret_header};
+    use benchmatrix_loadgen::plan::Spread;
 
     #[test]
     fn round_robin_plans_carry_the_spread_and_every_pod_address_to_each_generator() {
-        let run = crate::validate::parse_benchmark_run(TWO_REPLICA_RUN).expect("the spec is valid");
+        let run = two_replica_run();
+        crate::validate::validate_run(&run).expect("the spec is valid");
         let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
         for i in 0..2 {
             let plan = plan_share(&run, "http://10.96.0.10:8080", &pods, i, 2);
@@ -581,10 +593,9 @@ mod tests {
         }
     }
 
-    /// The plans of `yaml`'s first cell for two pods, read back as the load generator reads
+    /// The plans of `run`'s first cell for two pods, read back as the load generator reads
     /// them, and the cell's target container.
-    fn plans_and_container(yaml: &str) -> (Vec<PlanFile>, Container) {
-        let run = crate::validate::parse_benchmark_run(yaml).expect("the spec is valid");
+    fn plans_and_container(run: BenchmarkRun) -> (Vec<PlanFile>, Container) {
         let v = ValidatedRun::for_cluster(run).expect("the spec is valid");
         let cell = &v.cells()[0];
         let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
@@ -601,22 +612,18 @@ mod tests {
     }
 
     /// One cell of two replicas, round-robin spread, two load generators.
-    const TWO_REPLICA_RUN: &str = r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: st, namespace: default, uid: "0000-1111"}
-spec:
-  configurations: [{name: x2, mode: single, replicas: 2, cpu: "1"}]
-  loadgen: {parallelism: 2}
-  workload:
-    spread: roundRobin
-    endpoints: [{name: fast, path: /fast}]
-    phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 2}]}]
-"#;
+    fn two_replica_run() -> BenchmarkRun {
+        BenchmarkRun::sample()
+            .with_uid("0000-1111")
+            .with_cell(Configuration::named("x2").replicas(2))
+            .with_load_generators(2)
+            .with_spread(Spread::RoundRobin)
+            .with_phases([phase("p", "1s", [connections("fast", 2)])])
+    }
 
     #[test]
     fn every_plan_checks_the_target_on_its_readiness_path_for_the_ready_timeout() {
-        let (plans, _) = plans_and_container(TWO_REPLICA_RUN);
+        let (plans, _) = plans_and_container(two_replica_run());
         for plan in &plans {
             let p = plan.preflight.as_ref().expect("a preflight check");
             assert_eq!(p.path, "/healthz");
@@ -625,19 +632,17 @@ spec:
                 benchmatrix_loadgen::plan::Duration::from_secs(300)
             );
         }
-        let custom = TWO_REPLICA_RUN.replace(
-            "  loadgen: {parallelism: 2}\n",
-            "  loadgen: {parallelism: 2}\n  target: {readinessPath: /ready}\n  timeouts: {ready: 40s}\n",
-        );
-        let (plans, _) = plans_and_container(&custom);
+        let custom = two_replica_run()
+            .with_readiness_path("/ready")
+            .with_ready_timeout("40s");
+        let (plans, _) = plans_and_container(custom.clone());
         let p = plans[1].preflight.as_ref().unwrap();
         assert_eq!(
             (p.path.as_str(), p.timeout.to_string()),
             ("/ready", "40s".into())
         );
         // The Job's deadline leaves room for the whole check before warm-up, phases and slack.
-        let run = crate::validate::parse_benchmark_run(&custom).unwrap();
-        let v = ValidatedRun::for_cluster(run).unwrap();
+        let v = ValidatedRun::for_cluster(custom).unwrap();
         let j = job(&v, &v.cells()[0], 1, "img");
         assert_eq!(
             j.spec.unwrap().active_deadline_seconds,
@@ -648,7 +653,7 @@ spec:
 
     #[test]
     fn the_built_in_target_is_read_on_its_statistics_port_and_a_custom_image_on_its_own() {
-        let (plans, c) = plans_and_container(TWO_REPLICA_RUN);
+        let (plans, c) = plans_and_container(two_replica_run());
         assert_eq!(plans.len(), 2);
         for plan in &plans {
             assert_eq!(plan.stats_addresses, ["10.1.0.1:9091", "10.1.0.2:9091"]);
@@ -672,9 +677,7 @@ spec:
         let probe = c.readiness_probe.unwrap().http_get.unwrap();
         assert_eq!(probe.port, IntOrString::Int(8080));
 
-        let custom =
-            TWO_REPLICA_RUN.replace("spec:\n", "spec:\n  target: {image: \"example/node:1\"}\n");
-        let (plans, c) = plans_and_container(&custom);
+        let (plans, c) = plans_and_container(two_replica_run().with_target_image("example/node:1"));
         for plan in &plans {
             assert!(plan.stats_addresses.is_empty(), "{plan:?}");
         }
@@ -684,24 +687,16 @@ spec:
 
     #[test]
     fn a_cells_own_env_replaces_a_built_in_variable_instead_of_repeating_it() {
-        let run = crate::validate::parse_benchmark_run(
-            r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: node, namespace: default, uid: "0000-1111"}
-spec:
-  target: {image: "example/node-express:1"}
-  configurations:
-    - name: cluster
-      mode: threads
-      cpu: "2"
-      env: [{name: BENCH_MODE, value: cluster}, {name: WEB_CONCURRENCY, value: "2"}]
-  workload:
-    endpoints: [{name: fast, path: /fast}]
-    phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 1}]}]
-"#,
-        )
-        .expect("the spec is valid");
+        let run = BenchmarkRun::sample()
+            .with_uid("0000-1111")
+            .with_target_image("example/node-express:1")
+            .with_cell(
+                Configuration::named("cluster")
+                    .mode(Mode::Threads)
+                    .cpu("2")
+                    .env("BENCH_MODE", "cluster")
+                    .env("WEB_CONCURRENCY", "2"),
+            );
         let v = ValidatedRun::for_cluster(run).expect("the spec is valid");
         let cell = &v.cells()[0];
         let dep = deployment(&v, cell, 1, "default-image");
@@ -717,31 +712,27 @@ spec:
     }
 
     /// One cell, two load generators, a POST whose bearer token is kept in a Secret.
-    const SECRET_HEADER_RUN: &str = r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: post, namespace: default, uid: "0000-1111"}
-spec:
-  configurations: [{name: x1, mode: single, cpu: "1"}]
-  loadgen: {parallelism: 2}
-  workload:
-    endpoints:
-      - name: order
-        path: /orders
-        method: POST
-        headers:
-          - {name: Content-Type, value: application/json}
-          - name: Authorization
-            valueFrom: {secretKeyRef: {name: api-token, key: token}}
-        body: '{"item": 1}'
-    phases: [{name: p, duration: 1s, load: [{endpoint: order, connections: 2}]}]
-"#;
+    fn secret_header_run() -> BenchmarkRun {
+        BenchmarkRun::sample()
+            .with_uid("0000-1111")
+            .with_cell(Configuration::named("x1"))
+            .with_load_generators(2)
+            .with_endpoints([post(
+                "order",
+                "/orders",
+                [
+                    header("Content-Type", "application/json"),
+                    secret_header("Authorization", "api-token", "token"),
+                ],
+                r#"{"item": 1}"#,
+            )])
+            .with_phases([phase("p", "1s", [connections("order", 2)])])
+    }
 
     #[test]
     fn a_secret_header_reaches_the_job_as_secret_key_ref_env_and_the_plans_name_only_the_variable()
     {
-        let run = crate::validate::parse_benchmark_run(SECRET_HEADER_RUN).expect("valid");
-        let v = ValidatedRun::for_cluster(run).expect("valid");
+        let v = ValidatedRun::for_cluster(secret_header_run()).expect("valid");
         let cell = &v.cells()[0];
         let job = job(&v, cell, 1, "loadgen-image");
         let container = &job.spec.unwrap().template.spec.unwrap().containers[0];
@@ -795,8 +786,7 @@ spec:
 
     #[test]
     fn a_run_without_secret_headers_gives_the_load_generator_no_env() {
-        let run = crate::validate::parse_benchmark_run(TWO_REPLICA_RUN).expect("valid");
-        let v = ValidatedRun::for_cluster(run).expect("valid");
+        let v = ValidatedRun::for_cluster(two_replica_run()).expect("valid");
         let job = job(&v, &v.cells()[0], 1, "loadgen-image");
         assert_eq!(
             job.spec.unwrap().template.spec.unwrap().containers[0].env,

@@ -503,20 +503,9 @@ mod tests {
         );
     }
 
+    /// A run that names these images, or leaves them to the operator's defaults.
     fn run(target: Option<&str>, loadgen: Option<&str>) -> BenchmarkRun {
-        let mut run = crate::validate::parse_benchmark_run(
-            r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: r, namespace: ns}
-spec:
-  configurations: [{name: a, cpu: "1"}]
-  workload:
-    endpoints: [{name: fast, path: /fast}]
-    phases: [{name: p, duration: 5s, load: [{endpoint: fast, connections: 1}]}]
-"#,
-        )
-        .unwrap();
+        let mut run = BenchmarkRun::sample().with_cell(crate::api::Configuration::named("a"));
         run.spec.target.image = target.map(Into::into);
         run.spec.loadgen.image = loadgen.map(Into::into);
         run

@@ -212,16 +212,16 @@ mod tests {
     use kube::runtime::reflector::store::Writer;
     use kube::runtime::watcher::Event;
 
+    /// Run `name` as the cache holds it: new (no status yet) or in `phase`.
     fn run(name: &str, phase: Option<RunPhase>) -> DeserializeGuard<BenchmarkRun> {
-        let mut doc = serde_json::json!({
-            "apiVersion": "benchmatrix.dev/v1alpha1", "kind": "BenchmarkRun",
-            "metadata": {"name": name, "namespace": "bench", "uid": format!("uid-{name}")},
-            "spec": {"configurations": [], "workload": {"endpoints": [], "phases": []}},
-        });
+        let mut run = BenchmarkRun::sample()
+            .named(name)
+            .in_namespace("bench")
+            .with_uid(&format!("uid-{name}"));
         if let Some(phase) = phase {
-            doc["status"] = serde_json::json!({"phase": phase.to_string()});
+            run = run.with_run_phase(phase);
         }
-        serde_json::from_value(doc).unwrap()
+        DeserializeGuard(Ok(run))
     }
 
     #[test]

@@ -40,11 +40,8 @@ pub fn parse_line(line: &str) -> Option<Sample<'_>> {
         return None;
     }
     let b = line.as_bytes();
-    let is_name = |c: u8, first: bool| {
-        c == b'_' || c == b':' || c.is_ascii_alphabetic() || (!first && c.is_ascii_digit())
-    };
     let mut i = 0;
-    while i < b.len() && is_name(b[i], i == 0) {
+    while i < b.len() && is_name_byte(b[i], i == 0) {
         i += 1;
     }
     if i == 0 {
@@ -52,72 +49,13 @@ pub fn parse_line(line: &str) -> Option<Sample<'_>> {
     }
     // Only ASCII bytes are ever used as cut points, so every slice is on a char boundary.
     let name = &line[..i];
-    let skip_ws = |i: &mut usize| {
-        while *i < b.len() && (b[*i] == b' ' || b[*i] == b'\t') {
-            *i += 1;
-        }
+    skip_blanks(b, &mut i);
+    let labels = if b.get(i) == Some(&b'{') {
+        i += 1;
+        parse_labels(line, &mut i)?
+    } else {
+        Vec::new()
     };
-    let mut labels = Vec::new();
-    skip_ws(&mut i);
-    if b.get(i) == Some(&b'{') {
-        i += 1;
-        loop {
-            skip_ws(&mut i);
-            match b.get(i)? {
-                b'}' => break,
-                b',' if !labels.is_empty() => {
-                    i += 1;
-                    continue;
-                }
-                _ => {}
-            }
-            let start = i;
-            while i < b.len() && is_name(b[i], i == start) {
-                i += 1;
-            }
-            if i == start {
-                return None;
-            }
-            let key = &line[start..i];
-            skip_ws(&mut i);
-            if b.get(i) != Some(&b'=') {
-                return None;
-            }
-            i += 1;
-            skip_ws(&mut i);
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            i += 1;
-            let mut value = Vec::new();
-            loop {
-                match *b.get(i)? {
-                    b'"' => break,
-                    b'\\' => {
-                        match *b.get(i + 1)? {
-                            b'n' => value.push(b'\n'),
-                            c @ (b'"' | b'\\') => value.push(c),
-                            c => value.extend_from_slice(&[b'\\', c]),
-                        }
-                        i += 2;
-                    }
-                    c => {
-                        value.push(c);
-                        i += 1;
-                    }
-                }
-            }
-            i += 1;
-            labels.push((key, String::from_utf8(value).ok()?));
-            skip_ws(&mut i);
-            match b.get(i)? {
-                b',' => i += 1,
-                b'}' => {}
-                _ => return None,
-            }
-        }
-        i += 1;
-    }
     let mut rest = line[i..].split_ascii_whitespace();
     let value = parse_value(rest.next()?)?;
     let timestamp_ms = match rest.next() {
@@ -133,6 +71,88 @@ pub fn parse_line(line: &str) -> Option<Sample<'_>> {
         value,
         timestamp_ms,
     })
+}
+
+/// A byte of a metric or label name (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
+fn is_name_byte(c: u8, first: bool) -> bool {
+    c == b'_' || c == b':' || c.is_ascii_alphabetic() || (!first && c.is_ascii_digit())
+}
+
+/// Moves `i` past spaces and tabs.
+fn skip_blanks(b: &[u8], i: &mut usize) {
+    while *i < b.len() && (b[*i] == b' ' || b[*i] == b'\t') {
+        *i += 1;
+    }
+}
+
+/// The `key="value"` pairs from just after `{` up to and past the closing `}`, a trailing comma
+/// allowed; `None` when malformed.
+fn parse_labels<'a>(line: &'a str, i: &mut usize) -> Option<Vec<(&'a str, String)>> {
+    let b = line.as_bytes();
+    let mut labels = Vec::new();
+    loop {
+        skip_blanks(b, i);
+        match b.get(*i)? {
+            b'}' => break,
+            b',' if !labels.is_empty() => {
+                *i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let start = *i;
+        while *i < b.len() && is_name_byte(b[*i], *i == start) {
+            *i += 1;
+        }
+        if *i == start {
+            return None;
+        }
+        let key = &line[start..*i];
+        skip_blanks(b, i);
+        if b.get(*i) != Some(&b'=') {
+            return None;
+        }
+        *i += 1;
+        skip_blanks(b, i);
+        if b.get(*i) != Some(&b'"') {
+            return None;
+        }
+        *i += 1;
+        labels.push((key, parse_label_value(b, i)?));
+        skip_blanks(b, i);
+        match b.get(*i)? {
+            b',' => *i += 1,
+            b'}' => {}
+            _ => return None,
+        }
+    }
+    *i += 1;
+    Some(labels)
+}
+
+/// A label value from just after its opening quote to past its closing one, with `\n`, `\"` and
+/// `\\` unescaped (any other escape kept as written); `None` when unterminated or not UTF-8.
+fn parse_label_value(b: &[u8], i: &mut usize) -> Option<String> {
+    let mut value = Vec::new();
+    loop {
+        match *b.get(*i)? {
+            b'"' => break,
+            b'\\' => {
+                match *b.get(*i + 1)? {
+                    b'n' => value.push(b'\n'),
+                    c @ (b'"' | b'\\') => value.push(c),
+                    c => value.extend_from_slice(&[b'\\', c]),
+                }
+                *i += 2;
+            }
+            c => {
+                value.push(c);
+                *i += 1;
+            }
+        }
+    }
+    *i += 1;
+    String::from_utf8(value).ok()
 }
 
 /// Go's float formatting: `1.5`, `8.146944e+06`, `NaN`, `+Inf`, `-Inf`.

@@ -1,6 +1,6 @@
 use super::*;
 use crate::api::status::Percentile;
-use crate::api::{CellResult, LatencyMs, RepetitionStatus, TargetStats};
+use crate::api::{CellResult, LatencyMs, RepetitionStatus};
 
 /// A stream of the mixed phase: `rps` over 10 s, with a p99 of `p99` ms.
 fn stream(endpoint: &str, p99: f64, rps: f64) -> CellResult {
@@ -23,29 +23,15 @@ fn stream(endpoint: &str, p99: f64, rps: f64) -> CellResult {
     }
 }
 
-/// A succeeded cell reserving `reserved` CPUs that used `cpu` CPU seconds on `results`.
-fn cell(name: &str, reserved: f64, cpu: f64, results: Vec<CellResult>) -> CellStatus {
-    CellStatus {
-        name: name.into(),
-        reserved_cpu: Some(reserved),
-        phase: CellPhase::Succeeded,
-        target: Some(TargetStats {
-            cpu_seconds_used: Some(cpu),
-            ..TargetStats::default()
-        }),
-        results,
-        ..CellStatus::default()
-    }
-}
-
 /// A cell with a plain mix: /fast at 100 rps, /slow at 10 rps.
 fn plain(name: &str, reserved: f64, cpu: f64) -> CellStatus {
-    cell(
-        name,
-        reserved,
-        cpu,
-        vec![stream("fast", 50.0, 100.0), stream("slow", 200.0, 10.0)],
-    )
+    CellStatus::succeeded(name)
+        .reserving(reserved)
+        .using_cpu_seconds(cpu)
+        .with_results(vec![
+            stream("fast", 50.0, 100.0),
+            stream("slow", 200.0, 10.0),
+        ])
 }
 
 /// A passing or failing verdict of threshold `index` on `cell`: `figure` measured against
@@ -102,30 +88,34 @@ fn all_judged(
 /// 422 against 207 ms) and so completed many more cheap /fast requests per CPU-second.
 fn express() -> Vec<CellStatus> {
     vec![
-        cell(
-            "plain",
-            2.0,
-            20.0,
-            vec![stream("fast", 230.0, 112.0), stream("slow", 215.0, 10.6)],
-        ),
-        cell(
-            "cluster",
-            2.0,
-            20.0,
-            vec![stream("fast", 224.0, 110.0), stream("slow", 207.0, 10.7)],
-        ),
-        cell(
-            "pool",
-            2.0,
-            20.0,
-            vec![stream("fast", 226.0, 113.0), stream("slow", 210.0, 10.5)],
-        ),
-        cell(
-            "cluster-pool",
-            2.0,
-            20.0,
-            vec![stream("fast", 19.0, 234.0), stream("slow", 422.0, 5.5)],
-        ),
+        CellStatus::succeeded("plain")
+            .reserving(2.0)
+            .using_cpu_seconds(20.0)
+            .with_results(vec![
+                stream("fast", 230.0, 112.0),
+                stream("slow", 215.0, 10.6),
+            ]),
+        CellStatus::succeeded("cluster")
+            .reserving(2.0)
+            .using_cpu_seconds(20.0)
+            .with_results(vec![
+                stream("fast", 224.0, 110.0),
+                stream("slow", 207.0, 10.7),
+            ]),
+        CellStatus::succeeded("pool")
+            .reserving(2.0)
+            .using_cpu_seconds(20.0)
+            .with_results(vec![
+                stream("fast", 226.0, 113.0),
+                stream("slow", 210.0, 10.5),
+            ]),
+        CellStatus::succeeded("cluster-pool")
+            .reserving(2.0)
+            .using_cpu_seconds(20.0)
+            .with_results(vec![
+                stream("fast", 19.0, 234.0),
+                stream("slow", 422.0, 5.5),
+            ]),
     ]
 }
 
@@ -295,18 +285,20 @@ fn without_thresholds_nothing_is_recommended_and_the_trades_are_listed() {
     failed.phase = CellPhase::Failed;
     let cells = vec![
         failed,
-        cell(
-            "pool-x2",
-            2.0,
-            20.0,
-            vec![stream("fast", 19.0, 234.0), stream("slow", 422.0, 5.5)],
-        ),
-        cell(
-            "pool-x1",
-            1.0,
-            10.0,
-            vec![stream("fast", 40.0, 120.0), stream("slow", 900.0, 2.5)],
-        ),
+        CellStatus::succeeded("pool-x2")
+            .reserving(2.0)
+            .using_cpu_seconds(20.0)
+            .with_results(vec![
+                stream("fast", 19.0, 234.0),
+                stream("slow", 422.0, 5.5),
+            ]),
+        CellStatus::succeeded("pool-x1")
+            .reserving(1.0)
+            .using_cpu_seconds(10.0)
+            .with_results(vec![
+                stream("fast", 40.0, 120.0),
+                stream("slow", 900.0, 2.5),
+            ]),
     ];
     let r = recommend(&cells, &[]);
     assert_eq!(r.cell, None);

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::{ABSENT, RawCell, phase_endpoints, result_of};
 use crate::api::status::Percentile;
-use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio};
+use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio, Summary};
 use crate::results::noise;
 
 /// [`super::THIN`] as markdown shows it (a bare `*` could start emphasis).
@@ -54,6 +54,22 @@ pub fn render(
 ) -> String {
     let summary = super::ranking(status);
     let mut o = String::new();
+    overview(&mut o, status, &summary, notes);
+    o.push_str(&super::thresholds::render(&status.thresholds));
+    o.push_str(&super::recommendation::render(status));
+    cells_table(&mut o, status);
+    latency_tables(&mut o, status, &summary, charts);
+    target_resources(&mut o, status, raw);
+    replica_spread(&mut o, status);
+    interference(&mut o, &summary);
+    failed_cells(&mut o, status);
+    o.push_str(MEASUREMENT);
+    o
+}
+
+/// The title and the bullet list under it (run, machine, workload, outcome, headline, spread),
+/// the streams that need a longer phase, and the notes' extra paragraphs.
+fn overview(o: &mut String, status: &BenchmarkRunStatus, summary: &Summary, notes: &Notes) {
     let _ = writeln!(o, "# Benchmark report\n");
     if !notes.source.is_empty() {
         let _ = writeln!(o, "- run: `{}`", notes.source);
@@ -74,7 +90,7 @@ pub fn render(
             .map(|m| format!(" — {m}"))
             .unwrap_or_default()
     );
-    if let Some(h) = crate::results::headline(&summary).or_else(|| status.headline.clone()) {
+    if let Some(h) = crate::results::headline(summary).or_else(|| status.headline.clone()) {
         let _ = writeln!(o, "- headline: {h}");
     }
     let _ = writeln!(o, "- spread: {}", spread_line(status));
@@ -91,9 +107,10 @@ pub fn render(
     for e in &notes.extra {
         let _ = writeln!(o, "\n{e}");
     }
-    o.push_str(&super::thresholds::render(&status.thresholds));
-    o.push_str(&super::recommendation::render(status));
+}
 
+/// `## Cells`: each cell's outcome, how its CPU limit was enforced, and the runner's overhead.
+fn cells_table(o: &mut String, status: &BenchmarkRunStatus) {
     let _ = writeln!(o, "\n## Cells\n");
     let _ = writeln!(
         o,
@@ -125,71 +142,97 @@ pub fn render(
             c.message.as_deref().unwrap_or("").replace('|', "\\|")
         );
     }
+}
 
+/// `## Latency and throughput`: a table per phase and endpoint, then the charts that belong to
+/// no one table.
+fn latency_tables(
+    o: &mut String,
+    status: &BenchmarkRunStatus,
+    summary: &Summary,
+    charts: &[String],
+) {
     let _ = writeln!(o, "\n## Latency and throughput\n");
     for (phase, endpoint) in phase_endpoints(status) {
-        let _ = writeln!(o, "### {endpoint} in phase {phase}\n");
-        let _ = writeln!(
-            o,
-            "| configuration | requests | errors | samples | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | p99 vs best |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-        );
-        let mut thin = false;
-        for c in &status.cells {
-            let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
-                continue;
-            };
-            thin |= r.latency_ms.is_some() && !r.unsupported_percentiles.is_empty();
-            let place = super::ranked(&summary, &c.name, &phase, &endpoint);
-            let vs_best = match place {
-                Some(p) if p.p99_ratio.is_some() => super::ratio_text(p).unwrap_or_default(),
-                Some(CellRatio {
-                    excluded: Some(why),
-                    ..
-                }) => format!("not ranked: {why}"),
-                _ => ABSENT.into(),
-            };
-            let pct = |p| {
-                let text = super::percentile_text(r, p, THIN_MD);
-                super::with_spread(text, r, noise::figure_key(p))
-            };
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                c.name,
-                r.requests,
-                r.errors,
-                r.samples,
-                super::with_spread(format!("{:.1}", r.rps), r, noise::RPS),
-                pct(Percentile::P50),
-                pct(Percentile::P90),
-                pct(Percentile::P99),
-                pct(Percentile::P999),
-                super::max_text(r),
-                vs_best
-            );
-        }
-        if thin {
-            let _ = writeln!(
-                o,
-                "\n{}",
-                super::thin_note(&Percentile::ALL).replacen(super::THIN, THIN_MD, 1)
-            );
-        }
-        spread_notes(&mut o, status, &phase, &endpoint);
-        let p99_chart = format!(
-            "p99-{}-{}.svg",
-            super::file_part(&phase),
-            super::file_part(&endpoint)
-        );
-        if charts.contains(&p99_chart) {
-            let _ = writeln!(o, "\n![p99 of {endpoint} in {phase}]({p99_chart})");
-        }
-        o.push('\n');
+        latency_table(o, status, summary, charts, &phase, &endpoint);
     }
     for c in charts.iter().filter(|c| !c.starts_with("p99-")) {
         let _ = writeln!(o, "![{c}]({c})\n");
     }
+}
 
+/// One phase and endpoint: a row per cell that measured it, the notes on thin percentiles and
+/// spread under it, and its p99 chart when there is one.
+fn latency_table(
+    o: &mut String,
+    status: &BenchmarkRunStatus,
+    summary: &Summary,
+    charts: &[String],
+    phase: &str,
+    endpoint: &str,
+) {
+    let _ = writeln!(o, "### {endpoint} in phase {phase}\n");
+    let _ = writeln!(
+        o,
+        "| configuration | requests | errors | samples | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | p99 vs best |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    let mut thin = false;
+    for c in &status.cells {
+        let Some(r) = result_of(status, &c.name, phase, endpoint) else {
+            continue;
+        };
+        thin |= r.latency_ms.is_some() && !r.unsupported_percentiles.is_empty();
+        let place = super::ranked(summary, &c.name, phase, endpoint);
+        let vs_best = match place {
+            Some(p) if p.p99_ratio.is_some() => super::ratio_text(p).unwrap_or_default(),
+            Some(CellRatio {
+                excluded: Some(why),
+                ..
+            }) => format!("not ranked: {why}"),
+            _ => ABSENT.into(),
+        };
+        let pct = |p| {
+            let text = super::percentile_text(r, p, THIN_MD);
+            super::with_spread(text, r, noise::figure_key(p))
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.name,
+            r.requests,
+            r.errors,
+            r.samples,
+            super::with_spread(format!("{:.1}", r.rps), r, noise::RPS),
+            pct(Percentile::P50),
+            pct(Percentile::P90),
+            pct(Percentile::P99),
+            pct(Percentile::P999),
+            super::max_text(r),
+            vs_best
+        );
+    }
+    if thin {
+        let _ = writeln!(
+            o,
+            "\n{}",
+            super::thin_note(&Percentile::ALL).replacen(super::THIN, THIN_MD, 1)
+        );
+    }
+    spread_notes(o, status, phase, endpoint);
+    let p99_chart = format!(
+        "p99-{}-{}.svg",
+        super::file_part(phase),
+        super::file_part(endpoint)
+    );
+    if charts.contains(&p99_chart) {
+        let _ = writeln!(o, "\n![p99 of {endpoint} in {phase}]({p99_chart})");
+    }
+    o.push('\n');
+}
+
+/// `## Target resources`: per cell what the target saw and used, with the average cores over
+/// the measured phases and the worst event-loop lag from the raw results.
+fn target_resources(o: &mut String, status: &BenchmarkRunStatus, raw: &[RawCell]) {
     let _ = writeln!(o, "## Target resources\n");
     let _ = writeln!(
         o,
@@ -238,33 +281,39 @@ pub fn render(
             f1(lag)
         );
     }
+}
 
-    replica_spread(&mut o, status);
-
-    if !summary.interference.is_empty() {
-        let ms = |v: Option<f64>| v.map_or_else(|| ABSENT.into(), |v| format!("{v:.1}"));
-        let _ = writeln!(o, "\n## Interference (mixed p99 over solo p99)\n");
+/// `## Interference`, when some endpoint was measured both alone and mixed with others: its
+/// mixed p99 over its solo p99, per cell.
+fn interference(o: &mut String, summary: &Summary) {
+    if summary.interference.is_empty() {
+        return;
+    }
+    let ms = |v: Option<f64>| v.map_or_else(|| ABSENT.into(), |v| format!("{v:.1}"));
+    let _ = writeln!(o, "\n## Interference (mixed p99 over solo p99)\n");
+    let _ = writeln!(
+        o,
+        "| configuration | endpoint | solo p99 ms | mixed p99 ms | ratio |\n|---|---|---:|---:|---|"
+    );
+    for i in &summary.interference {
+        let ratio = match (i.ratio, &i.excluded) {
+            (Some(r), _) => format!("{r:.1}x"),
+            (None, Some(why)) => format!("not computed: {why}"),
+            (None, None) => ABSENT.into(),
+        };
         let _ = writeln!(
             o,
-            "| configuration | endpoint | solo p99 ms | mixed p99 ms | ratio |\n|---|---|---:|---:|---|"
+            "| {} | {} | {} | {} | {ratio} |",
+            i.cell,
+            i.endpoint,
+            ms(i.solo_p99_ms),
+            ms(i.mixed_p99_ms)
         );
-        for i in &summary.interference {
-            let ratio = match (i.ratio, &i.excluded) {
-                (Some(r), _) => format!("{r:.1}x"),
-                (None, Some(why)) => format!("not computed: {why}"),
-                (None, None) => ABSENT.into(),
-            };
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {ratio} |",
-                i.cell,
-                i.endpoint,
-                ms(i.solo_p99_ms),
-                ms(i.mixed_p99_ms)
-            );
-        }
     }
+}
 
+/// A closing line counting the failed cells, whose rows are missing from the tables.
+fn failed_cells(o: &mut String, status: &BenchmarkRunStatus) {
     let failed = status
         .cells
         .iter()
@@ -276,9 +325,6 @@ pub fn render(
             "\n{failed} cell(s) failed; their rows are missing above and their reasons are in the Cells table."
         );
     }
-
-    o.push_str(MEASUREMENT);
-    o
 }
 
 /// The header line about repetitions: how many, or that no spread is known.

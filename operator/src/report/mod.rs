@@ -5,8 +5,6 @@
 
 mod charts;
 mod files;
-#[cfg(test)]
-pub(crate) mod fixture;
 pub mod markdown;
 pub mod recommendation;
 pub mod svg;

@@ -73,9 +73,10 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{CellPhase, CellResult, Summary, TargetStats};
+    use crate::api::{CellResult, Summary};
 
-    fn cell(name: &str, reserved: Option<f64>, cpu: f64, fast: f64, slow: f64) -> CellStatus {
+    /// The mixed phase's two streams over 10 s: /fast at `fast` and /slow at `slow` rps.
+    fn mixed(fast: f64, slow: f64) -> Vec<CellResult> {
         let stream = |endpoint: &str, rps: f64| CellResult {
             phase: "mixed".into(),
             endpoint: endpoint.into(),
@@ -83,26 +84,25 @@ mod tests {
             rps,
             ..CellResult::default()
         };
-        CellStatus {
-            name: name.into(),
-            reserved_cpu: reserved,
-            phase: CellPhase::Succeeded,
-            target: Some(TargetStats {
-                cpu_seconds_used: Some(cpu),
-                ..TargetStats::default()
-            }),
-            results: vec![stream("fast", fast), stream("slow", slow)],
-            ..CellStatus::default()
-        }
+        vec![stream("fast", fast), stream("slow", slow)]
     }
 
     #[test]
     fn the_section_shows_the_sentence_then_reservations_beside_rates_and_cpu_used() {
         let status = BenchmarkRunStatus {
             cells: vec![
-                cell("cluster", Some(2.0), 20.0, 110.0, 10.7),
-                cell("cluster-pool", Some(2.0), 20.0, 234.0, 5.5),
-                cell("old", None, 20.0, 100.0, 10.0),
+                CellStatus::succeeded("cluster")
+                    .reserving(2.0)
+                    .using_cpu_seconds(20.0)
+                    .with_results(mixed(110.0, 10.7)),
+                CellStatus::succeeded("cluster-pool")
+                    .reserving(2.0)
+                    .using_cpu_seconds(20.0)
+                    .with_results(mixed(234.0, 5.5)),
+                // No reservation recorded: the row shows a dash.
+                CellStatus::succeeded("old")
+                    .using_cpu_seconds(20.0)
+                    .with_results(mixed(100.0, 10.0)),
             ],
             summary: Some(Summary {
                 recommendation: Some("No service level was given.".into()),

@@ -9,7 +9,7 @@ use super::{
     with_compact_spread,
 };
 use crate::api::status::Percentile;
-use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio};
+use crate::api::{BenchmarkRunStatus, CellPhase, CellRatio, Summary};
 use crate::results::noise::{RPS, figure_key};
 
 /// The widest line the table and its notes print: a terminal's default is 80, a wide one
@@ -26,9 +26,8 @@ const INDENT: &str = "  ";
 /// The comparison table: a heading per phase and endpoint, under it one row per cell with
 /// p99 relative to the best ranked cell of the group. Streams that were not ranked say why below the table.
 pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
-    const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
     let summary = ranking(status);
-    let header: [String; COLUMNS] = [
+    let header: Row = [
         "configuration",
         "samples",
         "rps",
@@ -39,8 +38,27 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
         "p99 vs best",
     ]
     .map(String::from);
-    // Each phase and endpoint is a heading with its cells' rows under it.
-    let mut groups: Vec<(String, Vec<[String; COLUMNS]>)> = Vec::new();
+    let (groups, not_ranked) = groups(status, &summary);
+    let mut out = aligned(&header, &groups);
+    for n in notes(status, &summary, not_ranked) {
+        out.push_str(&wrap(&n, TABLE_WIDTH));
+    }
+    out
+}
+
+/// The percentiles the table shows.
+const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
+
+/// One line of the table, a text per column.
+type Row = [String; COLUMNS];
+
+/// A heading (phase and endpoint) and the rows of the cells under it.
+type Group = (String, Vec<Row>);
+
+/// A row per cell under each phase and endpoint's heading, and the streams that were not ranked
+/// with why (said in a note below the table, the row saying only "not ranked").
+fn groups(status: &BenchmarkRunStatus, summary: &Summary) -> (Vec<Group>, Vec<(String, String)>) {
+    let mut groups = Vec::new();
     let mut not_ranked = Vec::new();
     for (phase, endpoint) in phase_endpoints(status) {
         let mut rows = Vec::new();
@@ -48,7 +66,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             let Some(r) = result_of(status, &c.name, &phase, &endpoint) else {
                 continue;
             };
-            let place = ranked(&summary, &c.name, &phase, &endpoint);
+            let place = ranked(summary, &c.name, &phase, &endpoint);
             let vs_best = match place.and_then(ratio_text) {
                 Some(x) => x,
                 None => match place {
@@ -76,27 +94,17 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
         }
         groups.push((format!("{phase} / {endpoint}"), rows));
     }
-    let failed: Vec<String> = status
-        .cells
-        .iter()
-        .filter(|c| c.phase != CellPhase::Succeeded)
-        .map(|c| {
-            format!(
-                "{}: {}{}",
-                c.name,
-                c.phase,
-                c.message
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
-            )
-        })
-        .collect();
-    let rows = || std::iter::once(&header).chain(groups.iter().flat_map(|g| &g.1));
+    (groups, not_ranked)
+}
+
+/// The header and the groups with every column as wide as its widest text: the configuration
+/// left-aligned, the figures right-aligned.
+fn aligned(header: &Row, groups: &[Group]) -> String {
+    let rows = || std::iter::once(header).chain(groups.iter().flat_map(|g| &g.1));
     let widths: Vec<usize> = (0..COLUMNS)
         .map(|i| rows().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
-    let line = |r: &[String; COLUMNS]| {
+    let line = |r: &Row| {
         let cells: Vec<String> = r
             .iter()
             .enumerate()
@@ -111,14 +119,24 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             .collect();
         format!("{}\n", cells.join("  ").trim_end())
     };
-    let mut out = line(&header);
-    for (heading, rows) in &groups {
+    let mut out = line(header);
+    for (heading, rows) in groups {
         out.push_str(heading);
         out.push('\n');
         for r in rows {
             out.push_str(&line(r));
         }
     }
+    out
+}
+
+/// The notes under the table: what the marks mean (thin percentiles, spread, instability),
+/// streams short of samples, streams not ranked and why, and cells not measured.
+fn notes(
+    status: &BenchmarkRunStatus,
+    summary: &Summary,
+    not_ranked: Vec<(String, String)>,
+) -> Vec<String> {
     let mut notes = Vec::new();
     if any_thin(status, &SHOWN) {
         notes.push(thin_note(&SHOWN));
@@ -148,13 +166,22 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
             notes.push(format!("not ranked: {prefix}{why}"));
         }
     }
-    for f in failed {
-        notes.push(format!("not measured: {f}"));
+    for c in status
+        .cells
+        .iter()
+        .filter(|c| c.phase != CellPhase::Succeeded)
+    {
+        notes.push(format!(
+            "not measured: {}: {}{}",
+            c.name,
+            c.phase,
+            c.message
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default()
+        ));
     }
-    for n in notes {
-        out.push_str(&wrap(&n, TABLE_WIDTH));
-    }
-    out
+    notes
 }
 
 /// `text` as lines of at most `width` characters, broken at spaces (a word longer than a

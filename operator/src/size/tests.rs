@@ -8,7 +8,9 @@ use benchmatrix_loadgen::result::{
 use serde_json::Value;
 
 use super::*;
+use crate::api::{Configuration, Mode, Threshold};
 use crate::engine::{self, Ctx, Event, Measured, ValidatedRun};
+use crate::fixtures::{connections, endpoint, phase, rate};
 use crate::results;
 use crate::validate::{parse_benchmark_run, validate_for_cluster};
 
@@ -29,10 +31,10 @@ const SAMPLES: [&str; 6] = [
     "replicas-vs-pool",
 ];
 
-/// A spec of `cells` cells of one replica, `phases` phases of `streams` streams each and
+/// A run of `cells` cells of one replica, `phases` phases of `streams` streams each and
 /// `repeat`, every name as long as the schema allows (cells 40, endpoints and phases 63, the
 /// run 63 characters).
-fn spec(cells: usize, repeat: u32, phases: usize, streams: usize) -> String {
+fn spec(cells: usize, repeat: u32, phases: usize, streams: usize) -> BenchmarkRun {
     spec_with_replicas(cells, 1, repeat, phases, streams)
 }
 
@@ -43,44 +45,32 @@ fn spec_with_replicas(
     repeat: u32,
     phases: usize,
     streams: usize,
-) -> String {
-    let mut y = format!(
-        "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nmetadata:\n  name: {}\nspec:\n  repeat: {repeat}\n  configurations:\n",
-        "r".repeat(63)
-    );
+) -> BenchmarkRun {
+    let endpoint_name = |e: usize| format!("e{e:02}-{}", "y".repeat(59));
+    let load = || (0..streams).map(|e| connections(&endpoint_name(e), 1));
+    let mut run = BenchmarkRun::sample()
+        .named(&"r".repeat(63))
+        .repeated(repeat)
+        .with_endpoints((0..streams).map(|e| endpoint(&endpoint_name(e), &format!("/e{e}"))))
+        .with_phases(
+            (0..phases).map(|p| phase(&format!("p{p:02}-{}", "z".repeat(59)), "1s", load())),
+        );
     for c in 0..cells {
-        y += &format!(
-            "    - {{name: c{c:02}-{}, replicas: {replicas}, cpu: 100m}}\n",
-            "x".repeat(36)
+        run = run.with_cell(
+            Configuration::named(&format!("c{c:02}-{}", "x".repeat(36)))
+                .replicas(replicas)
+                .cpu("100m"),
         );
     }
-    let endpoint = |e: usize| format!("e{e:02}-{}", "y".repeat(59));
-    y += "  workload:\n    endpoints:\n";
-    for e in 0..streams {
-        y += &format!("      - {{name: {}, path: /e{e}}}\n", endpoint(e));
-    }
-    y += "    phases:\n";
-    for p in 0..phases {
-        y += &format!(
-            "      - name: p{p:02}-{}\n        duration: 1s\n        load:\n",
-            "z".repeat(59)
-        );
-        for e in 0..streams {
-            y += &format!(
-                "          - {{endpoint: {}, connections: 1}}\n",
-                endpoint(e)
-            );
-        }
-    }
-    y
+    run
 }
 
 fn run_of(yaml: &str) -> BenchmarkRun {
     parse_benchmark_run(yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"))
 }
 
-fn refusal_of(yaml: &str) -> Option<String> {
-    match validate_for_cluster(&run_of(yaml)) {
+fn refusal_of(run: &BenchmarkRun) -> Option<String> {
+    match validate_for_cluster(run) {
         Ok(()) => None,
         Err(e) => Some(e.to_string()),
     }
@@ -129,8 +119,8 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
     });
     shapes.push(odd.with_repeat(1));
     // Many cells: a small histogram share, then none at all.
-    shapes.push(Shape::of(&run_of(&spec(64, 3, 1, 2)).spec));
-    shapes.push(Shape::of(&run_of(&spec(64, 2, 2, 4)).spec));
+    shapes.push(Shape::of(&spec(64, 3, 1, 2).spec));
+    shapes.push(Shape::of(&spec(64, 2, 2, 4).spec));
     for shape in &shapes {
         for moment in [Moment::Running, Moment::Finished] {
             assert_eq!(
@@ -309,34 +299,55 @@ fn document(v: &ValidatedRun, replicas: u32, small: &str, big: &str) -> RunResul
 /// recorded pods, histograms too large for their share, and a failed last repetition.
 #[test]
 fn a_real_run_told_the_longest_words_stays_within_its_bound() {
-    let yaml = r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: bounded}
-spec:
-  repeat: 3
-  loadgen: {parallelism: 2}
-  configurations:
-    - {name: single-x1, replicas: 1, cpu: "1"}
-    - {name: pool-x3-with-a-name-of-forty-characters, mode: pool, replicas: 3, cpu: "1"}
-    - {name: threads-x2, mode: threads, replicas: 2, cpu: "1"}
-    - {name: last, replicas: 2, cpu: "1"}
-  workload:
-    endpoints: [{name: "fast<&>", path: /fast}, {name: slow, path: /slow}, {name: é, path: /e}]
-    phases:
-      - {name: solo, duration: 5s, load: [{endpoint: "fast<&>", connections: 2}]}
-      - name: "mixed \"quoted\""
-        duration: 5s
-        load:
-          - {endpoint: "fast<&>", connections: 2}
-          - {endpoint: slow, rate: 3}
-          - {endpoint: é, connections: 2}
-  thresholds:
-    - {cell: "*-x?", phase: solo, endpoint: "fast<&>", p99: {below: 1ms}}
-    - {phase: "mixed \"quoted\"", endpoint: slow, rps: {atLeast: 0.5, of: single-x1}}
-    - {phase: "mixed \"quoted\"", endpoint: é, errorRate: {below: 0.01}}
-"#;
-    let v = ValidatedRun::parse(yaml).unwrap();
+    // Names the API server writes longer than serde_json does: markup, quotes, a non-ASCII
+    // letter.
+    let (fast, mixed) = ("fast<&>", "mixed \"quoted\"");
+    let run = BenchmarkRun::sample()
+        .named("bounded")
+        .repeated(3)
+        .with_load_generators(2)
+        .with_cell(Configuration::named("single-x1"))
+        .with_cell(
+            Configuration::named("pool-x3-with-a-name-of-forty-characters")
+                .mode(Mode::Pool)
+                .replicas(3),
+        )
+        .with_cell(
+            Configuration::named("threads-x2")
+                .mode(Mode::Threads)
+                .replicas(2),
+        )
+        .with_cell(Configuration::named("last").replicas(2))
+        .with_endpoints([
+            endpoint(fast, "/fast"),
+            endpoint("slow", "/slow"),
+            endpoint("é", "/e"),
+        ])
+        .with_phases([
+            phase("solo", "5s", [connections(fast, 2)]),
+            phase(
+                mixed,
+                "5s",
+                [connections(fast, 2), rate("slow", 3.0), connections("é", 2)],
+            ),
+        ])
+        .with_threshold(
+            Threshold::p99_below("1ms")
+                .on_cells("*-x?")
+                .in_phase("solo")
+                .on_endpoint(fast),
+        )
+        .with_threshold(
+            Threshold::rps_at_least(0.5, "single-x1")
+                .in_phase(mixed)
+                .on_endpoint("slow"),
+        )
+        .with_threshold(
+            Threshold::error_rate_below(0.01)
+                .in_phase(mixed)
+                .on_endpoint("é"),
+        );
+    let v = ValidatedRun::new(run).unwrap();
     let shape = Shape::of(v.spec());
     let (running, finished) = (
         status_bound(&shape, Moment::Running),
@@ -446,13 +457,13 @@ spec:
 /// Walks `build(k)` up from `from` while the cluster accepts it: returns the largest accepted
 /// `k`, after checking that the largest status of that run, built in full, fits the limit and
 /// that one more is refused, saying by how much and what to reduce.
-fn largest_accepted(from: usize, build: impl Fn(usize) -> String) -> (usize, String) {
+fn largest_accepted(from: usize, build: impl Fn(usize) -> BenchmarkRun) -> (usize, String) {
     let mut k = from;
-    assert_eq!(refusal_of(&build(k)), None, "{}", build(k));
+    assert_eq!(refusal_of(&build(k)), None, "{}", build(k).to_yaml());
     while refusal_of(&build(k + 1)).is_none() {
         k += 1;
     }
-    let run = run_of(&build(k));
+    let run = build(k);
     let object = built_object(&run);
     assert!(object <= OBJECT_LIMIT, "{object}");
     assert_eq!(object, largest_object(&run, &Shape::of(&run.spec)));
@@ -498,8 +509,8 @@ fn the_largest_accepted_runs_fit_and_one_more_is_refused() {
 #[test]
 fn the_run_of_the_issue_is_refused_at_its_first_reconcile_with_what_fits() {
     // 64 cells, repeat 20, 4 phases of 8 streams: the schema accepts it.
-    let yaml = spec(64, 20, 4, 8);
-    let refused = refusal_of(&yaml).unwrap();
+    let mut run = spec(64, 20, 4, 8);
+    let refused = refusal_of(&run).unwrap();
     assert!(
         refused.starts_with("spec: the run's object could grow to ")
             && refused.contains("(64 cells x 20 repetitions x 32 streams)")
@@ -516,9 +527,8 @@ fn the_run_of_the_issue_is_refused_at_its_first_reconcile_with_what_fits() {
         .unwrap();
     assert!(size > 20.0, "{refused}");
     // Locally nothing is refused: the status is a file.
-    assert!(ValidatedRun::parse(&yaml).is_ok());
+    assert!(ValidatedRun::new(run.clone()).is_ok());
     // Once running (an operator that counted otherwise admitted it), it is left to finish.
-    let mut run = run_of(&yaml);
     run.status = Some(BenchmarkRunStatus {
         phase: RunPhase::Running,
         ..Default::default()

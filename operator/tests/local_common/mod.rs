@@ -1,34 +1,25 @@
-//! Helpers shared by the `benchmatrix run` end-to-end tests: a spec builder and a runner.
+//! Helpers shared by the `benchmatrix run` end-to-end tests: the run they start from and a
+//! runner.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use benchmatrix::api::BenchmarkRun;
+use benchmatrix::fixtures::fast_then_mixed;
+
 /// The `benchmatrix` binary under test.
 pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_benchmatrix"))
 }
 
-/// One configuration line set: (name, mode, replicas, cpu).
-pub type Cfg<'a> = (&'a str, &'a str, u32, &'a str);
-
-/// A BenchmarkRun YAML with the given cells and phase durations (fast-only, then mixed with
-/// `slow_conns` connections on /slow); `extra_spec` is appended inside `spec:`.
-pub fn spec(cells: &[Cfg], warmup: &str, fast_only: &str, mixed: &str, extra_spec: &str) -> String {
-    let mut s = String::from(
-        "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nmetadata:\n  name: t\nspec:\n  configurations:\n",
-    );
-    for (name, mode, replicas, cpu) in cells {
-        s.push_str(&format!(
-            "    - name: {name}\n      mode: {mode}\n      replicas: {replicas}\n      cpu: \"{cpu}\"\n"
-        ));
-    }
-    s.push_str(&format!(
-        "  workload:\n    endpoints:\n      - name: fast\n        path: /fast\n      - name: slow\n        path: /slow\n    warmup: {warmup}\n    phases:\n      - name: fast-only\n        duration: {fast_only}\n        load:\n          - endpoint: fast\n            connections: 2\n      - name: mixed\n        duration: {mixed}\n        load:\n          - endpoint: fast\n            connections: 2\n          - endpoint: slow\n            connections: 2\n  loadgen:\n    cpu: \"1\"\n"
-    ));
-    s.push_str(extra_spec);
-    s
+/// A run named `t` with no cell yet, through the quickstart's workload: `warmup`, then /fast
+/// alone for `fast_only`, then /fast and /slow together for `mixed`, two connections each.
+pub fn quickstart(warmup: &str, fast_only: &str, mixed: &str) -> BenchmarkRun {
+    BenchmarkRun::sample()
+        .named("t")
+        .with_workload(fast_then_mixed(warmup, fast_only, mixed))
 }
 
 /// Writes `yaml` to DIR/run.yaml and runs `benchmatrix run` on it with `--out DIR/out`.

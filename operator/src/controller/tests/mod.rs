@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 use super::error::Error;
 use super::reconcile::{Context, error_policy, reconcile};
 use crate::api::conditions;
-use crate::api::{BenchmarkRun, CellPhase, RunPhase};
+use crate::api::{BenchmarkRun, CellPhase, Configuration, Mode, RunPhase};
+use crate::fixtures::fast_then_mixed;
 use crate::metrics::Metrics;
 use fake::FakeApi;
 
@@ -262,37 +263,28 @@ impl Harness {
     }
 }
 
-/// A run with the given cells, a two-phase workload and short timeouts.
+/// A run with the given cells (alternately single and pool, the i-th with i + 1 replicas of
+/// 500m and 128Mi), the quickstart's workload and short timeouts, as the API server stores it.
 fn sample(name: &str, cells: &[&str]) -> Value {
-    let configurations: Vec<Value> = cells
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            json!({"name": c, "mode": if i % 2 == 0 { "single" } else { "pool" },
-                   "replicas": i + 1, "cpu": "500m", "memory": "128Mi",
-                   "env": [{"name": "WEB_CONCURRENCY", "value": "2"}]})
-        })
-        .collect();
-    json!({
-        "apiVersion": "benchmatrix.dev/v1alpha1",
-        "kind": "BenchmarkRun",
-        "metadata": {"name": name, "namespace": NS, "generation": 1},
-        "spec": {
-            "configurations": configurations,
-            "workload": {
-                "endpoints": [{"name": "fast", "path": "/fast"}, {"name": "slow", "path": "/slow"}],
-                "warmup": "1s",
-                "phases": [
-                    {"name": "fast-only", "duration": "5s",
-                     "load": [{"endpoint": "fast", "connections": 2}]},
-                    {"name": "mixed", "duration": "5s",
-                     "load": [{"endpoint": "fast", "connections": 2},
-                              {"endpoint": "slow", "connections": 2}]}
-                ]
-            },
-            "timeouts": {"ready": "30s", "runSlack": "20s"}
-        }
-    })
+    let mut run = BenchmarkRun::sample()
+        .named(name)
+        .in_namespace(NS)
+        .with_generation(1)
+        .with_workload(fast_then_mixed("1s", "5s", "5s"))
+        .with_ready_timeout("30s")
+        .with_run_slack("20s");
+    for (i, cell) in cells.iter().enumerate() {
+        let mode = if i % 2 == 0 { Mode::Single } else { Mode::Pool };
+        run = run.with_cell(
+            Configuration::named(cell)
+                .mode(mode)
+                .replicas(i as u32 + 1)
+                .cpu("500m")
+                .memory("128Mi")
+                .env("WEB_CONCURRENCY", "2"),
+        );
+    }
+    serde_json::to_value(run).expect("a typed run serializes")
 }
 
 /// A canned load generator log: a stderr line, then the result document as the last line.

@@ -1,7 +1,7 @@
 use benchmatrix_loadgen::result::{PhaseResult, RunResult, StreamResult, TimelinePoint};
 
 use super::*;
-use crate::report::fixture::{self, Stream};
+use crate::fixtures::repeated::{self, Stream};
 
 /// The number in `attr="..."` of an SVG element's text.
 fn attr(element: &str, attr: &str) -> f64 {
@@ -33,16 +33,16 @@ fn repeated_three_times() -> crate::api::BenchmarkRunStatus {
         rps,
         p99,
     };
-    fixture::status(vec![
-        fixture::cell(
+    repeated::status(vec![
+        repeated::cell(
             "single-x1",
             &[stream(20, &[2.6, 2.4, 2.5], &[800.0, 810.0, 790.0])],
         ),
-        fixture::cell(
+        repeated::cell(
             "pool-x1",
             &[stream(400, &[80.2, 79.5, 81.0], &[30.1, 33.9, 31.6])],
         ),
-        fixture::cell(
+        repeated::cell(
             "pool-x2",
             &[stream(600, &[76.6, 75.0, 77.1], &[20.0, 28.0, 24.5])],
         ),
@@ -115,7 +115,7 @@ fn throughput_bars_of_a_repeated_run_carry_each_repetition() {
 #[test]
 fn a_single_run_draws_no_repetition_marks() {
     let once = |rps: &'static [f64], p99: &'static [f64]| {
-        fixture::cell(
+        repeated::cell(
             "a",
             &[Stream {
                 phase: "mixed",
@@ -132,7 +132,7 @@ fn a_single_run_draws_no_repetition_marks() {
     for r in &mut cell.results {
         r.spread = None;
     }
-    for (_, svg) in charts(&fixture::status(vec![cell]), &[]) {
+    for (_, svg) in charts(&repeated::status(vec![cell]), &[]) {
         assert!(
             !svg.contains("<circle") && !svg.contains("whisker"),
             "{svg}"

@@ -1,6 +1,6 @@
 use super::*;
 use crate::api::CellStatus;
-use crate::report::fixture::{self, Stream};
+use crate::fixtures::repeated::{self, Stream};
 
 /// Five repetitions' values around `base`, `wobble` apart (the last one the farthest).
 fn five(base: f64, wobble: f64) -> [f64; 5] {
@@ -94,7 +94,7 @@ fn large_repeated_status() -> BenchmarkRunStatus {
                     p99: &search_p99,
                 },
             ];
-            fixture::cell(name, &streams)
+            repeated::cell(name, &streams)
         })
         .collect();
     cells.push(CellStatus {
@@ -110,7 +110,7 @@ fn large_repeated_status() -> BenchmarkRunStatus {
         )),
         ..Default::default()
     });
-    fixture::status(cells)
+    repeated::status(cells)
 }
 
 #[test]
