@@ -149,6 +149,16 @@ pub enum Event<'a> {
         /// e.g. "load generator running against http://10.96.0.12:8080".
         detail: &'a str,
     },
+    /// How far into its planned load (warm-up and phases) the measurement under way is, when
+    /// no phase figures come to say it (on a cluster: the time since its load generator
+    /// started, which also counts the generator's check that the target answers). It moves
+    /// the estimate of the time left, and shows nothing else.
+    LoadElapsed {
+        /// Which measurement.
+        step: &'a Step,
+        /// Time since the load started.
+        elapsed: Duration,
+    },
     /// Live figures of the phase running now.
     PhaseProgress {
         /// Which measurement.
@@ -272,6 +282,7 @@ impl Display {
                     l.cell(&format!("{} · {detail}", short_label(step, &self.plan)));
                 }
             }
+            Event::LoadElapsed { elapsed, .. } => self.tally.load_elapsed(elapsed),
             Event::PhaseProgress { step, figures } => {
                 self.tally
                     .phase(&figures.phase, figures.elapsed_secs, false);

@@ -40,6 +40,8 @@ struct Current {
     step: Step,
     /// The cell message last shown for it.
     said: Option<String>,
+    /// When its load started (the status's `loadStartTime`, seconds since the epoch).
+    load_started: Option<i64>,
 }
 
 /// One measurement that ended, as the status records it.
@@ -136,6 +138,13 @@ impl Follower {
             .enumerate()
             .find(|(_, c)| matches!(c.phase, CellPhase::Deploying | CellPhase::Running));
         if let Some((i, c)) = active {
+            let load_started = (c.phase == CellPhase::Running)
+                .then(|| {
+                    c.load_start_time
+                        .as_ref()
+                        .map(crate::api::conditions::secs_of)
+                })
+                .flatten();
             let step = step(status, i, self.repetition_under_way(c));
             if self.current.as_ref().is_none_or(|cur| cur.step != step) {
                 display.event(progress::Event::Measurements {
@@ -149,6 +158,7 @@ impl Follower {
                 self.current = Some(Current {
                     step,
                     said: c.message.clone(),
+                    load_started: None,
                 });
             } else if let Some(cur) = &mut self.current
                 && c.message.is_some()
@@ -161,6 +171,23 @@ impl Follower {
                 });
                 cur.said = c.message.clone();
             }
+            if let Some(cur) = &mut self.current {
+                cur.load_started = load_started;
+            }
+        }
+    }
+
+    /// A second has passed (`now`: seconds since the epoch): tells the display how far the load
+    /// under way is, so that the live estimate of the time left moves between status updates.
+    pub fn tick(&mut self, now: i64, display: &mut Display) {
+        if let Some(cur) = &self.current
+            && let Some(started) = cur.load_started
+        {
+            let elapsed = Duration::from_secs(now.saturating_sub(started).max(0) as u64);
+            display.event(progress::Event::LoadElapsed {
+                step: &cur.step,
+                elapsed,
+            });
         }
     }
 

@@ -49,6 +49,7 @@ pub const EXIT_CLUSTER: u8 = 5;
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl benchmatrix",
+    bin_name = "kubectl benchmatrix",
     version,
     about = "Run a benchmark matrix on the cluster and follow it to its verdict; report, compare \
              and read the logs of runs there."
@@ -69,19 +70,27 @@ pub struct KubectlArgs {
 
 #[derive(Debug, Subcommand)]
 enum KubectlCommand {
-    /// Create a BenchmarkRun from FILE, follow it with the live progress display, then print
-    /// the table, write --out and exit with the verdict: 0 every cell measured, 1 some cell
-    /// failed, 2 bad file or --out (or a run of that name exists), 3 a threshold failed,
-    /// 4 --timeout expired, 5 the cluster could not be asked, 130 Ctrl-C.
+    /// Create a BenchmarkRun from FILE and follow it to its verdict.
+    ///
+    /// Shows the live progress (plain lines when stdout is not a terminal), then prints the
+    /// comparison table, writes --out and exits with the verdict: 0 every cell measured, 1 some
+    /// cell failed, 2 bad file or --out (or a run of that name exists), 3 a threshold failed,
+    /// 4 --timeout expired, 5 the cluster could not be asked (or the run was deleted),
+    /// 130 Ctrl-C.
     Run(run::RunArgs),
-    /// Render report.md, charts and the comparison table of a run on the cluster (by name) or
-    /// of a saved file.
+    /// Render the report of a run on the cluster (by name) or of a saved file.
+    ///
+    /// report.md, the charts and the comparison table, as `benchmatrix report`.
     Report(runs::ReportArgs),
-    /// Compare two runs, each on the cluster (by name) or a saved file, as `benchmatrix
-    /// compare` does. Exit 3 on a regression beyond --max-regression, 2 on bad input.
+    /// Compare two runs, each on the cluster (by name) or a saved file.
+    ///
+    /// As `benchmatrix compare`: exit 3 on a regression beyond --max-regression, 2 on bad
+    /// input.
     Compare(runs::CompareArgs),
-    /// Print the logs of a run's pods (targets and load generators), each headed by its pod
-    /// and container.
+    /// Print the logs of a run's pods (targets and load generators).
+    ///
+    /// Each log is headed by its pod and container. Exit 1 when no pod is left (the operator
+    /// deletes them as each repetition ends unless spec.cleanup keeps them).
     Logs(logs::LogsArgs),
 }
 

@@ -286,6 +286,11 @@ impl Shown {
     fn say(&mut self, line: &str) {
         self.display.line(line);
     }
+
+    fn tick(&mut self) {
+        let now = crate::api::conditions::secs_of(&crate::api::conditions::now());
+        self.follower.tick(now, &mut self.display);
+    }
 }
 
 /// The namespace of the run: `-n`, else the file's, else the context's. A file that names a
@@ -427,6 +432,9 @@ async fn follow(
     let mut events = pin!(watch_object(ours.api.clone(), &ours.name).default_backoff());
     let mut deadline = pin!(tokio::time::sleep(timeout));
     let mut hint = pin!(tokio::time::sleep(NO_STATUS_HINT));
+    // Between status updates the live estimate of the time left moves on by the clock.
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut hinted = false;
     let mut any_status = false;
     let mut failing = false;
@@ -463,6 +471,7 @@ async fn follow(
                     }
                 }
             },
+            _ = ticks.tick() => shown.tick(),
             _ = &mut deadline => return End::TimedOut,
             _ = &mut *interrupted => return End::Interrupted,
             _ = &mut hint, if !hinted => {
