@@ -88,11 +88,12 @@ pub async fn load(arg: &str, connection: &mut Connection) -> Result<Loaded, Stri
             file: Some(path.to_path_buf()),
         });
     }
-    if !is_object_name(arg) {
-        // Not a name a run could have: a file path that is not there.
+    if looks_like_a_file(arg) {
         return Err(format!("cannot read {arg}: no such file"));
     }
-    let cluster = connection.cluster().await?;
+    let cluster = connection.cluster().await.map_err(|e| {
+        format!("no file {arg} here, and no cluster to look for a run of that name on: {e}")
+    })?;
     let ns = &cluster.namespace;
     match runs_api(cluster, ns).get_opt(arg).await {
         Ok(Some(object)) => {
@@ -123,13 +124,18 @@ pub async fn load(arg: &str, connection: &mut Connection) -> Result<Loaded, Stri
     }
 }
 
-/// True when `s` could be a Kubernetes object name (a DNS subdomain: lower-case letters,
-/// digits, '-' and '.'), so it is worth asking the API server about.
-fn is_object_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+/// True when `arg` can only be meant as a file: it is no Kubernetes object name (a DNS
+/// subdomain: lower-case letters, digits, '-' and '.'), or it ends as a saved status does.
+fn looks_like_a_file(arg: &str) -> bool {
+    let name = !arg.is_empty()
+        && arg.len() <= 253
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    !name
+        || [".yaml", ".yml", ".json"]
+            .iter()
+            .any(|ext| arg.ends_with(ext))
 }
 
 /// `kubectl benchmatrix report NAME|FILE`: as `benchmatrix report`; a run from the cluster

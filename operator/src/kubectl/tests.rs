@@ -790,7 +790,7 @@ async fn report_and_compare_read_runs_from_the_cluster_and_from_files() {
         assert_eq!(code, std::process::ExitCode::from(3));
 
         // Neither a file nor a run: bad input.
-        for missing in ["nope", "no/such/status.yaml"] {
+        for missing in ["nope", "no/such/status.yaml", "status.yaml"] {
             let code = runs::compare(
                 compare(saved_arg.clone(), missing.into(), None),
                 &mut connection(&h.fake, NS, false),
@@ -827,16 +827,12 @@ fn the_plugin_answers_to_its_name_and_takes_the_actions_spellings() {
         super::PluginCli::try_parse_from(["kubectl-benchmatrix", "run", "f", "--timeout", "10"]);
     assert!(bad.unwrap_err().to_string().contains("missing unit"));
     // Through the binary's own name, too; files that are not there need no cluster.
-    let code = crate::cli::main(
-        [
-            "benchmatrix",
-            "kubectl",
-            "compare",
-            "no/base.yaml",
-            "no/new.yaml",
-        ]
-        .map(std::ffi::OsString::from)
-        .to_vec(),
-    );
-    assert_eq!(code, std::process::ExitCode::from(2));
+    for files in [["no/base.yaml", "no/new.yaml"], ["base.yaml", "new.yml"]] {
+        let code = crate::cli::main(
+            ["benchmatrix", "kubectl", "compare", files[0], files[1]]
+                .map(std::ffi::OsString::from)
+                .to_vec(),
+        );
+        assert_eq!(code, std::process::ExitCode::from(2), "{files:?}");
+    }
 }
