@@ -1,6 +1,8 @@
 //! Command line of the `benchmatrix` binary. One executable serves every role locally:
 //! `benchmatrix run` re-executes itself as the target and as the load generator, so a fresh
-//! checkout needs no install step.
+//! checkout needs no install step. Started as `kubectl-benchmatrix` (a second name or a
+//! symlink, as kubectl finds plugins on PATH) it is the kubectl plugin, [`crate::kubectl`];
+//! `benchmatrix kubectl ...` is the same plugin without that name.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -30,6 +32,10 @@ enum Command {
     /// phase and endpoint the change in p50, p99, rps and CPU, marked regression, improvement
     /// or within noise. Exit 3 on a regression beyond --max-regression, 2 on bad input.
     Compare(crate::compare::CompareArgs),
+    /// The kubectl plugin (`kubectl benchmatrix`, when installed as `kubectl-benchmatrix`):
+    /// run a BenchmarkRun on the cluster and follow it to its verdict; report, compare and
+    /// read the logs of runs there.
+    Kubectl(crate::kubectl::KubectlArgs),
     /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
     Crd,
     /// Run the Kubernetes operator that reconciles BenchmarkRuns.
@@ -50,8 +56,15 @@ enum Command {
     },
 }
 
-/// Parses `args` (program name first) and runs the chosen role.
+/// Parses `args` (program name first) and runs the chosen role; under the plugin's name, the
+/// plugin.
 pub fn main(args: Vec<OsString>) -> ExitCode {
+    if args
+        .first()
+        .is_some_and(|program| crate::kubectl::is_plugin(program))
+    {
+        return crate::kubectl::plugin_main(args);
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) => {
@@ -68,6 +81,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Command::Report(report) => crate::report::run(report),
         Command::Compare(args) => crate::compare::run(args),
         Command::Operator(args) => crate::controller::main(args),
+        Command::Kubectl(args) => crate::kubectl::main(args),
         Command::Crd => {
             print!("{}", crate::crdgen::crd_yaml());
             ExitCode::SUCCESS

@@ -38,6 +38,15 @@ pub struct CompareArgs {
     pub base: PathBuf,
     /// The run to judge against the baseline, in the same forms.
     pub new: PathBuf,
+    /// How to judge, and where to write.
+    #[command(flatten)]
+    pub options: CompareOptions,
+}
+
+/// The options of a comparison, shared by `benchmatrix compare` and `kubectl benchmatrix
+/// compare` (which takes runs on the cluster as well as files).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompareOptions {
     /// Folder to also write compare.md and the charts into.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -48,6 +57,16 @@ pub struct CompareArgs {
     /// Smallest change of the medians, in percent, that counts when the runs were repeated.
     #[arg(long, default_value_t = noise::MIN_PRACTICAL_CHANGE * 100.0, value_name = "PCT")]
     pub min_change: f64,
+}
+
+/// One side of a comparison: a status and what to call it (its file, or the run it was read
+/// from) in compare.md.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// e.g. `main/status.yaml` or `benchmarkrun bench/ci-gate`.
+    pub label: String,
+    /// The status, with cells.
+    pub status: BenchmarkRunStatus,
 }
 
 /// One compared figure.
@@ -152,10 +171,14 @@ pub fn read_status(path: &Path) -> Result<BenchmarkRunStatus, String> {
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let status = parse_status(&text)
         .map_err(|e| format!("{} is not a BenchmarkRun status: {e}", path.display()))?;
+    with_cells(status, &path.display().to_string())
+}
+
+/// `status` when it has cells to compare; else why not, naming it `label`.
+pub fn with_cells(status: BenchmarkRunStatus, label: &str) -> Result<BenchmarkRunStatus, String> {
     if status.cells.is_empty() {
         return Err(format!(
-            "{} is not a BenchmarkRun status with results: it has no cells",
-            path.display()
+            "{label} is not a BenchmarkRun status with results: it has no cells"
         ));
     }
     Ok(status)
@@ -580,44 +603,63 @@ pub fn charts(rows: &[Row]) -> Vec<(String, String)> {
 /// Runs `benchmatrix compare`: the table on stdout, files under `--out`, and the exit code.
 pub fn run(args: CompareArgs) -> ExitCode {
     let read = |p: &Path| {
-        read_status(p).map_err(|e| {
-            eprintln!("benchmatrix compare: {e}");
-            ExitCode::from(EXIT_BAD_INPUT)
-        })
+        read_status(p)
+            .map(|status| Compared {
+                label: p.display().to_string(),
+                status,
+            })
+            .map_err(|e| {
+                eprintln!("benchmatrix compare: {e}");
+                ExitCode::from(EXIT_BAD_INPUT)
+            })
     };
-    let (base, new) = match (read(&args.base), read(&args.new)) {
-        (Ok(b), Ok(n)) => (b, n),
-        (Err(code), _) | (_, Err(code)) => return code,
-    };
-    if !(args.max_regression >= 0.0 && args.min_change >= 0.0) {
-        eprintln!("benchmatrix compare: --max-regression and --min-change must be 0 or more");
+    match (read(&args.base), read(&args.new)) {
+        (Ok(base), Ok(new)) => run_on(&base, &new, &args.options, "benchmatrix compare"),
+        (Err(code), _) | (_, Err(code)) => code,
+    }
+}
+
+/// Compares `new` with `base` as `options` say: prints the table, writes the files, and
+/// returns the exit code (0, 2 for bad options, 3 for a regression beyond
+/// `--max-regression`, 1 when `--out` cannot be written). `command` names the command in
+/// messages.
+pub fn run_on(
+    base: &Compared,
+    new: &Compared,
+    options: &CompareOptions,
+    command: &str,
+) -> ExitCode {
+    if !(options.max_regression >= 0.0 && options.min_change >= 0.0) {
+        eprintln!("{command}: --max-regression and --min-change must be 0 or more");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    let rows = compare(&base, &new, args.min_change / 100.0);
-    let table = markdown(&rows, args.max_regression);
+    let rows = compare(&base.status, &new.status, options.min_change / 100.0);
+    let table = markdown(&rows, options.max_regression);
     print!("{table}");
-    if let Some(dir) = &args.out
-        && let Err(e) = write_files(dir, &args, &rows, &table)
+    if let Some(dir) = &options.out
+        && let Err(e) = write_files(dir, base, new, &rows, &table)
     {
-        eprintln!(
-            "benchmatrix compare: cannot write into {}: {e}",
-            dir.display()
-        );
+        eprintln!("{command}: cannot write into {}: {e}", dir.display());
         return ExitCode::from(1);
     }
-    if rows.iter().any(|r| fails(r, args.max_regression)) {
+    if rows.iter().any(|r| fails(r, options.max_regression)) {
         ExitCode::from(EXIT_REGRESSION)
     } else {
         ExitCode::SUCCESS
     }
 }
 
-fn write_files(dir: &Path, args: &CompareArgs, rows: &[Row], table: &str) -> std::io::Result<()> {
+fn write_files(
+    dir: &Path,
+    base: &Compared,
+    new: &Compared,
+    rows: &[Row],
+    table: &str,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut md = format!(
         "# Comparison\n\n- base: `{}`\n- new: `{}`\n\n{table}\n",
-        args.base.display(),
-        args.new.display()
+        base.label, new.label
     );
     for (name, svg) in charts(rows) {
         write_atomically(&dir.join(&name), svg.as_bytes())?;

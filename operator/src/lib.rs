@@ -9,10 +9,13 @@ pub mod crdgen;
 pub mod engine;
 #[cfg(any(test, feature = "test-fixtures"))]
 pub mod fixtures;
+pub mod kubectl;
 pub mod kubelet;
 pub mod local;
 pub mod matrix;
 pub mod metrics;
+pub mod outcome;
+pub mod progress;
 pub mod recommend;
 pub mod report;
 pub mod results;

@@ -293,9 +293,11 @@ fn the_summary_keeps_the_tables_of_a_real_report_and_comparison_without_images()
     let compare = benchmatrix::compare::run(benchmatrix::compare::CompareArgs {
         base: fixtures.join("base.yaml"),
         new: fixtures.join("new-regression.yaml"),
-        out: Some(out.join("compare")),
-        max_regression: 10.0,
-        min_change: 5.0,
+        options: benchmatrix::compare::CompareOptions {
+            out: Some(out.join("compare")),
+            max_regression: 10.0,
+            min_change: 5.0,
+        },
     });
     assert_eq!(
         compare,

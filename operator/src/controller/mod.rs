@@ -28,7 +28,7 @@ pub mod write;
 pub use calls::{API_CALLS, ApiCall};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -13,8 +13,8 @@ use benchmatrix_loadgen::request::HeaderValues;
 use super::cgroup::Cgroup;
 use super::guard;
 use super::process::{self, stop_children, tie_to_runner};
-use super::progress::ProgressLine;
 use super::replica_set::{stop_grace, tail};
+use crate::progress::ProgressLine;
 
 /// A running load generator.
 #[derive(Debug)]

@@ -11,11 +11,14 @@ pub mod cgroup;
 pub mod guard;
 pub mod loadgen;
 pub mod process;
-pub mod progress;
 pub mod replica_set;
 pub mod runner;
 pub mod secrets;
 pub mod signals;
+
+/// The progress display, shared with `kubectl benchmatrix run` (which feeds it from a run's
+/// status on a cluster); still reachable here for the runner and the cell code that name it.
+pub use crate::progress;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -99,7 +102,7 @@ pub fn run(args: RunArgs) -> ExitCode {
 /// The output folder must be a folder this process can write: made if missing, then probed
 /// with a file written and removed, so a bad `--out` is bad input (exit 2) before any cell
 /// starts rather than a run whose results cannot be kept.
-fn check_out(out: &Path) -> Result<(), String> {
+pub fn check_out(out: &Path) -> Result<(), String> {
     if out.exists() && !out.is_dir() {
         return Err("exists and is not a folder".into());
     }

@@ -3,7 +3,6 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use benchmatrix_loadgen::request::HeaderValues;
 use benchmatrix_loadgen::result::RunResult;
@@ -15,37 +14,13 @@ use super::cgroup::Backend;
 use super::progress::{self, Display, Plan, Step};
 use super::replica_set::READY_POLL;
 use super::signals;
-use crate::api::conditions::{self, Reason, now};
+use crate::api::conditions::{self, now};
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
 use crate::engine::machine::{self, Command, Look, Seen, StepAt};
 use crate::engine::{self, Ctx, Event, ValidatedRun};
 use crate::report::{self, RawCell, markdown::Notes};
 
-/// How a whole run ended, for the exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Every cell measured.
-    AllSucceeded,
-    /// Some cell failed; the others ran.
-    SomeFailed,
-    /// Every cell ran, and a threshold of spec.thresholds failed.
-    ThresholdsFailed,
-    /// Stopped by SIGINT/SIGTERM.
-    Interrupted,
-}
-
-impl Outcome {
-    /// 0, 1, 3 (a threshold failed; before 1, as the gate is what CI asks about), or 130 (the
-    /// shell's code for an interrupt).
-    pub fn exit_code(self) -> ExitCode {
-        match self {
-            Outcome::AllSucceeded => ExitCode::SUCCESS,
-            Outcome::SomeFailed => ExitCode::from(1),
-            Outcome::ThresholdsFailed => ExitCode::from(3),
-            Outcome::Interrupted => ExitCode::from(130),
-        }
-    }
-}
+pub use crate::outcome::Outcome;
 
 /// Everything one run needs besides the spec.
 pub struct Runner {
@@ -202,22 +177,7 @@ impl Runner {
             }
         }
         self.finish();
-        let complete = conditions::find(&self.status.conditions, conditions::COMPLETE);
-        let gate = conditions::find(&self.status.conditions, conditions::THRESHOLDS_MET);
-        if complete.is_some_and(|c| c.reason == Reason::Interrupted) {
-            Outcome::Interrupted
-        } else if gate.is_some_and(|c| c.status == conditions::status::FALSE) {
-            Outcome::ThresholdsFailed
-        } else if self
-            .status
-            .cells
-            .iter()
-            .any(|c| c.phase == CellPhase::Failed)
-        {
-            Outcome::SomeFailed
-        } else {
-            Outcome::AllSucceeded
-        }
+        Outcome::of(&self.status)
     }
 
     /// Measurements done, and done plus still to come: each unfinished cell's repetitions not

@@ -68,24 +68,57 @@ pub fn run(args: ReportArgs) -> std::process::ExitCode {
         .unwrap_or_default();
     let out = args.out.unwrap_or_else(|| dir.clone());
     let raw = read_raw(&dir, &status);
+    let source = args.status.display().to_string();
+    render(&status, &source, &raw, &out, "benchmatrix report")
+}
+
+/// Writes report.md and the charts of `status` into `out` and prints its comparison table:
+/// what `benchmatrix report` does once it has a status, wherever it came from (`source`, a
+/// file or a run on a cluster, is named in report.md; `command` in messages). Exit 1 when
+/// `out` cannot be written.
+pub fn render(
+    status: &BenchmarkRunStatus,
+    source: &str,
+    raw: &[RawCell],
+    out: &Path,
+    command: &str,
+) -> std::process::ExitCode {
     let notes = markdown::Notes {
-        source: args.status.display().to_string(),
+        source: source.to_owned(),
         ..Default::default()
     };
-    match write_report(&out, &status, &raw, &notes) {
+    match write_report(out, status, raw, &notes) {
         Ok(files) => {
-            print!("{}", comparison_table(&status));
+            print!("{}", comparison_table(status));
             println!("wrote {} file(s) in {}", files.len(), out.display());
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!(
-                "benchmatrix report: cannot write into {}: {e}",
-                out.display()
-            );
+            eprintln!("{command}: cannot write into {}: {e}", out.display());
             std::process::ExitCode::from(1)
         }
     }
+}
+
+/// What a finished run prints under its progress: the comparison table, then the gate's
+/// verdict and the recommendation when the status has them, each wrapped to the table's width.
+pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
+    let wrapped = |text: String| wrap(&text, TABLE_WIDTH).trim_end().to_string();
+    let mut lines = vec![comparison_table(status).trim_end().to_string()];
+    if let Some(gate) =
+        crate::api::conditions::find(&status.conditions, crate::api::conditions::THRESHOLDS_MET)
+    {
+        lines.push(String::new());
+        lines.push(wrapped(format!("thresholds: {}", gate.message)));
+    }
+    if let Some(r) = status
+        .summary
+        .as_ref()
+        .and_then(|s| s.recommendation.as_deref())
+    {
+        lines.push(wrapped(format!("recommendation: {r}")));
+    }
+    lines
 }
 
 /// A status document, bare or inside a whole BenchmarkRun (`kubectl get -o yaml`).

@@ -19,7 +19,10 @@
 //! fake is deliberately simple: server-side apply merges top-level fields (no field-ownership
 //! tracking), a watch is accepted but never sends an event (tests call `reconcile` as the
 //! controller would after each event; a real Controller over the fake sees what its first list
-//! returned), and there is no admission or CEL; the CRD's rules are checked in the tests crate.
+//! returned) unless a test turns events on with [`FakeApi::serve_watch_events`] (then every
+//! change to a stored object is an ADDED, MODIFIED or DELETED event to the watches it matches,
+//! as `kubectl benchmatrix run` follows a run), and there is no admission or CEL; the CRD's
+//! rules are checked in the tests crate.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -109,8 +112,57 @@ impl std::fmt::Display for RecordedCall {
     }
 }
 
-/// The body of the fake's responses: a whole document, or a watch that never sends an event.
+/// The body of the fake's responses: a whole document, or a watch's stream of events.
 type FakeBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// One change to a stored object, as a watch reports it.
+#[derive(Clone)]
+struct Change {
+    /// The resourceVersion the change made (for a deletion, the next one).
+    version: u64,
+    key: Key,
+    /// ADDED, MODIFIED or DELETED.
+    kind: &'static str,
+    object: Value,
+}
+
+/// An open watch with events turned on: what it selects, and where its events go.
+struct Watch {
+    resource: String,
+    /// None: every namespace.
+    namespace: Option<String>,
+    /// `metadata.name=` of a field selector.
+    name: Option<String>,
+    labels: String,
+    events: futures::channel::mpsc::UnboundedSender<WatchFrame>,
+}
+
+/// One chunk of a watch's response body.
+type WatchFrame = Result<hyper::body::Frame<Bytes>, Infallible>;
+
+/// The response body of a watch with events.
+type WatchStream = futures::channel::mpsc::UnboundedReceiver<WatchFrame>;
+
+impl Watch {
+    fn selects(&self, change: &Change) -> bool {
+        let (resource, ns, name) = &change.key;
+        *resource == self.resource
+            && self.namespace.as_ref().is_none_or(|n| n == ns)
+            && self.name.as_ref().is_none_or(|n| n == name)
+            && matches_selector(&change.object, &self.labels)
+    }
+
+    /// Sends `change`; false once the client has gone.
+    fn send(&self, change: &Change) -> bool {
+        let line = format!(
+            "{}\n",
+            json!({"type": change.kind, "object": change.object})
+        );
+        self.events
+            .unbounded_send(Ok(hyper::body::Frame::data(Bytes::from(line))))
+            .is_ok()
+    }
+}
 
 /// Key of a stored object: resource plural, namespace, name.
 pub type Key = (String, String, String);
@@ -121,6 +173,7 @@ struct State {
     logs: HashMap<(String, String), String>,
     calls: Vec<Call>,
     api_calls: Vec<RecordedCall>,
+    user_calls: Vec<String>,
     creations: Vec<(String, String)>,
     failures: Vec<(String, String, u16)>,
     log_bytes_served: Vec<usize>,
@@ -128,6 +181,12 @@ struct State {
     conflicts: usize,
     terminating_pods: bool,
     next: u64,
+    /// Watches send events (see [`FakeApi::serve_watch_events`]).
+    watch_events: bool,
+    /// Every change since events were turned on, for a watch that starts from an older
+    /// resourceVersion (a client lists, then watches from the list's version).
+    history: Vec<Change>,
+    watches: Vec<Watch>,
 }
 
 /// The fake API server; clone it freely (the state is shared).
@@ -139,6 +198,22 @@ pub struct FakeApi {
 impl FakeApi {
     /// A `kube::Client` whose requests this fake answers.
     pub fn client(&self) -> kube::Client {
+        self.client_of(Caller::Operator)
+    }
+
+    /// A client of a user (`kubectl benchmatrix`): its calls are served alike, but recorded in
+    /// [`FakeApi::user_calls`] instead of being held against the operator's RBAC list.
+    pub fn user_client(&self) -> kube::Client {
+        self.client_of(Caller::User)
+    }
+
+    /// The calls of [`FakeApi::user_client`]s so far, as `VERB RESOURCE[/NAME[/SUB]] in NS`
+    /// (e.g. `watch benchmarkruns in bench`), in order.
+    pub fn user_calls(&self) -> Vec<String> {
+        self.state.lock().unwrap().user_calls.clone()
+    }
+
+    fn client_of(&self, caller: Caller) -> kube::Client {
         let state = self.state.clone();
         let service = tower::service_fn(move |req: Request<kube::client::Body>| {
             let state = state.clone();
@@ -149,7 +224,7 @@ impl FakeApi {
                     .await
                     .map(|b| b.to_bytes())
                     .unwrap_or_default();
-                let response = handle(&state, &parts.method, &parts.uri, &body);
+                let response = handle(&state, caller, &parts.method, &parts.uri, &body);
                 Ok::<_, Infallible>(response)
             }
         });
@@ -165,7 +240,23 @@ impl FakeApi {
             .to_owned();
         let name = object["metadata"]["name"].as_str().unwrap().to_owned();
         let object = st.stamp_new(object);
-        st.objects.insert((resource.into(), ns, name), object);
+        let key = (resource.into(), ns, name);
+        st.changed("ADDED", &key, &object);
+        st.objects.insert(key, object);
+    }
+
+    /// From now on, a watch sends an event for every change to the objects it selects (by
+    /// namespace, `metadata.name` field selector and label selector), starting after the
+    /// resourceVersion it asks for, as the API server does. Without this, watches stay silent.
+    pub fn serve_watch_events(&self) {
+        self.state.lock().unwrap().watch_events = true;
+    }
+
+    /// Watches open with events turned on, counting only those whose client is still there.
+    pub fn open_watches(&self) -> usize {
+        let mut st = self.state.lock().unwrap();
+        st.watches.retain(|w| !w.events.is_closed());
+        st.watches.len()
     }
 
     /// The stored object, if any.
@@ -210,21 +301,27 @@ impl FakeApi {
     /// Changes a stored object in place (playing another controller or the kubelet).
     pub fn edit(&self, resource: &str, ns: &str, name: &str, f: impl FnOnce(&mut Value)) {
         let mut st = self.state.lock().unwrap();
-        if let Some(obj) = st
-            .objects
-            .get_mut(&(resource.into(), ns.into(), name.into()))
-        {
-            f(obj);
+        let key = (resource.into(), ns.into(), name.into());
+        let Some(mut obj) = st.objects.get(&key).cloned() else {
+            return;
+        };
+        f(&mut obj);
+        // With events on, a change is a new version, as on the API server; without, versions
+        // stay as the tests that check write preconditions expect them.
+        if st.watch_events {
+            st.bump(&mut obj);
+            st.changed("MODIFIED", &key, &obj);
         }
+        st.objects.insert(key, obj);
     }
 
     /// Removes an object behind the operator's back.
     pub fn remove(&self, resource: &str, ns: &str, name: &str) {
-        self.state
-            .lock()
-            .unwrap()
-            .objects
-            .remove(&(resource.into(), ns.into(), name.into()));
+        let mut st = self.state.lock().unwrap();
+        let key = (resource.into(), ns.into(), name.into());
+        if let Some(obj) = st.objects.remove(&key) {
+            st.deleted(&key, obj);
+        }
     }
 
     /// Sets a pod's log.
@@ -416,10 +513,65 @@ impl State {
         self.next += 1;
         object["metadata"]["resourceVersion"] = json!(self.next.to_string());
     }
+
+    /// Reports a change (`object` as it is now stored) to the watches that select it, and keeps
+    /// it for watches still to start. Nothing without [`FakeApi::serve_watch_events`].
+    fn changed(&mut self, kind: &'static str, key: &Key, object: &Value) {
+        if !self.watch_events {
+            return;
+        }
+        let version = object["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(self.next);
+        let change = Change {
+            version,
+            key: key.clone(),
+            kind,
+            object: object.clone(),
+        };
+        self.watches
+            .retain(|w| !w.selects(&change) || w.send(&change));
+        self.history.push(change);
+    }
+
+    /// A removed object: a DELETED event carrying it at a new resourceVersion.
+    fn deleted(&mut self, key: &Key, mut object: Value) {
+        if self.watch_events {
+            self.bump(&mut object);
+            self.changed("DELETED", key, &object);
+        }
+    }
+
+    /// Opens a watch with events, answered with `stream`, the other end of `watch.events`:
+    /// first every kept change after `since`, then each as it happens.
+    fn watch(&mut self, watch: Watch, since: u64, stream: WatchStream) -> Response<FakeBody> {
+        for change in self.history.iter().filter(|c| c.version > since) {
+            if watch.selects(change) {
+                watch.send(change);
+            }
+        }
+        self.watches.push(watch);
+        Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "application/json")
+            .body(StreamBody::new(stream).boxed_unsync())
+            .unwrap()
+    }
+}
+
+/// Whose client made a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    /// The operator: its calls must be in `controller::API_CALLS`.
+    Operator,
+    /// A user's tool.
+    User,
 }
 
 fn handle(
     state: &Mutex<State>,
+    caller: Caller,
     method: &http::Method,
     uri: &http::Uri,
     body: &Bytes,
@@ -434,7 +586,14 @@ fn handle(
     };
     let mut st = state.lock().unwrap();
     // Recorded before anything can refuse the call: an unfaked path is still a call made.
-    if let Some(recorded) = rbac_view(method, uri, group, rest) {
+    let recorded = rbac_view(method, uri, group, rest);
+    let verb = recorded
+        .as_ref()
+        .map(|r| r.verb.clone())
+        .unwrap_or_default();
+    if let Some(recorded) = recorded
+        && caller == Caller::Operator
+    {
         st.api_calls.push(recorded);
     }
     // `ns` is None for a collection across all namespaces (a Controller's list and watch).
@@ -447,13 +606,22 @@ fn handle(
         ["namespaces", ns, resource, name, sub] => (Some(*ns), *resource, Some(*name), Some(*sub)),
         _ => return status(StatusCode::NOT_FOUND, "this path is not faked"),
     };
-    st.calls.push(Call {
+    let call = Call {
         method: method.to_string(),
         resource: resource.into(),
         name: name.map(str::to_owned),
         sub: sub.map(str::to_owned),
         namespace: ns.map(str::to_owned),
-    });
+    };
+    if caller == Caller::User {
+        let short = call.short();
+        let path = short.split_once(' ').map_or("", |(_, p)| p);
+        st.user_calls.push(format!(
+            "{verb} {path} in {}",
+            ns.unwrap_or("every namespace")
+        ));
+    }
+    st.calls.push(call);
     if let Some(i) = st
         .failures
         .iter()
@@ -480,7 +648,21 @@ fn handle(
         && name.is_none()
         && query(uri, "watch").as_deref() == Some("true")
     {
-        return watch_without_events();
+        if !st.watch_events {
+            return watch_without_events();
+        }
+        let since = query(uri, "resourceVersion")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let (events, stream) = futures::channel::mpsc::unbounded();
+        let watch = Watch {
+            resource: resource.into(),
+            namespace: ns.map(str::to_owned),
+            name: field_name(uri),
+            labels: query(uri, "labelSelector").unwrap_or_default(),
+            events,
+        };
+        return st.watch(watch, since, stream);
     }
     let key = |n: &str| {
         (
@@ -513,12 +695,14 @@ fn handle(
         },
         ("GET", None, None) => {
             let selector = query(uri, "labelSelector").unwrap_or_default();
+            let only = field_name(uri);
             let items: Vec<Value> = st
                 .objects
                 .iter()
-                .filter(|((r, o_ns, _), obj)| {
+                .filter(|((r, o_ns, o_name), obj)| {
                     r == resource
                         && ns.is_none_or(|ns| o_ns == ns)
+                        && only.as_ref().is_none_or(|n| n == o_name)
                         && matches_selector(obj, &selector)
                 })
                 .map(|(_, v)| v.clone())
@@ -547,6 +731,7 @@ fn handle(
             }
             obj["status"] = payload["status"].clone();
             st.bump(&mut obj);
+            st.changed("MODIFIED", &key(n), &obj);
             st.objects.insert(key(n), obj.clone());
             ok(obj)
         }
@@ -564,6 +749,7 @@ fn handle(
                         }
                     }
                     st.bump(&mut obj);
+                    st.changed("MODIFIED", &key(n), &obj);
                     obj
                 }
                 None => {
@@ -572,7 +758,9 @@ fn handle(
                         return status(StatusCode::NOT_FOUND, "not found");
                     }
                     // An apply that makes a new object is authorized as a create too.
-                    if let Some(mut created) = st.api_calls.last().cloned() {
+                    if caller == Caller::Operator
+                        && let Some(mut created) = st.api_calls.last().cloned()
+                    {
                         created.verb = "create".into();
                         st.api_calls.push(created);
                     }
@@ -581,7 +769,9 @@ fn handle(
                     if let Some(s) = obj.as_object_mut() {
                         s.remove("status");
                     }
-                    st.stamp_new(obj)
+                    let obj = st.stamp_new(obj);
+                    st.changed("ADDED", &key(n), &obj);
+                    obj
                 }
             };
             st.objects.insert(key(n), obj.clone());
@@ -599,9 +789,22 @@ fn handle(
                         st.next
                     )
                 });
+            if st.objects.contains_key(&key(&n)) {
+                return status(
+                    StatusCode::CONFLICT,
+                    &format!("{resource} \"{n}\" already exists"),
+                );
+            }
             obj["metadata"]["name"] = json!(n);
+            // The API server keeps no status from a create: the status subresource owns it.
+            if resource == "benchmarkruns"
+                && let Some(o) = obj.as_object_mut()
+            {
+                o.remove("status");
+            }
             st.creations.push((resource.into(), n.clone()));
             let obj = st.stamp_new(obj);
+            st.changed("ADDED", &key(&n), &obj);
             st.objects.insert(key(&n), obj.clone());
             ok(obj)
         }
@@ -610,6 +813,7 @@ fn handle(
                 if matches!(resource, "deployments" | "jobs") {
                     st.collect_pods(ns.unwrap_or_default(), &obj);
                 }
+                st.deleted(&key(n), obj.clone());
                 ok(obj)
             }
             None => status(StatusCode::NOT_FOUND, "not found"),
@@ -683,11 +887,24 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A label selector of `key=value` terms and `!key` (the label is absent), all of which must
+/// hold.
 fn matches_selector(obj: &Value, selector: &str) -> bool {
     selector.split(',').filter(|s| !s.is_empty()).all(|term| {
+        if let Some(absent) = term.strip_prefix('!') {
+            return obj["metadata"]["labels"][absent].is_null();
+        }
         let (k, v) = term.split_once('=').unwrap_or((term, ""));
         obj["metadata"]["labels"][k].as_str() == Some(v)
     })
+}
+
+/// The name a `fieldSelector=metadata.name=NAME` asks for (the only field selector the fake
+/// serves, as a single-object watch sends it).
+fn field_name(uri: &http::Uri) -> Option<String> {
+    query(uri, "fieldSelector")?
+        .strip_prefix("metadata.name=")
+        .map(str::to_owned)
 }
 
 fn whole(bytes: impl Into<Bytes>) -> FakeBody {

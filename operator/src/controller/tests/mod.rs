@@ -4,7 +4,7 @@
 //! the cluster's other controllers (Deployment availability, pods, Job completion, logs)
 //! through the fake, and checks objects, status, and the calls made. Every test has a timeout.
 
-mod fake;
+pub(crate) mod fake;
 mod images;
 mod namespaces;
 mod repeat;
@@ -29,12 +29,12 @@ use crate::fixtures::fast_then_mixed;
 use crate::metrics::Metrics;
 use fake::FakeApi;
 
-const NS: &str = "bench";
+pub(crate) const NS: &str = "bench";
 const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the simulated cluster treats a cell.
 #[derive(Clone)]
-enum Behaviour {
+pub(crate) enum Behaviour {
     /// Replicas become ready; the Job succeeds printing this log.
     Healthy(String),
     /// Target pods stuck in ImagePullBackOff.
@@ -47,8 +47,8 @@ enum Behaviour {
     Busy,
 }
 
-struct Harness {
-    fake: FakeApi,
+pub(crate) struct Harness {
+    pub(crate) fake: FakeApi,
     ctx: Arc<Context>,
     now: Arc<AtomicI64>,
 }
@@ -64,7 +64,7 @@ impl Drop for Harness {
 }
 
 impl Harness {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let fake = FakeApi::default();
         let now = Arc::new(AtomicI64::new(1_800_000_000));
         let ctx = Self::context(&fake, &now, 1, Writer::default());
@@ -235,7 +235,11 @@ impl Harness {
     }
 
     /// Reconciles and simulates until the run finishes; returns the run phases seen.
-    async fn drive(&self, name: &str, behaviour: &dyn Fn(&str) -> Behaviour) -> Vec<RunPhase> {
+    pub(crate) async fn drive(
+        &self,
+        name: &str,
+        behaviour: &dyn Fn(&str) -> Behaviour,
+    ) -> Vec<RunPhase> {
         let mut phases = vec![self.phase(name)];
         for _ in 0..60 {
             self.reconcile(name).await.expect("reconcile succeeds");
@@ -265,7 +269,7 @@ impl Harness {
 
 /// A run with the given cells (alternately single and pool, the i-th with i + 1 replicas of
 /// 500m and 128Mi), the quickstart's workload and short timeouts, as the API server stores it.
-fn sample(name: &str, cells: &[&str]) -> Value {
+pub(crate) fn sample(name: &str, cells: &[&str]) -> Value {
     let mut run = BenchmarkRun::sample()
         .named(name)
         .in_namespace(NS)
@@ -333,11 +337,11 @@ fn canned_log(fast_mixed_p99: f64) -> String {
     )
 }
 
-fn healthy(cell: &str) -> Behaviour {
+pub(crate) fn healthy(cell: &str) -> Behaviour {
     Behaviour::Healthy(canned_log(if cell == "a" { 400.0 } else { 20.0 }))
 }
 
-async fn with_timeout<F: std::future::Future<Output = ()>>(f: F) {
+pub(crate) async fn with_timeout<F: std::future::Future<Output = ()>>(f: F) {
     tokio::time::timeout(TEST_TIMEOUT, f)
         .await
         .expect("the test finished within its timeout");

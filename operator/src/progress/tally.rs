@@ -92,6 +92,15 @@ impl Tally {
         }
     }
 
+    /// The measurement under way is `elapsed` into its planned load, as far as anyone can tell
+    /// without its phases' figures.
+    pub fn load_elapsed(&mut self, elapsed: Duration) {
+        let load = self.load;
+        if let Some(c) = &mut self.current {
+            c.load_at = c.load_at.max(elapsed.min(load));
+        }
+    }
+
     /// The planned length of `phase`, if the plan has it.
     pub fn phase_length(&self, phase: &str) -> Option<Duration> {
         self.parts.iter().find(|p| p.0 == phase).map(|p| p.1)
@@ -163,6 +172,22 @@ mod tests {
         assert_eq!(t.eta(t0 + s(16)), s(19 * 16));
         t.started(t0 + s(16));
         assert_eq!(t.eta(t0 + s(17)), s(18 * 16 + 15));
+    }
+
+    #[test]
+    fn the_time_since_the_load_started_lowers_the_floor_of_the_estimate() {
+        let t0 = Instant::now();
+        let mut t = quickstart(20, t0);
+        t.started(t0);
+        // 12 s in, with no figures: at least the whole load is left of this measurement.
+        assert_eq!(t.eta(t0 + s(12)), s(19 * 14 + 14));
+        // Its load started 10 s ago: 4 s of it are left.
+        t.load_elapsed(s(10));
+        assert_eq!(t.eta(t0 + s(12)), s(19 * 14 + 4));
+        // Never beyond the load, never backwards.
+        t.load_elapsed(s(99));
+        t.load_elapsed(s(3));
+        assert_eq!(t.eta(t0 + s(30)), s(19 * 14));
     }
 
     #[test]

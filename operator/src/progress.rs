@@ -1,7 +1,8 @@
-//! What a run shows while it works. The runner (and, one day, a client following a run on a
-//! cluster through its status) tells a [`Display`] what happened as [`Event`]s: the plan,
-//! a measurement (a cell's repetition) starting, its phases' live and final figures, and how
-//! it ended. Nothing here knows of processes or files.
+//! What a run shows while it works. The local runner, and `kubectl benchmatrix run` following a
+//! run on a cluster through its status ([`crate::kubectl::follow`]), tell a [`Display`] what
+//! happened as [`Event`]s: the plan, a measurement (a cell's repetition) starting, its phases'
+//! live and final figures, and how it ended. Nothing here knows of processes, files or the
+//! Kubernetes API.
 //!
 //! On a terminal the display is live ([`live`]): an overall bar of measurements done with the
 //! time elapsed and an estimate of the time left, and under it the current cell, repetition
@@ -141,6 +142,25 @@ pub enum Event<'a> {
         /// e.g. "starting pool x 1 replica(s), cpu 2 each (cgroup-v2), port 40121".
         detail: &'a str,
     },
+    /// What the measurement under way is doing now, in words (on a cluster, the cell's status
+    /// message as its load starts). The live line shows it; plain output, which has the
+    /// `Started` line, prints nothing, so that it stays one line per phase.
+    Doing {
+        /// Which measurement.
+        step: &'a Step,
+        /// e.g. "load generator running against http://10.96.0.12:8080".
+        detail: &'a str,
+    },
+    /// How far into its planned load (warm-up and phases) the measurement under way is, when
+    /// no phase figures come to say it (on a cluster: the time since its load generator
+    /// started, which also counts the generator's check that the target answers). It moves
+    /// the estimate of the time left, and shows nothing else.
+    LoadElapsed {
+        /// Which measurement.
+        step: &'a Step,
+        /// Time since the load started.
+        elapsed: Duration,
+    },
     /// Live figures of the phase running now.
     PhaseProgress {
         /// Which measurement.
@@ -259,6 +279,12 @@ impl Display {
                     Out::Plain(_) => self.stays(&format!("{} | {detail}", self.label(step))),
                 }
             }
+            Event::Doing { step, detail } => {
+                if let Out::Live(l) = &mut self.out {
+                    l.cell(&format!("{} · {detail}", short_label(step, &self.plan)));
+                }
+            }
+            Event::LoadElapsed { elapsed, .. } => self.tally.load_elapsed(elapsed),
             Event::PhaseProgress { step, figures } => {
                 self.tally
                     .phase(&figures.phase, figures.elapsed_secs, false);

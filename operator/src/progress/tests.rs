@@ -225,6 +225,45 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
 }
 
 #[test]
+fn what_a_measurement_is_doing_shows_live_and_is_no_line_of_its_own() {
+    let a = step("pool-x1", 0, 1);
+    let out = Buffer::default();
+    let mut plain = Display::plain(plan(), Box::new(out.clone()));
+    plain.event(Event::Started {
+        step: &a,
+        detail: "deploying 1 x pool replica(s)",
+    });
+    plain.event(Event::Doing {
+        step: &a,
+        detail: "load generator running against http://10.96.0.12:8080",
+    });
+    assert_eq!(
+        out.text(),
+        "[1/4] pool-x1 rep 1/2 | deploying 1 x pool replica(s)\n"
+    );
+
+    let term = InMemoryTerm::new(12, 200);
+    let mut live = Display::live(
+        plan(),
+        ProgressDrawTarget::term_like(Box::new(term.clone())),
+    );
+    live.event(Event::Started {
+        step: &a,
+        detail: "deploying 1 x pool replica(s)",
+    });
+    live.event(Event::Doing {
+        step: &a,
+        detail: "load generator running against http://10.96.0.12:8080",
+    });
+    let screen = term.contents();
+    assert!(
+        screen
+            .contains("\npool-x1 rep 1/2 · load generator running against http://10.96.0.12:8080"),
+        "{screen}"
+    );
+}
+
+#[test]
 fn parses_progress_json_and_ignores_log_lines() {
     let l = r#"{"phase":"mixed","elapsedSecs":3,"ended":false,"streams":[{"endpoint":"fast","requests":240,"rps":81.5,"p50Ms":12.0,"p99Ms":48.25,"errors":0},{"endpoint":"slow","requests":8,"rps":2.5,"p99Ms":null,"errors":1,"extra":true}]}"#;
     let p = ProgressLine::parse(l).expect("progress line");

@@ -1,0 +1,334 @@
+//! Which cluster, as which user, in which namespace: kubectl's own rules, so that
+//! `kubectl benchmatrix` talks to the cluster `kubectl` would.
+//!
+//! - The kubeconfig: `--kubeconfig FILE`, else the files in `$KUBECONFIG` (merged, the first
+//!   to set a value wins), else `~/.kube/config`; with none of them, the pod's service account
+//!   (in a pod, as a CI job on the cluster runs).
+//! - The context: `--context NAME`, else the kubeconfig's current-context.
+//! - The namespace: `-n/--namespace`, else (for `run`) the file's `metadata.namespace`, else
+//!   the context's namespace, else `default`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// The connection flags every subcommand takes, before or after its name.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConnectionArgs {
+    /// The namespace of the run (default: for `run`, the file's metadata.namespace; else the
+    /// context's namespace, else "default").
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// The kubeconfig context to use (default: its current-context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the pod's service
+    /// account).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// What the process's environment says about kubeconfigs; read once, passed in, so tests can
+/// state it.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// `$KUBECONFIG`: a list of files (`:`-separated).
+    pub kubeconfig: Option<OsString>,
+    /// `$HOME`, for `~/.kube/config`.
+    pub home: Option<PathBuf>,
+}
+
+impl Environment {
+    /// This process's environment.
+    pub fn of_process() -> Environment {
+        Environment {
+            kubeconfig: std::env::var_os("KUBECONFIG"),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+}
+
+/// A client configuration and what to say about it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The client configuration; its `default_namespace` is the namespace to use unless a run
+    /// file names one (see [`ConnectionArgs::namespace`]).
+    pub config: kube::Config,
+    /// The context used, when it came from a kubeconfig.
+    pub context: Option<String>,
+    /// Whether `-n` chose the namespace (a run file's namespace then must agree with it).
+    pub namespace_from_flag: bool,
+}
+
+/// A cluster to talk to.
+#[derive(Clone)]
+pub struct Cluster {
+    /// The client.
+    pub client: kube::Client,
+    /// The namespace `-n` or the context chose.
+    pub namespace: String,
+    /// Whether `-n` chose it.
+    pub namespace_from_flag: bool,
+    /// e.g. "context kind-bench, https://127.0.0.1:6443", for messages and report.md.
+    pub describe: String,
+}
+
+/// Where `args` and `env` point, by kubectl's rules (see the module's documentation).
+pub async fn target(args: &ConnectionArgs, env: &Environment) -> Result<Target, String> {
+    let kubeconfig = match read_kubeconfig(args, env)? {
+        Some(k) => k,
+        None if args.context.is_some() => {
+            return Err(format!(
+                "--context {}: no kubeconfig to find it in ({})",
+                args.context.as_deref().unwrap_or_default(),
+                WHERE_KUBECONFIGS_ARE
+            ));
+        }
+        None => {
+            let mut config = kube::Config::incluster().map_err(|e| {
+                format!(
+                    "no kubeconfig ({WHERE_KUBECONFIGS_ARE}), and not in a pod with a service \
+                     account ({e})"
+                )
+            })?;
+            if let Some(ns) = &args.namespace {
+                config.default_namespace = ns.clone();
+            }
+            return Ok(Target {
+                config,
+                context: None,
+                namespace_from_flag: args.namespace.is_some(),
+            });
+        }
+    };
+    let context = args
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone());
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| match &context {
+            Some(c) => format!("kubeconfig context {c:?}: {e}"),
+            None => format!("kubeconfig: {e} (no current-context; pass --context)"),
+        })?;
+    if let Some(ns) = &args.namespace {
+        config.default_namespace = ns.clone();
+    }
+    Ok(Target {
+        config,
+        context,
+        namespace_from_flag: args.namespace.is_some(),
+    })
+}
+
+const WHERE_KUBECONFIGS_ARE: &str = "--kubeconfig, $KUBECONFIG or ~/.kube/config";
+
+/// The kubeconfig kubectl would read, or `None` when there is none at all.
+fn read_kubeconfig(args: &ConnectionArgs, env: &Environment) -> Result<Option<Kubeconfig>, String> {
+    let read = |p: &Path| Kubeconfig::read_from(p).map_err(|e| format!("kubeconfig: {e}"));
+    if let Some(path) = &args.kubeconfig {
+        return read(path).map(Some);
+    }
+    if let Some(list) = &env.kubeconfig {
+        let paths: Vec<PathBuf> = std::env::split_paths(list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        if !paths.is_empty() {
+            let mut merged = Kubeconfig::default();
+            for p in &paths {
+                // kubectl skips a listed file that does not exist; it fails on one it cannot
+                // parse.
+                if !p.exists() {
+                    continue;
+                }
+                merged = merged
+                    .merge(read(p)?)
+                    .map_err(|e| format!("kubeconfig: {e}"))?;
+            }
+            return Ok(Some(merged));
+        }
+    }
+    match &env.home {
+        Some(home) if home.join(".kube/config").is_file() => {
+            read(&home.join(".kube/config")).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+impl Target {
+    /// Connects: a client for this target.
+    pub fn connect(self) -> Result<Cluster, String> {
+        let server = self.config.cluster_url.to_string();
+        let namespace = self.config.default_namespace.clone();
+        let describe = match &self.context {
+            Some(c) => format!("context {c}, {server}"),
+            None => format!("in-cluster, {server}"),
+        };
+        let client = kube::Client::try_from(self.config)
+            .map_err(|e| format!("cannot make a client for {describe}: {e}"))?;
+        Ok(Cluster {
+            client,
+            namespace,
+            namespace_from_flag: self.namespace_from_flag,
+            describe,
+        })
+    }
+}
+
+/// A cluster connected to on first use: `report` and `compare` of saved files, and a `run`
+/// whose file is invalid, never need one.
+pub enum Connection {
+    /// Not connected yet.
+    Pending(ConnectionArgs, Environment),
+    /// Connected (tests start here, with a client of a faked API server).
+    Ready(Cluster),
+}
+
+impl Connection {
+    /// The cluster, connecting on the first call.
+    pub async fn cluster(&mut self) -> Result<&Cluster, String> {
+        if let Connection::Pending(args, env) = self {
+            let cluster = target(args, env).await?.connect()?;
+            *self = Connection::Ready(cluster);
+        }
+        match self {
+            Connection::Ready(c) => Ok(c),
+            Connection::Pending(..) => unreachable!("connected just above"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two contexts on two servers, each with its own namespace; `one` is current.
+    const KUBECONFIG: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: one
+clusters:
+  - name: c1
+    cluster: {server: "https://one.example:6443"}
+  - name: c2
+    cluster: {server: "https://two.example:6443"}
+users:
+  - name: u
+    user: {token: t}
+contexts:
+  - name: one
+    context: {cluster: c1, user: u, namespace: team-one}
+  - name: two
+    context: {cluster: c2, user: u}
+"#;
+
+    fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn args(kubeconfig: Option<&Path>, context: Option<&str>, ns: Option<&str>) -> ConnectionArgs {
+        ConnectionArgs {
+            namespace: ns.map(str::to_owned),
+            context: context.map(str::to_owned),
+            kubeconfig: kubeconfig.map(Path::to_path_buf),
+        }
+    }
+
+    async fn server_and_namespace(a: &ConnectionArgs, env: &Environment) -> (String, String) {
+        let t = target(a, env).await.unwrap();
+        (t.config.cluster_url.to_string(), t.config.default_namespace)
+    }
+
+    #[tokio::test]
+    async fn the_context_picks_the_server_and_its_namespace_and_dash_n_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let kc = file(dir.path(), "config", KUBECONFIG);
+        let none = Environment::default();
+        assert_eq!(
+            server_and_namespace(&args(Some(&kc), None, None), &none).await,
+            ("https://one.example:6443/".into(), "team-one".into())
+        );
+        // A context without a namespace: "default", as kubectl.
+        assert_eq!(
+            server_and_namespace(&args(Some(&kc), Some("two"), None), &none).await,
+            ("https://two.example:6443/".into(), "default".into())
+        );
+        let t = target(&args(Some(&kc), Some("two"), Some("bench")), &none)
+            .await
+            .unwrap();
+        assert_eq!(t.config.default_namespace, "bench");
+        assert!(t.namespace_from_flag);
+        assert_eq!(t.context.as_deref(), Some("two"));
+        let err = target(&args(Some(&kc), Some("three"), None), &none)
+            .await
+            .unwrap_err();
+        assert!(err.contains("\"three\""), "{err}");
+    }
+
+    #[tokio::test]
+    async fn kubeconfig_env_then_home_as_kubectl_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let kc = file(dir.path(), "config", KUBECONFIG);
+        // $KUBECONFIG: the first file to set current-context wins; a missing one is skipped.
+        let other = file(
+            dir.path(),
+            "other",
+            &KUBECONFIG.replace("current-context: one", "current-context: two"),
+        );
+        let list = std::env::join_paths([dir.path().join("missing"), other, kc.clone()]).unwrap();
+        let env = Environment {
+            kubeconfig: Some(list),
+            home: None,
+        };
+        assert_eq!(
+            server_and_namespace(&args(None, None, None), &env).await.0,
+            "https://two.example:6443/"
+        );
+        // --kubeconfig beats $KUBECONFIG.
+        assert_eq!(
+            server_and_namespace(&args(Some(&kc), None, None), &env)
+                .await
+                .0,
+            "https://one.example:6443/"
+        );
+        // ~/.kube/config when $KUBECONFIG is unset.
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".kube")).unwrap();
+        file(&home.path().join(".kube"), "config", KUBECONFIG);
+        let env = Environment {
+            kubeconfig: None,
+            home: Some(home.path().to_path_buf()),
+        };
+        assert_eq!(
+            server_and_namespace(&args(None, None, None), &env).await.1,
+            "team-one"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_kubeconfig_at_all_says_where_it_looked() {
+        let empty_home = tempfile::tempdir().unwrap();
+        let env = Environment {
+            kubeconfig: None,
+            home: Some(empty_home.path().to_path_buf()),
+        };
+        let err = target(&args(None, Some("one"), None), &env)
+            .await
+            .unwrap_err();
+        assert!(err.contains("--context one"), "{err}");
+        assert!(err.contains("$KUBECONFIG"), "{err}");
+        let broken = file(empty_home.path(), "broken", "clusters: [");
+        let err = target(&args(Some(&broken), None, None), &env)
+            .await
+            .unwrap_err();
+        assert!(err.starts_with("kubeconfig:"), "{err}");
+    }
+}
