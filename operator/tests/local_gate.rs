@@ -141,7 +141,17 @@ fn adaptive_repetitions_stop_at_max_when_imprecise_and_early_when_precise() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (o, out) = run(dir.path(), &until(2, 3, 0.0001));
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("repetitions until precise: a 3 (max reached, fast-only/fast p99 at"),
+        "the closing lines say why: {t}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("repetitions until precise: a 3 (max reached"),
+        "{md}"
+    );
     let st = status(&out);
     let a = cell(&st, "a");
     assert_eq!(a["repetitions"].as_sequence().unwrap().len(), 3, "{a:?}");

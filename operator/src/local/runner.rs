@@ -14,7 +14,7 @@ use super::cgroup::Backend;
 use super::progress::{self, Display, Plan, Step};
 use super::replica_set::READY_POLL;
 use super::signals;
-use crate::api::conditions::{self, now};
+use crate::api::conditions::now;
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
 use crate::engine::machine::{self, Command, Look, Seen, StepAt};
 use crate::engine::{self, Ctx, Event, ValidatedRun};
@@ -262,28 +262,8 @@ impl Runner {
         match report::write_report(&self.out, &self.status, &self.raw, &notes) {
             Ok(files) => {
                 self.display.line("");
-                self.display
-                    .line(report::comparison_table(&self.status).trim_end());
-                // As wide as the table above.
-                let wrapped = |text: String| {
-                    report::wrap(&text, report::TABLE_WIDTH)
-                        .trim_end()
-                        .to_string()
-                };
-                if let Some(gate) =
-                    conditions::find(&self.status.conditions, conditions::THRESHOLDS_MET)
-                {
-                    self.display.line("");
-                    self.display
-                        .line(&wrapped(format!("thresholds: {}", gate.message)));
-                }
-                if let Some(r) = self
-                    .status
-                    .summary
-                    .as_ref()
-                    .and_then(|s| s.recommendation.as_deref())
-                {
-                    self.display.line(&wrapped(format!("recommendation: {r}")));
+                for line in report::closing_lines(&self.status) {
+                    self.display.line(&line);
                 }
                 self.display.line(&format!(
                     "\nwrote {} and {} more file(s) in {}",

@@ -100,11 +100,15 @@ pub fn render(
     }
 }
 
-/// What a finished run prints under its progress: the comparison table, then the gate's
-/// verdict and the recommendation when the status has them, each wrapped to the table's width.
+/// What a finished run prints under its progress: the comparison table, how many repetitions
+/// each cell took when they depended on its precision, then the gate's verdict and the
+/// recommendation when the status has them, each wrapped to the table's width.
 pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
     let wrapped = |text: String| wrap(&text, TABLE_WIDTH).trim_end().to_string();
     let mut lines = vec![comparison_table(status).trim_end().to_string()];
+    if let Some(line) = repetitions_line(status) {
+        lines.push(wrapped(line));
+    }
     if let Some(gate) =
         crate::api::conditions::find(&status.conditions, crate::api::conditions::THRESHOLDS_MET)
     {
@@ -119,6 +123,29 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
         lines.push(wrapped(format!("recommendation: {r}")));
     }
     lines
+}
+
+/// "repetitions until precise: single-x1 3 (precise, widest mixed/fast p99 at 2.1%); pool-x1
+/// 10 (max reached, mixed/fast p99 still at 12.4%)", when cells repeated until precise.
+pub fn repetitions_line(status: &BenchmarkRunStatus) -> Option<String> {
+    let cells: Vec<String> = status
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let p = c.precision.as_ref()?;
+            let widest = match (&p.widest_figure, p.widest_percent) {
+                (Some(f), Some(pct)) => format!("{f} at {pct:.1}%"),
+                (Some(f), None) => format!("{f} without an interval"),
+                _ => "no deciding figure".into(),
+            };
+            Some(if p.precise {
+                format!("{} {} (precise, widest {widest})", c.name, p.repetitions)
+            } else {
+                format!("{} {} (max reached, {widest})", c.name, p.repetitions)
+            })
+        })
+        .collect();
+    (!cells.is_empty()).then(|| format!("repetitions until precise: {}", cells.join("; ")))
 }
 
 /// A status document, bare or inside a whole BenchmarkRun (`kubectl get -o yaml`).
