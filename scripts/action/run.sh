@@ -51,9 +51,10 @@
 #
 # Exit codes (also the output exit-code): 0 every cell measured and no regression; 1 a cell
 # failed; 2 bad input (a file, a setting) or a BenchmarkRun the plugin refused; 3 a threshold
-# failed, or a regression beyond MAX_REGRESSION; 5 the setup failed (cluster, images, chart,
-# plugin: the message names the step); any other code is `kubectl benchmatrix run`'s own (its
-# timeout). When both the run and the comparison fail, the run's code wins.
+# failed, or a regression beyond MAX_REGRESSION; 4 the run did not finish within TIMEOUT; 5 the
+# setup failed (cluster, images, chart, plugin: the message names the step) or the plugin could
+# not reach the cluster; 130 interrupted. When both the run and the comparison fail, the run's
+# code wins.
 set -euo pipefail
 
 ACTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -379,6 +380,9 @@ case "${run_code}" in
   1) run_says="a cell failed (report.md's Cells say which and why)" ;;
   2) run_says="kubectl benchmatrix run refused the BenchmarkRun or its --out (its message is in the log)" ;;
   3) run_says="a threshold failed (report.md's Thresholds say which)" ;;
+  4) run_says="the run did not finish within ${TIMEOUT} (the plugin deleted it; raise timeout)" ;;
+  5) run_says="kubectl benchmatrix run could not reach the cluster or the operator, or the run was deleted under it (its message is in the log)" ;;
+  130) run_says="kubectl benchmatrix run was interrupted (the job was cancelled; the plugin deleted the run)" ;;
   *) run_says="kubectl benchmatrix run ended with exit ${run_code} (a timeout after ${TIMEOUT}, or an error: its message is in the log)" ;;
 esac
 case "${compare_code}" in

@@ -311,12 +311,18 @@ check has "a threshold failed (report.md's Thresholds say which); a regression b
 refute has "^kubectl logs" "${log}"
 end_case
 
-# 6. The plugin's own code (its timeout): passed on, named as such.
+# 6. The plugin's timeout (4): passed on, named as such; a code the script does not know is
+# passed on too, with what it may mean.
 run_action STUB_RUN_EXIT=4 TIMEOUT=1h30m
-begin "the run's other code (a timeout): passed on with what it may mean"
+begin "the run's timeout: exit 4, named"
 check exit_is 4
 check has "run bench.yaml --out benchmatrix-out --timeout 1h30m$" "${log}"
-check has "kubectl benchmatrix run ended with exit 4 (a timeout after 1h30m, or an error" "${out}"
+check has "the run did not finish within 1h30m" "${out}"
+end_case
+run_action STUB_RUN_EXIT=7 TIMEOUT=1h30m
+begin "the run's other code: passed on with what it may mean"
+check exit_is 7
+check has "kubectl benchmatrix run ended with exit 7 (a timeout after 1h30m, or an error" "${out}"
 end_case
 
 # 7. The plugin refused the file: exit 2, no status, so nothing compared, and said so.
