@@ -333,22 +333,10 @@ if [[ -z "${helm}" ]]; then
   fi
 fi
 
-step "installing the CRD (Helm never upgrades crds/, so apply it first)"
-kubectl apply --server-side --force-conflicts -f "${CHART}/crds/"
-kubectl wait --for=condition=Established --timeout=60s crd/benchmarkruns.benchmatrix.dev
-
-step "installing chart ${chart_version} into ${RELEASE_NAMESPACE}"
-"${helm}" upgrade --install "${RELEASE}" "${CHART}" \
-  --namespace "${RELEASE_NAMESPACE}" --create-namespace \
-  --set image.operator.repository="${IMAGE_REGISTRY}/benchmatrix-operator" \
-  --set image.target.repository="${IMAGE_REGISTRY}/benchmatrix-target" \
-  --set image.loadgen.repository="${IMAGE_REGISTRY}/benchmatrix-loadgen" \
-  --set image.operator.tag="${IMAGE_TAG}" \
-  --set image.target.tag="${IMAGE_TAG}" \
-  --set image.loadgen.tag="${IMAGE_TAG}" \
-  --set operator.kubeletInsecureTLS="${KUBELET_INSECURE_TLS}" \
-  --wait --timeout 180s
-kubectl -n "${RELEASE_NAMESPACE}" rollout status "deployment/${RELEASE}" --timeout=120s
+step "installing the CRD, then chart ${chart_version} into ${RELEASE_NAMESPACE}"
+env HELM="${helm}" CHART="${CHART}" RELEASE="${RELEASE}" RELEASE_NAMESPACE="${RELEASE_NAMESPACE}" \
+  IMAGE_REGISTRY="${IMAGE_REGISTRY}" IMAGE_TAG="${IMAGE_TAG}" KUBELET_INSECURE_TLS="${KUBELET_INSECURE_TLS}" \
+  "${ACTION_ROOT}/scripts/install-operator.sh"
 
 # ---------------------------------------------------------------------------------------------
 # 6. Run, then compare

@@ -418,7 +418,7 @@ end_case
 run_action STUB_FAIL="helm upgrade"
 begin "setup failure (helm): exit 5 naming the step, diagnostics, cluster deleted, no run"
 check exit_is 5
-check has_line "::error title=benchmatrix::setup failed while installing chart ${version} into benchmatrix-system: a command exited 1 (exit 5)" "${out}"
+check has_line "::error title=benchmatrix::setup failed while installing the CRD, then chart ${version} into benchmatrix-system: a command exited 1 (exit 5)" "${out}"
 check in_order "^helm upgrade" "^kubectl logs -n benchmatrix-system" "^kind delete cluster --name benchmatrix-action$"
 refute has "^kubectl-benchmatrix" "${log}"
 check has_line "exit-code=5" "${outputs}"

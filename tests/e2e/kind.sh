@@ -346,24 +346,11 @@ fi
 # ---------------------------------------------------------------------------------------------
 # 3. Install (the same commands as docs/kubernetes.md)
 
-log "installing the CRD (Helm never upgrades crds/, so apply it first)"
-kubectl apply --server-side --force-conflicts -f "${CHART}/crds/"
-kubectl wait --for=condition=Established --timeout=60s crd/benchmarkruns.benchmatrix.dev
-
-log "installing the chart into ${RELEASE_NAMESPACE}"
-"${helm}" upgrade --install "${RELEASE}" "${CHART}" \
-  --namespace "${RELEASE_NAMESPACE}" --create-namespace \
-  --set image.operator.repository="${IMAGE_REGISTRY}/benchmatrix-operator" \
-  --set image.target.repository="${IMAGE_REGISTRY}/benchmatrix-target" \
-  --set image.loadgen.repository="${IMAGE_REGISTRY}/benchmatrix-loadgen" \
-  --set image.operator.tag="${IMAGE_TAG}" \
-  --set image.target.tag="${IMAGE_TAG}" \
-  --set image.loadgen.tag="${IMAGE_TAG}" \
-  --set operator.logFormat=text \
-  --set operator.kubeletInsecureTLS="${KUBELET_INSECURE_TLS}" \
-  --set-string 'operator.logLevel=info\,benchmatrix=debug' \
-  --wait --timeout 180s
-kubectl -n "${RELEASE_NAMESPACE}" rollout status "deployment/${RELEASE}" --timeout=120s
+log "installing the CRD, then the chart into ${RELEASE_NAMESPACE} (scripts/install-operator.sh)"
+env HELM="${helm}" CHART="${CHART}" RELEASE="${RELEASE}" RELEASE_NAMESPACE="${RELEASE_NAMESPACE}" \
+  IMAGE_REGISTRY="${IMAGE_REGISTRY}" IMAGE_TAG="${IMAGE_TAG}" KUBELET_INSECURE_TLS="${KUBELET_INSECURE_TLS}" \
+  scripts/install-operator.sh --set operator.logFormat=text \
+  --set-string 'operator.logLevel=info\,benchmatrix=debug'
 
 # ---------------------------------------------------------------------------------------------
 # 4. Run the sample

@@ -1036,8 +1036,16 @@ fn docs_show_the_steps_the_e2e_script_runs() {
     // they are expanded here first), and each knob the docs mention is one the script reads.
     let root = repo_root();
     let docs = std::fs::read_to_string(root.join("docs/kubernetes.md")).expect("docs");
-    let script = std::fs::read_to_string(root.join("tests/e2e/kind.sh"))
-        .expect("kind.sh")
+    // kind.sh installs through scripts/install-operator.sh (shared with the GitHub Action), so
+    // its steps are the two scripts' together.
+    let kind_sh = std::fs::read_to_string(root.join("tests/e2e/kind.sh")).expect("kind.sh");
+    assert!(
+        kind_sh.contains("scripts/install-operator.sh"),
+        "kind.sh installs through it"
+    );
+    let install = std::fs::read_to_string(root.join("scripts/install-operator.sh"))
+        .expect("install-operator.sh");
+    let script = format!("{kind_sh}\n{install}")
         .replace("\"${CHART}/crds/\"", "charts/benchmatrix/crds/")
         .replace("\"${CHART}\"", "charts/benchmatrix")
         .replace("\"${RELEASE}\"", "benchmatrix")

@@ -75,9 +75,14 @@ pub async fn observe(
     };
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    // The objects of step `at`: its cell's, for its repetition.
     let child = |at: StepAt| {
-        let cell = status.cells.get(at.cell)?.name.clone();
-        Some((cell, at.repetition))
+        let cell = &status.cells.get(at.cell)?.name;
+        Some(build::CellRun {
+            run,
+            cell,
+            repetition: at.repetition,
+        })
     };
     match machine::look(status, now, planned_load(run)) {
         Look::Nothing => {}
@@ -98,26 +103,16 @@ pub async fn observe(
             obs.nodes = list_nodes(client).await?;
         }
         Look::Target(at) => {
-            let Some((cell, repetition)) = child(at) else {
+            let Some(at) = child(at) else {
                 return Ok(obs);
-            };
-            let at = build::CellRun {
-                run,
-                cell: &cell,
-                repetition,
             };
             let name = at.child_name();
             (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
             obs.target_pods = target_pods(&pods, &at).await?;
         }
         Look::Load { at, load_over } => {
-            let Some((cell, repetition)) = child(at) else {
+            let Some(at) = child(at) else {
                 return Ok(obs);
-            };
-            let at = build::CellRun {
-                run,
-                cell: &cell,
-                repetition,
             };
             let name = at.child_name();
             read_load(

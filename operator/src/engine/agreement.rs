@@ -248,6 +248,15 @@ fn failed_job() -> Job {
     .unwrap()
 }
 
+/// The commands of `steps` steps, each deployed, loaded and stopped, then the run's end.
+fn steps_then_end(steps: usize) -> Vec<Vec<&'static str>> {
+    let mut commands: Vec<Vec<&'static str>> = (0..steps)
+        .flat_map(|_| [vec!["deploy"], vec!["start"], vec!["stop"]])
+        .collect();
+    commands.push(vec!["end"]);
+    commands
+}
+
 /// Cell a measured, cell b never finishes its load (a timeout).
 fn measured_then_timed_out() -> Scenario {
     Scenario {
@@ -263,15 +272,7 @@ fn measured_then_timed_out() -> Scenario {
             (10 + 300 + 6 + 120, Moment::Nothing),
             (436, Moment::Nothing), // the run ends
         ],
-        commands: vec![
-            vec!["deploy"],
-            vec!["start"],
-            vec!["stop"],
-            vec!["deploy"],
-            vec!["start"],
-            vec!["stop"],
-            vec!["end"],
-        ],
+        commands: steps_then_end(2),
     }
 }
 
@@ -292,15 +293,7 @@ fn replica_exit_then_unreachable() -> Scenario {
             ),
             (8, Moment::Nothing),
         ],
-        commands: vec![
-            vec!["deploy"],
-            vec!["start"],
-            vec!["stop"],
-            vec!["deploy"],
-            vec!["start"],
-            vec!["stop"],
-            vec!["end"],
-        ],
+        commands: steps_then_end(2),
     }
 }
 
@@ -316,17 +309,13 @@ fn adaptive_repetitions_precise_at_min() -> Scenario {
     };
     let mut moments: Vec<(i64, Moment)> = [0, 10, 20, 30].into_iter().flat_map(measured).collect();
     moments.push((40, Moment::Nothing));
-    let mut commands: Vec<Vec<&'static str>> = (0..4)
-        .flat_map(|_| [vec!["deploy"], vec!["start"], vec!["stop"]])
-        .collect();
-    commands.push(vec!["end"]);
     Scenario {
         spec: SPEC.replace(
             "spec:\n",
             "spec:\n  repeat: {min: 2, max: 3, precision: 5}\n",
         ),
         moments,
-        commands,
+        commands: steps_then_end(4),
     }
 }
 

@@ -307,13 +307,12 @@ fn ends_of(i: usize, c: &CellStatus, repeat: u32) -> Vec<Ended<'_>> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-    use std::sync::{Arc, Mutex};
 
     use super::*;
     use crate::api::conditions::time_from_secs;
     use crate::api::{CellResult, LatencyMs};
     use crate::engine::{self, Cause, Ctx, Event, Measured};
+    use crate::fixtures::Buffer;
 
     const SPEC: &str = r#"
 apiVersion: benchmatrix.dev/v1alpha1
@@ -328,19 +327,6 @@ spec:
     warmup: 1s
     phases: [{name: p, duration: 5s, load: [{endpoint: fast, connections: 1}]}]
 "#;
-
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Buffer {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// The statuses the engine writes for `events`, one after each.
     fn statuses(run: &ValidatedRun, events: Vec<Event>) -> Vec<BenchmarkRunStatus> {
@@ -417,7 +403,7 @@ spec:
         let mut f = Follower::new(&run);
         f.update(all.last().unwrap(), &mut display);
         f.update(all.last().unwrap(), &mut display);
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let text = out.text();
         assert_eq!(
             text,
             "[1/2] a | started\n\
@@ -435,7 +421,7 @@ spec:
         for s in &all {
             f.update(s, &mut display);
         }
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let text = out.text();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "[1/2] a | deploying a");
         assert_eq!(lines[3], "[2/2] b | deploying b");

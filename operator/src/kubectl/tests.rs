@@ -2,7 +2,6 @@
 //! own reconciler (`controller::tests::Harness`) over the same fake, so the plugin follows the
 //! statuses a real operator writes, through a watch that serves each change as an event.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,25 +19,7 @@ use crate::controller::tests::fake::FakeApi;
 use crate::controller::tests::{Behaviour, Harness, NS, healthy, sample, with_timeout};
 use crate::progress::Display;
 
-/// A writer whose text the test reads back.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
+use crate::fixtures::Buffer;
 
 /// The console of a test: plain lines into a buffer, an interrupt the test fires, and the
 /// questions asked (answered with `answer`).

@@ -80,6 +80,18 @@ impl Runner {
         Ok(runner)
     }
 
+    /// What the step `step` of a cell needs of the run.
+    fn cell_context<'a>(&'a mut self, step: &'a Step) -> CellContext<'a> {
+        CellContext {
+            run: &self.run,
+            out: &self.out,
+            backend: &self.backend,
+            display: &mut self.display,
+            step,
+            header_values: &self.header_values,
+        }
+    }
+
     /// Tells the run engine what happened; it writes the status (the same engine, and so the
     /// same phases, reasons and conditions, as a run on a cluster).
     fn record(&mut self, event: Event, at: &Time) {
@@ -94,23 +106,16 @@ impl Runner {
         let mut current: Option<(LocalStep, Step)> = None;
         loop {
             let at = now();
-            let ctx = Ctx::of(&self.run, None, &at);
-            let look = machine::look(&self.status, &at, ctx.limits.planned_load);
+            let look = machine::look(&self.status, &at, self.run.planned_load());
             let mut seen = match (&mut current, look) {
                 (Some((local, step)), Look::Target(_) | Look::Load { .. }) => {
-                    let mut cx = CellContext {
-                        run: &self.run,
-                        out: &self.out,
-                        backend: &self.backend,
-                        display: &mut self.display,
-                        step,
-                        header_values: &self.header_values,
-                    };
+                    let mut cx = self.cell_context(step);
                     local.look(&mut cx, look)
                 }
                 _ => Seen::default(),
             };
             seen.interrupted = signals::interrupted();
+            let ctx = Ctx::of(&self.run, None, &at);
             let advance = machine::advance(&mut self.status, seen, &ctx);
             let mut acted = false;
             let mut ended = false;
@@ -128,27 +133,13 @@ impl Runner {
                             repetition: at.repetition,
                         };
                         let mut local = LocalStep::new(&self.run, cell);
-                        let mut cx = CellContext {
-                            run: &self.run,
-                            out: &self.out,
-                            backend: &self.backend,
-                            display: &mut self.display,
-                            step: &step,
-                            header_values: &self.header_values,
-                        };
+                        let mut cx = self.cell_context(&step);
                         local.deploy(&mut cx);
                         current = Some((local, step));
                     }
                     Command::StartLoad(_) | Command::Collect(_) => {
                         if let Some((local, step)) = &mut current {
-                            let mut cx = CellContext {
-                                run: &self.run,
-                                out: &self.out,
-                                backend: &self.backend,
-                                display: &mut self.display,
-                                step,
-                                header_values: &self.header_values,
-                            };
+                            let mut cx = self.cell_context(step);
                             if matches!(command, Command::Collect(_)) {
                                 local.collect(&mut cx);
                             } else {

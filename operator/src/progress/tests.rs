@@ -1,28 +1,8 @@
-use std::sync::{Arc, Mutex};
-
 use indicatif::{InMemoryTerm, ProgressDrawTarget};
 
 use super::*;
 
-/// A writer whose text the test reads back.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
+use crate::fixtures::Buffer;
 
 /// Two cells, two repetitions each, the quickstart's load (1 s warm-up, 5 s and 8 s phases).
 fn plan() -> Plan {
