@@ -6,7 +6,8 @@
 # each adaptive cell's stop (precise after N, or max reached and how spread), the medians and
 # their ratio, and compares the verdicts with bench/quickstart-verdicts.sh: the fixed runs
 # among themselves (how much the verdicts move by noise alone) and each adaptive run against
-# the first fixed one.
+# the first fixed one. The first comparison prints, per run, what answers the question: each
+# phase and endpoint's best group (the best cell and those within noise of it) and the headline.
 #
 # Usage: bench/adaptive-vs-fixed.sh
 # Env:   ROUNDS=2              runs of each (default 2)
@@ -76,6 +77,22 @@ f, a = statistics.median(walls["fixed"]), statistics.median(walls["adaptive"])
 print(f"median wall time: fixed {f:.1f} s, adaptive {a:.1f} s, adaptive/fixed {a / f:.2f}")
 PY
 
+echo "## the verdicts that answer the question, per run: each comparison's best group, the headline"
+python3 - "$OUT" "$ROUNDS" <<'PY'
+import re, sys, yaml
+out, rounds = sys.argv[1], int(sys.argv[2])
+for kind in ("fixed", "adaptive"):
+    for r in range(1, rounds + 1):
+        st = yaml.safe_load(open(f"{out}/{kind}-{r}/status.yaml"))
+        st = st.get("status", st)
+        groups = []
+        for c in st["summary"].get("comparisons", []):
+            b = c.get("bestCell")
+            tied = sorted(x["cell"] for x in c["cells"] if b and (x["cell"] == b or x.get("withinNoiseOf") == b))
+            groups.append(f"{c['phase']}/{c['endpoint']} {'+'.join(tied) or '-'}")
+        head = re.sub(r"[\d.]+ms|[\d.]+x", "#", st.get("headline", ""))
+        print(f"{kind} {r}: {'; '.join(groups)} | {head}")
+PY
 echo "## verdicts: the fixed runs among themselves"
 fixed_dirs=()
 for round in $(seq 1 "$ROUNDS"); do fixed_dirs+=("$OUT/fixed-$round"); done

@@ -19,8 +19,10 @@
 //!
 //! The figures judged are those that decide something: the p99 of every stream that may be
 //! ranked (see [`super::trust`]; an unstable p99 counts, since more repetitions are what it
-//! needs), and every figure a threshold judges on the cell. Streams excluded for errors or too
-//! few samples are not counted: repeating cannot mend them.
+//! needs), and every figure a threshold judges on the cell. Streams excluded for errors are
+//! not counted, as repeating cannot mend them; nor are those whose repetitions together hold
+//! too few samples for a p99: they need a longer phase, and each repetition's own p99 from a
+//! few dozen samples would keep the cell repeating to `max` for nothing.
 
 use crate::api::CellResult;
 use crate::api::thresholds::Metric;
