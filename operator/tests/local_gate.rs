@@ -4,7 +4,8 @@
 
 mod local_common;
 
-use benchmatrix::api::{Configuration, Mode, Repeat, Threshold};
+use benchmatrix::api::{BenchmarkRun, Configuration, Mode, Repeat, Threshold, Workload};
+use benchmatrix::fixtures::{connections, endpoint, phase};
 use local_common::{cell, quickstart, run, status, text};
 
 /// /fast burns about 12 ms of CPU per request: no p50 can be below a millisecond, while one
@@ -123,24 +124,21 @@ fn repetitions_run_interleaved_and_a_gate_that_holds_exits_0() {
     );
 }
 
-/// `repeat: {min, max, precision}` on real processes: asked for an impossible precision, the
-/// cell runs `max` times and says it is still spread; asked for a loose one, it stops well
-/// before `max` (the p99 of a 12 ms CPU burn moves by some percent between runs, and the
-/// interval over two or three of them is far narrower than 100%) and says it is precise.
+/// `repeat: {min, max, precision}` on real processes, asked for an impossible precision: the
+/// cell runs `max` times and says, in the status, the closing lines and the report, that it is
+/// still spread. No two repetitions' p99 are equal to a millionth, so this holds on any machine.
 #[test]
-fn adaptive_repetitions_stop_at_max_when_imprecise_and_early_when_precise() {
-    let until = |min, max, precision| {
-        quickstart("0s", "2s", "1s")
-            .with_cell(Configuration::named("a"))
-            .repeated(Repeat::UntilPrecise {
-                min,
-                max,
-                precision,
-            })
-            .to_yaml()
-    };
+fn adaptive_repetitions_stop_at_max_when_imprecise() {
+    let spec = quickstart("0s", "2s", "1s")
+        .with_cell(Configuration::named("a"))
+        .repeated(Repeat::UntilPrecise {
+            min: 2,
+            max: 3,
+            precision: 0.0001,
+        })
+        .to_yaml();
     let dir = tempfile::tempdir().unwrap();
-    let (o, out) = run(dir.path(), &until(2, 3, 0.0001));
+    let (o, out) = run(dir.path(), &spec);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
@@ -170,17 +168,48 @@ fn adaptive_repetitions_stop_at_max_when_imprecise_and_early_when_precise() {
             .starts_with("max of 3 reached"),
         "{p:?}"
     );
+}
 
+/// Asked for a loose precision, a steady cell stops well before `max` and says it is precise.
+/// Steady by construction: one connection to /fast (about 12 ms of CPU a request, no queue),
+/// one phase with some 250 samples a repetition, and the machine to itself (a `timing_` test
+/// runs alone). Its p99 then moves by some percent between runs, and the interval over three
+/// or four of them is far narrower than 100%. Among other tests on two cores the same p99 was
+/// seen 122% spread over six repetitions: that is the machine, not the rule, so the rule is
+/// checked where the ground truth holds.
+#[test]
+fn timing_adaptive_repetitions_stop_early_when_precise() {
+    let spec = BenchmarkRun::sample()
+        .named("t")
+        .with_workload(Workload {
+            endpoints: vec![endpoint("fast", "/fast")],
+            phases: vec![phase("fast-only", "3s", [connections("fast", 1)])],
+            ..Workload::default()
+        })
+        .with_cell(Configuration::named("a"))
+        .repeated(Repeat::UntilPrecise {
+            min: 2,
+            max: 8,
+            precision: 100.0,
+        })
+        .to_yaml();
     let dir = tempfile::tempdir().unwrap();
-    let (o, out) = run(dir.path(), &until(2, 6, 100.0));
+    let (o, out) = run(dir.path(), &spec);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let st = status(&out);
     let a = cell(&st, "a");
     let taken = a["repetitions"].as_sequence().unwrap().len();
     let p = &a["precision"];
     assert_eq!(p["precise"].as_bool(), Some(true), "{p:?}");
-    assert!((2..=4).contains(&taken), "stopped after {taken}: {p:?}");
+    assert!((2..=5).contains(&taken), "stopped after {taken}: {p:?}");
     assert_eq!(p["repetitions"].as_u64(), Some(taken as u64));
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("precise after {taken}")),
+        "{p:?}"
+    );
     assert_eq!(
         st["progress"].as_str(),
         Some(format!("{taken}/{taken}").as_str())
