@@ -117,45 +117,13 @@ impl Runner {
             seen.interrupted = signals::interrupted();
             let ctx = Ctx::of(&self.run, None, &at);
             let advance = machine::advance(&mut self.status, seen, &ctx);
-            let mut acted = false;
+            let acted = advance
+                .commands
+                .iter()
+                .any(|c| !matches!(c, Command::WakeIn(_)));
             let mut ended = false;
             for command in advance.commands {
-                acted |= !matches!(command, Command::WakeIn(_));
-                match command {
-                    Command::Deploy(at) => {
-                        let (done, total) = self.measurements();
-                        self.display
-                            .event(progress::Event::Measurements { done, total });
-                        let cell = &self.run.cells()[at.cell];
-                        let step = Step {
-                            index: at.cell,
-                            cell: cell.name.clone(),
-                            repetition: at.repetition,
-                        };
-                        let mut local = LocalStep::new(&self.run, cell);
-                        let mut cx = self.cell_context(&step);
-                        local.deploy(&mut cx);
-                        current = Some((local, step));
-                    }
-                    Command::StartLoad(_) | Command::Collect(_) => {
-                        if let Some((local, step)) = &mut current {
-                            let mut cx = self.cell_context(step);
-                            if matches!(command, Command::Collect(_)) {
-                                local.collect(&mut cx);
-                            } else {
-                                local.start_load(&mut cx);
-                            }
-                        }
-                    }
-                    Command::Stop { at, .. } => {
-                        if let Some((mut local, step)) = current.take() {
-                            local.stop();
-                            self.step_ended(at, &step, local.raw.take());
-                        }
-                    }
-                    Command::WakeIn(_) => {}
-                    Command::Ended => ended = true,
-                }
+                ended |= self.carry_out(command, &mut current);
             }
             if ended {
                 break;
@@ -169,6 +137,47 @@ impl Runner {
         }
         self.finish();
         Outcome::of(&self.status)
+    }
+
+    /// Does what the machine said, with processes: `current` is the step whose target and load
+    /// generator run. True when the machine says the run has ended.
+    fn carry_out(&mut self, command: Command, current: &mut Option<(LocalStep, Step)>) -> bool {
+        match command {
+            Command::Deploy(at) => {
+                let (done, total) = self.measurements();
+                self.display
+                    .event(progress::Event::Measurements { done, total });
+                let cell = &self.run.cells()[at.cell];
+                let step = Step {
+                    index: at.cell,
+                    cell: cell.name.clone(),
+                    repetition: at.repetition,
+                };
+                let mut local = LocalStep::new(&self.run, cell);
+                let mut cx = self.cell_context(&step);
+                local.deploy(&mut cx);
+                *current = Some((local, step));
+            }
+            Command::StartLoad(_) | Command::Collect(_) => {
+                if let Some((local, step)) = current {
+                    let mut cx = self.cell_context(step);
+                    if matches!(command, Command::Collect(_)) {
+                        local.collect(&mut cx);
+                    } else {
+                        local.start_load(&mut cx);
+                    }
+                }
+            }
+            Command::Stop { at, .. } => {
+                if let Some((mut local, step)) = current.take() {
+                    local.stop();
+                    self.step_ended(at, &step, local.raw.take());
+                }
+            }
+            Command::WakeIn(_) => {}
+            Command::Ended => return true,
+        }
+        false
     }
 
     /// Measurements done, and done plus still to come: each unfinished cell's repetitions not

@@ -158,125 +158,159 @@ fn seen(
     now: &Time,
     actions: &mut Vec<Action>,
 ) -> (Seen, Option<ReadyTarget>) {
-    let run = v.run();
-    let mut seen = Seen::default();
     let cell_of = |at: StepAt| v.cells().get(at.cell);
     match look {
-        Look::Nothing => {}
-        Look::BeforeDeploy { at, .. } => {
-            let Some(cell) = cell_of(at) else {
-                return (seen, None);
-            };
-            let step = Step {
-                cell: at.cell,
-                repetition: at.repetition,
-                phase: CellPhase::Pending,
-            };
-            let previous = previous::Previous::of(run, status, step, &obs.run_pods);
-            for name in previous.leftovers {
-                actions.extend(delete_children(name));
-            }
-            seen.previous_running = previous.stopping;
-            seen.never_fits = inspect::never_fits(run, cell, obs);
-        }
-        Look::Target(at) => {
-            let Some(cell) = cell_of(at) else {
-                return (seen, None);
-            };
-            seen.target_broken = inspect::pod_failure(&obs.target_pods);
-            seen.unschedulable = inspect::unschedulable(&obs.target_pods);
-            seen.target_missing = obs.deployment.is_none() || obs.service.is_none();
-            let ready = ready_target(run, cell, obs);
-            seen.ready = ready.as_ref().map(|r| match r {
-                Ok(ready) => Ok(Ready {
-                    message: format!(
-                        "load generator running against {} ({} replica(s) ready)",
-                        ready.target,
-                        ready.replicas.len()
-                    ),
-                    target_pods: ready.pods.clone(),
-                }),
-                Err(why) => Err(why.clone()),
-            });
-            let mut detail = inspect::readiness_detail(&obs.target_pods);
-            if let Some(why) = inspect::deployment_trouble(obs.deployment.as_ref()) {
-                detail = format!("{why}; {detail}");
-            }
-            seen.not_ready = detail;
-            return (seen, ready.and_then(Result::ok));
-        }
-        Look::Load { at, .. } => {
-            let Some(cell) = cell_of(at) else {
-                return (seen, None);
-            };
-            let recorded = &status.cells[at.cell].target_pods;
-            seen.replica_exited = target_pods::exited(recorded, &obs.target_pods);
-            seen.loadgen_broken = inspect::pod_failure(&obs.loadgen_pods)
-                .filter(|(why, _)| matches!(why, Cause::ChildBroken | Cause::ImagePull))
-                .map(|(why, said)| {
-                    // A load generator that cannot start (a Secret or key its headers name is
-                    // missing, its image cannot be pulled) never will: the cell fails now, not
-                    // at the load deadline.
-                    let hint = if why == Cause::ChildBroken {
-                        " (create the Secrets that spec.workload.endpoints[].headers[].valueFrom \
-                         name, in the run's namespace)"
-                    } else {
-                        ""
-                    };
-                    (why, format!("load generator {said}{hint}"))
-                });
-            seen.result = obs.result.as_ref().map(|res| match res {
-                Ok(doc) => Ok(Box::new(measured(
-                    v,
-                    at,
-                    cell,
-                    doc,
-                    obs.kubelet.as_ref(),
-                    status,
-                    now,
-                ))),
-                Err(why) => Err((Cause::ResultUnparsable, why.clone())),
-            });
-            seen.load_failed = obs
-                .job
-                .as_ref()
-                .and_then(inspect::job_failure)
-                .map(|message| {
-                    let (why, detail) = match &obs.loadgen_failure {
-                        Some(line) if line.contains("OOMKilled") => {
-                            (Cause::OomKilled, line.clone())
-                        }
-                        Some(line) => (Cause::of_loadgen_failure(line), line.clone()),
-                        None => (Cause::LoadgenFailed, String::from("no log")),
-                    };
-                    (
-                        why,
-                        format!("load generator failed: {message}; last log line: {detail}"),
-                    )
-                });
-            seen.target_oom = inspect::target_oom(&obs.target_pods);
-            seen.load_missing = obs.job.is_none();
-            if seen.load_missing {
-                // A missing Job is made again from the Service address and the pod IPs.
-                let ready = ready_target(run, cell, obs);
-                seen.ready = ready.as_ref().map(|r| {
-                    r.as_ref()
-                        .map(|ready| Ready {
-                            message: String::new(),
-                            target_pods: ready.pods.clone(),
-                        })
-                        .map_err(Clone::clone)
-                });
-                return (seen, ready.and_then(Result::ok));
-            }
-            // For a step whose pods were never recorded (an operator that kept no record).
-            seen.ready = Some(Ok(Ready {
-                message: String::new(),
-                target_pods: target_pods::record(&inspect::ready_pods(obs)),
-            }));
-        }
+        Look::Nothing => (Seen::default(), None),
+        Look::BeforeDeploy { at, .. } => match cell_of(at) {
+            Some(cell) => (
+                seen_before_deploy(v.run(), cell, at, status, obs, actions),
+                None,
+            ),
+            None => (Seen::default(), None),
+        },
+        Look::Target(at) => match cell_of(at) {
+            Some(cell) => seen_target(v.run(), cell, obs),
+            None => (Seen::default(), None),
+        },
+        Look::Load { at, .. } => match cell_of(at) {
+            Some(cell) => seen_load(v, cell, at, status, obs, now),
+            None => (Seen::default(), None),
+        },
     }
+}
+
+/// Before a step's target is deployed: whether the previous step's pods are still stopping
+/// (their leftovers are deleted) and whether the cell could ever fit on a node.
+fn seen_before_deploy(
+    run: &BenchmarkRun,
+    cell: &Cell,
+    at: StepAt,
+    status: &BenchmarkRunStatus,
+    obs: &Observation,
+    actions: &mut Vec<Action>,
+) -> Seen {
+    let step = Step {
+        cell: at.cell,
+        repetition: at.repetition,
+        phase: CellPhase::Pending,
+    };
+    let previous = previous::Previous::of(run, status, step, &obs.run_pods);
+    for name in previous.leftovers {
+        actions.extend(delete_children(name));
+    }
+    Seen {
+        previous_running: previous.stopping,
+        never_fits: inspect::never_fits(run, cell, obs),
+        ..Seen::default()
+    }
+}
+
+/// While the target starts: its pods' failures and readiness, and the target the load needs.
+fn seen_target(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> (Seen, Option<ReadyTarget>) {
+    let ready = ready_target(run, cell, obs);
+    let mut not_ready = inspect::readiness_detail(&obs.target_pods);
+    if let Some(why) = inspect::deployment_trouble(obs.deployment.as_ref()) {
+        not_ready = format!("{why}; {not_ready}");
+    }
+    let seen = Seen {
+        target_broken: inspect::pod_failure(&obs.target_pods),
+        unschedulable: inspect::unschedulable(&obs.target_pods),
+        target_missing: obs.deployment.is_none() || obs.service.is_none(),
+        ready: ready.as_ref().map(|r| match r {
+            Ok(ready) => Ok(Ready {
+                message: format!(
+                    "load generator running against {} ({} replica(s) ready)",
+                    ready.target,
+                    ready.replicas.len()
+                ),
+                target_pods: ready.pods.clone(),
+            }),
+            Err(why) => Err(why.clone()),
+        }),
+        not_ready,
+        ..Seen::default()
+    };
+    (seen, ready.and_then(Result::ok))
+}
+
+/// While the load runs: the replicas and the load generator, its result, and what it takes
+/// to make a missing Job again.
+fn seen_load(
+    v: &ValidatedRun,
+    cell: &Cell,
+    at: StepAt,
+    status: &BenchmarkRunStatus,
+    obs: &Observation,
+    now: &Time,
+) -> (Seen, Option<ReadyTarget>) {
+    let recorded = &status.cells[at.cell].target_pods;
+    let mut seen = Seen {
+        replica_exited: target_pods::exited(recorded, &obs.target_pods),
+        loadgen_broken: loadgen_cannot_start(obs),
+        result: obs.result.as_ref().map(|res| match res {
+            Ok(doc) => Ok(Box::new(measured(
+                v,
+                at,
+                cell,
+                doc,
+                obs.kubelet.as_ref(),
+                status,
+                now,
+            ))),
+            Err(why) => Err((Cause::ResultUnparsable, why.clone())),
+        }),
+        load_failed: loadgen_failed(obs),
+        target_oom: inspect::target_oom(&obs.target_pods),
+        load_missing: obs.job.is_none(),
+        ..Seen::default()
+    };
+    if seen.load_missing {
+        // A missing Job is made again from the Service address and the pod IPs.
+        let ready = ready_target(v.run(), cell, obs);
+        seen.ready = ready.as_ref().map(|r| {
+            r.as_ref()
+                .map(|ready| Ready {
+                    message: String::new(),
+                    target_pods: ready.pods.clone(),
+                })
+                .map_err(Clone::clone)
+        });
+        return (seen, ready.and_then(Result::ok));
+    }
+    // For a step whose pods were never recorded (an operator that kept no record).
+    seen.ready = Some(Ok(Ready {
+        message: String::new(),
+        target_pods: target_pods::record(&inspect::ready_pods(obs)),
+    }));
     (seen, None)
+}
+
+/// A load generator that cannot start (a Secret or key its headers name is missing, its image
+/// cannot be pulled) never will: the cell fails now, not at the load deadline.
+fn loadgen_cannot_start(obs: &Observation) -> Option<(Cause, String)> {
+    let (why, said) = inspect::pod_failure(&obs.loadgen_pods)
+        .filter(|(why, _)| matches!(why, Cause::ChildBroken | Cause::ImagePull))?;
+    let hint = if why == Cause::ChildBroken {
+        " (create the Secrets that spec.workload.endpoints[].headers[].valueFrom name, in the \
+         run's namespace)"
+    } else {
+        ""
+    };
+    Some((why, format!("load generator {said}{hint}")))
+}
+
+/// The load generator's Job failed: why, from its last log line.
+fn loadgen_failed(obs: &Observation) -> Option<(Cause, String)> {
+    let message = inspect::job_failure(obs.job.as_ref()?)?;
+    let (why, detail) = match &obs.loadgen_failure {
+        Some(line) if line.contains("OOMKilled") => (Cause::OomKilled, line.clone()),
+        Some(line) => (Cause::of_loadgen_failure(line), line.clone()),
+        None => (Cause::LoadgenFailed, String::from("no log")),
+    };
+    Some((
+        why,
+        format!("load generator failed: {message}; last log line: {detail}"),
+    ))
 }
 
 /// Does what the machine said, on the cluster: objects to apply or delete, when to look again.
