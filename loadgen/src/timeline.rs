@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::histogram::{self, LatencyHistogram, TIMELINE_SIGFIG};
 use crate::recorder::SecondCounts;
@@ -26,9 +26,11 @@ pub struct Progress {
     pub streams: Vec<StreamProgress>,
 }
 
-/// A stream's state in a progress line.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A stream's state in a progress line. The operator reads it back (its progress display): a
+/// field it does not know is ignored and one missing defaults, so the two may differ by a
+/// version.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct StreamProgress {
     /// Endpoint name.
     pub endpoint: String,

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+pub use benchmatrix_loadgen::timeline::StreamProgress;
+
 use self::tally::Tally;
 
 /// One `--progress-json` line of the load generator (a consumer's view: unknown fields are
@@ -44,25 +46,7 @@ pub struct PhaseFigures {
     /// Seconds into that phase (its length once it ended).
     pub elapsed_secs: f64,
     /// Figures per stream.
-    pub streams: Vec<StreamFigures>,
-}
-
-/// The figures of one stream.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct StreamFigures {
-    /// Endpoint name.
-    pub endpoint: String,
-    /// Requests completed so far in the phase.
-    pub requests: u64,
-    /// Successful requests per second.
-    pub rps: f64,
-    /// Median latency, milliseconds; `None` without a successful response.
-    pub p50_ms: Option<f64>,
-    /// p99 latency, milliseconds; `None` without a successful response.
-    pub p99_ms: Option<f64>,
-    /// Errors so far in the phase.
-    pub errors: u64,
+    pub streams: Vec<StreamProgress>,
 }
 
 impl ProgressLine {

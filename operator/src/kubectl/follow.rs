@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::api::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus, RunPhase};
 use crate::engine::ValidatedRun;
-use crate::progress::{self, Display, PhaseFigures, Step, StreamFigures};
+use crate::progress::{self, Display, PhaseFigures, Step, StreamProgress};
 
 /// Shown as a measurement's start when the status moved past its deployment before the
 /// follower saw it.
@@ -234,7 +234,7 @@ impl Follower {
     fn phase_figures(&self, results: &[CellResult]) -> Vec<PhaseFigures> {
         let mut out: Vec<PhaseFigures> = Vec::new();
         for r in results {
-            let stream = StreamFigures {
+            let stream = StreamProgress {
                 endpoint: r.endpoint.clone(),
                 requests: r.requests,
                 rps: r.rps,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{PhaseFigures, StreamFigures};
+use super::{PhaseFigures, StreamProgress};
 use crate::report::ABSENT;
 
 fn ms(v: f64) -> String {
@@ -11,7 +11,7 @@ fn ms(v: f64) -> String {
 }
 
 /// True when the stream completed requests and none succeeded.
-fn all_failed(s: &StreamFigures) -> bool {
+fn all_failed(s: &StreamProgress) -> bool {
     s.requests > 0 && s.errors >= s.requests
 }
 
@@ -25,7 +25,7 @@ fn errors(n: u64) -> String {
 }
 
 /// A stream whose figures say nothing of latency, in words; `None` when it has some.
-fn without_latency(s: &StreamFigures) -> Option<String> {
+fn without_latency(s: &StreamProgress) -> Option<String> {
     if all_failed(s) {
         Some(format!("no successful responses, {} errors", s.errors))
     } else if s.requests == 0 {
@@ -38,7 +38,7 @@ fn without_latency(s: &StreamFigures) -> Option<String> {
 /// A stream by rps and p99: `fast 81.0 rps p99 48.2 ms`, with `, 3 errors`. Live, the figures
 /// are the last second's (p99 [`ABSENT`] when that second had no success) and the errors the
 /// phase's so far.
-pub fn brief_stream(s: &StreamFigures) -> String {
+pub fn brief_stream(s: &StreamProgress) -> String {
     if let Some(words) = without_latency(s) {
         return format!("{} {words}", s.endpoint);
     }
@@ -67,7 +67,7 @@ pub fn live(p: &PhaseFigures, planned: Option<Duration>) -> String {
 
 /// A stream over a whole phase: `fast 80.2 rps, p50 12.1 ms, p99 31.2 ms, 3 errors`, or
 /// `slow no successful responses, 1398 errors`.
-pub fn ended_stream(s: &StreamFigures) -> String {
+pub fn ended_stream(s: &StreamProgress) -> String {
     if let Some(words) = without_latency(s) {
         return format!("{} {words}", s.endpoint);
     }

@@ -15,8 +15,14 @@ fn plan() -> Plan {
     }
 }
 
-fn stream(endpoint: &str, requests: u64, errors: u64, rps: f64, p99: Option<f64>) -> StreamFigures {
-    StreamFigures {
+fn stream(
+    endpoint: &str,
+    requests: u64,
+    errors: u64,
+    rps: f64,
+    p99: Option<f64>,
+) -> StreamProgress {
+    StreamProgress {
         endpoint: endpoint.into(),
         requests,
         errors,
@@ -26,7 +32,7 @@ fn stream(endpoint: &str, requests: u64, errors: u64, rps: f64, p99: Option<f64>
     }
 }
 
-fn phase(name: &str, secs: f64, streams: Vec<StreamFigures>) -> PhaseFigures {
+fn phase(name: &str, secs: f64, streams: Vec<StreamProgress>) -> PhaseFigures {
     PhaseFigures {
         phase: name.into(),
         elapsed_secs: secs,
