@@ -21,11 +21,9 @@ cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-2}"
 ADAPTIVE="${ADAPTIVE:-{min: 3, max: 10, precision: 5\}}"
 OUT="${OUT:-$(mktemp -d)}"
-if [[ -z "${BENCHMATRIX:-}" ]]; then
-  cargo build --release -q -p benchmatrix
-  BENCHMATRIX="$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/benchmatrix"
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+benchmatrix_binary
 mkdir -p "$OUT"
 fixed=manifests/samples/quickstart.yaml
 adaptive="$OUT/quickstart-adaptive.yaml"

@@ -78,11 +78,9 @@ fi
 RUNS="${RUNS:-2}"
 OUT="${OUT:-$(mktemp -d)}"
 SPEC="${SPEC:-manifests/samples/quickstart.yaml}"
-if [[ -z "${BENCHMATRIX:-}" ]]; then
-  cargo build --release -q -p benchmatrix
-  BENCHMATRIX="$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/benchmatrix"
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+benchmatrix_binary
 mkdir -p "$OUT"
 dirs=()
 for i in $(seq 1 "$RUNS"); do

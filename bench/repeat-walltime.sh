@@ -14,11 +14,9 @@ cd "$(dirname "$0")/.."
 
 ROUNDS="${ROUNDS:-3}"
 OUT="${OUT:-$(mktemp -d)}"
-if [[ -z "${BENCHMATRIX:-}" ]]; then
-  cargo build --release -q -p benchmatrix
-  BENCHMATRIX="$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/benchmatrix"
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+benchmatrix_binary
 mkdir -p "$OUT"
 spec1=bench/repeat-walltime.yaml
 spec3="$OUT/repeat-walltime-3.yaml"
