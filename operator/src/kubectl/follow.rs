@@ -310,23 +310,25 @@ mod tests {
 
     use super::*;
     use crate::api::conditions::time_from_secs;
+    use crate::api::{BenchmarkRun, Configuration, Workload};
     use crate::api::{CellResult, LatencyMs};
     use crate::engine::{self, Cause, Ctx, Event, Measured};
-    use crate::fixtures::Buffer;
+    use crate::fixtures::{Buffer, connections, endpoint, phase};
 
-    const SPEC: &str = r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: two}
-spec:
-  configurations:
-    - {name: a, cpu: "1"}
-    - {name: b, cpu: "1"}
-  workload:
-    endpoints: [{name: fast, path: /fast}]
-    warmup: 1s
-    phases: [{name: p, duration: 5s, load: [{endpoint: fast, connections: 1}]}]
-"#;
+    /// Two cells of one CPU each; a warm-up of 1 s and one phase of 5 s.
+    fn two_cells() -> ValidatedRun {
+        let run = BenchmarkRun::sample()
+            .named("two")
+            .with_cell(Configuration::named("a").cpu("1"))
+            .with_cell(Configuration::named("b").cpu("1"))
+            .with_workload(Workload {
+                endpoints: vec![endpoint("fast", "/fast")],
+                phases: vec![phase("p", "5s", [connections("fast", 1)])],
+                ..Workload::default()
+            })
+            .with_warmup("1s");
+        ValidatedRun::new(run).unwrap()
+    }
 
     /// The statuses the engine writes for `events`, one after each.
     fn statuses(run: &ValidatedRun, events: Vec<Event>) -> Vec<BenchmarkRunStatus> {
@@ -362,7 +364,7 @@ spec:
 
     #[test]
     fn a_status_that_moved_on_unseen_still_shows_every_measurement_in_order() {
-        let run = ValidatedRun::parse(SPEC).unwrap();
+        let run = two_cells();
         let all = statuses(
             &run,
             vec![

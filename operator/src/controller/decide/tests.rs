@@ -1,25 +1,21 @@
 use super::*;
-use crate::api::CellStatus;
+use crate::api::{CellStatus, Configuration};
+use crate::fixtures::{connections, phase};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::Pod;
 
+/// Run `r` in namespace `ns` (uid `u1`, generation 1): cells `a` and `b` of one CPU each, one
+/// phase `p` of 5 s; its status `status`.
 fn run_with(status: Option<BenchmarkRunStatus>) -> BenchmarkRun {
-    let mut run = crate::validate::parse_benchmark_run(
-        r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: r, namespace: ns, uid: u1, generation: 1}
-spec:
-  configurations:
-    - {name: a, cpu: "1"}
-    - {name: b, cpu: "1"}
-  workload:
-    endpoints: [{name: fast, path: /fast}]
-    phases: [{name: p, duration: 5s, load: [{endpoint: fast, connections: 1}]}]
-"#,
-    )
-    .unwrap();
+    let mut run = BenchmarkRun::sample()
+        .named("r")
+        .in_namespace("ns")
+        .with_uid("u1")
+        .with_generation(1)
+        .with_cell(Configuration::named("a").cpu("1"))
+        .with_cell(Configuration::named("b").cpu("1"))
+        .with_phases([phase("p", "5s", [connections("fast", 1)])]);
     run.status = status;
     run
 }
