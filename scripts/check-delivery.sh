@@ -52,7 +52,7 @@ step "hadolint Dockerfile"
 echo "ok: Dockerfile"
 
 step "shellcheck"
-mapfile -t scripts < <(find scripts tests/e2e tests/action bench .ci -type f \( -name '*.sh' -o -name run \) 2>/dev/null | sort)
+mapfile -t scripts < <(find scripts tests/e2e tests/action tests/selftest-lib.sh bench .ci -type f \( -name '*.sh' -o -name run \) 2>/dev/null | sort)
 shellcheck --external-sources "${scripts[@]}"
 printf 'ok: %s\n' "${scripts[@]}"
 

@@ -149,12 +149,8 @@ exit 0
 STUB
 chmod +x "${stubs}"/*
 
-failures=0
-pass() { printf 'ok: %s\n' "$*"; }
-fail() {
-  printf 'FAIL: %s\n' "$*"
-  failures=$((failures + 1))
-}
+# shellcheck source=tests/selftest-lib.sh
+source "${root}/tests/selftest-lib.sh"
 
 # Runs run.sh from a fresh workspace (as the action does: relative paths from there) with the
 # stand-ins; sets $status, $log (the recorded calls), $out (what it printed), $summary (the
@@ -179,20 +175,6 @@ run_action() {
   out="$(cat "${tmp}/out")"
   summary="$(cat "${ws}/summary")"
   outputs="$(cat "${ws}/outputs")"
-}
-
-# The recorded calls contain these lines' patterns in this order.
-in_order() {
-  local rest="${log}" pattern
-  for pattern in "$@"; do
-    local line
-    line="$(grep -n -m1 -e "${pattern}" <<<"${rest}" | cut -d: -f1)" || true
-    if [[ -z "${line}" ]]; then
-      echo "missing or out of order: ${pattern}"
-      return 1
-    fi
-    rest="$(tail -n "+$((line + 1))" <<<"${rest}")"
-  done
 }
 
 # A case: begin NAME, then check/refute COMMAND... (each runs at once; a here-string given to

@@ -251,12 +251,8 @@ bad = copy.deepcopy(own); bad["status"]["cells"][1]["results"][0]["errors"] = 3;
 bad = copy.deepcopy(own); del bad["status"]["cells"][2]["target"]["cfsPeriods"]; dump("own-no-throttling", bad)
 dump("restart", run("e2e-restart", restart, [{"name": n, "phase": "Succeeded", "results": [res("steady", "fast")]} for n in ("single-x1", "pool-x1")]))
 PY
-failures=0
-pass() { printf 'ok: %s\n' "$*"; }
-fail() {
-  printf 'FAIL: %s\n' "$*"
-  failures=$((failures + 1))
-}
+# shellcheck source=tests/selftest-lib.sh
+source "${root}/tests/selftest-lib.sh"
 
 # Runs kind.sh with the stand-ins; sets $status and $log (the recorded calls) and $out.
 run_kind_sh() {
@@ -270,20 +266,6 @@ run_kind_sh() {
   set -e
   log="$(cat "${tmp}/calls")"
   out="$(cat "${tmp}/out")"
-}
-
-# The recorded calls contain these lines' patterns in this order.
-in_order() {
-  local rest="${log}" pattern
-  for pattern in "$@"; do
-    local line
-    line="$(grep -n -m1 -e "${pattern}" <<<"${rest}" | cut -d: -f1)" || true
-    if [[ -z "${line}" ]]; then
-      echo "missing or out of order: ${pattern}"
-      return 1
-    fi
-    rest="$(tail -n "+$((line + 1))" <<<"${rest}")"
-  done
 }
 
 # 1. kind mode, success: the whole flow in order, cluster deleted at the end.
