@@ -12,23 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 root="$(pwd)"
-tmp="$(mktemp -d)"
-trap 'rm -rf "${tmp}"' EXIT
-stubs="${tmp}/bin"
-mkdir -p "${stubs}"
+# shellcheck source=tests/selftest-lib.sh
+source "${root}/tests/selftest-lib.sh"
 
-# Every stand-in appends "<tool> <args>" to $STUB_LOG; STUB_FAIL="<tool> <first arg>" makes
-# that call fail.
-for tool in kind helm stubload; do
-  cat >"${stubs}/${tool}" <<STUB
-#!/usr/bin/env bash
-echo "${tool} \$*" >>"\${STUB_LOG}"
-if [[ "${tool} \$1" == "\${STUB_FAIL:-}" ]]; then echo "${tool}: planted failure" >&2; exit 1; fi
-if [[ "${tool}" == kind && "\$1 \$2" == "get clusters" ]]; then cat "\${STUB_KIND_CLUSTERS:-/dev/null}"; fi
-if [[ "${tool}" == kind && "\$1 \$2" == "get kubeconfig" ]]; then echo "apiVersion: v1"; fi
-exit 0
-STUB
-done
+recording_stubs kind helm stubload
 
 # The plugin: `run` writes what `kubectl benchmatrix run` writes (status.yaml, report.md shaped
 # as benchmatrix renders it, a chart) and exits $STUB_RUN_EXIT; `compare` writes compare.md as
@@ -148,9 +135,6 @@ esac
 exit 0
 STUB
 chmod +x "${stubs}"/*
-
-# shellcheck source=tests/selftest-lib.sh
-source "${root}/tests/selftest-lib.sh"
 
 # Runs run.sh from a fresh workspace (as the action does: relative paths from there) with the
 # stand-ins; sets $status, $log (the recorded calls), $out (what it printed), $summary (the

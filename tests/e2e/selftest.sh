@@ -13,20 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 root="$(pwd)"
-tmp="$(mktemp -d)"
-trap 'rm -rf "${tmp}"' EXIT
-stubs="${tmp}/bin"
-mkdir -p "${stubs}"
+# shellcheck source=tests/selftest-lib.sh
+source "${root}/tests/selftest-lib.sh"
 
-# Every stand-in appends "<tool> <args>" to $STUB_LOG.
-for tool in kind helm stubload; do
-  cat >"${stubs}/${tool}" <<STUB
-#!/usr/bin/env bash
-echo "${tool} \$*" >>"\${STUB_LOG}"
-if [[ "${tool}" == kind && "\$1 \$2" == "get clusters" ]]; then cat "\${STUB_KIND_CLUSTERS:-/dev/null}"; fi
-exit 0
-STUB
-done
+recording_stubs kind helm stubload
 # docker: `create` prints a container id; `cp` leaves a stand-in benchmatrix binary that records
 # its calls too.
 cat >"${stubs}/docker" <<'STUB'
@@ -251,8 +241,6 @@ bad = copy.deepcopy(own); bad["status"]["cells"][1]["results"][0]["errors"] = 3;
 bad = copy.deepcopy(own); del bad["status"]["cells"][2]["target"]["cfsPeriods"]; dump("own-no-throttling", bad)
 dump("restart", run("e2e-restart", restart, [{"name": n, "phase": "Succeeded", "results": [res("steady", "fast")]} for n in ("single-x1", "pool-x1")]))
 PY
-# shellcheck source=tests/selftest-lib.sh
-source "${root}/tests/selftest-lib.sh"
 
 # Runs kind.sh with the stand-ins; sets $status and $log (the recorded calls) and $out.
 run_kind_sh() {
