@@ -212,8 +212,9 @@ if [[ -n "${BASELINE}" ]]; then
   [[ -f "${BASELINE}" && -r "${BASELINE}" ]] || bad_input "the baseline '${BASELINE}' is not a readable file"
 fi
 [[ "${MAX_REGRESSION}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad_input "max-regression '${MAX_REGRESSION}' is not a percentage (a number, 0 or more)"
-# Durations as humans write them (30m, 1h30m, 90s); the plugin judges the rest.
-[[ "${TIMEOUT}" =~ ^([0-9]+(ms|s|m|h))+$ || "${TIMEOUT}" =~ ^[0-9]+$ ]] || bad_input "timeout '${TIMEOUT}' is not a duration such as 30m or 1h30m"
+# Durations as the plugin's --timeout takes them (30m, 1h30m, 90s): the same pattern, so a
+# number without a unit is refused here, before anything is built.
+[[ "${TIMEOUT}" =~ ^([0-9]+(h|m|s|ms))+$ ]] || bad_input "timeout '${TIMEOUT}' is not a duration such as 30m or 1h30m"
 case "${IMAGES}" in build | pull) ;; *) bad_input "images must be build or pull, not '${IMAGES}'" ;; esac
 case "${CLUSTER}" in kind | existing) ;; *) bad_input "CLUSTER must be kind or existing, not '${CLUSTER}'" ;; esac
 read -r -d '' -a extra_images <<<"${LOAD_IMAGES}" || true

@@ -371,6 +371,7 @@ bad "a spec that is not there" "the BenchmarkRun file 'nope.yaml' is not a reada
 bad "a baseline that is not there" "the baseline 'gone.yaml' is not a readable file" BASELINE=gone.yaml
 bad "max-regression not a number" "max-regression 'ten' is not a percentage" MAX_REGRESSION=ten
 bad "timeout not a duration" "timeout 'soon' is not a duration" TIMEOUT=soon
+bad "timeout a number without a unit" "timeout '1800' is not a duration" TIMEOUT=1800
 bad "images neither build nor pull" "images must be build or pull, not 'fetch'" IMAGES=fetch
 bad "another chart version" "chart-version 9.9.9 asked for, but this checkout of the action has chart ${version}" CHART_VERSION=9.9.9
 bad "load-images on an existing cluster without a load command" "LOAD_IMAGES in existing mode needs LOAD_IMAGES_CMD" \
