@@ -344,13 +344,16 @@ check has "^kubectl-benchmatrix\[path\] run bench.yaml" "${log}"
 check has "the cluster pulls ghcr.io/benchmatrix/...:${tag} itself" "${out}"
 end_case
 
-# 12. KUBECTL_BENCHMATRIX names the plugin: used in place of the image's.
-cp "${tmp}/plugin" "${tmp}/my-benchmatrix"
+# 12. KUBECTL_BENCHMATRIX names the plugin: used in place of the image's. The given binary says
+# it is "mine", so the plugin from PATH or the image's would show.
+printf '#!/usr/bin/env bash\nSTUB_ORIGIN=mine exec %q "$@"\n' "${tmp}/plugin" >"${tmp}/my-benchmatrix"
+chmod +x "${tmp}/my-benchmatrix"
 run_action KUBECTL_BENCHMATRIX="${tmp}/my-benchmatrix"
 begin "KUBECTL_BENCHMATRIX: that binary is the plugin, nothing copied out of the image"
 check exit_is 0
 refute has "^docker create\|^docker cp" "${log}"
-check has "^kubectl-benchmatrix\[path\] run bench.yaml" "${log}"
+check has "^kubectl-benchmatrix\[mine\] run bench.yaml" "${log}"
+refute has "^kubectl-benchmatrix\[path\]\|^kubectl-benchmatrix\[image\]" "${log}"
 end_case
 
 # 13. Bad input: refused before any tool runs, exit 2, said in the summary and the outputs.
