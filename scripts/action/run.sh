@@ -372,7 +372,7 @@ case "${run_code}" in
   4) run_says="the run did not finish within ${TIMEOUT} (the plugin deleted it; raise timeout)" ;;
   5) run_says="kubectl benchmatrix run could not reach the cluster or the operator, or the run was deleted under it (its message is in the log)" ;;
   130) run_says="kubectl benchmatrix run was interrupted (the job was cancelled; the plugin deleted the run)" ;;
-  *) run_says="kubectl benchmatrix run ended with exit ${run_code} (a timeout after ${TIMEOUT}, or an error: its message is in the log)" ;;
+  *) run_says="kubectl benchmatrix run ended with exit ${run_code} (an error: its message is in the log)" ;;
 esac
 case "${compare_code}" in
   "") compare_says="" ;;
