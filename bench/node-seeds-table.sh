@@ -27,7 +27,6 @@ WARMUP="${WARMUP:-15s}"
 FAST="${FAST:-30s}"
 MIXED="${MIXED:-75s}"
 OUT="${OUT:-$(mktemp -d)}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/build}"
 case "$WHICH" in node | rust | all | table) ;; *)
   echo "usage: $0 [node|rust|all|table]" >&2
   exit 2
@@ -37,9 +36,10 @@ if [[ "$WHICH" == node || "$WHICH" == all ]] && [[ ! -d examples/node-express/no
   echo "node-seeds-table: run \`npm ci\` in examples/node-express first" >&2
   exit 2
 fi
-if [[ "$WHICH" != table && -z "${BENCHMATRIX:-}" ]]; then
-  cargo build --release -q -p benchmatrix --bin benchmatrix
-  BENCHMATRIX="$CARGO_TARGET_DIR/release/benchmatrix"
+if [[ "$WHICH" != table ]]; then
+  # shellcheck source=bench/lib.sh
+  source bench/lib.sh
+  benchmatrix_binary
 fi
 mkdir -p "$OUT"
 if [[ "$WHICH" != table && -n "${SHARES:-}" ]]; then
