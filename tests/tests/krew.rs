@@ -79,9 +79,24 @@ fn the_rendered_manifest_has_every_field_krew_requires() {
         "krew.googlecontainertools.github.com/v1alpha2"
     );
     assert_eq!(text(&manifest, &["kind"]), "Plugin");
-    // krew-index wants the manifest's file named after the plugin.
-    assert_eq!(text(&manifest, &["metadata", "name"]), "benchmatrix");
-    assert!(repo_root().join("plugins/krew/benchmatrix.yaml").is_file());
+    // krew-index wants the manifest's file named after the plugin: the template the script
+    // renders from (its `template=`) is <metadata.name>.yaml.
+    let name = text(&manifest, &["metadata", "name"]);
+    assert_eq!(name, "benchmatrix");
+    let script = std::fs::read_to_string(repo_root().join("scripts/krew-manifest.sh")).unwrap();
+    let template = script
+        .lines()
+        .find_map(|l| l.strip_prefix("readonly template=\""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("scripts/krew-manifest.sh sets readonly template=\"...\"");
+    let template = Path::new(template);
+    assert_eq!(
+        template.file_stem().and_then(|s| s.to_str()),
+        Some(name),
+        "the manifest's file {} is not named after its metadata.name",
+        template.display()
+    );
+    assert_eq!(template.extension().and_then(|s| s.to_str()), Some("yaml"));
     assert_eq!(text(&manifest, &["spec", "version"]), "v0.1.0");
     let short = text(&manifest, &["spec", "shortDescription"]);
     assert!(!short.is_empty() && short.len() <= 60, "{short:?}");
