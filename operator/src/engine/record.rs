@@ -79,6 +79,9 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
         Event::StepLost { cell } => {
             if let Some(c) = status.cells.get_mut(cell) {
                 c.phase = CellPhase::Pending;
+                // The step starts again from its deployment: the wait for the new target is
+                // timed from then, not from the lost step's start.
+                c.start_time = None;
                 c.load_start_time = None;
                 c.target_pods.clear();
             }

@@ -478,3 +478,108 @@ fn a_judged_figure_keeps_a_cell_repeating_until_it_is_precise() {
     assert_eq!((p.precise, p.repetitions), (false, 6));
     assert_eq!(p.widest_figure.as_deref(), Some("mixed/fast rps"));
 }
+
+/// Drives the machine through the moments `(seconds, facts)` of a one-cell run without
+/// repeat (ready within 20 s, the load within 60 s, 10 s planned); returns the status and the
+/// commands of the last moment.
+fn machine_moments(
+    moments: Vec<(i64, machine::Seen)>,
+) -> (BenchmarkRunStatus, Vec<machine::Command>) {
+    let mut status = admitted(&["a"], 1);
+    let mut last = Vec::new();
+    for (at, seen) in moments {
+        let now = time_from_secs(at);
+        let mut c = ctx(&now, 1, false);
+        c.limits = Limits {
+            ready: std::time::Duration::from_secs(20),
+            load_deadline: std::time::Duration::from_secs(60),
+            planned_load: std::time::Duration::from_secs(10),
+            ..Limits::default()
+        };
+        last = machine::advance(&mut status, seen, &c).commands;
+    }
+    (status, last)
+}
+
+fn ready() -> machine::Seen {
+    machine::Seen {
+        ready: Some(Ok(machine::Ready::default())),
+        ..machine::Seen::default()
+    }
+}
+
+/// A step whose objects all vanished 30 s into its load starts again from its deployment; the
+/// new target's wait for readiness is timed from the new deployment, not from the lost step's
+/// start (which is beyond the 20 s `ready` limit by then).
+#[test]
+fn a_lost_step_times_its_new_target_from_the_new_deployment() {
+    let lost = machine::Seen {
+        load_missing: true,
+        ..machine::Seen::default()
+    };
+    let not_ready = machine::Seen {
+        not_ready: "0 of 1 ready".into(),
+        ..machine::Seen::default()
+    };
+    let (status, commands) = machine_moments(vec![
+        (1_000, machine::Seen::default()),
+        (1_005, ready()),
+        (1_030, lost),
+        (1_031, machine::Seen::default()),
+        (1_033, not_ready),
+    ]);
+    let c = &status.cells[0];
+    assert_eq!(c.phase, CellPhase::Deploying, "{:?}", c.message);
+    assert_eq!(c.start_time, Some(time_from_secs(1_031)));
+    assert_eq!(
+        commands,
+        [machine::Command::WakeIn(std::time::Duration::from_secs(18))]
+    );
+}
+
+/// A load generator made again after its Job vanished gets its own deadline: 75 s after the
+/// first load started (beyond the 60 s deadline) but 30 s after the second, the step still runs.
+#[test]
+fn a_load_generator_made_again_has_a_deadline_of_its_own() {
+    let vanished = machine::Seen {
+        load_missing: true,
+        ready: Some(Ok(machine::Ready {
+            message: "load generator made again".into(),
+            target_pods: Vec::new(),
+        })),
+        ..machine::Seen::default()
+    };
+    let (status, commands) = machine_moments(vec![
+        (1_000, machine::Seen::default()),
+        (1_005, ready()),
+        (1_050, vanished),
+    ]);
+    assert!(
+        commands.contains(&machine::Command::StartLoad(machine::StepAt {
+            cell: 0,
+            repetition: 1
+        }))
+    );
+    assert_eq!(status.cells[0].load_start_time, Some(time_from_secs(1_050)));
+    let (status, _) = machine_moments(vec![
+        (1_000, machine::Seen::default()),
+        (1_005, ready()),
+        (
+            1_050,
+            machine::Seen {
+                load_missing: true,
+                ready: Some(Ok(machine::Ready::default())),
+                ..machine::Seen::default()
+            },
+        ),
+        (1_080, machine::Seen::default()),
+    ]);
+    let c = &status.cells[0];
+    assert_eq!(
+        c.phase,
+        CellPhase::Running,
+        "{:?} {:?}",
+        c.reason,
+        c.message
+    );
+}
