@@ -65,12 +65,23 @@ pub enum Look {
     },
 }
 
+impl Look {
+    /// The step looked at; `None` for [`Look::Nothing`].
+    pub fn at(self) -> Option<StepAt> {
+        match self {
+            Look::Nothing => None,
+            Look::BeforeDeploy { at, .. } | Look::Target(at) | Look::Load { at, .. } => Some(at),
+        }
+    }
+}
+
 /// What the executor should look at for `status` at `now`, for a run whose warm-up and phases
 /// take `planned_load`.
 pub fn look(status: &BenchmarkRunStatus, now: &Time, planned_load: Duration) -> Look {
     if status.phase != RunPhase::Running {
         return Look::Nothing;
     }
+
     let Some(step) = next_step(status) else {
         return Look::Nothing;
     };
@@ -178,7 +189,8 @@ pub enum Command {
 pub struct Advance {
     /// What to do, in order.
     pub commands: Vec<Command>,
-    /// Kubernetes Events to publish (lines to print locally).
+    /// Kubernetes Events to publish. The local runner prints none of them: its progress
+    /// display says the same as it happens.
     pub notes: Vec<Note>,
     // What a failed step records of the executor's own (from `Seen`).
     overhead_seconds: Option<f64>,
@@ -414,14 +426,18 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
     if seen.load_missing {
         match seen.ready {
             // The load generator's objects are made again under the same names, so never
-            // twice; the new load measures afresh, against these pods.
+            // twice; the new load measures afresh, against these pods, and has its own
+            // deadline from now.
             Some(Ok(ready)) => {
                 out.commands.push(Command::StartLoad(at));
-                let event = Event::TargetPodsRecorded {
+                let event = Event::LoadStarted {
                     cell: at.cell,
+                    message: ready.message,
                     target_pods: ready.target_pods,
                 };
                 out.record(status, event, ctx);
+                out.commands.push(Command::WakeIn(ctx.limits.load_deadline));
+                return;
             }
             // The target went away too: the step starts again from its deployment.
             _ => {

@@ -158,24 +158,17 @@ fn seen(
     now: &Time,
     actions: &mut Vec<Action>,
 ) -> (Seen, Option<ReadyTarget>) {
-    let cell_of = |at: StepAt| v.cells().get(at.cell);
+    let Some((at, cell)) = look.at().and_then(|at| Some((at, v.cells().get(at.cell)?))) else {
+        return (Seen::default(), None);
+    };
     match look {
         Look::Nothing => (Seen::default(), None),
-        Look::BeforeDeploy { at, .. } => match cell_of(at) {
-            Some(cell) => (
-                seen_before_deploy(v.run(), cell, at, status, obs, actions),
-                None,
-            ),
-            None => (Seen::default(), None),
-        },
-        Look::Target(at) => match cell_of(at) {
-            Some(cell) => seen_target(v.run(), cell, obs),
-            None => (Seen::default(), None),
-        },
-        Look::Load { at, .. } => match cell_of(at) {
-            Some(cell) => seen_load(v, cell, at, status, obs, now),
-            None => (Seen::default(), None),
-        },
+        Look::BeforeDeploy { .. } => (
+            seen_before_deploy(v.run(), cell, at, status, obs, actions),
+            None,
+        ),
+        Look::Target(_) => seen_target(v.run(), cell, obs),
+        Look::Load { .. } => seen_load(v, cell, at, status, obs, now),
     }
 }
 
@@ -270,7 +263,12 @@ fn seen_load(
         seen.ready = ready.as_ref().map(|r| {
             r.as_ref()
                 .map(|ready| Ready {
-                    message: String::new(),
+                    message: format!(
+                        "load generator made again (its Job had vanished) against {} ({} \
+                         replica(s) ready)",
+                        ready.target,
+                        ready.replicas.len()
+                    ),
                     target_pods: ready.pods.clone(),
                 })
                 .map_err(Clone::clone)
