@@ -180,6 +180,16 @@ impl Stream {
 }
 
 impl Workload {
+    /// How long the load is planned to take: the warm-up and every phase.
+    pub fn planned_load(&self) -> std::time::Duration {
+        self.warmup.get()
+            + self
+                .phases
+                .iter()
+                .map(|p| p.duration.get())
+                .sum::<std::time::Duration>()
+    }
+
     /// The per-request timeout in force.
     pub fn timeout_or_default(&self) -> Duration {
         self.timeout.unwrap_or(DEFAULT_TIMEOUT)

@@ -84,7 +84,7 @@ pub async fn observe(
             repetition: at.repetition,
         })
     };
-    match machine::look(status, now, planned_load(run)) {
+    match machine::look(status, now, run.spec.workload.planned_load()) {
         Look::Nothing => {}
         Look::BeforeDeploy { after_another, .. } => {
             if after_another {
@@ -229,12 +229,6 @@ async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Po
         .items)
 }
 
-/// The load the spec plans for each repetition: warm-up and phases.
-fn planned_load(run: &BenchmarkRun) -> std::time::Duration {
-    let w = &run.spec.workload;
-    w.warmup.get() + w.phases.iter().map(|p| p.duration.get()).sum()
-}
-
 /// Starts sampling the kubelets of a repetition's target pods, once (a reconcile that finds
 /// it sampled already does nothing). A failure to find the kubelets is logged and the
 /// repetition goes on without their figures.
@@ -251,7 +245,7 @@ async fn start_sampling(
     let container = build::target_container_name(run);
     let nodes: Api<Node> = Api::all(client.clone());
     match reader::targets_of(&nodes, pods, &container).await {
-        Ok(targets) => kubelet.start(key, targets, planned_load(run)),
+        Ok(targets) => kubelet.start(key, targets, run.spec.workload.planned_load()),
         Err(why) => tracing::warn!(
             run = %run.name_any(),
             repetition = key,

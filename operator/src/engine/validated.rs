@@ -43,7 +43,7 @@ impl ValidatedRun {
     fn derive(run: BenchmarkRun) -> Self {
         let cells = matrix::cells(&run.spec);
         let w = &run.spec.workload;
-        let planned_load = w.warmup.get() + w.phases.iter().map(|p| p.duration.get()).sum();
+        let planned_load = w.planned_load();
         ValidatedRun {
             run,
             cells,
