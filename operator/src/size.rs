@@ -744,6 +744,26 @@ fn applied_len(run: &BenchmarkRun) -> usize {
     len(&applied)
 }
 
+/// The way to measure each cell at most `r` times that the spec's form of `repeat` allows: a
+/// lower count, or a lower `max` (with `min` lowered too when it is above `r`, and the plain
+/// count when `r` is below what the adaptive form needs).
+fn fewer_repetitions(repeat: &crate::api::Repeat, r: u32) -> String {
+    use crate::api::Repeat;
+    use crate::api::repeat::MIN_ADAPTIVE_ROUNDS;
+    match *repeat {
+        Repeat::Times(n) => format!("spec.repeat {r} (now {n})"),
+        Repeat::UntilPrecise { min, max, .. } if r >= min => {
+            format!("spec.repeat.max {r} (now {max})")
+        }
+        Repeat::UntilPrecise { min, max, .. } if r >= MIN_ADAPTIVE_ROUNDS => {
+            format!("spec.repeat.min and spec.repeat.max {r} (now {min} and {max})")
+        }
+        Repeat::UntilPrecise { min, max, .. } => {
+            format!("spec.repeat {r}, a plain count (now {{min: {min}, max: {max}}})")
+        }
+    }
+}
+
 fn mib(bytes: usize) -> String {
     format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
 }
@@ -765,12 +785,7 @@ pub fn refusal(run: &BenchmarkRun) -> Option<FieldError> {
         .rev()
         .find(|&r| fits(&shape.with_repeat(r)))
     {
-        let field = if shape.adaptive {
-            "spec.repeat.max"
-        } else {
-            "spec.repeat"
-        };
-        ways.push(format!("{field} {r} (now {})", shape.repeat));
+        ways.push(fewer_repetitions(&run.spec.repeat, r));
     }
     if let Some(n) = (1..shape.cells.len())
         .rev()

@@ -580,3 +580,66 @@ fn the_spread_names_its_figures_as_the_bound_counts_them() {
     expected.sort();
     assert_eq!(keys, expected);
 }
+
+/// The way to fewer repetitions is one the validation accepts: an adaptive `max` is never
+/// suggested below its `min`, nor the adaptive form below two repetitions.
+#[test]
+fn fewer_repetitions_are_suggested_in_a_form_the_spec_accepts() {
+    use crate::api::Repeat;
+    let adaptive = Repeat::UntilPrecise {
+        min: 4,
+        max: 10,
+        precision: 5.0,
+    };
+    assert_eq!(
+        fewer_repetitions(&Repeat::Times(6), 5),
+        "spec.repeat 5 (now 6)"
+    );
+    assert_eq!(
+        fewer_repetitions(&adaptive, 6),
+        "spec.repeat.max 6 (now 10)"
+    );
+    assert_eq!(
+        fewer_repetitions(&adaptive, 3),
+        "spec.repeat.min and spec.repeat.max 3 (now 4 and 10)"
+    );
+    assert_eq!(
+        fewer_repetitions(&adaptive, 1),
+        "spec.repeat 1, a plain count (now {min: 4, max: 10})"
+    );
+    let suggested = [
+        Repeat::UntilPrecise {
+            min: 4,
+            max: 6,
+            precision: 5.0,
+        },
+        Repeat::UntilPrecise {
+            min: 3,
+            max: 3,
+            precision: 5.0,
+        },
+        Repeat::Times(1),
+    ];
+    for repeat in suggested {
+        let yaml = BenchmarkRun::sample()
+            .with_cell(Configuration::named("a"))
+            .repeated(repeat)
+            .to_yaml();
+        assert!(
+            crate::validate::parse_benchmark_run(&yaml).is_ok(),
+            "the suggestion {repeat:?} is accepted"
+        );
+    }
+    let below_two = BenchmarkRun::sample()
+        .with_cell(Configuration::named("a"))
+        .repeated(Repeat::UntilPrecise {
+            min: 1,
+            max: 1,
+            precision: 5.0,
+        })
+        .to_yaml();
+    assert!(
+        crate::validate::parse_benchmark_run(&below_two).is_err(),
+        "the adaptive form below two is refused, so it is never suggested"
+    );
+}
