@@ -416,11 +416,11 @@ pub struct Configuration {
     pub env: Vec<EnvVar>,
 }
 
-fn default_replicas() -> u32 {
+pub(crate) fn default_replicas() -> u32 {
     1
 }
 
-fn default_memory() -> Quantity {
+pub(crate) fn default_memory() -> Quantity {
     Quantity::from("256Mi")
 }
 

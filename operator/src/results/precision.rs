@@ -75,7 +75,9 @@ pub struct FigurePrecision {
     /// "mixed/fast p99".
     pub figure: String,
     /// The interval's width in percent of the figure; `None` when no interval can be had (a
-    /// value of zero): such a figure is never precise.
+    /// zero among non-zero values, as an error rate of 0 in some repetitions and not in
+    /// others: a logarithm needs a positive value): such a figure is never precise. Zero in
+    /// every repetition is exact (width 0).
     pub width_percent: Option<f64>,
 }
 
@@ -169,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn no_interval_from_one_value_or_from_a_zero() {
+    fn no_interval_from_one_value_or_from_a_zero_among_others_and_all_zeros_are_exact() {
         assert_eq!(median_interval(&[3.0]), None);
         assert_eq!(median_interval(&[0.0, 3.0]), None);
         // No error in any repetition is an exact figure.
