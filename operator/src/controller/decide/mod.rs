@@ -25,9 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{build, images, target_pods};
 use crate::api::conditions::{self, Reason};
-use crate::api::{
-    BenchmarkRun, BenchmarkRunStatus, CellPhase, CleanupPolicy, Enforcement, RunPhase,
-};
+use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase, Enforcement, RunPhase};
 use crate::engine::machine::{self, Command, Look, Ready, Seen, StepAt};
 use crate::engine::{self, Ctx, Event, Measured, Step, ValidatedRun};
 use crate::matrix::Cell;
@@ -486,18 +484,6 @@ fn measured(
 }
 
 /// Deletions after a cell, per the cleanup policy.
-fn cleanup(run: &BenchmarkRun, name: String, failed: bool) -> Vec<Action> {
-    let keep = match run.spec.cleanup {
-        CleanupPolicy::Always => false,
-        CleanupPolicy::KeepFailed => failed,
-        CleanupPolicy::Never => true,
-    };
-    if keep {
-        return Vec::new();
-    }
-    delete_children(name)
-}
-
 fn delete_children(name: String) -> Vec<Action> {
     [
         ChildKind::Job,
@@ -510,7 +496,9 @@ fn delete_children(name: String) -> Vec<Action> {
     .collect()
 }
 
-/// Deletions of the current cell's children when the run is abandoned mid-cell.
+/// Deletions of the current cell's children when the run is abandoned mid-cell (its spec
+/// changed, or its image is no longer allowed): whatever `spec.cleanup` says, for it keeps
+/// what a finished step leaves, while these are still running what must not go on.
 fn current_children_cleanup(run: &BenchmarkRun, status: &BenchmarkRunStatus) -> Vec<Action> {
     let Some(step) = engine::next_step(status) else {
         return Vec::new();
@@ -524,5 +512,5 @@ fn current_children_cleanup(run: &BenchmarkRun, status: &BenchmarkRunStatus) -> 
         cell,
         repetition: step.repetition,
     };
-    cleanup(run, at.child_name(), false)
+    delete_children(at.child_name())
 }
