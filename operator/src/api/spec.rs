@@ -676,7 +676,8 @@ pub enum CleanupPolicy {
     /// Keep a failed cell's objects for debugging (`kubectl describe`, logs); delete the others.
     KeepFailed,
     /// Keep everything until the BenchmarkRun is deleted. The kept targets keep their CPU
-    /// reservations, which can starve later cells on a small cluster.
+    /// reservations, which can starve later cells on a small cluster. A cell stopped midway
+    /// because the spec changed or its image is no longer allowed is deleted all the same.
     Never,
 }
 
