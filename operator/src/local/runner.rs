@@ -11,16 +11,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cell::{CellContext, LocalStep, supervise};
 use super::cgroup::Backend;
-use super::progress::{self, Display, Plan, Step};
 use super::replica_set::READY_POLL;
 use super::signals;
 use crate::api::conditions::now;
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
 use crate::engine::machine::{self, Command, Look, Seen, StepAt};
 use crate::engine::{self, Ctx, Event, ValidatedRun};
+use crate::outcome::Outcome;
+use crate::progress::{self, Display, Plan, Step};
 use crate::report::{self, RawCell, markdown::Notes};
-
-pub use crate::outcome::Outcome;
 
 /// Everything one run needs besides the spec.
 pub struct Runner {
