@@ -157,14 +157,14 @@ impl Runner {
                 local.deploy(&mut cx);
                 *current = Some((local, step));
             }
-            Command::StartLoad(_) | Command::Collect(_) => {
+            Command::StartLoad(_) => {
                 if let Some((local, step)) = current {
-                    let mut cx = self.cell_context(step);
-                    if matches!(command, Command::Collect(_)) {
-                        local.collect(&mut cx);
-                    } else {
-                        local.start_load(&mut cx);
-                    }
+                    local.start_load(&mut self.cell_context(step));
+                }
+            }
+            Command::Collect(_) => {
+                if let Some((local, step)) = current {
+                    local.collect(&mut self.cell_context(step));
                 }
             }
             Command::Stop { at, .. } => {
