@@ -22,7 +22,7 @@ use kube::runtime::watcher::watch_object;
 use super::connect::{Cluster, Connection};
 use super::follow::Follower;
 use super::runs::{runs_api, status_of};
-use super::{EXIT_CLUSTER, EXIT_TIMEOUT, api_error};
+use super::{EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_TIMEOUT, api_error};
 use crate::api::BenchmarkRunStatus;
 use crate::engine::ValidatedRun;
 use crate::outcome::Outcome;
@@ -30,9 +30,6 @@ use crate::progress::{self, Display, Plan};
 use crate::report::{self, markdown::Notes};
 
 const COMMAND: &str = "kubectl benchmatrix run";
-
-/// Exit code for bad input (as `benchmatrix run`).
-const EXIT_BAD_INPUT: u8 = 2;
 
 /// After this long without a status, the run is probably not seen by any operator: say so.
 pub const NO_STATUS_HINT: Duration = Duration::from_secs(30);

@@ -10,13 +10,11 @@ use std::process::ExitCode;
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject};
 
+use super::EXIT_BAD_INPUT;
 use super::connect::{Cluster, Connection};
 use crate::api::{BenchmarkRun, BenchmarkRunStatus};
 use crate::compare::{self, CompareOptions, Compared};
 use crate::report;
-
-/// Exit code for input that cannot be read (as `benchmatrix report` and `compare`).
-const EXIT_BAD_INPUT: u8 = 2;
 
 /// Arguments of `kubectl benchmatrix report`.
 #[derive(Debug, clap::Args)]

@@ -679,11 +679,11 @@ async fn logs_say_why_there_is_nothing_to_show() {
         args.cell = Some("zz".into());
         assert_eq!(
             logs_of(&fake, &args).await.0,
-            std::process::ExitCode::from(logs::EXIT_BAD_INPUT)
+            std::process::ExitCode::from(super::EXIT_BAD_INPUT)
         );
         assert_eq!(
             logs_of(&fake, &logs_args("nope")).await.0,
-            std::process::ExitCode::from(logs::EXIT_BAD_INPUT)
+            std::process::ExitCode::from(super::EXIT_BAD_INPUT)
         );
     })
     .await;
