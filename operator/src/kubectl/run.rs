@@ -526,20 +526,12 @@ async fn stop(
     }
 }
 
-/// Writes `status` as `DIR/status.yaml` (the bare status, as `benchmatrix run` writes it),
-/// making the folder if needed.
-pub fn write_status(dir: &Path, status: &BenchmarkRunStatus) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let text = serde_yaml::to_string(status).map_err(std::io::Error::other)?;
-    report::write_atomically(&dir.join("status.yaml"), text.as_bytes())
-}
-
 /// Writes status.yaml, report.md and the charts into `out` and prints the table, the gate's
 /// verdict and the recommendation under the progress, as `benchmatrix run` does; for a run
 /// that never started a cell, its message instead.
 fn write_outputs(out: &Path, status: &BenchmarkRunStatus, notes: &Notes, display: &mut Display) {
     let status_path = out.join("status.yaml");
-    if let Err(e) = write_status(out, status) {
+    if let Err(e) = report::write_status(out, status) {
         eprintln!("{COMMAND}: cannot write {}: {e}", status_path.display());
         return;
     }
@@ -552,16 +544,9 @@ fn write_outputs(out: &Path, status: &BenchmarkRunStatus, notes: &Notes, display
     }
     match report::write_report(out, status, &[], notes) {
         Ok(files) => {
-            display.line("");
-            for line in report::closing_lines(status) {
+            for line in report::finished_lines(status, out, files.len()) {
                 display.line(&line);
             }
-            display.line(&format!(
-                "\nwrote {} and {} more file(s) in {}",
-                status_path.display(),
-                files.len(),
-                out.display()
-            ));
         }
         Err(e) => eprintln!("{COMMAND}: cannot write the report: {e}"),
     }

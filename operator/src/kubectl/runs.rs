@@ -77,9 +77,7 @@ pub fn status_of(object: &DynamicObject) -> Result<BenchmarkRunStatus, String> {
 pub async fn load(arg: &str, connection: &mut Connection) -> Result<Loaded, String> {
     let path = Path::new(arg);
     if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {arg}: {e}"))?;
-        let status = report::parse_status(&text)
-            .map_err(|e| format!("{arg} is not a BenchmarkRun status: {e}"))?;
+        let status = report::read_status_file(path)?;
         return Ok(Loaded {
             label: arg.to_owned(),
             status,
@@ -148,15 +146,10 @@ pub async fn report(args: ReportArgs, connection: &mut Connection) -> ExitCode {
         }
     };
     match &loaded.file {
-        Some(file) => {
-            let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-            let out = args.out.unwrap_or_else(|| dir.clone());
-            let raw = report::read_raw(&dir, &loaded.status);
-            report::render(&loaded.status, &loaded.label, &raw, &out, COMMAND)
-        }
+        Some(file) => report::render_saved(&loaded.status, file, args.out, COMMAND),
         None => {
             let out = args.out.unwrap_or_else(|| PathBuf::from(&args.run));
-            if let Err(e) = super::run::write_status(&out, &loaded.status) {
+            if let Err(e) = report::write_status(&out, &loaded.status) {
                 eprintln!("{COMMAND}: cannot write into {}: {e}", out.display());
                 return ExitCode::from(1);
             }

@@ -260,16 +260,9 @@ impl Runner {
         self.display.event(progress::Event::Finished);
         match report::write_report(&self.out, &self.status, &self.raw, &notes) {
             Ok(files) => {
-                self.display.line("");
-                for line in report::closing_lines(&self.status) {
+                for line in report::finished_lines(&self.status, &self.out, files.len()) {
                     self.display.line(&line);
                 }
-                self.display.line(&format!(
-                    "\nwrote {} and {} more file(s) in {}",
-                    self.out.join("status.yaml").display(),
-                    files.len(),
-                    self.out.display()
-                ));
             }
             Err(e) => eprintln!("benchmatrix run: cannot write the report: {e}"),
         }
@@ -277,14 +270,11 @@ impl Runner {
     }
 
     fn write_status(&self) {
-        let path = self.out.join("status.yaml");
-        match serde_yaml::to_string(&self.status) {
-            Ok(text) => {
-                if let Err(e) = report::write_atomically(&path, text.as_bytes()) {
-                    eprintln!("benchmatrix run: cannot write {}: {e}", path.display());
-                }
-            }
-            Err(e) => eprintln!("benchmatrix run: cannot serialize the status: {e}"),
+        if let Err(e) = report::write_status(&self.out, &self.status) {
+            eprintln!(
+                "benchmatrix run: cannot write {}: {e}",
+                self.out.join("status.yaml").display()
+            );
         }
     }
 }

@@ -41,35 +41,45 @@ pub struct ReportArgs {
 /// Renders a saved status: report.md and charts into the output folder, the comparison table
 /// to stdout. Exit 2 when the file is unreadable or not a status.
 pub fn run(args: ReportArgs) -> std::process::ExitCode {
-    let text = match std::fs::read_to_string(&args.status) {
-        Ok(t) => t,
+    const COMMAND: &str = "benchmatrix report";
+    match read_status_file(&args.status) {
+        Ok(status) => render_saved(&status, &args.status, args.out, COMMAND),
         Err(e) => {
-            eprintln!(
-                "benchmatrix report: cannot read {}: {e}",
-                args.status.display()
-            );
-            return std::process::ExitCode::from(2);
+            eprintln!("{COMMAND}: {e}");
+            std::process::ExitCode::from(2)
         }
-    };
-    let status = match parse_status(&text) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "benchmatrix report: {} is not a BenchmarkRun status: {e}",
-                args.status.display()
-            );
-            return std::process::ExitCode::from(2);
-        }
-    };
-    let dir = args
-        .status
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let out = args.out.unwrap_or_else(|| dir.clone());
-    let raw = read_raw(&dir, &status);
-    let source = args.status.display().to_string();
-    render(&status, &source, &raw, &out, "benchmatrix report")
+    }
+}
+
+/// Reads a status file (bare, or a whole BenchmarkRun), or says why it is not one: "cannot
+/// read FILE: ..." or "FILE is not a BenchmarkRun status: ...".
+pub fn read_status_file(path: &Path) -> Result<BenchmarkRunStatus, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_status(&text).map_err(|e| format!("{} is not a BenchmarkRun status: {e}", path.display()))
+}
+
+/// What `benchmatrix report` does with the status read from `file`: [`render`] into `out`
+/// (default: the file's folder), with the raw results `benchmatrix run` kept beside it.
+pub fn render_saved(
+    status: &BenchmarkRunStatus,
+    file: &Path,
+    out: Option<PathBuf>,
+    command: &str,
+) -> std::process::ExitCode {
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let out = out.unwrap_or_else(|| dir.clone());
+    let raw = read_raw(&dir, status);
+    render(status, &file.display().to_string(), &raw, &out, command)
+}
+
+/// Writes `status` as `DIR/status.yaml` (the bare status), atomically, making the folder if
+/// needed: the file `benchmatrix run` and `kubectl benchmatrix run` leave, which `report` and
+/// `compare` read back.
+pub fn write_status(dir: &Path, status: &BenchmarkRunStatus) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let text = serde_yaml::to_string(status).map_err(std::io::Error::other)?;
+    write_atomically(&dir.join("status.yaml"), text.as_bytes())
 }
 
 /// Writes report.md and the charts of `status` into `out` and prints its comparison table:
@@ -122,6 +132,19 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
     {
         lines.push(wrapped(format!("recommendation: {r}")));
     }
+    lines
+}
+
+/// What a finished run prints once its files are written into `out` (`written` of them
+/// besides status.yaml): a blank line, the [`closing_lines`], then where the files went.
+pub fn finished_lines(status: &BenchmarkRunStatus, out: &Path, written: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    lines.extend(closing_lines(status));
+    lines.push(format!(
+        "\nwrote {} and {written} more file(s) in {}",
+        out.join("status.yaml").display(),
+        out.display()
+    ));
     lines
 }
 
