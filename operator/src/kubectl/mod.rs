@@ -85,12 +85,13 @@ enum KubectlCommand {
     Run(run::RunArgs),
     /// Render the report of a run on the cluster (by name) or of a saved file.
     ///
-    /// report.md, the charts and the comparison table, as `benchmatrix report`.
+    /// report.md, the charts and the comparison table, as `benchmatrix report`. Exit 2 on bad
+    /// input (no such file or run), 5 when the cluster cannot be asked.
     Report(runs::ReportArgs),
     /// Compare two runs, each on the cluster (by name) or a saved file.
     ///
     /// As `benchmatrix compare`: exit 3 on a regression beyond --max-regression, 2 on bad
-    /// input.
+    /// input, 5 when the cluster cannot be asked.
     Compare(runs::CompareArgs),
     /// Print the logs of a run's pods (targets and load generators).
     ///

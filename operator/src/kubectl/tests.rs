@@ -783,6 +783,77 @@ async fn report_and_compare_read_runs_from_the_cluster_and_from_files() {
     .await;
 }
 
+#[tokio::test]
+async fn report_and_compare_exit_5_when_the_cluster_cannot_be_asked() {
+    with_timeout(async {
+        let dir = tempfile::tempdir().unwrap();
+        let report_args = |run: &str| ReportArgs {
+            run: run.into(),
+            out: Some(dir.path().join("out")),
+        };
+        let compare_args = |base: &str, new: &str| CompareArgs {
+            base: base.into(),
+            new: new.into(),
+            options: CompareOptions {
+                out: None,
+                max_regression: 0.0,
+                min_change: 5.0,
+            },
+        };
+        let cluster = std::process::ExitCode::from(super::EXIT_CLUSTER);
+
+        // The API server refuses (RBAC) or fails: the cluster's trouble, not bad input.
+        let fake = FakeApi::default();
+        fake.insert("benchmarkruns", sample("main", &["a"]));
+        fake.fail_next("GET", "benchmarkruns", 403);
+        let code = runs::report(report_args("main"), &mut connection(&fake, NS, false)).await;
+        assert_eq!(code, cluster);
+        fake.fail_next("GET", "benchmarkruns", 500);
+        let code = runs::compare(
+            compare_args("main", "main"),
+            &mut connection(&fake, NS, false),
+        )
+        .await;
+        assert_eq!(code, cluster);
+        // Once it answers, a run that is not there is bad input still.
+        let code = runs::report(report_args("nope"), &mut connection(&fake, NS, false)).await;
+        assert_eq!(code, std::process::ExitCode::from(super::EXIT_BAD_INPUT));
+
+        // No API server at all: a kubeconfig whose server refuses the connection.
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: gone\nclusters:\n- name: gone\n  \
+                 cluster: {{server: \"http://127.0.0.1:{port}\"}}\nusers:\n- name: u\n  user: \
+                 {{token: t}}\ncontexts:\n- name: gone\n  context: {{cluster: gone, user: u}}\n"
+            ),
+        )
+        .unwrap();
+        let unreachable = || {
+            Connection::Pending(
+                super::connect::ConnectionArgs {
+                    kubeconfig: Some(kubeconfig.clone()),
+                    ..Default::default()
+                },
+                super::connect::Environment::default(),
+            )
+        };
+        let code = runs::report(report_args("main"), &mut unreachable()).await;
+        assert_eq!(code, cluster);
+        let code = runs::compare(compare_args("main", "other"), &mut unreachable()).await;
+        assert_eq!(code, cluster);
+        // A file that is not there needs no cluster: bad input, whatever the cluster.
+        let code = runs::report(report_args("no/such/status.yaml"), &mut unreachable()).await;
+        assert_eq!(code, std::process::ExitCode::from(super::EXIT_BAD_INPUT));
+    })
+    .await;
+}
+
 #[test]
 fn the_plugin_answers_to_its_name_and_takes_the_actions_spellings() {
     assert!(super::is_plugin("kubectl-benchmatrix".as_ref()));
