@@ -527,8 +527,9 @@ async fn stop(
 }
 
 /// Writes status.yaml, report.md and the charts into `out` and prints the table, the gate's
-/// verdict and the recommendation under the progress, as `benchmatrix run` does; for a run
-/// that never started a cell, its message instead.
+/// verdict and the recommendation under the progress, as `benchmatrix run` does. A run that
+/// never started a cell has no table: its message (why it was refused, or is still queued)
+/// is already shown, as the follower shows every status without cells.
 fn write_outputs(out: &Path, status: &BenchmarkRunStatus, notes: &Notes, display: &mut Display) {
     let status_path = out.join("status.yaml");
     if let Err(e) = report::write_status(out, status) {
@@ -536,9 +537,6 @@ fn write_outputs(out: &Path, status: &BenchmarkRunStatus, notes: &Notes, display
         return;
     }
     if status.cells.is_empty() {
-        if let Some(m) = &status.message {
-            display.line(&format!("{}: {m}", status.phase));
-        }
         display.line(&format!("wrote {}", status_path.display()));
         return;
     }

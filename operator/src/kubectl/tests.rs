@@ -259,6 +259,34 @@ async fn a_failed_threshold_exits_3_and_a_failed_cell_exits_1() {
 }
 
 #[tokio::test]
+async fn a_run_the_operator_refuses_exits_2_and_says_why_once() {
+    with_timeout(async {
+        let h = Harness::new();
+        let dir = tempfile::tempdir().unwrap();
+        // Valid to the plugin's checks; the operator refuses the image reference.
+        let mut refused = sample("refused", &["a"]);
+        refused["spec"]["target"] = json!({"image": "ghcr.io/benchmatrix/../evil/x:1"});
+        let file = run_file(dir.path(), &refused);
+        let out = dir.path().join("o");
+        let (code, shown) =
+            run_with_operator(&h, run_args(file, out.clone()), "refused", &healthy).await;
+        assert_eq!(code, crate::outcome::Outcome::Refused.code(), "{shown}");
+        assert_eq!(code, 2);
+
+        let status =
+            crate::report::parse_status(&std::fs::read_to_string(out.join("status.yaml")).unwrap())
+                .unwrap();
+        assert_eq!(status.phase, RunPhase::Failed);
+        assert!(status.cells.is_empty(), "{status:#?}");
+        let message = status.message.expect("the refusal's message");
+        assert!(message.contains("invalid image reference"), "{message}");
+        assert_eq!(shown.matches(message.as_str()).count(), 1, "{shown}");
+        assert!(shown.contains("wrote "), "{shown}");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn repetitions_are_numbered_as_the_local_runner_numbers_them() {
     with_timeout(async {
         let h = Harness::new();
