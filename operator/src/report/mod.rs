@@ -149,7 +149,8 @@ pub fn finished_lines(status: &BenchmarkRunStatus, out: &Path, written: usize) -
 }
 
 /// "repetitions until precise: single-x1 3 (precise, widest mixed/fast p99 at 2.1%); pool-x1
-/// 10 (max reached, mixed/fast p99 still at 12.4%)", when cells repeated until precise.
+/// 10 (max reached, mixed/fast p99 at 12.4%)", when cells repeated until precise; a cell none
+/// of whose figures is ranked or judged is "precise: no figure is ranked or judged".
 pub fn repetitions_line(status: &BenchmarkRunStatus) -> Option<String> {
     let cells: Vec<String> = status
         .cells
@@ -157,15 +158,17 @@ pub fn repetitions_line(status: &BenchmarkRunStatus) -> Option<String> {
         .filter_map(|c| {
             let p = c.precision.as_ref()?;
             let widest = match (&p.widest_figure, p.widest_percent) {
-                (Some(f), Some(pct)) => format!("{f} at {pct:.1}%"),
-                (Some(f), None) => format!("{f} without an interval"),
-                _ => "no deciding figure".into(),
+                (Some(f), Some(pct)) => Some(format!("{f} at {pct:.1}%")),
+                (Some(f), None) => Some(format!("{f} without an interval")),
+                (None, _) => None,
             };
-            Some(if p.precise {
-                format!("{} {} (precise, widest {widest})", c.name, p.repetitions)
-            } else {
-                format!("{} {} (max reached, {widest})", c.name, p.repetitions)
-            })
+            let why = match (p.precise, widest) {
+                (true, Some(w)) => format!("precise, widest {w}"),
+                (true, None) => "precise: no figure is ranked or judged".into(),
+                (false, Some(w)) => format!("max reached, {w}"),
+                (false, None) => "max reached, no deciding figure".into(),
+            };
+            Some(format!("{} {} ({why})", c.name, p.repetitions))
         })
         .collect();
     (!cells.is_empty()).then(|| format!("repetitions until precise: {}", cells.join("; ")))
@@ -409,6 +412,45 @@ pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
 mod tests {
     use super::*;
     use crate::api::CellPhase;
+
+    #[test]
+    fn the_repetitions_line_says_why_each_cell_stopped() {
+        use crate::api::{CellPrecision, CellStatus};
+        let cell = |name: &str, precise: bool, repetitions, widest: Option<(&str, Option<f64>)>| {
+            CellStatus {
+                name: name.into(),
+                precision: Some(CellPrecision {
+                    precise,
+                    repetitions,
+                    widest_figure: widest.map(|(f, _)| f.to_owned()),
+                    widest_percent: widest.and_then(|(_, pct)| pct),
+                    message: String::new(),
+                }),
+                ..CellStatus::default()
+            }
+        };
+        let status = BenchmarkRunStatus {
+            cells: vec![
+                cell("single-x1", true, 3, Some(("mixed/fast p99", Some(2.14)))),
+                cell("pool-x1", false, 10, Some(("mixed/fast p99", Some(12.4)))),
+                cell("zero", true, 2, Some(("mixed/slow rps", None))),
+                cell("unranked", true, 2, None),
+                CellStatus {
+                    name: "once".into(),
+                    ..CellStatus::default()
+                },
+            ],
+            ..BenchmarkRunStatus::default()
+        };
+        assert_eq!(
+            repetitions_line(&status).unwrap(),
+            "repetitions until precise: single-x1 3 (precise, widest mixed/fast p99 at 2.1%); \
+             pool-x1 10 (max reached, mixed/fast p99 at 12.4%); zero 2 (precise, widest \
+             mixed/slow rps without an interval); unranked 2 (precise: no figure is ranked or \
+             judged)"
+        );
+        assert_eq!(repetitions_line(&BenchmarkRunStatus::default()), None);
+    }
 
     #[test]
     fn parses_a_bare_status_and_one_inside_a_benchmark_run() {
