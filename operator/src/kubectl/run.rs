@@ -330,7 +330,10 @@ fn object_to_create(text: &str, namespace: &str) -> Result<DynamicObject, String
 }
 
 /// Deletes the run named `name` if there is one, and waits until it is gone; true if there
-/// was one.
+/// was one. The deletion is in the foreground: the API server keeps the run until the
+/// garbage collector has deleted what it owns (its Deployments and Jobs, and in turn their
+/// pods), so once it is gone no pod of it is left to load the machines under the new run's
+/// first cell.
 async fn delete_existing(api: &Api<DynamicObject>, name: &str) -> Result<bool, String> {
     let existing = api
         .get_opt(name)
@@ -340,7 +343,10 @@ async fn delete_existing(api: &Api<DynamicObject>, name: &str) -> Result<bool, S
         return Ok(false);
     };
     let uid = existing.metadata.uid.clone().unwrap_or_default();
-    match api.delete(name, &delete_params(&uid)).await {
+    match api
+        .delete(name, &delete_params(&uid, PropagationPolicy::Foreground))
+        .await
+    {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(true),
         Err(e) => return Err(format!("cannot delete the earlier run: {}", api_error(&e))),
@@ -356,11 +362,11 @@ async fn delete_existing(api: &Api<DynamicObject>, name: &str) -> Result<bool, S
     }
 }
 
-/// A background deletion of exactly the object with `uid` (not one created since under the
-/// same name).
-fn delete_params(uid: &str) -> DeleteParams {
+/// A deletion of exactly the object with `uid` (not one created since under the same name),
+/// its dependents deleted as `propagation` says.
+fn delete_params(uid: &str, propagation: PropagationPolicy) -> DeleteParams {
     DeleteParams {
-        propagation_policy: Some(PropagationPolicy::Background),
+        propagation_policy: Some(propagation),
         preconditions: Some(Preconditions {
             uid: Some(uid.to_owned()),
             resource_version: None,
@@ -511,7 +517,9 @@ async fn stop(
         ));
         return;
     }
-    match ours.api.delete(name, &delete_params(&ours.uid)).await {
+    // In the background: nothing waits for it to be gone.
+    let params = delete_params(&ours.uid, PropagationPolicy::Background);
+    match ours.api.delete(name, &params).await {
         Ok(_) => display.line(&format!(
             "deleted {what}; the operator's objects go with it"
         )),
