@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::api::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus};
-use crate::report::{ABSENT, parse_status, svg, write_atomically};
+use crate::report::{ABSENT, svg, write_atomically};
 use crate::results::noise::{self, Difference, Direction, Method};
 
 /// Without repetitions on either side, a relative change must exceed this to count: a single
@@ -167,10 +167,7 @@ struct Side {
 
 /// Reads a status from `path`, or says why it is not one.
 pub fn read_status(path: &Path) -> Result<BenchmarkRunStatus, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let status = parse_status(&text)
-        .map_err(|e| format!("{} is not a BenchmarkRun status: {e}", path.display()))?;
+    let status = crate::report::read_status_file(path)?;
     with_cells(status, &path.display().to_string())
 }
 

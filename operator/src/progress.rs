@@ -140,8 +140,6 @@ pub enum Event<'a> {
     /// started, which also counts the generator's check that the target answers). It moves
     /// the estimate of the time left, and shows nothing else.
     LoadElapsed {
-        /// Which measurement.
-        step: &'a Step,
         /// Time since the load started.
         elapsed: Duration,
     },
@@ -268,7 +266,7 @@ impl Display {
                     l.cell(&format!("{} · {detail}", short_label(step, &self.plan)));
                 }
             }
-            Event::LoadElapsed { elapsed, .. } => self.tally.load_elapsed(elapsed),
+            Event::LoadElapsed { elapsed } => self.tally.load_elapsed(elapsed),
             Event::PhaseProgress { step, figures } => {
                 self.tally
                     .phase(&figures.phase, figures.elapsed_secs, false);

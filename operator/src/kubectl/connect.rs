@@ -139,18 +139,21 @@ fn read_kubeconfig(args: &ConnectionArgs, env: &Environment) -> Result<Option<Ku
             .filter(|p| !p.as_os_str().is_empty())
             .collect();
         if !paths.is_empty() {
-            let mut merged = Kubeconfig::default();
+            let mut merged: Option<Kubeconfig> = None;
             for p in &paths {
                 // kubectl skips a listed file that does not exist; it fails on one it cannot
                 // parse.
                 if !p.exists() {
                     continue;
                 }
-                merged = merged
-                    .merge(read(p)?)
-                    .map_err(|e| format!("kubeconfig: {e}"))?;
+                let next = read(p)?;
+                merged = Some(match merged {
+                    None => next,
+                    Some(m) => m.merge(next).map_err(|e| format!("kubeconfig: {e}"))?,
+                });
             }
-            return Ok(Some(merged));
+            // None of the listed files exists: no kubeconfig at all (then the service account).
+            return Ok(merged);
         }
     }
     match &env.home {
@@ -311,6 +314,31 @@ contexts:
             server_and_namespace(&args(None, None, None), &env).await.1,
             "team-one"
         );
+    }
+
+    #[tokio::test]
+    async fn a_kubeconfig_list_of_missing_files_is_no_kubeconfig() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".kube")).unwrap();
+        file(&home.path().join(".kube"), "config", KUBECONFIG);
+        let list =
+            std::env::join_paths([dir.path().join("gone"), dir.path().join("also-gone")]).unwrap();
+        let env = Environment {
+            kubeconfig: Some(list),
+            home: Some(home.path().to_path_buf()),
+        };
+        // Not ~/.kube/config either: $KUBECONFIG replaces it, as for kubectl.
+        assert!(
+            read_kubeconfig(&args(None, None, None), &env)
+                .unwrap()
+                .is_none()
+        );
+        // So a --context has nowhere to be found, rather than "no current-context".
+        let err = target(&args(None, Some("one"), None), &env)
+            .await
+            .unwrap_err();
+        assert!(err.contains("--context one: no kubeconfig"), "{err}");
     }
 
     #[tokio::test]

@@ -184,10 +184,7 @@ impl Follower {
             && let Some(started) = cur.load_started
         {
             let elapsed = Duration::from_secs(now.saturating_sub(started).max(0) as u64);
-            display.event(progress::Event::LoadElapsed {
-                step: &cur.step,
-                elapsed,
-            });
+            display.event(progress::Event::LoadElapsed { elapsed });
         }
     }
 

@@ -14,15 +14,13 @@ use kube::api::{Api, ListParams, LogParams};
 
 use super::connect::Cluster;
 use super::runs::{runs_api, status_of};
+use super::{EXIT_BAD_INPUT, EXIT_CLUSTER};
 use crate::controller::build::{
     CELL_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN, ROLE_TARGET, RUN_LABEL,
 };
 
 /// Exit code when no pod matched (and nothing was printed).
 pub const EXIT_NO_PODS: u8 = 1;
-
-/// Exit code for an unknown run or cell.
-pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// Which pods of a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -97,7 +95,7 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
                 args.name,
                 super::api_error(&e)
             );
-            return ExitCode::from(super::EXIT_CLUSTER);
+            return ExitCode::from(EXIT_CLUSTER);
         }
     };
     let cells: Vec<String> = status_of(&run)
@@ -126,7 +124,7 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
                 args.name,
                 super::api_error(&e)
             );
-            return ExitCode::from(super::EXIT_CLUSTER);
+            return ExitCode::from(EXIT_CLUSTER);
         }
     };
     if found.is_empty() {

@@ -36,6 +36,11 @@ use connect::{Connection, ConnectionArgs, Environment};
 /// The file name under which the binary is the plugin.
 pub const PLUGIN_NAME: &str = "kubectl-benchmatrix";
 
+/// Exit code for bad input, as `benchmatrix run`, `report` and `compare` give it: a file
+/// that cannot be read or is invalid, an `--out` that is not a writable folder, a run or cell
+/// that does not exist, a run of that name already there, a spec the cluster refuses.
+pub const EXIT_BAD_INPUT: u8 = crate::compare::EXIT_BAD_INPUT;
+
 /// Exit code of `run` when `--timeout` expired before the run finished.
 pub const EXIT_TIMEOUT: u8 = 4;
 
@@ -80,12 +85,13 @@ enum KubectlCommand {
     Run(run::RunArgs),
     /// Render the report of a run on the cluster (by name) or of a saved file.
     ///
-    /// report.md, the charts and the comparison table, as `benchmatrix report`.
+    /// report.md, the charts and the comparison table, as `benchmatrix report`. Exit 2 on bad
+    /// input (no such file or run), 5 when the cluster cannot be asked.
     Report(runs::ReportArgs),
     /// Compare two runs, each on the cluster (by name) or a saved file.
     ///
     /// As `benchmatrix compare`: exit 3 on a regression beyond --max-regression, 2 on bad
-    /// input.
+    /// input, 5 when the cluster cannot be asked.
     Compare(runs::CompareArgs),
     /// Print the logs of a run's pods (targets and load generators).
     ///
@@ -125,7 +131,7 @@ pub fn main(args: KubectlArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("kubectl benchmatrix: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_CLUSTER);
+            return ExitCode::FAILURE;
         }
     };
     runtime.block_on(dispatch(args))
@@ -138,7 +144,7 @@ async fn dispatch(args: KubectlArgs) -> ExitCode {
             Ok(console) => ExitCode::from(run::run(run, &mut connection, console).await),
             Err(e) => {
                 eprintln!("kubectl benchmatrix run: cannot catch Ctrl-C: {e}");
-                ExitCode::from(EXIT_CLUSTER)
+                ExitCode::FAILURE
             }
         },
         KubectlCommand::Report(report) => runs::report(report, &mut connection).await,

@@ -22,7 +22,7 @@ use kube::runtime::watcher::watch_object;
 use super::connect::{Cluster, Connection};
 use super::follow::Follower;
 use super::runs::{runs_api, status_of};
-use super::{EXIT_CLUSTER, EXIT_TIMEOUT, api_error};
+use super::{EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_TIMEOUT, api_error};
 use crate::api::BenchmarkRunStatus;
 use crate::engine::ValidatedRun;
 use crate::outcome::Outcome;
@@ -30,9 +30,6 @@ use crate::progress::{self, Display, Plan};
 use crate::report::{self, markdown::Notes};
 
 const COMMAND: &str = "kubectl benchmatrix run";
-
-/// Exit code for bad input (as `benchmatrix run`).
-const EXIT_BAD_INPUT: u8 = 2;
 
 /// After this long without a status, the run is probably not seen by any operator: say so.
 pub const NO_STATUS_HINT: Duration = Duration::from_secs(30);
@@ -333,7 +330,10 @@ fn object_to_create(text: &str, namespace: &str) -> Result<DynamicObject, String
 }
 
 /// Deletes the run named `name` if there is one, and waits until it is gone; true if there
-/// was one.
+/// was one. The deletion is in the foreground: the API server keeps the run until the
+/// garbage collector has deleted what it owns (its Deployments and Jobs, and in turn their
+/// pods), so once it is gone no pod of it is left to load the machines under the new run's
+/// first cell.
 async fn delete_existing(api: &Api<DynamicObject>, name: &str) -> Result<bool, String> {
     let existing = api
         .get_opt(name)
@@ -343,7 +343,10 @@ async fn delete_existing(api: &Api<DynamicObject>, name: &str) -> Result<bool, S
         return Ok(false);
     };
     let uid = existing.metadata.uid.clone().unwrap_or_default();
-    match api.delete(name, &delete_params(&uid)).await {
+    match api
+        .delete(name, &delete_params(&uid, PropagationPolicy::Foreground))
+        .await
+    {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(true),
         Err(e) => return Err(format!("cannot delete the earlier run: {}", api_error(&e))),
@@ -359,11 +362,11 @@ async fn delete_existing(api: &Api<DynamicObject>, name: &str) -> Result<bool, S
     }
 }
 
-/// A background deletion of exactly the object with `uid` (not one created since under the
-/// same name).
-fn delete_params(uid: &str) -> DeleteParams {
+/// A deletion of exactly the object with `uid` (not one created since under the same name),
+/// its dependents deleted as `propagation` says.
+fn delete_params(uid: &str, propagation: PropagationPolicy) -> DeleteParams {
     DeleteParams {
-        propagation_policy: Some(PropagationPolicy::Background),
+        propagation_policy: Some(propagation),
         preconditions: Some(Preconditions {
             uid: Some(uid.to_owned()),
             resource_version: None,
@@ -514,7 +517,9 @@ async fn stop(
         ));
         return;
     }
-    match ours.api.delete(name, &delete_params(&ours.uid)).await {
+    // In the background: nothing waits for it to be gone.
+    let params = delete_params(&ours.uid, PropagationPolicy::Background);
+    match ours.api.delete(name, &params).await {
         Ok(_) => display.line(&format!(
             "deleted {what}; the operator's objects go with it"
         )),
@@ -529,42 +534,25 @@ async fn stop(
     }
 }
 
-/// Writes `status` as `DIR/status.yaml` (the bare status, as `benchmatrix run` writes it),
-/// making the folder if needed.
-pub fn write_status(dir: &Path, status: &BenchmarkRunStatus) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let text = serde_yaml::to_string(status).map_err(std::io::Error::other)?;
-    report::write_atomically(&dir.join("status.yaml"), text.as_bytes())
-}
-
 /// Writes status.yaml, report.md and the charts into `out` and prints the table, the gate's
-/// verdict and the recommendation under the progress, as `benchmatrix run` does; for a run
-/// that never started a cell, its message instead.
+/// verdict and the recommendation under the progress, as `benchmatrix run` does. A run that
+/// never started a cell has no table: its message (why it was refused, or is still queued)
+/// is already shown, as the follower shows every status without cells.
 fn write_outputs(out: &Path, status: &BenchmarkRunStatus, notes: &Notes, display: &mut Display) {
     let status_path = out.join("status.yaml");
-    if let Err(e) = write_status(out, status) {
+    if let Err(e) = report::write_status(out, status) {
         eprintln!("{COMMAND}: cannot write {}: {e}", status_path.display());
         return;
     }
     if status.cells.is_empty() {
-        if let Some(m) = &status.message {
-            display.line(&format!("{}: {m}", status.phase));
-        }
         display.line(&format!("wrote {}", status_path.display()));
         return;
     }
     match report::write_report(out, status, &[], notes) {
         Ok(files) => {
-            display.line("");
-            for line in report::closing_lines(status) {
+            for line in report::finished_lines(status, out, files.len()) {
                 display.line(&line);
             }
-            display.line(&format!(
-                "\nwrote {} and {} more file(s) in {}",
-                status_path.display(),
-                files.len(),
-                out.display()
-            ));
         }
         Err(e) => eprintln!("{COMMAND}: cannot write the report: {e}"),
     }

@@ -2,7 +2,8 @@
 //! BenchmarkRun from `kubectl get -o yaml`) or a BenchmarkRun on the cluster, by name. An
 //! argument that is an existing file is the file; anything else is a run name in the
 //! namespace. Both commands then do exactly what `benchmatrix report` and `benchmatrix
-//! compare` do with a status, with the same flags and exit codes.
+//! compare` do with a status, with the same flags and exit codes; and, as every plugin
+//! command, exit 5 when the cluster cannot be reached or asked.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,12 +12,10 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject};
 
 use super::connect::{Cluster, Connection};
+use super::{EXIT_BAD_INPUT, EXIT_CLUSTER};
 use crate::api::{BenchmarkRun, BenchmarkRunStatus};
 use crate::compare::{self, CompareOptions, Compared};
 use crate::report;
-
-/// Exit code for input that cannot be read (as `benchmatrix report` and `compare`).
-const EXIT_BAD_INPUT: u8 = 2;
 
 /// Arguments of `kubectl benchmatrix report`.
 #[derive(Debug, clap::Args)]
@@ -75,13 +74,39 @@ pub fn status_of(object: &DynamicObject) -> Result<BenchmarkRunStatus, String> {
     }
 }
 
+/// Why a run could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The argument names no usable run: a file that cannot be read or is no status, a name
+    /// with no run of that name, a status this binary cannot read ([`EXIT_BAD_INPUT`]).
+    BadInput(String),
+    /// The cluster could not be reached or asked: no kubeconfig, a refused connection, an API
+    /// error such as a refused permission or a server error ([`EXIT_CLUSTER`]).
+    Cluster(String),
+}
+
+impl LoadError {
+    /// What went wrong, in words.
+    pub fn message(&self) -> &str {
+        match self {
+            LoadError::BadInput(m) | LoadError::Cluster(m) => m,
+        }
+    }
+
+    /// The exit code it makes.
+    pub fn code(&self) -> u8 {
+        match self {
+            LoadError::BadInput(_) => EXIT_BAD_INPUT,
+            LoadError::Cluster(_) => EXIT_CLUSTER,
+        }
+    }
+}
+
 /// Reads `arg`: the file if one exists there, else the run of that name on the cluster.
-pub async fn load(arg: &str, connection: &mut Connection) -> Result<Loaded, String> {
+pub async fn load(arg: &str, connection: &mut Connection) -> Result<Loaded, LoadError> {
     let path = Path::new(arg);
     if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {arg}: {e}"))?;
-        let status = report::parse_status(&text)
-            .map_err(|e| format!("{arg} is not a BenchmarkRun status: {e}"))?;
+        let status = report::read_status_file(path).map_err(LoadError::BadInput)?;
         return Ok(Loaded {
             label: arg.to_owned(),
             status,
@@ -89,15 +114,20 @@ pub async fn load(arg: &str, connection: &mut Connection) -> Result<Loaded, Stri
         });
     }
     if looks_like_a_file(arg) {
-        return Err(format!("cannot read {arg}: no such file"));
+        return Err(LoadError::BadInput(format!(
+            "cannot read {arg}: no such file"
+        )));
     }
     let cluster = connection.cluster().await.map_err(|e| {
-        format!("no file {arg} here, and no cluster to look for a run of that name on: {e}")
+        LoadError::Cluster(format!(
+            "no file {arg} here, and no cluster to look for a run of that name on: {e}"
+        ))
     })?;
     let ns = &cluster.namespace;
     match runs_api(cluster, ns).get_opt(arg).await {
         Ok(Some(object)) => {
-            let status = status_of(&object).map_err(|e| format!("benchmarkrun {ns}/{arg}: {e}"))?;
+            let status = status_of(&object)
+                .map_err(|e| LoadError::BadInput(format!("benchmarkrun {ns}/{arg}: {e}")))?;
             if !status.phase.is_finished() {
                 eprintln!(
                     "note: benchmarkrun {ns}/{arg} is {} ({}): what follows is what it has \
@@ -112,15 +142,15 @@ pub async fn load(arg: &str, connection: &mut Connection) -> Result<Loaded, Stri
                 file: None,
             })
         }
-        Ok(None) => Err(format!(
+        Ok(None) => Err(LoadError::BadInput(format!(
             "no file {arg} here, and no BenchmarkRun {arg} in namespace {ns} ({})",
             cluster.describe
-        )),
-        Err(e) => Err(format!(
+        ))),
+        Err(e) => Err(LoadError::Cluster(format!(
             "cannot read benchmarkrun {ns}/{arg} ({}): {}",
             cluster.describe,
             super::api_error(&e)
-        )),
+        ))),
     }
 }
 
@@ -145,20 +175,15 @@ pub async fn report(args: ReportArgs, connection: &mut Connection) -> ExitCode {
     let loaded = match load(&args.run, connection).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("{COMMAND}: {e}");
-            return ExitCode::from(EXIT_BAD_INPUT);
+            eprintln!("{COMMAND}: {}", e.message());
+            return ExitCode::from(e.code());
         }
     };
     match &loaded.file {
-        Some(file) => {
-            let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-            let out = args.out.unwrap_or_else(|| dir.clone());
-            let raw = report::read_raw(&dir, &loaded.status);
-            report::render(&loaded.status, &loaded.label, &raw, &out, COMMAND)
-        }
+        Some(file) => report::render_saved(&loaded.status, file, args.out, COMMAND),
         None => {
             let out = args.out.unwrap_or_else(|| PathBuf::from(&args.run));
-            if let Err(e) = super::run::write_status(&out, &loaded.status) {
+            if let Err(e) = report::write_status(&out, &loaded.status) {
                 eprintln!("{COMMAND}: cannot write into {}: {e}", out.display());
                 return ExitCode::from(1);
             }
@@ -173,16 +198,18 @@ pub async fn compare(args: CompareArgs, connection: &mut Connection) -> ExitCode
     let mut sides = Vec::new();
     for arg in [&args.base, &args.new] {
         let side = load(arg, connection).await.and_then(|l| {
-            compare::with_cells(l.status, &l.label).map(|status| Compared {
-                label: l.label,
-                status,
-            })
+            compare::with_cells(l.status, &l.label)
+                .map(|status| Compared {
+                    label: l.label,
+                    status,
+                })
+                .map_err(LoadError::BadInput)
         });
         match side {
             Ok(s) => sides.push(s),
             Err(e) => {
-                eprintln!("{COMMAND}: {e}");
-                return ExitCode::from(EXIT_BAD_INPUT);
+                eprintln!("{COMMAND}: {}", e.message());
+                return ExitCode::from(e.code());
             }
         }
     }

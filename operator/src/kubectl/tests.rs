@@ -259,6 +259,34 @@ async fn a_failed_threshold_exits_3_and_a_failed_cell_exits_1() {
 }
 
 #[tokio::test]
+async fn a_run_the_operator_refuses_exits_2_and_says_why_once() {
+    with_timeout(async {
+        let h = Harness::new();
+        let dir = tempfile::tempdir().unwrap();
+        // Valid to the plugin's checks; the operator refuses the image reference.
+        let mut refused = sample("refused", &["a"]);
+        refused["spec"]["target"] = json!({"image": "ghcr.io/benchmatrix/../evil/x:1"});
+        let file = run_file(dir.path(), &refused);
+        let out = dir.path().join("o");
+        let (code, shown) =
+            run_with_operator(&h, run_args(file, out.clone()), "refused", &healthy).await;
+        assert_eq!(code, crate::outcome::Outcome::Refused.code(), "{shown}");
+        assert_eq!(code, 2);
+
+        let status =
+            crate::report::parse_status(&std::fs::read_to_string(out.join("status.yaml")).unwrap())
+                .unwrap();
+        assert_eq!(status.phase, RunPhase::Failed);
+        assert!(status.cells.is_empty(), "{status:#?}");
+        let message = status.message.expect("the refusal's message");
+        assert!(message.contains("invalid image reference"), "{message}");
+        assert_eq!(shown.matches(message.as_str()).count(), 1, "{shown}");
+        assert!(shown.contains("wrote "), "{shown}");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn repetitions_are_numbered_as_the_local_runner_numbers_them() {
     with_timeout(async {
         let h = Harness::new();
@@ -679,11 +707,11 @@ async fn logs_say_why_there_is_nothing_to_show() {
         args.cell = Some("zz".into());
         assert_eq!(
             logs_of(&fake, &args).await.0,
-            std::process::ExitCode::from(logs::EXIT_BAD_INPUT)
+            std::process::ExitCode::from(super::EXIT_BAD_INPUT)
         );
         assert_eq!(
             logs_of(&fake, &logs_args("nope")).await.0,
-            std::process::ExitCode::from(logs::EXIT_BAD_INPUT)
+            std::process::ExitCode::from(super::EXIT_BAD_INPUT)
         );
     })
     .await;
@@ -779,6 +807,77 @@ async fn report_and_compare_read_runs_from_the_cluster_and_from_files() {
             .await;
             assert_eq!(code, std::process::ExitCode::from(2), "{missing}");
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn report_and_compare_exit_5_when_the_cluster_cannot_be_asked() {
+    with_timeout(async {
+        let dir = tempfile::tempdir().unwrap();
+        let report_args = |run: &str| ReportArgs {
+            run: run.into(),
+            out: Some(dir.path().join("out")),
+        };
+        let compare_args = |base: &str, new: &str| CompareArgs {
+            base: base.into(),
+            new: new.into(),
+            options: CompareOptions {
+                out: None,
+                max_regression: 0.0,
+                min_change: 5.0,
+            },
+        };
+        let cluster = std::process::ExitCode::from(super::EXIT_CLUSTER);
+
+        // The API server refuses (RBAC) or fails: the cluster's trouble, not bad input.
+        let fake = FakeApi::default();
+        fake.insert("benchmarkruns", sample("main", &["a"]));
+        fake.fail_next("GET", "benchmarkruns", 403);
+        let code = runs::report(report_args("main"), &mut connection(&fake, NS, false)).await;
+        assert_eq!(code, cluster);
+        fake.fail_next("GET", "benchmarkruns", 500);
+        let code = runs::compare(
+            compare_args("main", "main"),
+            &mut connection(&fake, NS, false),
+        )
+        .await;
+        assert_eq!(code, cluster);
+        // Once it answers, a run that is not there is bad input still.
+        let code = runs::report(report_args("nope"), &mut connection(&fake, NS, false)).await;
+        assert_eq!(code, std::process::ExitCode::from(super::EXIT_BAD_INPUT));
+
+        // No API server at all: a kubeconfig whose server refuses the connection.
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: gone\nclusters:\n- name: gone\n  \
+                 cluster: {{server: \"http://127.0.0.1:{port}\"}}\nusers:\n- name: u\n  user: \
+                 {{token: t}}\ncontexts:\n- name: gone\n  context: {{cluster: gone, user: u}}\n"
+            ),
+        )
+        .unwrap();
+        let unreachable = || {
+            Connection::Pending(
+                super::connect::ConnectionArgs {
+                    kubeconfig: Some(kubeconfig.clone()),
+                    ..Default::default()
+                },
+                super::connect::Environment::default(),
+            )
+        };
+        let code = runs::report(report_args("main"), &mut unreachable()).await;
+        assert_eq!(code, cluster);
+        let code = runs::compare(compare_args("main", "other"), &mut unreachable()).await;
+        assert_eq!(code, cluster);
+        // A file that is not there needs no cluster: bad input, whatever the cluster.
+        let code = runs::report(report_args("no/such/status.yaml"), &mut unreachable()).await;
+        assert_eq!(code, std::process::ExitCode::from(super::EXIT_BAD_INPUT));
     })
     .await;
 }

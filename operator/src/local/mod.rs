@@ -16,10 +16,6 @@ pub mod runner;
 pub mod secrets;
 pub mod signals;
 
-/// The progress display, shared with `kubectl benchmatrix run` (which feeds it from a run's
-/// status on a cluster); still reachable here for the runner and the cell code that name it.
-pub use crate::progress;
-
 use std::path::Path;
 use std::process::ExitCode;
 

@@ -11,16 +11,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cell::{CellContext, LocalStep, supervise};
 use super::cgroup::Backend;
-use super::progress::{self, Display, Plan, Step};
 use super::replica_set::READY_POLL;
 use super::signals;
 use crate::api::conditions::now;
 use crate::api::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
 use crate::engine::machine::{self, Command, Look, Seen, StepAt};
 use crate::engine::{self, Ctx, Event, ValidatedRun};
+use crate::outcome::Outcome;
+use crate::progress::{self, Display, Plan, Step};
 use crate::report::{self, RawCell, markdown::Notes};
-
-pub use crate::outcome::Outcome;
 
 /// Everything one run needs besides the spec.
 pub struct Runner {
@@ -158,14 +157,14 @@ impl Runner {
                 local.deploy(&mut cx);
                 *current = Some((local, step));
             }
-            Command::StartLoad(_) | Command::Collect(_) => {
+            Command::StartLoad(_) => {
                 if let Some((local, step)) = current {
-                    let mut cx = self.cell_context(step);
-                    if matches!(command, Command::Collect(_)) {
-                        local.collect(&mut cx);
-                    } else {
-                        local.start_load(&mut cx);
-                    }
+                    local.start_load(&mut self.cell_context(step));
+                }
+            }
+            Command::Collect(_) => {
+                if let Some((local, step)) = current {
+                    local.collect(&mut self.cell_context(step));
                 }
             }
             Command::Stop { at, .. } => {
@@ -261,16 +260,9 @@ impl Runner {
         self.display.event(progress::Event::Finished);
         match report::write_report(&self.out, &self.status, &self.raw, &notes) {
             Ok(files) => {
-                self.display.line("");
-                for line in report::closing_lines(&self.status) {
+                for line in report::finished_lines(&self.status, &self.out, files.len()) {
                     self.display.line(&line);
                 }
-                self.display.line(&format!(
-                    "\nwrote {} and {} more file(s) in {}",
-                    self.out.join("status.yaml").display(),
-                    files.len(),
-                    self.out.display()
-                ));
             }
             Err(e) => eprintln!("benchmatrix run: cannot write the report: {e}"),
         }
@@ -278,14 +270,11 @@ impl Runner {
     }
 
     fn write_status(&self) {
-        let path = self.out.join("status.yaml");
-        match serde_yaml::to_string(&self.status) {
-            Ok(text) => {
-                if let Err(e) = report::write_atomically(&path, text.as_bytes()) {
-                    eprintln!("benchmatrix run: cannot write {}: {e}", path.display());
-                }
-            }
-            Err(e) => eprintln!("benchmatrix run: cannot serialize the status: {e}"),
+        if let Err(e) = report::write_status(&self.out, &self.status) {
+            eprintln!(
+                "benchmatrix run: cannot write {}: {e}",
+                self.out.join("status.yaml").display()
+            );
         }
     }
 }

@@ -142,10 +142,6 @@ fn cells_table(o: &mut String, status: &BenchmarkRunStatus) {
             c.message.as_deref().unwrap_or("").replace('|', "\\|")
         );
     }
-    // With `repeat: {min, max, precision}`, why each cell took as many repetitions as it did.
-    if let Some(line) = super::repetitions_line(status) {
-        let _ = writeln!(o, "\n{line}");
-    }
 }
 
 /// `## Latency and throughput`: a table per phase and endpoint, then the charts that belong to

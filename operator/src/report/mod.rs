@@ -41,35 +41,45 @@ pub struct ReportArgs {
 /// Renders a saved status: report.md and charts into the output folder, the comparison table
 /// to stdout. Exit 2 when the file is unreadable or not a status.
 pub fn run(args: ReportArgs) -> std::process::ExitCode {
-    let text = match std::fs::read_to_string(&args.status) {
-        Ok(t) => t,
+    const COMMAND: &str = "benchmatrix report";
+    match read_status_file(&args.status) {
+        Ok(status) => render_saved(&status, &args.status, args.out, COMMAND),
         Err(e) => {
-            eprintln!(
-                "benchmatrix report: cannot read {}: {e}",
-                args.status.display()
-            );
-            return std::process::ExitCode::from(2);
+            eprintln!("{COMMAND}: {e}");
+            std::process::ExitCode::from(2)
         }
-    };
-    let status = match parse_status(&text) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "benchmatrix report: {} is not a BenchmarkRun status: {e}",
-                args.status.display()
-            );
-            return std::process::ExitCode::from(2);
-        }
-    };
-    let dir = args
-        .status
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let out = args.out.unwrap_or_else(|| dir.clone());
-    let raw = read_raw(&dir, &status);
-    let source = args.status.display().to_string();
-    render(&status, &source, &raw, &out, "benchmatrix report")
+    }
+}
+
+/// Reads a status file (bare, or a whole BenchmarkRun), or says why it is not one: "cannot
+/// read FILE: ..." or "FILE is not a BenchmarkRun status: ...".
+pub fn read_status_file(path: &Path) -> Result<BenchmarkRunStatus, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_status(&text).map_err(|e| format!("{} is not a BenchmarkRun status: {e}", path.display()))
+}
+
+/// What `benchmatrix report` does with the status read from `file`: [`render`] into `out`
+/// (default: the file's folder), with the raw results `benchmatrix run` kept beside it.
+pub fn render_saved(
+    status: &BenchmarkRunStatus,
+    file: &Path,
+    out: Option<PathBuf>,
+    command: &str,
+) -> std::process::ExitCode {
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let out = out.unwrap_or_else(|| dir.clone());
+    let raw = read_raw(&dir, status);
+    render(status, &file.display().to_string(), &raw, &out, command)
+}
+
+/// Writes `status` as `DIR/status.yaml` (the bare status), atomically, making the folder if
+/// needed: the file `benchmatrix run` and `kubectl benchmatrix run` leave, which `report` and
+/// `compare` read back.
+pub fn write_status(dir: &Path, status: &BenchmarkRunStatus) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let text = serde_yaml::to_string(status).map_err(std::io::Error::other)?;
+    write_atomically(&dir.join("status.yaml"), text.as_bytes())
 }
 
 /// Writes report.md and the charts of `status` into `out` and prints its comparison table:
@@ -125,8 +135,22 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
     lines
 }
 
+/// What a finished run prints once its files are written into `out` (`written` of them
+/// besides status.yaml): a blank line, the [`closing_lines`], then where the files went.
+pub fn finished_lines(status: &BenchmarkRunStatus, out: &Path, written: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    lines.extend(closing_lines(status));
+    lines.push(format!(
+        "\nwrote {} and {written} more file(s) in {}",
+        out.join("status.yaml").display(),
+        out.display()
+    ));
+    lines
+}
+
 /// "repetitions until precise: single-x1 3 (precise, widest mixed/fast p99 at 2.1%); pool-x1
-/// 10 (max reached, mixed/fast p99 still at 12.4%)", when cells repeated until precise.
+/// 10 (max reached, mixed/fast p99 at 12.4%)", when cells repeated until precise; a cell none
+/// of whose figures is ranked or judged is "precise: no figure is ranked or judged".
 pub fn repetitions_line(status: &BenchmarkRunStatus) -> Option<String> {
     let cells: Vec<String> = status
         .cells
@@ -134,15 +158,17 @@ pub fn repetitions_line(status: &BenchmarkRunStatus) -> Option<String> {
         .filter_map(|c| {
             let p = c.precision.as_ref()?;
             let widest = match (&p.widest_figure, p.widest_percent) {
-                (Some(f), Some(pct)) => format!("{f} at {pct:.1}%"),
-                (Some(f), None) => format!("{f} without an interval"),
-                _ => "no deciding figure".into(),
+                (Some(f), Some(pct)) => Some(format!("{f} at {pct:.1}%")),
+                (Some(f), None) => Some(format!("{f} without an interval")),
+                (None, _) => None,
             };
-            Some(if p.precise {
-                format!("{} {} (precise, widest {widest})", c.name, p.repetitions)
-            } else {
-                format!("{} {} (max reached, {widest})", c.name, p.repetitions)
-            })
+            let why = match (p.precise, widest) {
+                (true, Some(w)) => format!("precise, widest {w}"),
+                (true, None) => "precise: no figure is ranked or judged".into(),
+                (false, Some(w)) => format!("max reached, {w}"),
+                (false, None) => "max reached, no deciding figure".into(),
+            };
+            Some(format!("{} {} ({why})", c.name, p.repetitions))
         })
         .collect();
     (!cells.is_empty()).then(|| format!("repetitions until precise: {}", cells.join("; ")))
@@ -386,6 +412,45 @@ pub fn read_raw(dir: &Path, status: &BenchmarkRunStatus) -> Vec<RawCell> {
 mod tests {
     use super::*;
     use crate::api::CellPhase;
+
+    #[test]
+    fn the_repetitions_line_says_why_each_cell_stopped() {
+        use crate::api::{CellPrecision, CellStatus};
+        let cell = |name: &str, precise: bool, repetitions, widest: Option<(&str, Option<f64>)>| {
+            CellStatus {
+                name: name.into(),
+                precision: Some(CellPrecision {
+                    precise,
+                    repetitions,
+                    widest_figure: widest.map(|(f, _)| f.to_owned()),
+                    widest_percent: widest.and_then(|(_, pct)| pct),
+                    message: String::new(),
+                }),
+                ..CellStatus::default()
+            }
+        };
+        let status = BenchmarkRunStatus {
+            cells: vec![
+                cell("single-x1", true, 3, Some(("mixed/fast p99", Some(2.14)))),
+                cell("pool-x1", false, 10, Some(("mixed/fast p99", Some(12.4)))),
+                cell("zero", true, 2, Some(("mixed/slow rps", None))),
+                cell("unranked", true, 2, None),
+                CellStatus {
+                    name: "once".into(),
+                    ..CellStatus::default()
+                },
+            ],
+            ..BenchmarkRunStatus::default()
+        };
+        assert_eq!(
+            repetitions_line(&status).unwrap(),
+            "repetitions until precise: single-x1 3 (precise, widest mixed/fast p99 at 2.1%); \
+             pool-x1 10 (max reached, mixed/fast p99 at 12.4%); zero 2 (precise, widest \
+             mixed/slow rps without an interval); unranked 2 (precise: no figure is ranked or \
+             judged)"
+        );
+        assert_eq!(repetitions_line(&BenchmarkRunStatus::default()), None);
+    }
 
     #[test]
     fn parses_a_bare_status_and_one_inside_a_benchmark_run() {

@@ -11,10 +11,10 @@ use crate::api::Enforcement;
 use crate::api::conditions::Cause;
 use crate::local::cgroup::{Cgroup, LimitMethod};
 use crate::local::loadgen::Loadgen;
-use crate::local::progress::Event;
 use crate::local::replica_set::{Launch, ReplicaSet, free_port};
 use crate::local::signals;
 use crate::matrix::Cell;
+use crate::progress::Event;
 use benchmatrix_quota::http;
 
 /// What was read of a cell's replicas once every one was ready, before any load.

@@ -20,13 +20,13 @@ use benchmatrix_loadgen::result::RunResult;
 
 use super::cgroup::Backend;
 use super::loadgen::Loadgen;
-use super::progress::{Display, Step};
 use super::replica_set::{Launch, Readiness, ReplicaSet};
 use crate::api::conditions::Cause;
 use crate::api::{Enforcement, TargetStats};
 use crate::engine::ValidatedRun;
 use crate::engine::machine::{self, Look, Seen};
 use crate::matrix::Cell;
+use crate::progress::{Display, Step};
 
 /// What a cell needs of the run: the spec, the output folder, the CPU-limit backend, and the
 /// display its progress goes to with the measurement it is.

@@ -10,8 +10,8 @@ use super::loadgen_setup::LoadTiming;
 use crate::api::BenchmarkRunSpec;
 use crate::local::cgroup::CpuUsage;
 use crate::local::loadgen::Loadgen;
-use crate::local::progress::{Event, ProgressLine};
 use crate::local::replica_set::ReplicaSet;
+use crate::progress::{Event, ProgressLine};
 
 /// How often the runner looks at a running cell. Each look is a few system calls; the load
 /// generator's end is noticed up to one interval late, and that lateness adds to every cell's
