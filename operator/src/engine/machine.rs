@@ -339,14 +339,7 @@ fn deploying(
     } else if let Some(ready) = seen.ready {
         match ready {
             Ok(ready) => {
-                out.commands.push(Command::StartLoad(at));
-                let event = Event::LoadStarted {
-                    cell: at.cell,
-                    message: ready.message,
-                    target_pods: ready.target_pods,
-                };
-                out.record(status, event, ctx);
-                out.commands.push(Command::WakeIn(ctx.limits.load_deadline));
+                start_load(status, at, ready, ctx, out);
             }
             Err(message) => fail(status, at, Cause::ChildBroken, message, ctx, out),
         }
@@ -429,14 +422,7 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
             // twice; the new load measures afresh, against these pods, and has its own
             // deadline from now.
             Some(Ok(ready)) => {
-                out.commands.push(Command::StartLoad(at));
-                let event = Event::LoadStarted {
-                    cell: at.cell,
-                    message: ready.message,
-                    target_pods: ready.target_pods,
-                };
-                out.record(status, event, ctx);
-                out.commands.push(Command::WakeIn(ctx.limits.load_deadline));
+                start_load(status, at, ready, ctx, out);
                 return;
             }
             // The target went away too: the step starts again from its deployment.
@@ -468,6 +454,24 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
     out.commands.push(Command::WakeIn(Duration::from_secs(
         next.min(limit - waited).max(1) as u64,
     )));
+}
+
+/// The load starts against the ready target: until its deadline, counted from now.
+fn start_load(
+    status: &mut BenchmarkRunStatus,
+    at: StepAt,
+    ready: Ready,
+    ctx: &Ctx,
+    out: &mut Advance,
+) {
+    out.commands.push(Command::StartLoad(at));
+    let event = Event::LoadStarted {
+        cell: at.cell,
+        message: ready.message,
+        target_pods: ready.target_pods,
+    };
+    out.record(status, event, ctx);
+    out.commands.push(Command::WakeIn(ctx.limits.load_deadline));
 }
 
 /// The step failed: the status says why, and what the step made is stopped.

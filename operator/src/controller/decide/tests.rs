@@ -319,44 +319,31 @@ fn a_run_whose_every_cell_failed_ends_failed_not_succeeded() {
 
 #[test]
 fn a_spec_change_while_running_fails_the_run_instead_of_mixing_results() {
-    let mut run = run_with(Some(mid_run()));
-    run.metadata.generation = Some(2);
-    let d = decide(
-        &run,
-        &Observation::default(),
-        &conditions::time_from_secs(110),
-        &Settings::default(),
-    );
-    assert_eq!(d.status.phase, RunPhase::Failed);
-    assert!(d.status.message.unwrap().contains("generation 1 -> 2"));
-    assert!(
-        d.actions
-            .iter()
-            .any(|a| matches!(a, Action::Delete(ChildKind::Deployment, _)))
-    );
-}
-
-/// `cleanup: Never` keeps what finished steps leave, not a step abandoned mid-load: a spec
-/// that changed while running stops its current objects all the same.
-#[test]
-fn an_abandoned_step_is_deleted_even_with_cleanup_never() {
-    let mut run = run_with(Some(mid_run()));
-    run.spec.cleanup = crate::api::CleanupPolicy::Never;
-    run.metadata.generation = Some(2);
-    let d = decide(
-        &run,
-        &Observation::default(),
-        &conditions::time_from_secs(110),
-        &Settings::default(),
-    );
-    assert_eq!(d.status.phase, RunPhase::Failed);
-    for kind in [ChildKind::Deployment, ChildKind::Service, ChildKind::Job] {
-        assert!(
-            d.actions
-                .iter()
-                .any(|a| matches!(a, Action::Delete(k, _) if *k == kind)),
-            "{kind:?} deleted: {:?}",
-            d.actions
+    // `cleanup: Never` keeps what finished steps leave, not a step abandoned mid-load: its
+    // objects are deleted all the same.
+    for cleanup in [
+        crate::api::CleanupPolicy::Always,
+        crate::api::CleanupPolicy::Never,
+    ] {
+        let mut run = run_with(Some(mid_run()));
+        run.spec.cleanup = cleanup;
+        run.metadata.generation = Some(2);
+        let d = decide(
+            &run,
+            &Observation::default(),
+            &conditions::time_from_secs(110),
+            &Settings::default(),
         );
+        assert_eq!(d.status.phase, RunPhase::Failed);
+        assert!(d.status.message.unwrap().contains("generation 1 -> 2"));
+        for kind in [ChildKind::Deployment, ChildKind::Service, ChildKind::Job] {
+            assert!(
+                d.actions
+                    .iter()
+                    .any(|a| matches!(a, Action::Delete(k, _) if *k == kind)),
+                "{cleanup:?}: {kind:?} deleted: {:?}",
+                d.actions
+            );
+        }
     }
 }
