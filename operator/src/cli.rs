@@ -1,7 +1,7 @@
 //! Command line of the `benchmatrix` binary. One executable serves every role locally:
 //! `benchmatrix run` re-executes itself as the target and as the load generator, so a fresh
 //! checkout needs no install step. Started as `kubectl-benchmatrix` (a second name or a
-//! symlink, as kubectl finds plugins on PATH) it is the kubectl plugin, [`crate::kubectl`];
+//! symlink, as kubectl finds plugins on PATH) it is the kubectl plugin, [`crate::frontends::kubectl`];
 //! `benchmatrix kubectl ...` is the same plugin without that name.
 
 use std::ffi::OsString;
@@ -24,22 +24,22 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a BenchmarkRun YAML on this machine, with no cluster.
-    Run(crate::local::RunArgs),
+    Run(crate::executors::local::RunArgs),
     /// Render report.md, charts and the comparison table from a saved status.yaml (or a
     /// BenchmarkRun from `kubectl get bmr NAME -o yaml`).
-    Report(crate::report::ReportArgs),
+    Report(crate::frontends::report::ReportArgs),
     /// Compare two saved statuses (status.yaml or `kubectl get bmr NAME -o yaml`): per cell,
     /// phase and endpoint the change in p50, p99, rps and CPU, marked regression, improvement
     /// or within noise. Exit 3 on a regression beyond --max-regression, 2 on bad input.
-    Compare(crate::compare::CompareArgs),
+    Compare(crate::frontends::compare::CompareArgs),
     /// The kubectl plugin (`kubectl benchmatrix`, when installed as `kubectl-benchmatrix`):
     /// run a BenchmarkRun on the cluster and follow it to its verdict; report, compare and
     /// read the logs of runs there.
-    Kubectl(crate::kubectl::KubectlArgs),
+    Kubectl(crate::frontends::kubectl::KubectlArgs),
     /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
     Crd,
     /// Run the Kubernetes operator that reconciles BenchmarkRuns.
-    Operator(crate::controller::OperatorArgs),
+    Operator(crate::executors::cluster::OperatorArgs),
     /// Run the built-in target service (the same program as `benchmatrix-target`).
     #[command(disable_help_flag = true)]
     Target {
@@ -61,9 +61,9 @@ enum Command {
 pub fn main(args: Vec<OsString>) -> ExitCode {
     if args
         .first()
-        .is_some_and(|program| crate::kubectl::is_plugin(program))
+        .is_some_and(|program| crate::frontends::kubectl::is_plugin(program))
     {
-        return crate::kubectl::plugin_main(args);
+        return crate::frontends::kubectl::plugin_main(args);
     }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -77,13 +77,13 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Run(run) => crate::local::run(run),
-        Command::Report(report) => crate::report::run(report),
-        Command::Compare(args) => crate::compare::run(args),
-        Command::Operator(args) => crate::controller::main(args),
-        Command::Kubectl(args) => crate::kubectl::main(args),
+        Command::Run(run) => crate::executors::local::run(run),
+        Command::Report(report) => crate::frontends::report::run(report),
+        Command::Compare(args) => crate::frontends::compare::run(args),
+        Command::Operator(args) => crate::executors::cluster::main(args),
+        Command::Kubectl(args) => crate::frontends::kubectl::main(args),
         Command::Crd => {
-            print!("{}", crate::crdgen::crd_yaml());
+            print!("{}", crate::resource::crdgen::crd_yaml());
             ExitCode::SUCCESS
         }
         Command::Target { args } => {

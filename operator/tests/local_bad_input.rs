@@ -3,8 +3,8 @@
 
 mod local_common;
 
-use benchmatrix::api::{Configuration, Mode};
 use benchmatrix::fixtures::rate;
+use benchmatrix::resource::{Configuration, Mode};
 use local_common::{quickstart, run, text};
 
 /// A good file, written out: the tests that break its text (syntax, unknown fields, types,
@@ -47,7 +47,7 @@ spec:
 "#;
 
 /// The good run, typed: cells single-x1 and pool-x1 through the quickstart's workload.
-fn two_cells() -> benchmatrix::api::BenchmarkRun {
+fn two_cells() -> benchmatrix::resource::BenchmarkRun {
     quickstart("1s", "2s", "2s")
         .with_cell(Configuration::named("single-x1"))
         .with_cell(Configuration::named("pool-x1").mode(Mode::Pool))

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use benchmatrix::api::{Configuration, Mode};
+use benchmatrix::resource::{Configuration, Mode};
 use local_common::{
     alive, cell, cmdline, descendants_of, exe, figures, parent_of, quickstart, run, runner_log,
     spawn_run, status, text, wait_for,

@@ -4,8 +4,8 @@
 
 mod local_common;
 
-use benchmatrix::api::{BenchmarkRun, Configuration, Mode, Repeat, Threshold};
 use benchmatrix::fixtures::{connections, phase};
+use benchmatrix::resource::{BenchmarkRun, Configuration, Mode, Repeat, Threshold};
 use local_common::{cell, quickstart, run, status, text};
 
 /// /fast burns about 12 ms of CPU per request: no p50 can be below a millisecond, while one

@@ -7,8 +7,8 @@ mod local_common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use benchmatrix::api::{BenchmarkRun, Configuration};
 use benchmatrix::fixtures::{connections, header, phase, post, secret_header};
+use benchmatrix::resource::{BenchmarkRun, Configuration};
 use local_common::{exe, text};
 
 /// A keep-alive HTTP/1.1 server (Python's standard library, as the other local tests use) that

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benchmatrix::api::{BenchmarkRun, Configuration, Mode};
 use benchmatrix::fixtures::{connections, endpoint, phase};
+use benchmatrix::resource::{BenchmarkRun, Configuration, Mode};
 use benchmatrix_loadgen::plan::Spread;
 use local_common::{
     alive, cell, descendants_of, exe, figures, leftover_cgroups, quickstart, run, status, text,

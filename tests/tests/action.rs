@@ -285,20 +285,21 @@ fn the_summary_keeps_the_tables_of_a_real_report_and_comparison_without_images()
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     // report.md and compare.md as benchmatrix renders them.
-    let report = benchmatrix::report::run(benchmatrix::report::ReportArgs {
+    let report = benchmatrix::frontends::report::run(benchmatrix::frontends::report::ReportArgs {
         status: fixtures.join("base.yaml"),
         out: Some(out.clone()),
     });
     assert_eq!(report, ExitCode::SUCCESS);
-    let compare = benchmatrix::compare::run(benchmatrix::compare::CompareArgs {
-        base: fixtures.join("base.yaml"),
-        new: fixtures.join("new-regression.yaml"),
-        options: benchmatrix::compare::CompareOptions {
-            out: Some(out.join("compare")),
-            max_regression: 10.0,
-            min_change: 5.0,
-        },
-    });
+    let compare =
+        benchmatrix::frontends::compare::run(benchmatrix::frontends::compare::CompareArgs {
+            base: fixtures.join("base.yaml"),
+            new: fixtures.join("new-regression.yaml"),
+            options: benchmatrix::frontends::compare::CompareOptions {
+                out: Some(out.join("compare")),
+                max_regression: 10.0,
+                min_change: 5.0,
+            },
+        });
     assert_eq!(
         compare,
         ExitCode::from(3),

@@ -381,12 +381,12 @@ fn call(verb: &str, group: &str, resource: &str) -> Call {
     }
 }
 
-/// The operator's API calls: `benchmatrix::controller::API_CALLS`, which the operator's
+/// The operator's API calls: `benchmatrix::executors::cluster::API_CALLS`, which the operator's
 /// faked-API tests keep honest (each of their tests fails on a call the list lacks), and which
 /// includes the Controller's list + watch streams that kube's runtime makes. A ClusterRole
 /// grants a call in one namespace and across all of them alike, so the scope is dropped here.
 fn operator_calls() -> Vec<Call> {
-    let mut calls: Vec<Call> = benchmatrix::controller::API_CALLS
+    let mut calls: Vec<Call> = benchmatrix::executors::cluster::API_CALLS
         .iter()
         .map(|c| call(c.verb, c.group, &c.rbac_resource()))
         .collect();
@@ -399,7 +399,7 @@ fn operator_calls() -> Vec<Call> {
 /// allow when the operator watches a set of namespaces (`--namespace`; its Controllers then list
 /// and watch each namespace on its own, which `API_CALLS` lists as namespaced calls too).
 fn namespaced_operator_calls() -> Vec<Call> {
-    let mut calls: Vec<Call> = benchmatrix::controller::API_CALLS
+    let mut calls: Vec<Call> = benchmatrix::executors::cluster::API_CALLS
         .iter()
         .filter(|c| c.namespaced)
         .map(|c| call(c.verb, c.group, &c.rbac_resource()))
@@ -414,7 +414,7 @@ fn namespaced_operator_calls() -> Vec<Call> {
 /// Calls across all namespaces on namespaced resources (the cluster-wide watches) are not
 /// among them.
 fn cluster_scoped_operator_calls() -> Vec<Call> {
-    let all = benchmatrix::controller::API_CALLS;
+    let all = benchmatrix::executors::cluster::API_CALLS;
     let mut calls: Vec<Call> = all
         .iter()
         .filter(|c| {
@@ -825,7 +825,7 @@ fn node_calls_are_granted_by_a_cluster_role() {
         })
         .flatten()
         .collect();
-    let node_calls: Vec<Call> = benchmatrix::controller::API_CALLS
+    let node_calls: Vec<Call> = benchmatrix::executors::cluster::API_CALLS
         .iter()
         .filter(|c| c.resource == "nodes")
         .map(|c| call(c.verb, c.group, &c.rbac_resource()))
@@ -836,7 +836,7 @@ fn node_calls_are_granted_by_a_cluster_role() {
     );
     for c in &node_calls {
         assert!(
-            benchmatrix::controller::API_CALLS
+            benchmatrix::executors::cluster::API_CALLS
                 .iter()
                 .any(|a| a.resource == "nodes" && a.verb == c.verb && !a.namespaced),
             "{c:?} is cluster-scoped"
@@ -1010,7 +1010,7 @@ fn install_yaml_is_the_chart_render() {
 fn ci_smoke_sample_is_a_benchmark_run() {
     let path = repo_root().join("manifests/samples/ci-smoke.yaml");
     let text = std::fs::read_to_string(&path).expect("ci-smoke.yaml");
-    let run: benchmatrix::api::BenchmarkRun = serde_yaml::from_str(&text)
+    let run: benchmatrix::resource::BenchmarkRun = serde_yaml::from_str(&text)
         .unwrap_or_else(|err| panic!("{} is not a BenchmarkRun: {err}", path.display()));
     if let Err(errors) = run.spec.workload.validate() {
         panic!("ci-smoke workload is invalid: {errors:?}");
@@ -1142,7 +1142,7 @@ struct OperatorCommandLine {
 
 #[derive(Debug, clap::Subcommand)]
 enum OperatorSubcommand {
-    Operator(benchmatrix::controller::OperatorArgs),
+    Operator(benchmatrix::executors::cluster::OperatorArgs),
 }
 
 #[test]
@@ -1156,13 +1156,13 @@ fn the_operator_accepts_the_flags_the_chart_renders() {
             "",
             1,
             "0.0.0.0:8080",
-            benchmatrix::telemetry::LogFormat::Json,
+            benchmatrix::executors::cluster::telemetry::LogFormat::Json,
         ),
         (
             "operator.maxActiveRuns=4,operator.metricsPort=9100,operator.logFormat=text",
             4,
             "0.0.0.0:9100",
-            benchmatrix::telemetry::LogFormat::Text,
+            benchmatrix::executors::cluster::telemetry::LogFormat::Text,
         ),
     ] {
         let extra: Vec<&str> = if set.is_empty() {
@@ -1183,11 +1183,11 @@ fn the_operator_accepts_the_flags_the_chart_renders() {
         // The chart's default images are the operator's built-in defaults: the same release.
         assert_eq!(
             parsed.target_image,
-            benchmatrix::api::spec::DEFAULT_TARGET_IMAGE
+            benchmatrix::resource::spec::DEFAULT_TARGET_IMAGE
         );
         assert_eq!(
             parsed.loadgen_image,
-            benchmatrix::api::spec::DEFAULT_LOADGEN_IMAGE
+            benchmatrix::resource::spec::DEFAULT_LOADGEN_IMAGE
         );
     }
 }

@@ -27,7 +27,7 @@ fn repo_root() -> PathBuf {
 
 #[test]
 fn checked_in_crd_files_match_the_generated_crd() {
-    let generated = benchmatrix::crdgen::crd_yaml();
+    let generated = benchmatrix::resource::crdgen::crd_yaml();
     for file in FILES {
         let path = repo_root().join(file);
         let on_disk = std::fs::read_to_string(&path)
@@ -48,8 +48,9 @@ fn checked_in_crd_files_match_the_generated_crd() {
 
 #[test]
 fn the_generated_crd_parses_as_apiextensions_v1() {
-    let crd: CustomResourceDefinition = serde_yaml::from_str(&benchmatrix::crdgen::crd_yaml())
-        .expect("the generated CRD is an apiextensions.k8s.io/v1 CustomResourceDefinition");
+    let crd: CustomResourceDefinition =
+        serde_yaml::from_str(&benchmatrix::resource::crdgen::crd_yaml())
+            .expect("the generated CRD is an apiextensions.k8s.io/v1 CustomResourceDefinition");
     assert_eq!(crd.spec.group, "benchmatrix.dev");
     assert_eq!(crd.spec.names.kind, "BenchmarkRun");
     assert_eq!(crd.spec.names.plural, "benchmarkruns");
@@ -73,7 +74,7 @@ fn the_generated_crd_parses_as_apiextensions_v1() {
 #[test]
 fn every_spec_field_has_a_description_for_kubectl_explain() {
     let crd: CustomResourceDefinition =
-        serde_yaml::from_str(&benchmatrix::crdgen::crd_yaml()).unwrap();
+        serde_yaml::from_str(&benchmatrix::resource::crdgen::crd_yaml()).unwrap();
     let schema = crd.spec.versions[0]
         .schema
         .as_ref()

@@ -69,7 +69,7 @@ fn loadgen_exiting(args: &[&str], expected: std::process::ExitCode) -> Value {
 
 /// The CRD's schema of one `status.cells[].results[]` entry.
 fn result_schema() -> Value {
-    let crd: Value = serde_yaml::from_str(&benchmatrix::crdgen::crd_yaml()).unwrap();
+    let crd: Value = serde_yaml::from_str(&benchmatrix::resource::crdgen::crd_yaml()).unwrap();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
         ["cells"]["items"]["properties"]["results"]["items"]
         .clone()
@@ -132,7 +132,7 @@ fn closed_and_open_loop_results_fit_the_status_schema() {
         let typed: benchmatrix_loadgen::result::RunResult =
             serde_json::from_value(doc.clone()).unwrap();
         let mut converted =
-            serde_json::to_value(&benchmatrix::results::cell_results(&typed)[0]).unwrap();
+            serde_json::to_value(&benchmatrix::engine::results::cell_results(&typed)[0]).unwrap();
         assert_fits(&schema, &converted, &format!("{kind} loop status entry"));
         if let Some(thin) = converted
             .as_object_mut()
@@ -188,7 +188,8 @@ fn a_stream_without_a_successful_request_has_no_latency() {
     );
     let typed: benchmatrix_loadgen::result::RunResult =
         serde_json::from_value(doc.clone()).unwrap();
-    let entry = serde_json::to_value(&benchmatrix::results::cell_results(&typed)[0]).unwrap();
+    let entry =
+        serde_json::to_value(&benchmatrix::engine::results::cell_results(&typed)[0]).unwrap();
     assert!(entry.get("latencyMs").is_none(), "{entry:#}");
     assert_fits(&result_schema(), &entry, "status entry without samples");
 }

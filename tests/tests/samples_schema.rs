@@ -20,7 +20,7 @@ fn repo_root() -> PathBuf {
 
 /// The generated CRD's openAPIV3Schema as JSON.
 fn schema() -> Value {
-    let crd: Value = serde_yaml::from_str(&benchmatrix::crdgen::crd_yaml()).unwrap();
+    let crd: Value = serde_yaml::from_str(&benchmatrix::resource::crdgen::crd_yaml()).unwrap();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
 }
 
@@ -70,7 +70,7 @@ fn every_sample_validates_against_the_crd_schema_and_the_operator_rules() {
         let mut errors = Vec::new();
         check_root(&schema, &value, &mut errors);
         failures.extend(errors.into_iter().map(|e| format!("{name}: {e}")));
-        if let Err(e) = benchmatrix::validate::parse_benchmark_run(text) {
+        if let Err(e) = benchmatrix::resource::validate::parse_benchmark_run(text) {
             failures.push(format!("{name}: operator validation: {e}"));
         }
     }

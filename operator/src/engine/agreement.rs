@@ -13,12 +13,12 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use serde_json::json;
 
 use super::*;
-use crate::api::BenchmarkRun;
-use crate::api::conditions::time_from_secs;
-use crate::api::{BenchmarkRunStatus, CellPhase};
-use crate::controller::decide::{Observation, Settings, decide};
 use crate::engine::machine::{self, Command, Seen};
-use crate::results;
+use crate::engine::results;
+use crate::executors::cluster::adapter::{Observation, Settings, decide};
+use crate::resource::BenchmarkRun;
+use crate::resource::conditions::time_from_secs;
+use crate::resource::{BenchmarkRunStatus, CellPhase};
 
 const SPEC: &str = r#"
 apiVersion: benchmatrix.dev/v1alpha1
@@ -128,7 +128,8 @@ fn kinds(commands: &[Command]) -> Vec<&'static str> {
 
 /// The scenario on a cluster, through `decide`; the machine's commands at each moment.
 fn on_a_cluster(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static str>>) {
-    let mut run: BenchmarkRun = crate::validate::parse_benchmark_run(&scenario.spec).unwrap();
+    let mut run: BenchmarkRun =
+        crate::resource::validate::parse_benchmark_run(&scenario.spec).unwrap();
     let settings = Settings::default();
     let mut commands = Vec::new();
     for (at, moment) in &scenario.moments {

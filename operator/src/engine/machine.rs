@@ -17,9 +17,9 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{Ctx, Event, Measured, Note, Step, next_step, record};
-use crate::api::conditions::{self, Cause};
-use crate::api::status::RecordedPod;
-use crate::api::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
+use crate::resource::conditions::{self, Cause};
+use crate::resource::status::RecordedPod;
+use crate::resource::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
 
 /// A step of the run: a cell and the repetition of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +155,7 @@ pub struct Seen {
     /// a failed step records them.
     pub overhead_seconds: Option<f64>,
     /// How the CPU limits are enforced, once the executor knows (local runs).
-    pub enforcement: Option<crate::api::Enforcement>,
+    pub enforcement: Option<crate::resource::Enforcement>,
 }
 
 /// What the executor is to do, in order.
@@ -194,7 +194,7 @@ pub struct Advance {
     pub notes: Vec<Note>,
     // What a failed step records of the executor's own (from `Seen`).
     overhead_seconds: Option<f64>,
-    enforcement: Option<crate::api::Enforcement>,
+    enforcement: Option<crate::resource::Enforcement>,
 }
 
 impl Advance {
@@ -554,5 +554,5 @@ pub fn seconds_since(since: Option<&Time>, now: &Time) -> i64 {
 
 /// "2m", "90s": a timeout as the spec writes durations.
 fn humantime(d: Duration) -> String {
-    crate::api::Duration(d).to_string()
+    crate::resource::Duration(d).to_string()
 }

@@ -16,12 +16,11 @@
 //! run on a cluster and the same run on one machine give the same commands and end in the
 //! same status document (tested scenario by scenario in `agreement.rs`).
 
-pub mod bound;
-pub mod end;
 pub mod machine;
 mod record;
+pub mod results;
 pub mod step;
-mod validated;
+pub mod verdict;
 
 #[cfg(test)]
 mod agreement;
@@ -32,16 +31,14 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::api::conditions::Reason;
-use crate::api::status::RecordedPod;
-use crate::api::thresholds::Threshold;
-use crate::api::{CellResult, Enforcement, Repeat, TargetStats};
+use crate::resource::conditions::Reason;
+use crate::resource::status::RecordedPod;
+use crate::resource::thresholds::Threshold;
+use crate::resource::{CellResult, Enforcement, Repeat, TargetStats, ValidatedRun};
 
-pub use crate::api::conditions::Cause;
-pub use end::{RunEnd, run_end};
+pub use crate::resource::conditions::Cause;
 pub use record::{progress, record};
 pub use step::{Step, next_step};
-pub use validated::{ValidatedRun, preflight};
 
 /// What an event is recorded (and a step advanced) with: the run's fixed settings and the
 /// time it happened.
@@ -60,7 +57,7 @@ pub struct Ctx<'a> {
     /// The run's timeouts and cleanup policy, which the machine keeps.
     pub limits: Limits,
     /// The matrix's cells (for the words of a deployment).
-    pub cells: &'a [crate::matrix::Cell],
+    pub cells: &'a [crate::resource::matrix::Cell],
 }
 
 impl<'a> Ctx<'a> {
@@ -83,7 +80,7 @@ impl Ctx<'static> {
     /// The context of a run whose spec did not validate: enough to record its refusal, with
     /// no cell and the default limits.
     pub fn unvalidated<'b>(
-        run: &'b crate::api::BenchmarkRun,
+        run: &'b crate::resource::BenchmarkRun,
         generation: Option<i64>,
         now: &'b Time,
     ) -> Ctx<'b> {
@@ -110,7 +107,7 @@ pub struct Limits {
     /// Warm-up and phases.
     pub planned_load: std::time::Duration,
     /// spec.cleanup.
-    pub cleanup: crate::api::CleanupPolicy,
+    pub cleanup: crate::resource::CleanupPolicy,
 }
 
 impl Limits {
@@ -132,7 +129,7 @@ impl Default for Limits {
             ready: std::time::Duration::from_secs(120),
             load_deadline: std::time::Duration::from_secs(190),
             planned_load: std::time::Duration::from_secs(10),
-            cleanup: crate::api::CleanupPolicy::default(),
+            cleanup: crate::resource::CleanupPolicy::default(),
         }
     }
 }
@@ -167,7 +164,7 @@ pub struct Admission {
 impl Event {
     /// The start of a run with the matrix `cells`; both executors start a run through this,
     /// so their statuses record the cells alike.
-    pub fn admitted(cells: &[crate::matrix::Cell]) -> Event {
+    pub fn admitted(cells: &[crate::resource::matrix::Cell]) -> Event {
         Event::Admitted {
             cells: cells
                 .iter()

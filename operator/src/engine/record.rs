@@ -3,14 +3,16 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Admission, Ctx, Event, Measured, Note, bound, end};
-use crate::api::conditions::{self, Cause, Reason, set_condition, status as cs};
-use crate::api::status::RecordedPod;
-use crate::api::{
+use super::verdict::end;
+use super::{Admission, Ctx, Event, Measured, Note};
+use crate::engine::results;
+use crate::resource::bound;
+use crate::resource::conditions::{self, Cause, Reason, set_condition, status as cs};
+use crate::resource::status::RecordedPod;
+use crate::resource::{
     BenchmarkRunStatus, CellPhase, CellPrecision, CellResult, CellStatus, Repeat, RepetitionStatus,
     RunPhase,
 };
-use crate::results;
 
 /// Records `event` in `status`; returns the notes worth publishing. Every text of the status
 /// is then within its [`bound`], whatever the executor reported.
@@ -439,7 +441,7 @@ fn repeat_again(
     let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
         return (done < ctx.repeat.max_rounds(), None);
     };
-    let judged = crate::thresholds::figures_judged(ctx.thresholds, cell, merged);
+    let judged = crate::engine::verdict::thresholds::figures_judged(ctx.thresholds, cell, merged);
     let assessment = results::precision::assess(merged, &judged);
     let precise = assessment.within(precision);
     let widest = assessment.widest();

@@ -4,7 +4,7 @@
 //! second, and so on (A B C A B C ...), so that a slow drift of the machine (a neighbour, heat,
 //! a cache warming) spreads over all cells instead of favouring the ones measured first.
 
-use crate::api::{BenchmarkRunStatus, CellPhase, CellStatus};
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus};
 
 /// The cell to work on and the repetition it is at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,10 @@
 use super::*;
-use crate::api::conditions;
-use crate::api::conditions::{find, time_from_secs};
-use crate::api::{BenchmarkRunStatus, CellPhase, RunPhase};
-use crate::api::{CellResult, LatencyMs};
-use crate::results;
+use crate::engine::results;
+use crate::resource::bound;
+use crate::resource::conditions;
+use crate::resource::conditions::{find, time_from_secs};
+use crate::resource::{BenchmarkRunStatus, CellPhase, RunPhase};
+use crate::resource::{CellResult, LatencyMs};
 
 fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> {
     Ctx {

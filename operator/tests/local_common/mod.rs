@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use benchmatrix::api::BenchmarkRun;
 use benchmatrix::fixtures::fast_then_mixed;
+use benchmatrix::resource::BenchmarkRun;
 
 /// The `benchmatrix` binary under test.
 pub fn exe() -> PathBuf {

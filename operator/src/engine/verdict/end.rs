@@ -1,0 +1,183 @@
+//! How a finished run ends: its phase, the `Complete` condition's reason and a message.
+//!
+//! One pure function shared by the operator and the local runner, so a cluster run and a local
+//! run of the same cells end the same way. A run that measured no cell at all is `Failed`: a
+//! run that produced no figure must never read as a success.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::engine::results;
+use crate::resource::conditions::{self, Reason, set_condition, status as cs};
+use crate::resource::thresholds::Threshold;
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, RunPhase};
+
+/// The end of a run, as written into its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnd {
+    /// `Succeeded` when at least one cell was measured and the run was not stopped.
+    pub phase: RunPhase,
+    /// Reason of the `Complete` condition (one of [`reason`]).
+    pub reason: Reason,
+    /// One line a person can act on, naming the failed cells.
+    pub message: String,
+}
+
+/// How a run with these cells ends. `interrupted`: stopped by a signal (local runs only).
+pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
+    let failed: Vec<&str> = cells
+        .iter()
+        .filter(|c| c.phase == CellPhase::Failed)
+        .map(|c| c.name.as_str())
+        .collect();
+    let measured = cells
+        .iter()
+        .filter(|c| c.phase == CellPhase::Succeeded)
+        .count();
+    let stopped = cells.iter().any(|c| c.phase == CellPhase::Skipped);
+    let total = cells.len();
+    let (phase, reason, message) = if interrupted {
+        (
+            RunPhase::Failed,
+            Reason::Interrupted,
+            format!(
+                "interrupted (SIGINT/SIGTERM) after {measured} of {total} cells measured; the cells finished before it are kept"
+            ),
+        )
+    } else if stopped {
+        (
+            RunPhase::Failed,
+            Reason::Stopped,
+            format!("stopped at failed cell {}", failed.join(", ")),
+        )
+    } else if measured == 0 {
+        (
+            RunPhase::Failed,
+            Reason::NoCellMeasured,
+            format!("0 of {total} cells measured; failed: {}", failed.join(", ")),
+        )
+    } else if failed.is_empty() {
+        (
+            RunPhase::Succeeded,
+            Reason::AllSucceeded,
+            format!("all {total} cells measured"),
+        )
+    } else {
+        (
+            RunPhase::Succeeded,
+            Reason::SomeFailed,
+            format!(
+                "{measured} of {total} cells measured; failed: {}",
+                failed.join(", ")
+            ),
+        )
+    };
+    RunEnd {
+        phase,
+        reason,
+        message,
+    }
+}
+
+/// Ends the run in `status`: the summary and headline, the completion time, the progress, and
+/// the phase, message and conditions of [`run_end`] (`Progressing` False, `Complete` True with
+/// its reason). The operator and the local runner both end a run through this, so the two
+/// status documents agree field by field. `generation` is the spec generation it is about
+/// (`None` locally).
+pub fn finish_run(
+    status: &mut BenchmarkRunStatus,
+    interrupted: bool,
+    thresholds: &[Threshold],
+    generation: Option<i64>,
+    now: &Time,
+) -> RunEnd {
+    let summary = results::summarize(&status.cells);
+    status.headline = results::headline(&summary);
+    status.summary = Some(summary);
+    // The verdicts, the ThresholdsMet condition and the recommendation, in the same status
+    // write as Complete, so `kubectl wait --for=condition=Complete` sees them all.
+    crate::engine::verdict::thresholds::judge_run(thresholds, status, generation, now);
+    status.completion_time = Some(now.clone());
+    status.progress = Some(results::progress(status));
+    let end = run_end(&status.cells, interrupted);
+    status.phase = end.phase;
+    status.message = Some(end.message.clone());
+    set_condition(
+        &mut status.conditions,
+        conditions::PROGRESSING,
+        cs::FALSE,
+        Reason::Finished,
+        "",
+        generation,
+        now,
+    );
+    set_condition(
+        &mut status.conditions,
+        conditions::COMPLETE,
+        cs::TRUE,
+        end.reason,
+        end.message.clone(),
+        generation,
+        now,
+    );
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(name: &str, phase: CellPhase) -> CellStatus {
+        CellStatus {
+            name: name.into(),
+            phase,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_run_that_measured_no_cell_fails() {
+        let end = run_end(
+            &[cell("a", CellPhase::Failed), cell("b", CellPhase::Failed)],
+            false,
+        );
+        assert_eq!(end.phase, RunPhase::Failed);
+        assert_eq!(end.reason, Reason::NoCellMeasured);
+        assert_eq!(end.message, "0 of 2 cells measured; failed: a, b");
+    }
+
+    #[test]
+    fn a_partial_run_succeeds_with_some_cells_failed() {
+        let end = run_end(
+            &[
+                cell("a", CellPhase::Succeeded),
+                cell("b", CellPhase::Failed),
+            ],
+            false,
+        );
+        assert_eq!(end.phase, RunPhase::Succeeded);
+        assert_eq!(end.reason, Reason::SomeFailed);
+        assert_eq!(end.message, "1 of 2 cells measured; failed: b");
+    }
+
+    #[test]
+    fn every_cell_measured_succeeds() {
+        let end = run_end(&[cell("a", CellPhase::Succeeded)], false);
+        assert_eq!(
+            (end.phase, end.reason),
+            (RunPhase::Succeeded, Reason::AllSucceeded)
+        );
+    }
+
+    #[test]
+    fn a_stopped_or_interrupted_run_fails() {
+        let cells = [
+            cell("a", CellPhase::Succeeded),
+            cell("b", CellPhase::Failed),
+            cell("c", CellPhase::Skipped),
+        ];
+        assert_eq!(run_end(&cells, false).reason, Reason::Stopped);
+        assert_eq!(run_end(&cells, false).phase, RunPhase::Failed);
+        assert_eq!(run_end(&cells, true).reason, Reason::Interrupted);
+        assert_eq!(run_end(&cells, true).phase, RunPhase::Failed);
+    }
+}

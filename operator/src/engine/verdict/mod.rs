@@ -1,0 +1,8 @@
+//! Judging a finished run, in one place: how it ends (its phase and the `Complete` condition),
+//! its thresholds, the recommendation among the cells that pass them, and the exit code both
+//! `run` commands give for it.
+
+pub mod end;
+pub mod outcome;
+pub mod recommend;
+pub mod thresholds;

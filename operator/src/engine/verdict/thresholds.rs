@@ -1,0 +1,1042 @@
+//! Judging a finished run against `spec.thresholds`: validation of the thresholds against the
+//! matrix, one verdict per threshold and cell, the `ThresholdsMet` condition, and the
+//! recommendation (the configuration that meets them all with the least reserved CPU).
+//!
+//! Pure functions from documents to documents, shared by the operator and the local runner.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::resource::conditions::{self, Reason, status};
+use crate::resource::status::Percentile;
+use crate::resource::validate::FieldError;
+use crate::resource::{
+    BenchmarkRunSpec, BenchmarkRunStatus, Bound, CellPhase, CellResult, CellStatus, Metric,
+    Threshold, ThresholdResult, Verdict,
+};
+
+/// [`validate`] for a whole spec: its thresholds against the cells of its matrix
+/// (`configurations` and `axes`) and the phases and endpoints of its workload.
+pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
+    let cells: Vec<String> = crate::resource::matrix::cells(spec)
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    let phases: Vec<&str> = spec
+        .workload
+        .phases
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let endpoints: Vec<&str> = spec
+        .workload
+        .endpoints
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    validate(&spec.thresholds, &cells, &phases, &endpoints)
+}
+
+/// Judges a finished run in one step: writes `status.thresholds` (every verdict), the
+/// `ThresholdsMet` condition (removed when the spec has no thresholds) and
+/// `status.summary.recommendation`. Whether a threshold failed is what the condition then says
+/// (and what the local runner reads from it for exit code 3). Call it after `status.cells` are
+/// final and the summary is written.
+pub fn judge_run(
+    thresholds: &[Threshold],
+    status: &mut BenchmarkRunStatus,
+    observed_generation: Option<i64>,
+    now: &Time,
+) {
+    status.thresholds = evaluate(thresholds, &status.cells);
+    match condition(&status.thresholds) {
+        Some((state, why, message)) => {
+            conditions::set_condition(
+                &mut status.conditions,
+                conditions::THRESHOLDS_MET,
+                state,
+                why,
+                message,
+                observed_generation,
+                now,
+            );
+        }
+        None => status
+            .conditions
+            .retain(|c| c.type_ != conditions::THRESHOLDS_MET),
+    }
+    let recommendation =
+        crate::engine::verdict::recommend::recommend(&status.cells, &status.thresholds);
+    status
+        .summary
+        .get_or_insert_with(Default::default)
+        .recommendation = Some(recommendation.sentence);
+}
+
+/// True when `name` matches `pattern`, where `*` matches any run of characters (none
+/// included) and `?` exactly one; every other character matches itself.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Iterative matcher with one backtrack point (the last `*`): linear in practice, and no
+    // recursion a long pattern of stars could blow up.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?'])
+}
+
+/// The cells a threshold's `cell` selects (unset: all), in matrix order.
+fn selected<'a, S: AsRef<str>>(pattern: Option<&str>, cells: &'a [S]) -> Vec<&'a str> {
+    cells
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|c| pattern.is_none_or(|p| glob_match(p, c)))
+        .collect()
+}
+
+fn listed<S: AsRef<str>>(names: &[S]) -> String {
+    names
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Everything wrong with `thresholds` for a run whose matrix has cells `cell_names` and whose
+/// workload has measured phases `phases` and endpoints `endpoints`: a threshold must set
+/// exactly one figure with one well-formed limit, name known phases and endpoints (or leave
+/// them out where the workload has only one), select at least one cell, and refer to a known
+/// cell in `of`. Paths are `spec.thresholds[i]...`.
+pub fn validate<C: AsRef<str>, P: AsRef<str>, E: AsRef<str>>(
+    thresholds: &[Threshold],
+    cell_names: &[C],
+    phases: &[P],
+    endpoints: &[E],
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, t) in thresholds.iter().enumerate() {
+        let at = format!("spec.thresholds[{i}]");
+        if let Some(pattern) = &t.cell
+            && selected(Some(pattern), cell_names).is_empty()
+        {
+            let what = if is_glob(pattern) {
+                format!("the pattern {pattern:?} matches no cell")
+            } else {
+                format!("no cell is named {pattern:?}")
+            };
+            errors.push(FieldError::new(
+                format!("{at}.cell"),
+                format!("{what}; the cells are {}", listed(cell_names)),
+            ));
+        }
+        check_name(&mut errors, &at, "phase", t.phase.as_deref(), phases);
+        check_name(
+            &mut errors,
+            &at,
+            "endpoint",
+            t.endpoint.as_deref(),
+            endpoints,
+        );
+        let limits = t.limits();
+        if limits.is_empty() {
+            errors.push(FieldError::new(
+                at.clone(),
+                "set one of p50, p90, p99, p999, max, rps or errorRate",
+            ));
+        } else if limits.len() > 1 {
+            let set: Vec<_> = limits.iter().map(|(m, _)| m.key()).collect();
+            errors.push(FieldError::new(
+                at.clone(),
+                format!(
+                    "set only one of p50, p90, p99, p999, max, rps or errorRate (found {}); \
+                     write one threshold per figure",
+                    set.join(", ")
+                ),
+            ));
+        }
+        for (metric, bound) in limits {
+            let here = format!("{at}.{}", metric.key());
+            match bound {
+                None if metric == Metric::Rps => errors.push(FieldError::new(
+                    here,
+                    "set either above (requests per second) or atLeast with of (a factor of \
+                     another cell's throughput)",
+                )),
+                None => errors.push(FieldError::new(
+                    here,
+                    "set either below (a duration such as \"100ms\") or atMost with of (a factor \
+                     of another cell's latency)",
+                )),
+                Some(bound) => check_bound(&mut errors, &here, metric, &bound, cell_names),
+            }
+        }
+    }
+    errors
+}
+
+fn check_name<S: AsRef<str>>(
+    errors: &mut Vec<FieldError>,
+    at: &str,
+    field: &str,
+    name: Option<&str>,
+    known: &[S],
+) {
+    match name {
+        Some(name) if !known.iter().any(|k| k.as_ref() == name) => errors.push(FieldError::new(
+            format!("{at}.{field}"),
+            format!(
+                "no {field} is named {name:?}; the {field}s are {}",
+                listed(known)
+            ),
+        )),
+        None if known.len() != 1 => errors.push(FieldError::new(
+            format!("{at}.{field}"),
+            format!(
+                "required: the workload has {} {field}s ({})",
+                known.len(),
+                listed(known)
+            ),
+        )),
+        _ => {}
+    }
+}
+
+fn check_bound<S: AsRef<str>>(
+    errors: &mut Vec<FieldError>,
+    here: &str,
+    metric: Metric,
+    bound: &Bound,
+    cell_names: &[S],
+) {
+    let mut refuse = |field: &str, message: String| {
+        errors.push(FieldError::new(format!("{here}.{field}"), message));
+    };
+    match bound {
+        Bound::Below(v) if metric == Metric::ErrorRate => {
+            if !(*v > 0.0 && *v <= 1.0) {
+                refuse(
+                    "below",
+                    format!("{v} is not a fraction above 0 and at most 1 (0.01 is 1%)"),
+                );
+            }
+        }
+        Bound::Below(v) => {
+            if *v <= 0.0 {
+                refuse(
+                    "below",
+                    "must be a positive duration, e.g. \"100ms\"".into(),
+                );
+            }
+        }
+        Bound::Above(v) => {
+            if !(v.is_finite() && *v >= 0.0) {
+                refuse("above", format!("{v} is not a rate of 0 or more"));
+            }
+        }
+        Bound::AtMostOf { factor, of } | Bound::AtLeastOf { factor, of } => {
+            let field = if matches!(bound, Bound::AtMostOf { .. }) {
+                "atMost"
+            } else {
+                "atLeast"
+            };
+            if !(factor.is_finite() && *factor > 0.0 && *factor <= 1000.0) {
+                refuse(
+                    field,
+                    format!("{factor} is not a factor above 0 and at most 1000"),
+                );
+            }
+            if !cell_names.iter().any(|c| c.as_ref() == of) {
+                refuse(
+                    "of",
+                    format!(
+                        "no cell is named {of:?} (of takes an exact cell name); the cells are {}",
+                        listed(cell_names)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The threshold in words, without its cells: "mixed/fast p99 below 100ms".
+pub fn describe(threshold: &Threshold, phase: &str, endpoint: &str) -> String {
+    let Some((metric, bound)) = threshold.limit() else {
+        return format!("{phase}/{endpoint}: malformed threshold");
+    };
+    let limit = match &bound {
+        Bound::Below(v) if metric == Metric::ErrorRate => format!("below {v}"),
+        Bound::Below(ms) => format!("below {}", ms_text(*ms)),
+        Bound::Above(v) => format!("above {v}"),
+        Bound::AtMostOf { factor, of } => format!("at most {factor} x {of}"),
+        Bound::AtLeastOf { factor, of } => format!("at least {factor} x {of}"),
+    };
+    format!("{phase}/{endpoint} {} {limit}", metric.key())
+}
+
+/// A limit in milliseconds as the user wrote it ("100ms", "1.5s").
+fn ms_text(ms: f64) -> String {
+    if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
+        format!("{}s", ms / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// A figure with its unit, for messages and the report.
+pub fn figure_text(metric: Metric, v: f64) -> String {
+    match metric {
+        Metric::Rps => format!("{v:.1} rps"),
+        Metric::ErrorRate => format!("{:.2}%", v * 100.0),
+        _ => format!("{v:.1} ms"),
+    }
+}
+
+/// One figure of a stream, or why it does not exist. A CellResult from repeated measurements
+/// already holds each figure's median over the repetitions (and its `spread` the values), so
+/// thresholds judge the median without computing it again; only the error rate, which the
+/// result keeps as totals, is read from the spread's median when there is one.
+fn figure(result: &CellResult, metric: Metric) -> Result<(f64, bool), String> {
+    let spread = result
+        .spread
+        .as_ref()
+        .and_then(|s| s.figures.get(metric.key()));
+    let unstable = spread.is_some_and(|f| f.unstable);
+    let percentile = match metric {
+        Metric::P50 => Some(Percentile::P50),
+        Metric::P90 => Some(Percentile::P90),
+        Metric::P99 => Some(Percentile::P99),
+        Metric::P999 => Some(Percentile::P999),
+        _ => None,
+    };
+    let value = match metric {
+        Metric::Rps => result.rps,
+        Metric::ErrorRate => match spread {
+            Some(f) => f.median,
+            None if result.requests == 0 => return Err("no request completed".into()),
+            None => result.errors as f64 / result.requests as f64,
+        },
+        _ => {
+            let Some(latency) = &result.latency_ms else {
+                return Err(format!(
+                    "no request succeeded, so there is no {}",
+                    metric.key()
+                ));
+            };
+            match percentile {
+                Some(p) if !result.supports(p) => {
+                    return Err(format!(
+                        "{} rests on {} samples and needs {}; lengthen the phase",
+                        p.label(),
+                        result.samples,
+                        p.min_samples()
+                    ));
+                }
+                Some(p) => latency.get(p),
+                None => latency.max,
+            }
+        }
+    };
+    Ok((value, unstable))
+}
+
+/// Why a cell has no figures, or None when it succeeded.
+fn not_measured(cell: &CellStatus) -> Option<String> {
+    match cell.phase {
+        CellPhase::Succeeded => None,
+        CellPhase::Failed => Some(format!(
+            "cell {} failed{}{}",
+            cell.name,
+            cell.reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default(),
+            cell.message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        )),
+        CellPhase::Skipped => Some(format!(
+            "cell {} was skipped after an earlier cell failed",
+            cell.name
+        )),
+        other => Some(format!("cell {} has not finished ({other})", cell.name)),
+    }
+}
+
+/// The figure `metric` of `cell` on (phase, endpoint), or why there is none.
+fn cell_figure(
+    cell: &CellStatus,
+    phase: &str,
+    endpoint: &str,
+    metric: Metric,
+) -> Result<(f64, bool), String> {
+    if let Some(why) = not_measured(cell) {
+        return Err(why);
+    }
+    let result = cell
+        .results
+        .iter()
+        .find(|r| r.phase == phase && r.endpoint == endpoint)
+        .ok_or_else(|| format!("cell {} has no result for {phase}/{endpoint}", cell.name))?;
+    figure(result, metric).map_err(|why| format!("{}: {why}", cell.name))
+}
+
+/// The phase or endpoint a threshold names, or the only one the cells measured.
+fn resolve(given: Option<&str>, cells: &[CellStatus], pick: fn(&CellResult) -> &str) -> String {
+    if let Some(given) = given {
+        return given.to_owned();
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for r in cells.iter().flat_map(|c| &c.results) {
+        if !seen.contains(&pick(r)) {
+            seen.push(pick(r));
+        }
+    }
+    match seen.as_slice() {
+        [only] => (*only).to_owned(),
+        _ => "?".to_owned(),
+    }
+}
+
+/// The figures the thresholds judge on cell `cell`, as (phase, endpoint, metric): those of the
+/// thresholds that select it, and those of relative thresholds that name it in `of` (their
+/// verdict rests on its figure too). An unset phase or endpoint is the only one `results`
+/// have, as when judging.
+pub fn figures_judged(
+    thresholds: &[Threshold],
+    cell: &str,
+    results: &[CellResult],
+) -> Vec<(String, String, Metric)> {
+    let only = |given: Option<&str>, pick: fn(&CellResult) -> &str| -> Option<String> {
+        if let Some(given) = given {
+            return Some(given.to_owned());
+        }
+        let mut seen: Vec<&str> = results.iter().map(pick).collect();
+        seen.dedup();
+        match seen.as_slice() {
+            [one] => Some((*one).to_owned()),
+            _ => None,
+        }
+    };
+    thresholds
+        .iter()
+        .filter_map(|t| {
+            let (metric, bound) = t.limit()?;
+            let selects = t.cell.as_deref().is_none_or(|p| glob_match(p, cell));
+            if !selects && bound.reference() != Some(cell) {
+                return None;
+            }
+            let phase = only(t.phase.as_deref(), |r| &r.phase)?;
+            let endpoint = only(t.endpoint.as_deref(), |r| &r.endpoint)?;
+            Some((phase, endpoint, metric))
+        })
+        .collect()
+}
+
+/// Judges every threshold on every cell it selects, in threshold then matrix order. A cell
+/// that failed, was skipped or has no sample for the figure fails the threshold, with the
+/// reason in the message; a relative threshold also fails when its reference cell has no
+/// figure. Latency limits pass strictly below, rps limits strictly above, relative limits at
+/// the bound itself.
+pub fn evaluate(thresholds: &[Threshold], cells: &[CellStatus]) -> Vec<ThresholdResult> {
+    let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
+    let mut out = Vec::new();
+    for (index, t) in thresholds.iter().enumerate() {
+        let phase = resolve(t.phase.as_deref(), cells, |r| &r.phase);
+        let endpoint = resolve(t.endpoint.as_deref(), cells, |r| &r.endpoint);
+        let threshold = describe(t, &phase, &endpoint);
+        let Some((metric, bound)) = t.limit() else {
+            continue;
+        };
+        for name in selected(t.cell.as_deref(), &names) {
+            let cell = cells.iter().find(|c| c.name == name).expect("selected");
+            let mut result = ThresholdResult {
+                index: index as u32,
+                threshold: threshold.clone(),
+                figure: metric.key().to_owned(),
+                cell: name.to_owned(),
+                phase: phase.clone(),
+                endpoint: endpoint.clone(),
+                ..ThresholdResult::default()
+            };
+            let judged = judge(cell, cells, &phase, &endpoint, metric, &bound);
+            match judged {
+                Ok(j) => {
+                    result.measured = Some(j.measured);
+                    result.limit = Some(j.limit);
+                    result.verdict = if j.pass { Verdict::Pass } else { Verdict::Fail };
+                    result.unstable = j.unstable;
+                    result.message = j.message;
+                }
+                Err((measured, why)) => {
+                    result.measured = measured;
+                    result.verdict = Verdict::Fail;
+                    result.message = why;
+                }
+            }
+            out.push(result);
+        }
+    }
+    out
+}
+
+struct Judged {
+    measured: f64,
+    limit: f64,
+    pass: bool,
+    unstable: bool,
+    message: String,
+}
+
+fn judge(
+    cell: &CellStatus,
+    cells: &[CellStatus],
+    phase: &str,
+    endpoint: &str,
+    metric: Metric,
+    bound: &Bound,
+) -> Result<Judged, (Option<f64>, String)> {
+    let (measured, mut unstable) =
+        cell_figure(cell, phase, endpoint, metric).map_err(|why| (None, why))?;
+    let key = metric.key();
+    let shown = figure_text(metric, measured);
+    let (limit, pass, message) = match bound {
+        Bound::Below(limit) => {
+            let pass = measured < *limit;
+            let word = if pass { "below" } else { "not below" };
+            (
+                *limit,
+                pass,
+                format!("{key} {shown}, {word} {}", figure_text(metric, *limit)),
+            )
+        }
+        Bound::Above(limit) => {
+            let pass = measured > *limit;
+            let word = if pass { "above" } else { "not above" };
+            (
+                *limit,
+                pass,
+                format!("{key} {shown}, {word} {}", figure_text(metric, *limit)),
+            )
+        }
+        Bound::AtMostOf { factor, of } | Bound::AtLeastOf { factor, of } => {
+            let at_most = matches!(bound, Bound::AtMostOf { .. });
+            let reference = cells.iter().find(|c| &c.name == of).ok_or_else(|| {
+                (
+                    Some(measured),
+                    format!("reference cell {of} is not in the run"),
+                )
+            })?;
+            let (base, base_unstable) = cell_figure(reference, phase, endpoint, metric)
+                .map_err(|why| (Some(measured), format!("reference {why}")))?;
+            unstable |= base_unstable;
+            let limit = factor * base;
+            let pass = if at_most {
+                measured <= limit
+            } else {
+                measured >= limit
+            };
+            let word = match (at_most, pass) {
+                (true, true) => "at most",
+                (true, false) => "more than",
+                (false, true) => "at least",
+                (false, false) => "less than",
+            };
+            (
+                limit,
+                pass,
+                format!(
+                    "{key} {shown}, {word} {factor} x {of}'s {} = {}",
+                    figure_text(metric, base),
+                    figure_text(metric, limit)
+                ),
+            )
+        }
+    };
+    let message = if unstable {
+        format!("{message} (unstable: the repetitions spread more than 2x)")
+    } else {
+        message
+    };
+    Ok(Judged {
+        measured,
+        limit,
+        pass,
+        unstable,
+        message,
+    })
+}
+
+/// The `ThresholdsMet` condition for `results`: status, reason and a message naming the
+/// failed verdicts. None when there is nothing to judge (the spec has no thresholds), so the
+/// condition is never set and `kubectl wait --for=condition=ThresholdsMet` keeps waiting
+/// rather than passing vacuously.
+pub fn condition(results: &[ThresholdResult]) -> Option<(&'static str, Reason, String)> {
+    if results.is_empty() {
+        return None;
+    }
+    let failed: Vec<&ThresholdResult> = results
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .collect();
+    if failed.is_empty() {
+        return Some((
+            status::TRUE,
+            Reason::ThresholdsPassed,
+            format!("all {} threshold verdicts passed", results.len()),
+        ));
+    }
+    // A condition message is read in `kubectl describe`: name the first few in full.
+    const NAMED: usize = 5;
+    let mut message = format!(
+        "{} of {} threshold verdicts failed: ",
+        failed.len(),
+        results.len()
+    );
+    let named: Vec<String> = failed
+        .iter()
+        .take(NAMED)
+        .map(|r| format!("{} {} ({})", r.cell, r.threshold, r.message))
+        .collect();
+    message.push_str(&named.join("; "));
+    if failed.len() > NAMED {
+        message.push_str(&format!("; and {} more", failed.len() - NAMED));
+    }
+    Some((status::FALSE, Reason::ThresholdsFailed, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::{FigureSpread, LatencyMs, Spread};
+
+    fn thresholds(yaml: &str) -> Vec<Threshold> {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    /// A stream with `samples` successes, `errors` failures, throughput `rps` and p99 `p99`
+    /// (the other percentiles planted below it).
+    fn stream(phase: &str, endpoint: &str, p99: f64, rps: f64, errors: u64) -> CellResult {
+        let samples = 1000;
+        CellResult {
+            phase: phase.into(),
+            endpoint: endpoint.into(),
+            requests: samples + errors,
+            errors,
+            samples,
+            rps,
+            latency_ms: Some(LatencyMs {
+                p50: p99 / 4.0,
+                p90: p99 / 2.0,
+                p99,
+                p999: p99 * 1.5,
+                max: p99 * 2.0,
+                mean: p99 / 3.0,
+            }),
+            unsupported_percentiles: Percentile::unsupported_by(samples),
+            spread: None,
+        }
+    }
+
+    /// single-x1: /fast p99 500 ms in mixed (blocked behind /slow), /slow 4 rps;
+    /// pool-x1: /fast p99 20 ms, /slow 3.5 rps; pool-x2: /fast p99 30 ms, /slow 3 rps.
+    fn matrix() -> Vec<CellStatus> {
+        vec![
+            CellStatus::succeeded("single-x1").with_results(vec![
+                stream("mixed", "fast", 500.0, 50.0, 0),
+                stream("mixed", "slow", 900.0, 4.0, 0),
+            ]),
+            CellStatus::succeeded("pool-x1").with_results(vec![
+                stream("mixed", "fast", 20.0, 300.0, 0),
+                stream("mixed", "slow", 800.0, 3.5, 0),
+            ]),
+            CellStatus::succeeded("pool-x2").with_results(vec![
+                stream("mixed", "fast", 30.0, 280.0, 5),
+                stream("mixed", "slow", 850.0, 3.0, 0),
+            ]),
+        ]
+    }
+
+    fn verdicts(results: &[ThresholdResult]) -> Vec<(String, Verdict)> {
+        results
+            .iter()
+            .map(|r| (r.cell.clone(), r.verdict))
+            .collect()
+    }
+
+    #[test]
+    fn the_ci_gate_sample_parses_and_its_thresholds_validate() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../manifests/samples/ci-gate.yaml"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let run = crate::resource::validate::parse_benchmark_run(&text).unwrap();
+        assert_eq!(run.spec.thresholds.len(), 6);
+        assert_eq!(validate_spec(&run.spec), Vec::new());
+        // Relative ones included, each with one well-formed limit.
+        assert!(run.spec.thresholds.iter().all(|t| t.limit().is_some()));
+        assert_eq!(
+            run.spec
+                .thresholds
+                .iter()
+                .filter(|t| t.limit().unwrap().1.reference().is_some())
+                .count(),
+            3
+        );
+    }
+
+    #[test]
+    fn judging_writes_verdicts_condition_and_recommendation() {
+        let t = thresholds(
+            r#"
+- {cell: "pool-*", phase: mixed, endpoint: fast, p99: {below: 100ms}}
+- {phase: mixed, endpoint: fast, p99: {below: 100ms}}
+"#,
+        );
+        let mut status = BenchmarkRunStatus {
+            cells: matrix(),
+            ..BenchmarkRunStatus::default()
+        };
+        for (c, cpu) in status.cells.iter_mut().zip([1.0, 3.0, 2.0]) {
+            c.reserved_cpu = Some(2.0);
+            c.target = Some(crate::resource::TargetStats {
+                cpu_seconds_used: Some(cpu),
+                ..Default::default()
+            });
+        }
+        let now = conditions::time_from_secs(1000);
+        judge_run(&t, &mut status, Some(2), &now);
+        assert!(status.thresholds.iter().any(|r| r.verdict == Verdict::Fail));
+        assert_eq!(status.thresholds.len(), 5);
+        let met = conditions::find(&status.conditions, conditions::THRESHOLDS_MET).unwrap();
+        assert_eq!(met.status, "False");
+        assert_eq!(met.observed_generation, Some(2));
+        // single-x1 fails. pool-x1 and pool-x2 reserve the same 2 CPUs, so the margin decides:
+        // pool-x1's p99 of 20 ms is further below 100 ms than pool-x2's 30 ms. pool-x2 used less
+        // CPU (2 CPU-s against 3), which does not count.
+        let line = status.summary.unwrap().recommendation.unwrap();
+        assert!(
+            line.starts_with(
+                "pool-x1 meets all 2 thresholds with the smallest CPU reservation (CPU limit x \
+                 replicas), 2 CPUs, as does pool-x2; of these it has the widest margin"
+            ),
+            "{line}"
+        );
+        // No thresholds: the condition goes away.
+        let mut status = BenchmarkRunStatus {
+            cells: matrix(),
+            conditions: vec![met.clone()],
+            ..BenchmarkRunStatus::default()
+        };
+        judge_run(&[], &mut status, Some(2), &now);
+        assert!(status.thresholds.is_empty());
+        assert!(conditions::find(&status.conditions, conditions::THRESHOLDS_MET).is_none());
+    }
+
+    #[test]
+    fn glob_matches_stars_and_question_marks() {
+        assert!(glob_match("pool-*", "pool-x1"));
+        assert!(glob_match("pool-*", "pool-"));
+        assert!(!glob_match("pool-*", "single-x1"));
+        assert!(glob_match("*-x1", "single-x1"));
+        assert!(!glob_match("*-x1", "single-x12"));
+        assert!(glob_match("pool-x?", "pool-x2"));
+        assert!(!glob_match("pool-x?", "pool-x12"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("p*l*-x*", "pool-x2"));
+        assert!(!glob_match("p*z*", "pool-x2"));
+        assert!(glob_match("single-x1", "single-x1"));
+        assert!(!glob_match("single-x1", "single-x10"));
+        assert!(!glob_match("?", ""));
+        // Backtracking: the first `*` must give back what the later literal needs.
+        assert!(glob_match("*x*x", "axbxcx"));
+        assert!(!glob_match("*x*x", "axbxc"));
+    }
+
+    #[test]
+    fn absolute_thresholds_pass_and_fail_on_the_planted_figures() {
+        let t = thresholds(
+            r#"
+- {cell: "pool-*", phase: mixed, endpoint: fast, p99: {below: 100ms}}
+- {phase: mixed, endpoint: fast, p99: {below: 100ms}}
+- {phase: mixed, endpoint: slow, rps: {above: 3.2}}
+- {phase: mixed, endpoint: fast, errorRate: {below: 0.001}}
+"#,
+        );
+        let r = evaluate(&t, &matrix());
+        let pass = Verdict::Pass;
+        let fail = Verdict::Fail;
+        let by_threshold = |i: u32| {
+            verdicts(
+                &r.iter()
+                    .filter(|x| x.index == i)
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(
+            by_threshold(0),
+            vec![("pool-x1".into(), pass), ("pool-x2".into(), pass)]
+        );
+        assert_eq!(
+            by_threshold(1),
+            vec![
+                ("single-x1".into(), fail),
+                ("pool-x1".into(), pass),
+                ("pool-x2".into(), pass)
+            ]
+        );
+        assert_eq!(
+            by_threshold(2),
+            vec![
+                ("single-x1".into(), pass),
+                ("pool-x1".into(), pass),
+                ("pool-x2".into(), fail)
+            ]
+        );
+        // pool-x2 had 5 errors in 1005 requests: 0.5%, above 0.1%.
+        assert_eq!(
+            by_threshold(3),
+            vec![
+                ("single-x1".into(), pass),
+                ("pool-x1".into(), pass),
+                ("pool-x2".into(), fail)
+            ]
+        );
+        let single = &r[2];
+        assert_eq!(single.cell, "single-x1");
+        assert_eq!(single.measured, Some(500.0));
+        assert_eq!(single.limit, Some(100.0));
+        assert_eq!(single.threshold, "mixed/fast p99 below 100ms");
+        assert_eq!(single.message, "p99 500.0 ms, not below 100.0 ms");
+        let errors = r
+            .iter()
+            .find(|x| x.index == 3 && x.cell == "pool-x2")
+            .unwrap();
+        assert!((errors.measured.unwrap() - 5.0 / 1005.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn relative_thresholds_compare_with_the_named_cell() {
+        let t = thresholds(
+            r#"
+- {cell: pool-x1, phase: mixed, endpoint: fast, p99: {atMost: 0.1, of: single-x1}}
+- {cell: pool-x2, phase: mixed, endpoint: fast, p99: {atMost: 0.05, of: single-x1}}
+- {cell: pool-x1, phase: mixed, endpoint: slow, rps: {atLeast: 0.8, of: single-x1}}
+- {cell: pool-x2, phase: mixed, endpoint: slow, rps: {atLeast: 0.8, of: single-x1}}
+"#,
+        );
+        let r = evaluate(&t, &matrix());
+        // 20 <= 0.1 x 500 = 50; 30 > 0.05 x 500 = 25; 3.5 >= 3.2; 3.0 < 3.2.
+        assert_eq!(
+            r.iter().map(|x| x.verdict).collect::<Vec<_>>(),
+            vec![Verdict::Pass, Verdict::Fail, Verdict::Pass, Verdict::Fail]
+        );
+        assert_eq!(r[0].limit, Some(50.0));
+        assert_eq!(r[1].limit, Some(25.0));
+        assert!((r[3].limit.unwrap() - 3.2).abs() < 1e-9);
+        assert_eq!(
+            r[1].message,
+            "p99 30.0 ms, more than 0.05 x single-x1's 500.0 ms = 25.0 ms"
+        );
+        assert_eq!(r[3].threshold, "mixed/slow rps at least 0.8 x single-x1");
+    }
+
+    #[test]
+    fn a_threshold_on_a_failed_or_skipped_cell_fails_and_says_why() {
+        let mut cells = matrix();
+        cells[1].phase = CellPhase::Failed;
+        cells[1].reason = Some("OOMKilled".into());
+        cells[1].message = Some("the target ran out of memory".into());
+        cells[1].results.clear();
+        cells[2].phase = CellPhase::Skipped;
+        cells[2].results.clear();
+        let t = thresholds(
+            r#"
+- {cell: "pool-*", phase: mixed, endpoint: fast, p99: {below: 1s}}
+- {cell: single-x1, phase: mixed, endpoint: fast, p99: {atMost: 100, of: pool-x1}}
+"#,
+        );
+        let r = evaluate(&t, &cells);
+        assert_eq!(r.len(), 3);
+        assert!(r.iter().all(|x| x.verdict == Verdict::Fail), "{r:#?}");
+        assert_eq!(
+            r[0].message,
+            "cell pool-x1 failed (OOMKilled): the target ran out of memory"
+        );
+        assert!(r[1].message.contains("skipped"), "{}", r[1].message);
+        // The measured cell is fine; its reference is not.
+        assert_eq!(r[2].measured, Some(500.0));
+        assert_eq!(r[2].limit, None);
+        assert!(
+            r[2].message.starts_with("reference cell pool-x1 failed"),
+            "{}",
+            r[2].message
+        );
+    }
+
+    #[test]
+    fn a_figure_without_samples_fails_the_threshold() {
+        let mut cells = matrix();
+        let fast = &mut cells[1].results[0];
+        fast.latency_ms = None;
+        fast.samples = 0;
+        fast.errors = fast.requests;
+        let thin = &mut cells[2].results[0];
+        thin.samples = 30;
+        thin.unsupported_percentiles = Percentile::unsupported_by(30);
+        let t = thresholds("- {cell: \"pool-*\", phase: mixed, endpoint: fast, p99: {below: 1s}}");
+        let r = evaluate(&t, &cells);
+        assert_eq!(verdicts(&r)[0].1, Verdict::Fail);
+        assert!(
+            r[0].message.contains("no request succeeded"),
+            "{}",
+            r[0].message
+        );
+        assert_eq!(verdicts(&r)[1].1, Verdict::Fail);
+        assert!(
+            r[1].message.contains("30 samples and needs 100"),
+            "{}",
+            r[1].message
+        );
+    }
+
+    #[test]
+    fn repeated_cells_are_judged_on_the_median_and_unstable_figures_are_marked() {
+        let mut cells = matrix();
+        // Three repetitions of pool-x1's /fast p99: 20, 70, 90 ms; the result holds the
+        // median, 70, and the spread is 4.5x, so unstable.
+        cells[1].results[0].latency_ms.as_mut().unwrap().p99 = 70.0;
+        cells[1].results[0].spread = Some(Spread {
+            repetitions: 3,
+            figures: [(
+                "p99".to_owned(),
+                FigureSpread {
+                    values: vec![20.0, 70.0, 90.0],
+                    median: 70.0,
+                    min: 20.0,
+                    max: 90.0,
+                    unstable: true,
+                    ..FigureSpread::default()
+                },
+            )]
+            .into(),
+            ..Spread::default()
+        });
+        let t = thresholds("- {cell: pool-x1, phase: mixed, endpoint: fast, p99: {below: 60ms}}");
+        let r = evaluate(&t, &cells);
+        assert_eq!(r[0].measured, Some(70.0));
+        assert_eq!(r[0].verdict, Verdict::Fail);
+        assert!(r[0].unstable);
+        assert!(r[0].message.contains("unstable"), "{}", r[0].message);
+    }
+
+    #[test]
+    fn phase_and_endpoint_may_be_left_out_when_the_run_has_only_one() {
+        let cells = vec![
+            CellStatus::succeeded("only")
+                .with_results(vec![stream("steady", "root", 10.0, 100.0, 0)]),
+        ];
+        let t = thresholds("- {p99: {below: 50ms}}");
+        assert!(validate(&t, &["only"], &["steady"], &["root"]).is_empty());
+        let r = evaluate(&t, &cells);
+        assert_eq!(r[0].threshold, "steady/root p99 below 50ms");
+        assert_eq!(r[0].verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn threshold_validation_names_each_bad_field() {
+        let t = thresholds(
+            r#"
+- {cell: "web-*", phase: mixed, endpoint: fast, p99: {below: 100ms}}
+- {cell: pool-x9, phase: mixed, endpoint: fast, p99: {below: 100ms}}
+- {phase: solo, endpoint: fast, p99: {below: 100ms}}
+- {phase: mixed, endpoint: medium, p99: {below: 100ms}}
+- {endpoint: fast, p99: {below: 100ms}}
+- {phase: mixed, endpoint: fast, p99: {atMost: 0.1, of: single-x9}}
+- {phase: mixed, endpoint: fast, rps: {atLeast: 0, of: single-x1}}
+- {phase: mixed, endpoint: fast, errorRate: {below: 1.5}}
+- {phase: mixed, endpoint: fast, p99: {below: 0s}}
+- {phase: mixed, endpoint: fast}
+- {phase: mixed, endpoint: fast, p50: {below: 1s}, rps: {above: 1}}
+- {phase: mixed, endpoint: fast, p90: {below: 1s, atMost: 2, of: single-x1}}
+- {phase: mixed, endpoint: fast, rps: {atLeast: 2}}
+- {cell: "pool-?1", phase: mixed, endpoint: fast, p99: {atMost: 0.1, of: single-x1}}
+"#,
+        );
+        let errors = validate(
+            &t,
+            &["single-x1", "pool-x1"],
+            &["fast-only", "mixed"],
+            &["fast", "slow"],
+        );
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "spec.thresholds[0].cell",
+                "spec.thresholds[1].cell",
+                "spec.thresholds[2].phase",
+                "spec.thresholds[3].endpoint",
+                "spec.thresholds[4].phase",
+                "spec.thresholds[5].p99.of",
+                "spec.thresholds[6].rps.atLeast",
+                "spec.thresholds[7].errorRate.below",
+                "spec.thresholds[8].p99.below",
+                "spec.thresholds[9]",
+                "spec.thresholds[10]",
+                "spec.thresholds[11].p90",
+                "spec.thresholds[12].rps",
+            ],
+            "{errors:#?}"
+        );
+        assert_eq!(
+            errors[0].message,
+            "the pattern \"web-*\" matches no cell; the cells are single-x1, pool-x1"
+        );
+        assert_eq!(
+            errors[4].message,
+            "required: the workload has 2 phases (fast-only, mixed)"
+        );
+    }
+
+    #[test]
+    fn thresholds_met_names_the_failed_verdicts_and_is_absent_without_thresholds() {
+        assert_eq!(condition(&[]), None);
+        let t = thresholds(
+            r#"
+- {cell: "pool-*", phase: mixed, endpoint: fast, p99: {below: 100ms}}
+- {phase: mixed, endpoint: fast, p99: {below: 100ms}}
+"#,
+        );
+        let (status, reason, message) = condition(&evaluate(&t, &matrix())).unwrap();
+        assert_eq!((status, reason), ("False", Reason::ThresholdsFailed));
+        assert_eq!(
+            message,
+            "1 of 5 threshold verdicts failed: single-x1 mixed/fast p99 below 100ms \
+             (p99 500.0 ms, not below 100.0 ms)"
+        );
+        let (status, reason, message) = condition(&evaluate(&t[..1], &matrix())).unwrap();
+        assert_eq!((status, reason), ("True", Reason::ThresholdsPassed));
+        assert_eq!(message, "all 2 threshold verdicts passed");
+    }
+}

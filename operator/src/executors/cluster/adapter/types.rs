@@ -1,0 +1,164 @@
+//! What `decide` takes and returns: the observation of the cluster, and the decision (the next
+//! status, the actions on child objects, the Events, when to look again).
+
+use std::time::Duration;
+
+use benchmatrix_loadgen::result::RunResult;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
+
+use crate::executors::cluster::images;
+use crate::resource::BenchmarkRunStatus;
+
+/// What the operator saw of the current cell's children.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    /// The cell's target Deployment, when it exists (read while deploying).
+    pub deployment: Option<Deployment>,
+    /// The cell's Service, when it exists (read while deploying).
+    pub service: Option<Service>,
+    /// The cell's load generator Job, when it exists (read while running).
+    pub job: Option<Job>,
+    /// The cell's target pods.
+    pub target_pods: Vec<Pod>,
+    /// The result document (merged over load generators) or why it could not be had; read once
+    /// the Job has completed.
+    pub result: Option<Result<RunResult, String>>,
+    /// The last log line of a failed load generator pod.
+    pub loadgen_failure: Option<String>,
+    /// The admission queue, from the operator's cache of all runs.
+    pub queue: QueueView,
+    /// Every pod of this run, read before a cell or repetition after the first is deployed: the
+    /// previous step's pods must have stopped first.
+    pub run_pods: Vec<Pod>,
+    /// The cluster's nodes, read before a cell is deployed; `None` when not read (or the
+    /// operator may not list them), so no fit check is made.
+    pub nodes: Option<Vec<Node>>,
+    /// The kubelets' figures of the target containers over the measured phases, read with the
+    /// result; `None` when the operator does not read kubelets or sampled nothing.
+    pub kubelet: Option<crate::executors::cluster::kubelet::ContainerFigures>,
+    /// The load generator's pods, read while the load runs (one that cannot start fails the
+    /// cell at once).
+    pub loadgen_pods: Vec<Pod>,
+}
+
+/// Where this run stands among all runs of the cluster.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueView {
+    /// Runs other than this one that are Running.
+    pub active: usize,
+    /// Pending runs created before this one (they go first).
+    pub ahead: usize,
+    /// Pending runs in the queue, this one included (0 when not computed).
+    pub waiting: usize,
+    /// The most runs allowed to be Running at once.
+    pub max_active: usize,
+}
+
+impl QueueView {
+    /// Whether a Pending run may start now: a free slot, and no older run waiting.
+    pub fn admits(&self) -> bool {
+        self.active < self.max_active.max(1) && self.ahead == 0
+    }
+}
+
+/// One change to the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Server-side apply of a child object.
+    Apply(Child),
+    /// Delete a child object of this kind and name (gone already is fine).
+    Delete(ChildKind, String),
+    /// Delete the BenchmarkRun itself (its TTL has passed).
+    DeleteRun,
+}
+
+impl Action {
+    /// The action in a few words for the log, e.g. "apply Deployment x", "delete Job x".
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Apply(child) => {
+                let (kind, meta) = match child {
+                    Child::Deployment(o) => ("Deployment", &o.metadata),
+                    Child::Service(o) => ("Service", &o.metadata),
+                    Child::ConfigMap(o) => ("ConfigMap", &o.metadata),
+                    Child::Job(o) => ("Job", &o.metadata),
+                };
+                format!("apply {kind} {}", meta.name.as_deref().unwrap_or("?"))
+            }
+            Action::Delete(kind, name) => format!("delete {kind:?} {name}"),
+            Action::DeleteRun => "delete the run (TTL)".into(),
+        }
+    }
+}
+
+/// A child object to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Child {
+    /// The target Deployment.
+    Deployment(Box<Deployment>),
+    /// The target Service.
+    Service(Box<Service>),
+    /// The load plan.
+    ConfigMap(Box<ConfigMap>),
+    /// The load generator Job.
+    Job(Box<Job>),
+}
+
+/// Kinds of child objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildKind {
+    /// apps/v1 Deployment.
+    Deployment,
+    /// v1 Service.
+    Service,
+    /// v1 ConfigMap.
+    ConfigMap,
+    /// batch/v1 Job.
+    Job,
+}
+
+/// An Event to publish on the run (only on transitions): the engine's notes.
+pub type EventNote = crate::engine::Note;
+
+/// The outcome of one decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The status to write (written only when it differs from the current one).
+    pub status: BenchmarkRunStatus,
+    /// Changes to the cluster, in order.
+    pub actions: Vec<Action>,
+    /// Events to publish.
+    pub events: Vec<EventNote>,
+    /// When to look again even if nothing is watched to change (a safety net for timeouts).
+    pub requeue: Option<Duration>,
+    /// What the engine's machine commanded, which `actions` and `requeue` carry out (kept for
+    /// the log and for tests that hold the executors to the same commands).
+    pub commands: Vec<crate::engine::machine::Command>,
+}
+
+/// How often a waiting run looks at the queue by itself. Runs leaving phase Running wake the
+/// waiting ones at once; this only bounds the wait should such a wake-up be lost.
+pub const QUEUED_SAFETY_NET: Duration = Duration::from_secs(60);
+
+/// Operator-wide settings that shape the objects it builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Target image for runs that do not name one.
+    pub target_image: String,
+    /// Load generator image for runs that do not name one.
+    pub loadgen_image: String,
+    /// The images runs may use (`--allowed-images`); the default allows every image.
+    pub allowed_images: images::ImagePolicy,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            target_image: crate::resource::spec::DEFAULT_TARGET_IMAGE.into(),
+            loadgen_image: crate::resource::spec::DEFAULT_LOADGEN_IMAGE.into(),
+            allowed_images: images::ImagePolicy::default(),
+        }
+    }
+}

@@ -1,0 +1,488 @@
+//! Reads what the next decision needs, and only that: the current cell's children, its pods,
+//! and, once the load generator Job has completed, its result document.
+//!
+//! The result travels in the load generator pod's log, as its last line (`--json` prints the
+//! document as one line, last). A termination message would be simpler but is cut at 4 KiB,
+//! and a result with per-second timelines and compact histograms is far larger; a ConfigMap or
+//! an object store would need write access from the Job's pod. The log needs nothing: the
+//! kubelet keeps it until the pod is deleted, which the operator does only after reading it.
+
+use benchmatrix_loadgen::result::{RunResult, merge};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{ListParams, LogParams};
+use kube::{Api, ResourceExt};
+
+use std::sync::Arc;
+
+use super::adapter::{self, Observation, QueueView};
+use super::build::{self, LOADGEN_CONTAINER, ROLE_LOADGEN, ROLE_TARGET};
+use super::error::Error;
+use crate::engine::machine::{self, Look, StepAt};
+use crate::executors::cluster::kubelet::reader::{self, KubeletReader};
+use crate::executors::cluster::kubelet::{ContainerFigures, Window};
+use crate::resource::{BenchmarkRun, RunPhase};
+
+/// How many log lines are read from the end of a load generator's log: the document is the
+/// last line of stdout, but stderr lines written after it (the log merges both) must not hide
+/// it.
+const LOG_TAIL_LINES: i64 = 20;
+
+/// The most bytes read from one load generator's log (its last [`LOG_TAIL_LINES`] lines), so a
+/// custom image printing a huge line cannot exhaust the operator's memory (its limit in the
+/// chart is 256Mi). A real result document is far smaller. Its size is dominated by each
+/// stream's per-second timeline, one point with its own compact histogram per second: real
+/// documents measured 150-210 bytes per point (a 20 s, 3-stream result was 9.4 KB; latencies
+/// from milliseconds to seconds at 100 requests per second changed little). Allowing up to
+/// 1 KiB per point for busy, widely spread streams, 16 MiB holds 16,000-80,000 stream-seconds,
+/// e.g. 8 streams over 30 minutes of phases.
+pub const LOG_LIMIT_BYTES: usize = 16 << 20;
+
+/// The most bytes read from all the load generators' logs of one cell: every document is held
+/// until they are merged, so with many generators each gets a share (at least 1 MiB).
+pub const LOGS_BUDGET_BYTES: usize = 48 << 20;
+
+/// The byte limit of each of `generators` load generators' logs.
+pub fn log_limit(generators: usize) -> usize {
+    (LOGS_BUDGET_BYTES / generators.max(1)).clamp(1 << 20, LOG_LIMIT_BYTES)
+}
+
+/// Reads the current cell's children of `run`.
+pub async fn observe(
+    client: &kube::Client,
+    run: &BenchmarkRun,
+    queue: QueueView,
+    now: &Time,
+    kubelet: Option<&Arc<KubeletReader>>,
+) -> Result<Observation, Error> {
+    let mut obs = Observation {
+        queue,
+        ..Observation::default()
+    };
+    let starting = run
+        .status
+        .as_ref()
+        .is_none_or(|s| s.phase == RunPhase::Pending);
+    if starting && queue.admits() {
+        // The run starts now and deploys its first cell in the same step.
+        obs.nodes = list_nodes(client).await?;
+        return Ok(obs);
+    }
+    let Some(status) = run.status.as_ref() else {
+        return Ok(obs);
+    };
+    let ns = run.namespace().unwrap_or_else(|| "default".into());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    // The objects of step `at`: its cell's, for its repetition.
+    let child = |at: StepAt| {
+        let cell = &status.cells.get(at.cell)?.name;
+        Some(build::CellRun {
+            run,
+            cell,
+            repetition: at.repetition,
+        })
+    };
+    match machine::look(status, now, run.spec.workload.planned_load()) {
+        Look::Nothing => {}
+        Look::BeforeDeploy { after_another, .. } => {
+            if after_another {
+                // Pods of the previous cell (or repetition) whose containers still run would
+                // take CPU from this one: the machine waits for them (and decide deletes any
+                // left behind).
+                obs.run_pods = pods
+                    .list(&ListParams::default().labels(&format!(
+                        "{}={}",
+                        build::RUN_LABEL,
+                        run.name_any()
+                    )))
+                    .await?
+                    .items;
+            }
+            obs.nodes = list_nodes(client).await?;
+        }
+        Look::Target(at) => {
+            let Some(at) = child(at) else {
+                return Ok(obs);
+            };
+            let name = at.child_name();
+            (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
+            obs.target_pods = target_pods(&pods, &at).await?;
+        }
+        Look::Load { at, load_over } => {
+            let Some(at) = child(at) else {
+                return Ok(obs);
+            };
+            let name = at.child_name();
+            read_load(
+                client, &pods, &ns, run, &at, &name, load_over, kubelet, &mut obs,
+            )
+            .await?;
+        }
+    }
+    Ok(obs)
+}
+
+/// What a running load shows: the Job, the target pods, the load generator's pods, and its
+/// result once it has ended (or, `load_over`, once it has printed it); the kubelet sampler is
+/// started with the load and finished with the result.
+#[allow(clippy::too_many_arguments)]
+async fn read_load(
+    client: &kube::Client,
+    pods: &Api<Pod>,
+    ns: &str,
+    run: &BenchmarkRun,
+    at: &build::CellRun<'_>,
+    name: &str,
+    load_over: bool,
+    kubelet: Option<&Arc<KubeletReader>>,
+    obs: &mut Observation,
+) -> Result<(), Error> {
+    obs.job = Api::<Job>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await?;
+    obs.target_pods = target_pods(pods, at).await?;
+    let Some(job) = &obs.job else {
+        // A missing Job is made again from the Service address and the pod IPs.
+        (obs.deployment, obs.service) = deployment_and_service(client, ns, name).await?;
+        return Ok(());
+    };
+    if adapter::job_failed(job) {
+        obs.loadgen_failure = read_failure(pods, at).await?;
+        if let Some(k) = kubelet {
+            k.forget(name);
+        }
+        return Ok(());
+    }
+    if let Some(k) = kubelet {
+        start_sampling(client, k, run, name, &obs.target_pods).await;
+    }
+    // The result is read as soon as every load generator container has ended well, not when
+    // the Job controller gets round to marking the Job complete (a second or more later on a
+    // busy control plane).
+    let loadgen = loadgen_pods(pods, at).await?;
+    if adapter::job_complete(job) || all_succeeded(job, &loadgen) {
+        obs.result = Some(read_results(pods, &loadgen).await?);
+    } else if load_over {
+        // The load should be over, but the kubelet has not reported the pods' end yet (it can
+        // take seconds, more after an API server outage): the result is the last line a load
+        // generator prints, so a whole document there is the result, whatever the pod's status
+        // says.
+        obs.result = read_printed_results(pods, job, &loadgen).await?;
+    }
+    if let (Some(k), Some(result)) = (kubelet, &obs.result) {
+        obs.kubelet = kubelet_figures(k, name, result).await;
+    }
+    obs.loadgen_pods = loadgen;
+    Ok(())
+}
+
+/// The cluster's nodes, for the fit check before a cell is deployed. An operator that may not
+/// list nodes (an RBAC setup without the chart's ClusterRole rule) skips the check instead of
+/// stalling every run: the scheduler's own verdict still ends an unschedulable cell.
+async fn list_nodes(client: &kube::Client) -> Result<Option<Vec<Node>>, Error> {
+    match Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => Ok(Some(list.items)),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            tracing::warn!(
+                error = %status.message,
+                "may not list nodes; cells are deployed without checking that they fit"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The cell's Deployment and Service, each if it exists.
+async fn deployment_and_service(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<(Option<Deployment>, Option<Service>), Error> {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await?;
+    let service = Api::<Service>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await?;
+    Ok((deployment, service))
+}
+
+/// The target pods of `cell`.
+async fn target_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Pod>, Error> {
+    Ok(pods
+        .list(&ListParams::default().labels(&at.selector(ROLE_TARGET)))
+        .await?
+        .items)
+}
+
+/// The load generator pods of one repetition of a cell.
+async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Pod>, Error> {
+    Ok(pods
+        .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
+        .await?
+        .items)
+}
+
+/// Starts sampling the kubelets of a repetition's target pods, once (a reconcile that finds
+/// it sampled already does nothing). A failure to find the kubelets is logged and the
+/// repetition goes on without their figures.
+async fn start_sampling(
+    client: &kube::Client,
+    kubelet: &Arc<KubeletReader>,
+    run: &BenchmarkRun,
+    key: &str,
+    pods: &[Pod],
+) {
+    if kubelet.is_sampling(key) || pods.is_empty() {
+        return;
+    }
+    let container = build::target_container_name(run);
+    let nodes: Api<Node> = Api::all(client.clone());
+    match reader::targets_of(&nodes, pods, &container).await {
+        Ok(targets) => kubelet.start(key, targets, run.spec.workload.planned_load()),
+        Err(why) => tracing::warn!(
+            run = %run.name_any(),
+            repetition = key,
+            %why,
+            "cannot read the kubelets of the target pods; no kubelet figures for this repetition"
+        ),
+    }
+}
+
+/// The kubelets' figures over the measured phases of `result`, ending the sampler.
+async fn kubelet_figures(
+    kubelet: &KubeletReader,
+    key: &str,
+    result: &Result<RunResult, String>,
+) -> Option<ContainerFigures> {
+    let window = result.as_ref().ok().and_then(measured_window);
+    let Some(window) = window else {
+        kubelet.forget(key);
+        return result.is_ok().then(|| ContainerFigures {
+            missing: vec![
+                "the load generator reported no phase start times (an image older than the \
+                 operator), so the kubelet's figures cannot be lined up with the phases"
+                    .into(),
+            ],
+            ..ContainerFigures::default()
+        });
+    };
+    kubelet.finish(key, window).await
+}
+
+/// From the start of the first measured phase to the end of the last, in wall-clock time.
+pub fn measured_window(result: &RunResult) -> Option<Window> {
+    let first = result.phases.first()?;
+    let last = result.phases.last()?;
+    let start_ms = first.started_unix_ms?;
+    let end_ms = last.started_unix_ms? + (last.duration_secs * 1000.0).round() as i64;
+    (end_ms > start_ms).then_some(Window { start_ms, end_ms })
+}
+
+/// The merged result of load generator pods that have printed it but are not yet reported
+/// Succeeded: `None` unless every one the Job wants has a whole result document as the last
+/// line of its log (a document cut while it is written does not parse, and is waited for).
+async fn read_printed_results(
+    pods: &Api<Pod>,
+    job: &Job,
+    list: &[Pod],
+) -> Result<Option<Result<RunResult, String>>, Error> {
+    let want = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.completions)
+        .unwrap_or(1)
+        .max(1) as usize;
+    let live: Vec<&Pod> = list
+        .iter()
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && matches!(
+                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                    Some("Running" | "Succeeded")
+                )
+        })
+        .collect();
+    if live.len() != want {
+        return Ok(None);
+    }
+    let limit = log_limit(want);
+    let mut docs = Vec::with_capacity(want);
+    for pod in live {
+        let log = read_log(pods, &pod.name_any(), limit).await?;
+        if log.len() >= limit {
+            return Ok(None);
+        }
+        match parse_result_log(&log) {
+            Ok(doc) => docs.push(doc),
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(match docs.len() {
+        1 => Ok(docs.remove(0)),
+        _ => merge(&docs).map_err(|e| format!("merging the load generators' results: {e}")),
+    }))
+}
+
+/// True when as many load generator pods have succeeded as the Job wants completions.
+fn all_succeeded(job: &Job, pods: &[Pod]) -> bool {
+    let want = job.spec.as_ref().and_then(|s| s.completions).unwrap_or(1);
+    let succeeded = pods
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+        .count();
+    want > 0 && succeeded >= want as usize
+}
+
+/// The merged result document of a completed Job, or why it cannot be had (a cell failure,
+/// not an operator error).
+async fn read_results(pods: &Api<Pod>, list: &[Pod]) -> Result<Result<RunResult, String>, Error> {
+    let succeeded: Vec<&Pod> = list
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+        .collect();
+    if succeeded.is_empty() {
+        return Ok(Err(
+            "the load generator Job completed but its pods are gone, and their logs with them"
+                .into(),
+        ));
+    }
+    let limit = log_limit(succeeded.len());
+    let mut docs = Vec::new();
+    for pod in succeeded {
+        let log = read_log(pods, &pod.name_any(), limit).await?;
+        if log.len() >= limit {
+            // The API server stopped at the limit: whatever the last line is, it is cut.
+            return Ok(Err(format!(
+                "pod {}: the last {LOG_TAIL_LINES} lines of the load generator's log exceed the \
+                 operator's read limit of {} MiB, so the result document (its last line) cannot \
+                 be read whole; it starts: {}",
+                pod.name_any(),
+                limit >> 20,
+                excerpt(log.lines().next().unwrap_or(""))
+            )));
+        }
+        match parse_result_log(&log) {
+            Ok(doc) => docs.push(doc),
+            Err(why) => return Ok(Err(format!("pod {}: {why}", pod.name_any()))),
+        }
+    }
+    Ok(match docs.len() {
+        1 => Ok(docs.remove(0)),
+        _ => merge(&docs).map_err(|e| format!("merging the load generators' results: {e}")),
+    })
+}
+
+/// The tail of a load generator's log, at most `limit` bytes: the API server is asked to stop
+/// there (limitBytes), and the operator stops reading there whatever it sends. Read as bytes, as
+/// a cut can fall inside a UTF-8 character (replaced, not an error).
+async fn read_log(pods: &Api<Pod>, name: &str, limit: usize) -> Result<String, Error> {
+    use futures::AsyncReadExt;
+    let stream = pods
+        .log_stream(
+            name,
+            &LogParams {
+                container: Some(LOADGEN_CONTAINER.into()),
+                tail_lines: Some(LOG_TAIL_LINES),
+                limit_bytes: Some(limit as i64),
+                ..LogParams::default()
+            },
+        )
+        .await?;
+    let mut bytes = Vec::new();
+    stream
+        .take(limit as u64)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(Error::ReadLog)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Finds the result document in the tail of a log: the last line that is a JSON object.
+pub fn parse_result_log(log: &str) -> Result<RunResult, String> {
+    let Some(line) = log
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('{'))
+    else {
+        let last = log.lines().last().unwrap_or("(empty log)");
+        return Err(format!(
+            "no result document in the log; last line: {}",
+            excerpt(last)
+        ));
+    };
+    serde_json::from_str(line).map_err(|e| {
+        format!(
+            "the result document does not parse ({e}); it starts: {}",
+            excerpt(line)
+        )
+    })
+}
+
+fn excerpt(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.len() <= MAX {
+        text.to_owned()
+    } else {
+        let mut end = MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &text[..end])
+    }
+}
+
+/// The last words of a failed load generator: its termination message (the kubelet fills it
+/// from the log on error) or reason such as OOMKilled.
+async fn read_failure(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Option<String>, Error> {
+    let list = pods
+        .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
+        .await?
+        .items;
+    Ok(list.iter().find_map(|p| {
+        let cs = p.status.as_ref()?.container_statuses.as_ref()?;
+        cs.iter().find_map(|c| {
+            let t = c.state.as_ref()?.terminated.as_ref()?;
+            if t.exit_code == 0 {
+                return None;
+            }
+            let words = t
+                .message
+                .as_deref()
+                .and_then(|m| m.lines().rev().find(|l| !l.trim().is_empty()))
+                .map(str::to_owned);
+            Some(match (t.reason.as_deref(), words) {
+                (Some("OOMKilled"), _) => format!("OOMKilled (exit code {})", t.exit_code),
+                (_, Some(line)) => excerpt(&line),
+                (reason, None) => format!(
+                    "{} (exit code {})",
+                    reason.unwrap_or("terminated"),
+                    t.exit_code
+                ),
+            })
+        })
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_load_generator_gets_a_share_of_the_log_budget() {
+        const MIB: usize = 1 << 20;
+        assert_eq!(log_limit(1), 16 * MIB);
+        assert_eq!(log_limit(3), 16 * MIB);
+        assert_eq!(log_limit(4), 12 * MIB);
+        assert_eq!(log_limit(32), 48 * MIB / 32);
+        assert_eq!(log_limit(100), MIB, "never below 1 MiB");
+        assert_eq!(log_limit(0), 16 * MIB);
+    }
+}

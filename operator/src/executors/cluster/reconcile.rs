@@ -1,0 +1,457 @@
+//! One reconcile: observe -> decide -> apply -> status, and the error policy.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tracing::{Instrument, field, info_span};
+
+use super::adapter;
+use super::error::Error;
+use super::outage::Outage;
+use super::queue::{self, Queue};
+use super::{backoff, observe, write};
+use crate::executors::cluster::metrics::Metrics;
+use crate::resource::{BenchmarkRun, CellPhase, RunPhase, conditions};
+
+/// What every reconcile shares.
+pub struct Context {
+    /// The API client.
+    pub client: kube::Client,
+    /// Publishes Events.
+    pub recorder: Recorder,
+    /// The controllers' caches of every watched BenchmarkRun (for the admission queue): one,
+    /// or one per namespace when the operator watches a set of namespaces (`--namespace`), so
+    /// `max_active` counts runs across all of them.
+    pub runs: Vec<Store<DeserializeGuard<BenchmarkRun>>>,
+    /// Most runs active at once.
+    pub max_active: usize,
+    /// The operator's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Consecutive failures per object, for the error backoff.
+    pub failures: Mutex<HashMap<ObjectRef<DeserializeGuard<BenchmarkRun>>, u32>>,
+    /// The clock (tests substitute one they can advance).
+    pub clock: Clock,
+    /// Default images and other operator-wide settings.
+    pub settings: adapter::Settings,
+    /// The admission queue: wakes waiting runs when a run leaves phase Running.
+    pub queue: Queue,
+    /// The API server outage in progress, if any (logged once, with its duration); shared with
+    /// the watches' backoff.
+    pub outage: Arc<Outage>,
+    /// The resourceVersion of the last status this operator wrote, per run UID: a reconcile whose
+    /// cached copy is not that version reads the run again before deciding (see [`fresh`]).
+    pub written: Mutex<HashMap<String, String>>,
+    /// Reads the target containers' CPU, throttling and memory from the kubelets; `None` when
+    /// the operator runs with `--kubelet-metrics=false` (and in tests of the faked API).
+    pub kubelet: Option<Arc<crate::executors::cluster::kubelet::reader::KubeletReader>>,
+}
+
+/// A source of the current time.
+pub type Clock =
+    Arc<dyn Fn() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time + Send + Sync>;
+
+impl Context {
+    /// A context over `client` with a fresh recorder and an empty failure table; `runs` is the
+    /// first cache of runs (push the others onto [`Context::runs`]).
+    pub fn new(
+        client: kube::Client,
+        runs: Store<DeserializeGuard<BenchmarkRun>>,
+        max_active: usize,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let reporter = kube::runtime::events::Reporter {
+            controller: "benchmatrix-operator".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            runs: vec![runs],
+            max_active,
+            metrics,
+            failures: Mutex::new(HashMap::new()),
+            clock: Arc::new(conditions::now),
+            settings: adapter::Settings::default(),
+            queue: Queue::default(),
+            outage: Arc::default(),
+            written: Mutex::new(HashMap::new()),
+            kubelet: None,
+        }
+    }
+}
+
+impl Context {
+    /// Forgets the consecutive failures of every object: after an API server outage, retry
+    /// counts that grew while nothing could be reached start over.
+    pub fn forget_failures(&self) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.clear();
+        }
+    }
+}
+
+/// Reconciles one BenchmarkRun.
+pub async fn reconcile(
+    guard: Arc<DeserializeGuard<BenchmarkRun>>,
+    ctx: Arc<Context>,
+) -> Result<Requeue, Error> {
+    let metrics = ctx.metrics.clone();
+    let _timer = metrics.reconcile();
+    let span = info_span!(
+        "reconcile",
+        run = field::Empty,
+        namespace = field::Empty,
+        phase = field::Empty
+    );
+    async move {
+        let run = match &guard.0 {
+            Ok(run) => run,
+            Err(invalid) => {
+                // The object does not even match the types. It is marked Failed with the
+                // decoder's words (through the untyped API, since the typed one cannot read
+                // it) and left alone until it changes.
+                let err = Error::Malformed(format!(
+                    "{}/{}: {}",
+                    invalid.metadata.namespace.as_deref().unwrap_or(""),
+                    invalid.metadata.name.as_deref().unwrap_or(""),
+                    invalid.error
+                ));
+                if let Err(patch_err) = write::mark_malformed(&ctx.client, invalid).await {
+                    tracing::warn!(error = %patch_err, "could not mark a malformed run Failed");
+                }
+                return Err(err);
+            }
+        };
+        tracing::Span::current().record("run", run.name_any());
+        tracing::Span::current().record("namespace", run.namespace().unwrap_or_default());
+        let result = reconcile_run(run, &ctx).await;
+        let key = ObjectRef::from_obj(guard.as_ref());
+        if result.is_ok()
+            && let Ok(mut failures) = ctx.failures.lock()
+        {
+            failures.remove(&key);
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+/// How many times one reconcile decides again after its status write met a newer version of the
+/// run (409 Conflict). Each try reads the run anew; only a run edited that often, concurrently,
+/// runs out, and then the reconcile is retried as any conflict is.
+const STATUS_CONFLICT_TRIES: u32 = 3;
+
+async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Error> {
+    let Some(mut run) = fresh(cached, ctx).await? else {
+        // Deleted since the event that triggered this reconcile: nothing to decide.
+        return Ok(Requeue::await_change());
+    };
+    let mut tries = 1;
+    loop {
+        match reconcile_once(&run, ctx).await? {
+            Outcome::Done(requeue) => return Ok(requeue),
+            Outcome::Stale if tries < STATUS_CONFLICT_TRIES => {
+                tries += 1;
+                tracing::debug!(tries, "the run changed since it was read; deciding again");
+                match read_run(&run, ctx).await? {
+                    Some(newer) => run = newer,
+                    None => return Ok(Requeue::await_change()),
+                }
+            }
+            Outcome::Stale => {
+                return Err(Error::Kube(kube::Error::Api(
+                    kube::core::Status::failure(
+                        "the run kept changing while its status was written",
+                        "Conflict",
+                    )
+                    .with_code(409)
+                    .boxed(),
+                )));
+            }
+        }
+    }
+}
+
+/// What one decision came to.
+enum Outcome {
+    /// Decided and carried out; look again then.
+    Done(Requeue),
+    /// The status could not be written: the run is newer than the copy decided from. Nothing
+    /// was changed in the cluster.
+    Stale,
+}
+
+/// One observe -> decide -> status -> actions pass over `run`, a copy at least as new as the
+/// last status this operator wrote.
+///
+/// The status is written first, conditional on the resourceVersion it was decided from, and the
+/// actions follow only once it is stored. So a decision made from an old copy is refused (409)
+/// before it can change anything, and the objects the operator deletes after a repetition are
+/// deleted only once the status says that repetition is over: a later reconcile never sees
+/// them going while its status still expects them (they would count as a replica that exited).
+async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Error> {
+    // A run waiting for admission waits until every watched namespace's runs have been listed
+    // once: with one Controller per namespace (`--namespace`), another namespace's cache may
+    // still be empty at start-up, and a run active there would not be counted.
+    let waiting = run
+        .status
+        .as_ref()
+        .is_none_or(|s| s.phase == RunPhase::Pending);
+    if waiting && !queue::caches_listed(&ctx.runs) {
+        return Ok(Outcome::Done(Requeue::requeue(Duration::from_secs(1))));
+    }
+    let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
+    let now = (ctx.clock)();
+    let obs = observe::observe(&ctx.client, run, queue, &now, ctx.kubelet.as_ref()).await?;
+    let decision = adapter::decide(run, &obs, &now, &ctx.settings);
+    tracing::Span::current().record("phase", decision.status.phase.to_string());
+    log_decision(&decision);
+
+    let deleted = decision
+        .actions
+        .iter()
+        .any(|a| matches!(a, adapter::Action::DeleteRun));
+    let old = run.status.clone().unwrap_or_default();
+    if !deleted && decision.status != old {
+        match write::write_status(&ctx.client, run, &decision.status).await {
+            Ok(version) => ctx.note_written(run, version),
+            Err(e) if e.is_conflict() => return Ok(Outcome::Stale),
+            Err(e) => return Err(e),
+        }
+        record_cells(&ctx.metrics, &old, &decision.status);
+        log_transitions(&old, &decision.status);
+        if decision.status.phase != old.phase {
+            // A run that leaves phase Running frees a slot; one that starts moves the others
+            // up a place. Either way the waiting runs look again now, not on a timer.
+            ctx.queue.note_phase(run, decision.status.phase);
+            ctx.queue.wake_waiting(&ctx.runs);
+        }
+    }
+    ctx.metrics
+        .set_active_runs(queue.active + usize::from(decision.status.phase == RunPhase::Running));
+    write::carry_out(&ctx.client, run, &decision.actions).await?;
+    if deleted {
+        ctx.forget_written(run);
+    }
+    write::publish_events(&ctx.recorder, run, &decision.events).await;
+    Ok(Outcome::Done(match decision.requeue {
+        Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
+        None => Requeue::await_change(),
+    }))
+}
+
+/// `cached` when it is the version of the run this operator last wrote; otherwise the run as
+/// the API server has it now (`None`: deleted).
+///
+/// A reconcile is triggered by a watch event on any of the run's children, and the controller
+/// hands it the run from its cache, which can be older than the status the previous reconcile
+/// wrote a moment ago: its watch event is still on the way. Deciding from that copy would
+/// replay a step already taken, e.g. see the pods of a repetition just measured terminating
+/// and fail the cell. A run this operator has not written since it started (or that someone
+/// else has changed since) is read once more; the usual case, the cache holding the operator's
+/// own last write, costs nothing.
+async fn fresh(cached: &BenchmarkRun, ctx: &Context) -> Result<Option<BenchmarkRun>, Error> {
+    if ctx.is_last_written(cached) {
+        return Ok(Some(cached.clone()));
+    }
+    read_run(cached, ctx).await
+}
+
+/// The run as the API server has it now (a quorum read), `None` when it is gone.
+async fn read_run(run: &BenchmarkRun, ctx: &Context) -> Result<Option<BenchmarkRun>, Error> {
+    let ns = run
+        .namespace()
+        .ok_or(Error::MissingObjectKey("namespace"))?;
+    Ok(
+        kube::Api::<BenchmarkRun>::namespaced(ctx.client.clone(), &ns)
+            .get_opt(&run.name_any())
+            .await?,
+    )
+}
+
+impl Context {
+    fn is_last_written(&self, run: &BenchmarkRun) -> bool {
+        let (Some(uid), Some(version)) = (&run.metadata.uid, &run.metadata.resource_version) else {
+            return false;
+        };
+        self.written
+            .lock()
+            .is_ok_and(|w| w.get(uid) == Some(version))
+    }
+
+    fn note_written(&self, run: &BenchmarkRun, version: Option<String>) {
+        let Some(uid) = run.metadata.uid.clone() else {
+            return;
+        };
+        if let Ok(mut w) = self.written.lock() {
+            match version {
+                Some(v) => w.insert(uid, v),
+                None => w.remove(&uid),
+            };
+        }
+    }
+
+    fn forget_written(&self, run: &BenchmarkRun) {
+        self.note_written(run, None);
+    }
+}
+
+/// At debug, what each reconcile decided: the phase, the step and what it does to the cluster.
+fn log_decision(decision: &adapter::Decision) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let step = crate::engine::next_step(&decision.status)
+        .and_then(|s| {
+            let cell = decision.status.cells.get(s.cell)?;
+            Some(format!("{} r{} {}", cell.name, s.repetition, s.phase))
+        })
+        .unwrap_or_else(|| "-".into());
+    let actions: Vec<String> = decision
+        .actions
+        .iter()
+        .map(adapter::Action::describe)
+        .collect();
+    tracing::debug!(
+        phase = %decision.status.phase,
+        step = %step,
+        actions = %actions.join(", "),
+        requeue_secs = decision.requeue.map(|d| d.as_secs()),
+        message = decision.status.message.as_deref().unwrap_or(""),
+        "decided"
+    );
+}
+
+/// At info, each step a cell or repetition took and the run's end, with run, cell and
+/// repetition as fields (the run's own fields come from the reconcile span).
+fn log_transitions(
+    old: &crate::resource::BenchmarkRunStatus,
+    new: &crate::resource::BenchmarkRunStatus,
+) {
+    for (i, cell) in new.cells.iter().enumerate() {
+        let before = old.cells.get(i).filter(|c| c.name == cell.name);
+        let was = before.map(|c| c.phase);
+        let reps_before = before.map_or(0, |c| c.repetitions.len());
+        // A repetition that ended shows as one more entry in `repetitions`; the last one ends
+        // the cell too, and is logged once, as the cell's end.
+        for rep in cell.repetitions.iter().skip(reps_before) {
+            if cell.phase.is_finished() && Some(rep) == cell.repetitions.last() {
+                continue;
+            }
+            match rep.phase {
+                CellPhase::Failed => tracing::info!(
+                    cell = %cell.name, repetition = rep.repetition,
+                    reason = rep.reason.as_deref().unwrap_or(""),
+                    message = rep.message.as_deref().unwrap_or(""),
+                    "repetition failed"
+                ),
+                _ => tracing::info!(
+                    cell = %cell.name, repetition = rep.repetition,
+                    overhead_secs = rep.overhead_seconds,
+                    "repetition measured"
+                ),
+            }
+        }
+        if was == Some(cell.phase) {
+            continue;
+        }
+        let repetition = cell.repetitions.len().max(1);
+        match cell.phase {
+            CellPhase::Deploying => tracing::info!(
+                cell = %cell.name, repetition = cell.repetitions.len() + 1,
+                message = cell.message.as_deref().unwrap_or(""),
+                "cell deploying"
+            ),
+            CellPhase::Running => tracing::info!(
+                cell = %cell.name, repetition = cell.repetitions.len() + 1,
+                message = cell.message.as_deref().unwrap_or(""),
+                "load started"
+            ),
+            CellPhase::Succeeded => tracing::info!(
+                cell = %cell.name, repetition,
+                overhead_secs = cell.overhead_seconds,
+                "cell measured"
+            ),
+            CellPhase::Failed => tracing::info!(
+                cell = %cell.name, repetition,
+                reason = cell.reason.as_deref().unwrap_or(""),
+                message = cell.message.as_deref().unwrap_or(""),
+                "cell failed"
+            ),
+            CellPhase::Skipped => tracing::info!(cell = %cell.name, "cell skipped"),
+            CellPhase::Pending => {}
+        }
+    }
+    if new.phase != old.phase {
+        tracing::info!(
+            phase = %new.phase,
+            message = new.message.as_deref().unwrap_or(""),
+            "run {}",
+            if new.phase.is_finished() { "ended" } else { "phase changed" }
+        );
+    }
+}
+
+fn record_cells(
+    metrics: &Metrics,
+    old: &crate::resource::BenchmarkRunStatus,
+    new: &crate::resource::BenchmarkRunStatus,
+) {
+    for cell in &new.cells {
+        let was = old
+            .cells
+            .iter()
+            .find(|c| c.name == cell.name)
+            .map(|c| c.phase);
+        if matches!(cell.phase, CellPhase::Succeeded | CellPhase::Failed)
+            && was != Some(cell.phase)
+            && let (Some(start), Some(end)) = (&cell.start_time, &cell.completion_time)
+        {
+            metrics.cell_finished(
+                &cell.phase.to_string(),
+                (conditions::secs_of(end) - conditions::secs_of(start)) as f64,
+            );
+        }
+    }
+}
+
+/// Permanent errors wait for the object to change (no hot loop); transient ones back off
+/// exponentially per object, from 1 s to 5 minutes, or to a few seconds when the API server
+/// could not be reached (see [`backoff::reconcile_retry`]).
+pub fn error_policy(
+    guard: Arc<DeserializeGuard<BenchmarkRun>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Requeue {
+    ctx.metrics.reconcile_failure(error.metric_label());
+    if error.is_permanent() {
+        tracing::warn!(%error, "reconcile failed permanently; waiting for the object to change");
+        return Requeue::await_change();
+    }
+    let key = ObjectRef::from_obj(guard.as_ref());
+    let attempt = ctx
+        .failures
+        .lock()
+        .map(|mut f| {
+            let n = f.entry(key).or_insert(0);
+            *n += 1;
+            *n
+        })
+        .unwrap_or(1);
+    let lost_connection = error.lost_connection();
+    let delay = backoff::reconcile_retry(attempt, lost_connection);
+    if lost_connection {
+        // An outage is reported once, by the watches (outage.rs); each object's retry is noise.
+        tracing::debug!(%error, attempt, delay_secs = delay.as_secs(), "reconcile failed; retrying");
+    } else {
+        tracing::warn!(%error, attempt, delay_secs = delay.as_secs(), "reconcile failed; retrying");
+    }
+    Requeue::requeue(delay)
+}

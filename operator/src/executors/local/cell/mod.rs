@@ -1,0 +1,281 @@
+//! One step (a cell, or a repetition of it) of a local run, as the run engine's machine
+//! commands it: start the replicas ([`launch`]) and look until they are ready, write the load
+//! generator's plan ([`loadgen_setup`]) and start it, look at the load until it ends ([`supervise`]),
+//! then stop everything and read what was measured ([`collect`]).
+//!
+//! Nothing here decides: which failure wins, how long to wait and when the step ends are the
+//! machine's (`crate::engine::machine`). A [`LocalStep`] does what a command says and reports
+//! what it sees as the machine's facts ([`Seen`]), as they happen.
+
+pub mod collect;
+pub mod launch;
+pub mod loadgen_setup;
+pub mod supervise;
+
+use std::path::Path;
+use std::time::Instant;
+
+use benchmatrix_loadgen::request::HeaderValues;
+use benchmatrix_loadgen::result::RunResult;
+
+use super::cgroup::Backend;
+use super::loadgen::Loadgen;
+use super::replica_set::{Launch, Readiness, ReplicaSet};
+use crate::engine::machine::{self, Look, Seen};
+use crate::frontends::progress::{Display, Step};
+use crate::resource::ValidatedRun;
+use crate::resource::conditions::Cause;
+use crate::resource::matrix::Cell;
+use crate::resource::{Enforcement, TargetStats};
+
+/// What a cell needs of the run: the spec, the output folder, the CPU-limit backend, and the
+/// display its progress goes to with the measurement it is.
+pub struct CellContext<'a> {
+    /// The validated run.
+    pub run: &'a ValidatedRun,
+    /// The output folder (with its `logs`, `results` and `plans` folders made).
+    pub out: &'a Path,
+    /// How CPU limits are enforced on this machine.
+    pub backend: &'a Backend,
+    /// Where progress goes.
+    pub display: &'a mut Display,
+    /// The measurement (cell and repetition) under way.
+    pub step: &'a Step,
+    /// Header values the load generator gets through its environment (from `--secrets`).
+    pub header_values: &'a HeaderValues,
+}
+
+/// Why a part of a step failed.
+#[derive(Debug)]
+pub struct Failure {
+    /// The cause.
+    pub cause: Cause,
+    /// What happened, in a sentence.
+    pub message: String,
+}
+
+/// The processes and files of the step under way, and what it has to report next.
+pub struct LocalStep {
+    cell: Cell,
+    started: Instant,
+    timing: loadgen_setup::LoadTiming,
+    launch: Option<Launch>,
+    set: Option<ReplicaSet>,
+    ready: Option<launch::Ready>,
+    files: Option<loadgen_setup::LoadFiles>,
+    enforcement: Option<Enforcement>,
+    lg: Option<Loadgen>,
+    watch: Option<supervise::Watch>,
+    /// A failure of the last command, for the next look.
+    failed: Option<(Failed, Failure)>,
+    /// The result, once collected.
+    result: Option<Result<Box<crate::engine::Measured>, (Cause, String)>>,
+    /// The load generator's raw result, for the charts.
+    pub raw: Option<RunResult>,
+}
+
+/// Which part of the step a failure comes from, so the machine weighs it in its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failed {
+    Target,
+    ReplicaGone,
+    Loadgen,
+}
+
+impl LocalStep {
+    /// The step of `cell` about to be deployed.
+    pub fn new(run: &ValidatedRun, cell: &Cell) -> LocalStep {
+        LocalStep {
+            cell: cell.clone(),
+            started: Instant::now(),
+            timing: loadgen_setup::LoadTiming::of(run),
+            launch: None,
+            set: None,
+            ready: None,
+            files: None,
+            enforcement: None,
+            lg: None,
+            watch: None,
+            failed: None,
+            result: None,
+            raw: None,
+        }
+    }
+
+    /// [`Command::Deploy`](crate::engine::machine::Command::Deploy): starts the replicas.
+    pub fn deploy(&mut self, ctx: &mut CellContext) {
+        match launch::spawn_replicas(ctx, &self.cell) {
+            Ok((set, launch)) => {
+                self.set = Some(set);
+                self.launch = Some(launch);
+            }
+            Err(f) => self.failed = Some((Failed::Target, f)),
+        }
+    }
+
+    /// [`Command::StartLoad`](crate::engine::machine::Command::StartLoad): writes the plan,
+    /// makes the load generator's cgroup, checks the replicas still live, and starts it.
+    pub fn start_load(&mut self, ctx: &mut CellContext) {
+        if let Err((part, f)) = self.try_start_load(ctx) {
+            self.failed = Some((part, f));
+        }
+    }
+
+    fn try_start_load(&mut self, ctx: &mut CellContext) -> Result<(), (Failed, Failure)> {
+        let spec = ctx.run.spec();
+        let cell = &self.cell;
+        let Some(set) = self.set.as_mut() else {
+            return Ok(());
+        };
+        let files = loadgen_setup::write_plan(ctx.out, spec, cell, set)
+            .map_err(|f| (Failed::Loadgen, f))?;
+        let placement = loadgen_setup::loadgen_placement(spec, cell, cell.cpu.cpu_cores().ok());
+        let cgroup =
+            launch::loadgen_cgroup(ctx, cell, placement).map_err(|f| (Failed::Loadgen, f))?;
+        if let Some(ready) = &self.ready {
+            self.enforcement = Some(launch::enforcement(
+                &ready.enforcement,
+                &cgroup,
+                placement.cores,
+            ));
+        }
+        launch::alive_before_load(set).map_err(|f| (Failed::ReplicaGone, f))?;
+        let lg = launch::start_loadgen(&files, cgroup, ctx.header_values)
+            .map_err(|f| (Failed::Loadgen, f))?;
+        self.files = Some(files);
+        self.lg = Some(lg);
+        self.watch = Some(supervise::Watch::new(&self.timing));
+        Ok(())
+    }
+
+    /// What the step shows now, as the machine's facts for the phase `look` names.
+    pub fn look(&mut self, ctx: &mut CellContext, look: Look) -> Seen {
+        let mut seen = Seen {
+            overhead_seconds: Some(round2(self.started.elapsed().as_secs_f64())),
+            enforcement: self.enforcement.clone(),
+            ..Seen::default()
+        };
+        if let Some((part, f)) = self.failed.take() {
+            match part {
+                Failed::Target => seen.target_broken = Some((f.cause, f.message)),
+                Failed::ReplicaGone => seen.replica_exited = Some(f.message),
+                Failed::Loadgen => seen.loadgen_broken = Some((f.cause, f.message)),
+            }
+            return seen;
+        }
+        if let Some(result) = self.result.take() {
+            seen.result = Some(result);
+            return seen;
+        }
+        match look {
+            Look::Target(_) => self.look_at_replicas(ctx, &mut seen),
+            Look::Load { .. } => {
+                if let (Some(set), Some(lg), Some(watch)) =
+                    (self.set.as_mut(), self.lg.as_mut(), self.watch.as_mut())
+                {
+                    let found = watch.look(ctx, set, lg, &self.timing);
+                    seen.replica_exited = found.replica_exited;
+                    seen.load_exited = found.load_exited;
+                }
+            }
+            Look::BeforeDeploy { .. } | Look::Nothing => {}
+        }
+        seen
+    }
+
+    fn look_at_replicas(&mut self, ctx: &mut CellContext, seen: &mut Seen) {
+        let (Some(set), Some(launch)) = (self.set.as_mut(), self.launch.as_ref()) else {
+            return;
+        };
+        match set.check_ready(launch) {
+            Readiness::NotYet(why) => seen.not_ready = format!("{why} (on {})", set.addr),
+            Readiness::Failed(e) => seen.target_broken = Some((e.reason, e.message)),
+            Readiness::Ready => {
+                if let Err(e) = set.finish_start(launch) {
+                    seen.target_broken = Some((e.reason, e.message));
+                    return;
+                }
+                let cpu = self.cell.cpu.cpu_cores().ok();
+                let ready = launch::read_ready(ctx, set, cpu, self.started);
+                seen.ready = Some(Ok(machine::Ready {
+                    message: format!(
+                        "load generator running against http://{} ({} replica(s) ready)",
+                        set.addr, self.cell.replicas
+                    ),
+                    target_pods: Vec::new(),
+                }));
+                self.ready = Some(ready);
+            }
+        }
+    }
+
+    /// [`Command::Collect`](crate::engine::machine::Command::Collect): the load generator has
+    /// ended; stops everything with the last readings, and reads the result for the next look.
+    pub fn collect(&mut self, ctx: &mut CellContext) {
+        let (Some(set), Some(mut lg), Some(watch), Some(files), Some(ready)) = (
+            self.set.take(),
+            self.lg.take(),
+            self.watch.take(),
+            self.files.take(),
+            self.ready.take(),
+        ) else {
+            return;
+        };
+        let end = supervise::stop(set, &mut lg, true);
+        supervise::last_progress(ctx, &lg);
+        let Some(status) = watch.exited else {
+            return;
+        };
+        let raw = match collect::read_result(&files.result, status, &lg) {
+            Ok(r) => r,
+            Err(f) => {
+                self.result = Some(Err((f.cause, f.message)));
+                return;
+            }
+        };
+        let spec = ctx.run.spec();
+        let target = collect::target_stats(spec, &self.cell, &raw, &ready, watch.cpu_at, &end);
+        let overhead = self.started.elapsed().saturating_sub(self.timing.planned);
+        let message = collect::summary(
+            self.timing.planned,
+            watch.wall,
+            overhead,
+            raw.preflight_seconds,
+            &ready,
+            &end,
+        );
+        let measured = crate::engine::Measured {
+            results: crate::engine::results::cell_results(&raw),
+            // No figure at all is no target section, as on a cluster.
+            target: Some(target).filter(|t| *t != TargetStats::default()),
+            enforcement: self.enforcement.clone(),
+            overhead_seconds: Some(round2(overhead.as_secs_f64())),
+            message,
+            histograms: crate::engine::results::histograms(&raw),
+        };
+        self.result = Some(Ok(Box::new(measured)));
+        self.raw = Some(raw);
+    }
+
+    /// [`Command::Stop`](crate::engine::machine::Command::Stop): stops whatever still runs,
+    /// with the usual grace (a target can still write its last words). Files and logs stay.
+    pub fn stop(&mut self) {
+        match (self.set.take(), self.lg.as_mut()) {
+            (Some(set), Some(lg)) => {
+                supervise::stop(set, lg, false);
+            }
+            (Some(set), None) => set.stop(),
+            (None, Some(lg)) => lg.stop(),
+            (None, None) => {}
+        }
+        self.lg = None;
+    }
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,239 @@
+//! Watching a cell's load until it ends, then stopping the load generator and the replicas
+//! with the last readings taken.
+
+use std::net::SocketAddr;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use super::CellContext;
+use super::loadgen_setup::LoadTiming;
+use crate::executors::local::cgroup::CpuUsage;
+use crate::executors::local::loadgen::Loadgen;
+use crate::executors::local::replica_set::ReplicaSet;
+use crate::frontends::progress::{Event, ProgressLine};
+use crate::resource::BenchmarkRunSpec;
+
+/// How often the runner looks at a running cell. Each look is a few system calls; the load
+/// generator's end is noticed up to one interval late, and that lateness adds to every cell's
+/// overhead (at 50 ms it was 25 ms on average).
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// Each replica's CPU reading at one moment, in replica order (`None`: unreadable).
+pub type Readings = Vec<Option<CpuUsage>>;
+
+/// A running load, as the runner watches it.
+pub struct Watch {
+    load_started: Instant,
+    /// The boundaries are planned from the load generator's start, and moved later by how late
+    /// its phases really began: each progress line says how many seconds into its phase it
+    /// is, and start-up, lead times and /stats reads between phases add up.
+    late_by: Duration,
+    /// Each replica's CPU at the end of warm-up and of every phase but the last (whose end is
+    /// read as the load ends, see [`stop`]); `None` for a boundary the load did not reach.
+    pub cpu_at: Vec<Option<Readings>>,
+    /// The load generator's exit status, once it has ended.
+    pub exited: Option<ExitStatus>,
+    /// Wall time from the load generator's start to its end (or to now, while it runs).
+    pub wall: Duration,
+}
+
+/// What one look at a running load found.
+#[derive(Debug, Default)]
+pub struct LoadLook {
+    /// A replica exited or lost a process it had started: what happened, and when in the load.
+    pub replica_exited: Option<String>,
+    /// The load generator has ended.
+    pub load_exited: bool,
+}
+
+impl Watch {
+    /// A load generator started just now.
+    pub fn new(timing: &LoadTiming) -> Watch {
+        Watch {
+            load_started: Instant::now(),
+            late_by: Duration::ZERO,
+            cpu_at: vec![None; timing.boundaries.len()],
+            exited: None,
+            wall: Duration::ZERO,
+        }
+    }
+
+    /// Looks once: the load generator's progress to the display, CPU readings at phase
+    /// boundaries, then a replica's exit and the load generator's end. A replica that exits
+    /// ends the load: its figures would be another cell's.
+    pub fn look(
+        &mut self,
+        ctx: &mut CellContext,
+        set: &mut ReplicaSet,
+        lg: &mut Loadgen,
+        timing: &LoadTiming,
+    ) -> LoadLook {
+        let spec = ctx.run.spec();
+        let boundaries = &timing.boundaries;
+        while let Ok(p) = lg.progress.try_recv() {
+            let figures = &p.figures;
+            // A phase's last line comes after its workers have handed in their totals, later
+            // than the phase's end by however long that took: it says nothing of lateness.
+            if !p.ended
+                && let Some(planned) = timing.planned_start(spec, &figures.phase)
+            {
+                let began = self
+                    .load_started
+                    .elapsed()
+                    .saturating_sub(Duration::from_secs_f64(figures.elapsed_secs.max(0.0)));
+                self.late_by = self.late_by.max(began.saturating_sub(planned));
+            }
+            show(ctx, &p);
+        }
+        let elapsed = self.load_started.elapsed();
+        if self.exited.is_none() {
+            self.wall = elapsed;
+        }
+        let last = boundaries.len().saturating_sub(1);
+        for (at, &b) in self.cpu_at.iter_mut().zip(boundaries).take(last) {
+            if at.is_none() && elapsed >= b + self.late_by {
+                *at = Some(set.usage_each());
+            }
+        }
+        let mut look = LoadLook::default();
+        if self.exited.is_none()
+            && let Some(status) = lg.try_wait()
+        {
+            self.exited = Some(status);
+            self.wall = elapsed;
+        }
+        look.load_exited = self.exited.is_some();
+        if let Some(why) = set.first_exit() {
+            look.replica_exited = Some(if look.load_exited {
+                format!("{why} (as the load ended)")
+            } else {
+                let when = elapsed.saturating_sub(self.late_by);
+                phase_note(why, when, boundaries, spec)
+            });
+        }
+        look
+    }
+}
+
+/// One progress line of the load generator to the display.
+fn show(ctx: &mut CellContext, p: &ProgressLine) {
+    let (step, figures) = (ctx.step, &p.figures);
+    ctx.display.event(if p.ended {
+        Event::PhaseEnded { step, figures }
+    } else {
+        Event::PhaseProgress { step, figures }
+    });
+}
+
+/// Shows the progress lines still on their way once the load generator has been stopped: it
+/// writes its last phase's line just before it exits, and the line can arrive after the exit
+/// was seen. Its output closed, the reader hangs up; a second is the most this waits.
+pub fn last_progress(ctx: &mut CellContext, lg: &Loadgen) {
+    let until = Instant::now() + Duration::from_secs(1);
+    while let Ok(p) = lg
+        .progress
+        .recv_timeout(until.saturating_duration_since(Instant::now()))
+    {
+        show(ctx, &p);
+    }
+}
+
+/// What was read of the replicas as the load ended.
+pub struct EndReadings {
+    /// Each replica's CPU at the end of the load.
+    pub cpu_each: Readings,
+    /// Each replica's name in the status.
+    pub replica_names: Vec<String>,
+    /// The address each replica's `/stats` was read on.
+    pub stats_addrs: Vec<SocketAddr>,
+    /// Peak resident memory of the replicas' processes, summed.
+    pub peak_rss: u64,
+    /// Seconds it took to stop the load generator and the replicas.
+    pub stop_secs: f64,
+}
+
+/// Takes the last readings and stops the load generator and the replicas. With the result in
+/// (`result_in`), nothing the replicas do from here on counts: they are frozen so the readings
+/// get the CPU (see [`ReplicaSet::freeze`]), then killed. After a failure they run on, so a
+/// target can still write its last words while it is stopped with the usual grace.
+pub fn stop(set: ReplicaSet, lg: &mut Loadgen, result_in: bool) -> EndReadings {
+    if result_in {
+        set.freeze();
+    }
+    let cpu_each = set.usage_each();
+    let replica_names = set.replica_names();
+    let stats_addrs = set.stats_addrs.clone();
+    let peak_rss = set.rss().1;
+    let stopping = Instant::now();
+    lg.stop();
+    if result_in {
+        set.kill_frozen();
+    } else {
+        set.stop();
+    }
+    EndReadings {
+        cpu_each,
+        replica_names,
+        stats_addrs,
+        peak_rss,
+        stop_secs: stopping.elapsed().as_secs_f64(),
+    }
+}
+
+/// `why` with the part of the load it happened in ("during phase mixed, 3.2 s into the load");
+/// `elapsed` is counted on the plan's clock (the load generator's lateness taken off).
+fn phase_note(
+    why: String,
+    elapsed: Duration,
+    boundaries: &[Duration],
+    spec: &BenchmarkRunSpec,
+) -> String {
+    let k = boundaries.iter().take_while(|&&b| elapsed >= b).count();
+    let part = match k {
+        0 => "warm-up".to_string(),
+        k => spec
+            .workload
+            .phases
+            .get(k - 1)
+            .map(|p| format!("phase {}", p.name))
+            .unwrap_or_else(|| "the slack after the last phase".into()),
+    };
+    format!(
+        "{why} (during {part}, {:.1} s into the load)",
+        elapsed.as_secs_f64()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_exit_is_placed_in_the_part_of_the_load_it_happened_in() {
+        let run = crate::resource::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: t}
+spec:
+  configurations: [{name: a, mode: single, replicas: 1, cpu: "1"}]
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    warmup: 2s
+    phases:
+      - {name: first, duration: 3s, load: [{endpoint: fast, connections: 1}]}
+      - {name: second, duration: 4s, load: [{endpoint: fast, connections: 1}]}
+"#,
+        )
+        .unwrap();
+        let b = [2, 5, 9].map(Duration::from_secs);
+        let at = |s: f64| phase_note("x".into(), Duration::from_secs_f64(s), &b, &run.spec);
+        assert_eq!(at(1.0), "x (during warm-up, 1.0 s into the load)");
+        assert_eq!(at(2.0), "x (during phase first, 2.0 s into the load)");
+        assert_eq!(at(6.5), "x (during phase second, 6.5 s into the load)");
+        assert_eq!(
+            at(9.5),
+            "x (during the slack after the last phase, 9.5 s into the load)"
+        );
+    }
+}

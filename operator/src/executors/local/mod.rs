@@ -1,0 +1,110 @@
+//! `benchmatrix run FILE`: the whole matrix on this machine, with real CPU quotas.
+//!
+//! The same BenchmarkRun YAML the operator runs: validated up front (exit 2 with the field
+//! path and line before anything starts), then each step the run engine's machine commands
+//! (`crate::engine::machine`): replicas sharing a port, each in its own cgroup, the load
+//! generator in another; and finally `status.yaml` (the operator's status schema),
+//! `report.md` and SVG charts in the output folder.
+
+pub mod cell;
+pub mod cgroup;
+pub mod guard;
+pub mod loadgen;
+pub mod process;
+pub mod replica_set;
+pub mod runner;
+pub mod secrets;
+pub mod signals;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Arguments of `benchmatrix run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The BenchmarkRun YAML to run.
+    pub file: std::path::PathBuf,
+    /// Folder for status.yaml, report.md and charts; made if missing. A path that is not a
+    /// writable folder is refused (exit 2) before anything starts.
+    #[arg(long, default_value = "benchmatrix-out")]
+    pub out: std::path::PathBuf,
+    /// Folder holding the Secrets that header values name (`valueFrom.secretKeyRef`), laid
+    /// out as a mounted Secret: DIR/NAME/KEY is a file holding the value. Every value is read
+    /// before anything starts; a missing one is refused (exit 2).
+    #[arg(long, value_name = "DIR")]
+    pub secrets: Option<std::path::PathBuf>,
+}
+
+/// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
+/// cell failed (the others still ran), 2 for an unreadable or invalid file or an `--out` that
+/// is not a writable folder, 3 when every cell ran and a threshold failed, 130 on Ctrl-C.
+pub fn run(args: RunArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("benchmatrix run: cannot read {}: {e}", args.file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let run = match crate::resource::ValidatedRun::parse(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "benchmatrix run: {} is not a valid BenchmarkRun:",
+                args.file.display()
+            );
+            for fe in &e.errors {
+                eprintln!("  {fe}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let header_values = match secrets::read(run.spec(), args.secrets.as_deref()) {
+        Ok(v) => v,
+        Err(errors) => {
+            eprintln!(
+                "benchmatrix run: {} names header values this machine cannot supply:",
+                args.file.display()
+            );
+            for fe in &errors {
+                eprintln!("  {fe}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = check_out(&args.out) {
+        eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
+        return ExitCode::from(2);
+    }
+    // First, while this process has one thread: the guard that ends every child should the
+    // runner be killed. Then the handlers, before the first child exists, so no Ctrl-C can
+    // orphan one.
+    guard::start();
+    signals::install();
+    let code = match runner::Runner::new(run, args.file.clone(), args.out.clone(), header_values) {
+        Ok(r) => r.run_all().exit_code(),
+        Err(e) => {
+            eprintln!(
+                "benchmatrix run: --out {}: cannot prepare it: {e}",
+                args.out.display()
+            );
+            ExitCode::from(2)
+        }
+    };
+    guard::finish();
+    code
+}
+
+/// The output folder must be a folder this process can write: made if missing, then probed
+/// with a file written and removed, so a bad `--out` is bad input (exit 2) before any cell
+/// starts rather than a run whose results cannot be kept.
+pub fn check_out(out: &Path) -> Result<(), String> {
+    if out.exists() && !out.is_dir() {
+        return Err("exists and is not a folder".into());
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create it: {e}"))?;
+    let probe = out.join(format!(".benchmatrix-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"probe")
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in it: {e}"))
+}

@@ -1,0 +1,429 @@
+//! A run's progress on a cluster, from its status: each status the watch delivers becomes the
+//! [`progress::Event`]s the local runner would have shown for the same steps, so the display
+//! (a live bar on a terminal, a line per phase elsewhere) is the same one.
+//!
+//! A measurement is a cell's repetition: with `spec.repeat` above 1, each ends as an entry of
+//! `cells[].repetitions`; without, as the cell's own phase. The status carries no live figures
+//! while the load runs, so a phase's line is printed when its figures arrive, with the
+//! measurement's result. Watch events may be coalesced (several status writes in one event, or
+//! missed across a reconnect): whatever ended since the last status is shown in the order it
+//! ended, each measurement with its start, its phases and its end.
+
+use std::time::Duration;
+
+use crate::frontends::progress::{self, Display, PhaseFigures, Step, StreamProgress};
+use crate::resource::ValidatedRun;
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus, RunPhase};
+
+/// Shown as a measurement's start when the status moved past its deployment before the
+/// follower saw it.
+pub const START_UNSEEN: &str = "started";
+
+/// What has been shown of a run so far.
+#[derive(Debug, Clone)]
+pub struct Follower {
+    repeat: u32,
+    /// Each phase's planned length (what a phase line says it ran for).
+    phases: Vec<(String, Duration)>,
+    /// Per cell: how many of its measurements' ends have been shown.
+    shown_ends: Vec<usize>,
+    /// Measurements ended and shown, over all cells.
+    done: usize,
+    /// The measurement shown as under way.
+    current: Option<Current>,
+    /// The last run-level message shown while the run waits (queued, refused).
+    waiting: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Current {
+    step: Step,
+    /// The cell message last shown for it.
+    said: Option<String>,
+    /// When its load started (the status's `loadStartTime`, seconds since the epoch).
+    load_started: Option<i64>,
+}
+
+/// One measurement that ended, as the status records it.
+struct Ended<'a> {
+    cell: usize,
+    repetition: u32,
+    phase: CellPhase,
+    reason: Option<&'a str>,
+    message: Option<&'a str>,
+    results: &'a [CellResult],
+    at: Option<i64>,
+}
+
+impl Follower {
+    /// A follower of `run`, which has shown nothing yet.
+    pub fn new(run: &ValidatedRun) -> Follower {
+        let w = &run.spec().workload;
+        Follower {
+            repeat: run.repeat().max_rounds(),
+            phases: w
+                .phases
+                .iter()
+                .map(|p| (p.name.clone(), p.duration.get()))
+                .collect(),
+            shown_ends: vec![0; run.cells().len()],
+            done: 0,
+            current: None,
+            waiting: None,
+        }
+    }
+
+    /// Measurements shown as ended.
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
+    /// Shows on `display` what changed in `status` since the last one.
+    pub fn update(&mut self, status: &BenchmarkRunStatus, display: &mut Display) {
+        if status.phase == RunPhase::Pending || status.cells.is_empty() {
+            // Queued behind other runs, or refused before any cell: the run's message says.
+            if let Some(m) = &status.message
+                && self.waiting.as_ref() != Some(m)
+            {
+                display.line(m);
+                self.waiting = Some(m.clone());
+            }
+        }
+        if self.shown_ends.len() < status.cells.len() {
+            self.shown_ends.resize(status.cells.len(), 0);
+        }
+        let total = self.total(status);
+        let mut ended = self.newly_ended(status);
+        // In the order they ended (a coalesced update can hold several), matrix order on ties.
+        ended.sort_by_key(|e| (e.at, e.cell, e.repetition));
+        for e in ended {
+            let step = step(status, e.cell, e.repetition);
+            let started = self.current.as_ref().is_some_and(|c| c.step == step);
+            if !started {
+                display.event(progress::Event::Measurements {
+                    done: self.done,
+                    total,
+                });
+                display.event(progress::Event::Started {
+                    step: &step,
+                    detail: START_UNSEEN,
+                });
+            }
+            for figures in self.phase_figures(e.results) {
+                display.event(progress::Event::PhaseEnded {
+                    step: &step,
+                    figures: &figures,
+                });
+            }
+            let message = e.message.unwrap_or_default();
+            if e.phase == CellPhase::Succeeded {
+                display.event(progress::Event::Succeeded {
+                    step: &step,
+                    detail: message,
+                });
+            } else {
+                display.event(progress::Event::Failed {
+                    step: &step,
+                    reason: e.reason.unwrap_or_default(),
+                    message,
+                });
+            }
+            self.shown_ends[e.cell] += 1;
+            self.done += 1;
+            self.current = None;
+        }
+        let active = status
+            .cells
+            .iter()
+            .enumerate()
+            .find(|(_, c)| matches!(c.phase, CellPhase::Deploying | CellPhase::Running));
+        if let Some((i, c)) = active {
+            let load_started = (c.phase == CellPhase::Running)
+                .then(|| {
+                    c.load_start_time
+                        .as_ref()
+                        .map(crate::resource::conditions::secs_of)
+                })
+                .flatten();
+            let step = step(status, i, self.repetition_under_way(c));
+            if self.current.as_ref().is_none_or(|cur| cur.step != step) {
+                display.event(progress::Event::Measurements {
+                    done: self.done,
+                    total,
+                });
+                display.event(progress::Event::Started {
+                    step: &step,
+                    detail: c.message.as_deref().unwrap_or("deploying"),
+                });
+                self.current = Some(Current {
+                    step,
+                    said: c.message.clone(),
+                    load_started: None,
+                });
+            } else if let Some(cur) = &mut self.current
+                && c.message.is_some()
+                && cur.said != c.message
+            {
+                // e.g. "load generator running against ...", or a wait for the previous pods.
+                display.event(progress::Event::Doing {
+                    step: &cur.step,
+                    detail: c.message.as_deref().unwrap_or_default(),
+                });
+                cur.said = c.message.clone();
+            }
+            if let Some(cur) = &mut self.current {
+                cur.load_started = load_started;
+            }
+        }
+    }
+
+    /// A second has passed (`now`: seconds since the epoch): tells the display how far the load
+    /// under way is, so that the live estimate of the time left moves between status updates.
+    pub fn tick(&mut self, now: i64, display: &mut Display) {
+        if let Some(cur) = &self.current
+            && let Some(started) = cur.load_started
+        {
+            let elapsed = Duration::from_secs(now.saturating_sub(started).max(0) as u64);
+            display.event(progress::Event::LoadElapsed { elapsed });
+        }
+    }
+
+    /// The measurements `status` records as ended that have not been shown.
+    fn newly_ended<'a>(&self, status: &'a BenchmarkRunStatus) -> Vec<Ended<'a>> {
+        let mut out = Vec::new();
+        for (i, c) in status.cells.iter().enumerate() {
+            let ends = ends_of(i, c, self.repeat);
+            out.extend(ends.into_iter().skip(self.shown_ends[i]));
+        }
+        out
+    }
+
+    /// Measurements the run will make in all, as `status` stands: those ended, and each
+    /// unfinished cell's repetitions not yet measured (a failed repetition ends its cell and
+    /// drops the others; a skipped cell makes none), as the local runner counts them.
+    fn total(&self, status: &BenchmarkRunStatus) -> usize {
+        let repeat = self.repeat as usize;
+        status
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let ended = ends_of(i, c, self.repeat).len();
+                if c.phase.is_finished() {
+                    ended
+                } else {
+                    ended.max(repeat)
+                }
+            })
+            .sum()
+    }
+
+    /// Which repetition of `cell` is under way: the one after those it recorded.
+    fn repetition_under_way(&self, cell: &CellStatus) -> u32 {
+        if self.repeat > 1 {
+            cell.repetitions.len() as u32 + 1
+        } else {
+            1
+        }
+    }
+
+    /// A phase line's figures per measured phase, in the order the results hold them.
+    fn phase_figures(&self, results: &[CellResult]) -> Vec<PhaseFigures> {
+        let mut out: Vec<PhaseFigures> = Vec::new();
+        for r in results {
+            let stream = StreamProgress {
+                endpoint: r.endpoint.clone(),
+                requests: r.requests,
+                rps: r.rps,
+                p50_ms: r.latency_ms.map(|l| l.p50),
+                p99_ms: r.latency_ms.map(|l| l.p99),
+                errors: r.errors,
+            };
+            match out.iter_mut().find(|p| p.phase == r.phase) {
+                Some(p) => p.streams.push(stream),
+                None => {
+                    let planned = self
+                        .phases
+                        .iter()
+                        .find(|(name, _)| *name == r.phase)
+                        .map_or(0.0, |(_, d)| d.as_secs_f64());
+                    out.push(PhaseFigures {
+                        phase: r.phase.clone(),
+                        elapsed_secs: planned,
+                        streams: vec![stream],
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The measurement `(cell, repetition)` of `status`, as the display names it.
+fn step(status: &BenchmarkRunStatus, cell: usize, repetition: u32) -> Step {
+    Step {
+        index: cell,
+        cell: status.cells[cell].name.clone(),
+        repetition,
+    }
+}
+
+/// The measurements cell `i` records as ended, in the order measured.
+fn ends_of(i: usize, c: &CellStatus, repeat: u32) -> Vec<Ended<'_>> {
+    let secs = |t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
+        t.as_ref().map(crate::resource::conditions::secs_of)
+    };
+    if repeat > 1 {
+        return c
+            .repetitions
+            .iter()
+            .map(|r| Ended {
+                cell: i,
+                repetition: r.repetition,
+                phase: r.phase,
+                reason: r.reason.as_deref(),
+                message: r.message.as_deref(),
+                results: &r.results,
+                at: secs(&r.completion_time),
+            })
+            .collect();
+    }
+    match c.phase {
+        CellPhase::Succeeded | CellPhase::Failed => vec![Ended {
+            cell: i,
+            repetition: 1,
+            phase: c.phase,
+            reason: c.reason.as_deref(),
+            message: c.message.as_deref(),
+            results: &c.results,
+            at: secs(&c.completion_time),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::*;
+    use crate::engine::{self, Cause, Ctx, Event, Measured};
+    use crate::fixtures::{Buffer, connections, endpoint, phase};
+    use crate::resource::conditions::time_from_secs;
+    use crate::resource::{BenchmarkRun, Configuration, Workload};
+    use crate::resource::{CellResult, LatencyMs};
+
+    /// Two cells of one CPU each; a warm-up of 1 s and one phase of 5 s.
+    fn two_cells() -> ValidatedRun {
+        let run = BenchmarkRun::sample()
+            .named("two")
+            .with_cell(Configuration::named("a").cpu("1"))
+            .with_cell(Configuration::named("b").cpu("1"))
+            .with_workload(Workload {
+                endpoints: vec![endpoint("fast", "/fast")],
+                phases: vec![phase("p", "5s", [connections("fast", 1)])],
+                ..Workload::default()
+            })
+            .with_warmup("1s");
+        ValidatedRun::new(run).unwrap()
+    }
+
+    /// The statuses the engine writes for `events`, one after each.
+    fn statuses(run: &ValidatedRun, events: Vec<Event>) -> Vec<BenchmarkRunStatus> {
+        let mut status = BenchmarkRunStatus::default();
+        let mut out = Vec::new();
+        for (i, e) in events.into_iter().enumerate() {
+            let now = time_from_secs(1_800_000_000 + i as i64);
+            engine::record(&mut status, e, &Ctx::of(run, Some(1), &now));
+            out.push(status.clone());
+        }
+        out
+    }
+
+    fn measured() -> Box<Measured> {
+        Box::new(Measured {
+            results: vec![CellResult {
+                phase: "p".into(),
+                endpoint: "fast".into(),
+                requests: 500,
+                samples: 500,
+                rps: 100.0,
+                latency_ms: Some(LatencyMs {
+                    p50: 2.0,
+                    p99: 9.0,
+                    ..LatencyMs::default()
+                }),
+                ..CellResult::default()
+            }],
+            message: "measured".into(),
+            ..Measured::default()
+        })
+    }
+
+    #[test]
+    fn a_status_that_moved_on_unseen_still_shows_every_measurement_in_order() {
+        let run = two_cells();
+        let all = statuses(
+            &run,
+            vec![
+                Event::admitted(run.cells()),
+                Event::CellDeploying {
+                    cell: 0,
+                    message: "deploying a".into(),
+                },
+                Event::LoadStarted {
+                    cell: 0,
+                    message: "load on a".into(),
+                    target_pods: vec![],
+                },
+                Event::CellMeasured {
+                    cell: 0,
+                    measured: measured(),
+                },
+                Event::CellDeploying {
+                    cell: 1,
+                    message: "deploying b".into(),
+                },
+                Event::CellFailed {
+                    cell: 1,
+                    cause: Cause::NeverReady,
+                    message: "never ready".into(),
+                    overhead_seconds: None,
+                    enforcement: None,
+                },
+                Event::Finished { interrupted: false },
+            ],
+        );
+        let plan = crate::frontends::progress::Plan::of(&run);
+
+        // Only the last status arrives (a watch that reconnected late): both measurements are
+        // shown, each with a start, in the order they ended; again, nothing new.
+        let out = Buffer::default();
+        let mut display = Display::plain(plan.clone(), Box::new(out.clone()));
+        let mut f = Follower::new(&run);
+        f.update(all.last().unwrap(), &mut display);
+        f.update(all.last().unwrap(), &mut display);
+        let text = out.text();
+        assert_eq!(
+            text,
+            "[1/2] a | started\n\
+             [1/2] a | p 5 s: fast 100.0 rps, p50 2.0 ms, p99 9.0 ms\n\
+             [1/2] a | done (measured)\n\
+             [2/2] b | started\n\
+             [2/2] b | FAILED (NeverReady): never ready\n"
+        );
+        assert_eq!(f.done(), 2);
+
+        // Every status in turn: the deployments' own words start each measurement.
+        let out = Buffer::default();
+        let mut display = Display::plain(plan, Box::new(out.clone()));
+        let mut f = Follower::new(&run);
+        for s in &all {
+            f.update(s, &mut display);
+        }
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "[1/2] a | deploying a");
+        assert_eq!(lines[3], "[2/2] b | deploying b");
+        assert_eq!(lines.len(), 5, "{text}");
+    }
+}

@@ -1,0 +1,369 @@
+//! What a run shows while it works. The local runner, and `kubectl benchmatrix run` following a
+//! run on a cluster through its status ([`crate::frontends::kubectl::follow`]), tell a [`Display`] what
+//! happened as [`Event`]s: the plan, a measurement (a cell's repetition) starting, its phases'
+//! live and final figures, and how it ended. Nothing here knows of processes, files or the
+//! Kubernetes API.
+//!
+//! On a terminal the display is live ([`live`]): an overall bar of measurements done with the
+//! time elapsed and an estimate of the time left, and under it the current cell, repetition
+//! and phase with live rps and p99; each finished measurement leaves one line above them.
+//! Elsewhere (CI logs, pipes, tests) it writes plain lines: one as a measurement starts, one
+//! per phase as it ends with the phase's figures, one as the measurement ends. Never one per
+//! second.
+
+pub mod format;
+pub mod live;
+pub mod tally;
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+pub use benchmatrix_loadgen::timeline::StreamProgress;
+
+use self::tally::Tally;
+
+/// One `--progress-json` line of the load generator (a consumer's view: unknown fields are
+/// ignored, missing ones default, so a newer load generator does not break the display).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProgressLine {
+    /// The phase's figures so far, or over the whole phase when `ended`.
+    #[serde(flatten)]
+    pub figures: PhaseFigures,
+    /// True on the phase's last line.
+    pub ended: bool,
+}
+
+/// A phase's figures, live (each stream's rate and percentiles of the last second) or once it
+/// ended (over the whole phase).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PhaseFigures {
+    /// Phase being run ("warmup" during warm-up).
+    pub phase: String,
+    /// Seconds into that phase (its length once it ended).
+    pub elapsed_secs: f64,
+    /// Figures per stream.
+    pub streams: Vec<StreamProgress>,
+}
+
+impl ProgressLine {
+    /// Parses one stderr line of the load generator; `None` for ordinary log lines.
+    pub fn parse(line: &str) -> Option<ProgressLine> {
+        let t = line.trim();
+        if !t.starts_with('{') {
+            return None;
+        }
+        serde_json::from_str(t).ok()
+    }
+}
+
+/// What a run will measure, for the overall bar and its estimate of the time left.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Cells in the matrix.
+    pub cells: usize,
+    /// Repetitions of each cell: the most it may take (`spec.repeat: {max}` when the number
+    /// depends on the figures; the total shrinks as cells stop early, see
+    /// [`Event::Measurements`]).
+    pub repeat: u32,
+    /// One measurement's load part by part, as the load generator names them: its warm-up
+    /// ([`benchmatrix_loadgen::engine::WARMUP_PHASE`], when there is one), then each phase.
+    pub load: Vec<(String, Duration)>,
+}
+
+impl Plan {
+    /// The plan of a validated run.
+    pub fn of(run: &crate::resource::ValidatedRun) -> Plan {
+        let w = &run.spec().workload;
+        let warmup = (!w.warmup.0.is_zero()).then(|| {
+            (
+                benchmatrix_loadgen::engine::WARMUP_PHASE.to_string(),
+                w.warmup.0,
+            )
+        });
+        Plan {
+            cells: run.cells().len(),
+            repeat: run.repeat().max_rounds(),
+            load: warmup
+                .into_iter()
+                .chain(w.phases.iter().map(|p| (p.name.clone(), p.duration.0)))
+                .collect(),
+        }
+    }
+}
+
+/// Which measurement an event is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// Index of the cell in the matrix.
+    pub index: usize,
+    /// The cell's name.
+    pub cell: String,
+    /// 1-based repetition.
+    pub repetition: u32,
+}
+
+/// What happened.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A line that stays, about the run as a whole (a notice).
+    Notice(&'a str),
+    /// How many measurements are done and how many the run will make in all (fewer than cells
+    /// x repetitions once a failed cell drops its remaining repetitions).
+    Measurements {
+        /// Measured or failed so far.
+        done: usize,
+        /// Done plus still to come.
+        total: usize,
+    },
+    /// A measurement starts; `detail` says what is being started.
+    Started {
+        /// Which measurement.
+        step: &'a Step,
+        /// e.g. "starting pool x 1 replica(s), cpu 2 each (cgroup-v2), port 40121".
+        detail: &'a str,
+    },
+    /// What the measurement under way is doing now, in words (on a cluster, the cell's status
+    /// message as its load starts). The live line shows it; plain output, which has the
+    /// `Started` line, prints nothing, so that it stays one line per phase.
+    Doing {
+        /// Which measurement.
+        step: &'a Step,
+        /// e.g. "load generator running against http://10.96.0.12:8080".
+        detail: &'a str,
+    },
+    /// How far into its planned load (warm-up and phases) the measurement under way is, when
+    /// no phase figures come to say it (on a cluster: the time since its load generator
+    /// started, which also counts the generator's check that the target answers). It moves
+    /// the estimate of the time left, and shows nothing else.
+    LoadElapsed {
+        /// Time since the load started.
+        elapsed: Duration,
+    },
+    /// Live figures of the phase running now.
+    PhaseProgress {
+        /// Which measurement.
+        step: &'a Step,
+        /// Figures of the last second.
+        figures: &'a PhaseFigures,
+    },
+    /// A phase ended.
+    PhaseEnded {
+        /// Which measurement.
+        step: &'a Step,
+        /// Figures over the whole phase.
+        figures: &'a PhaseFigures,
+    },
+    /// The measurement's result is in; `detail` says how long it took.
+    Succeeded {
+        /// Which measurement.
+        step: &'a Step,
+        /// e.g. "warm-up + phases 14.0 s ran in 14.05 s; runner overhead 1.2 s (...)".
+        detail: &'a str,
+    },
+    /// The measurement failed (or was interrupted).
+    Failed {
+        /// Which measurement.
+        step: &'a Step,
+        /// Why, in a word (a cell's reason, e.g. `ReplicaExited`).
+        reason: &'a str,
+        /// What happened, in a sentence.
+        message: &'a str,
+    },
+    /// The run is over: the live display goes, and what is shown from here on stays.
+    Finished,
+}
+
+/// Where the display goes.
+enum Out {
+    /// Bars redrawn in place on a terminal.
+    Live(live::Live),
+    /// Plain lines.
+    Plain(Box<dyn Write + Send>),
+}
+
+/// The progress display of a run.
+pub struct Display {
+    plan: Plan,
+    tally: Tally,
+    out: Out,
+    /// The measurement under way: its number (1-based, in the order run) and the phases it
+    /// has finished, for its summary line.
+    current: Option<(usize, Vec<PhaseFigures>)>,
+}
+
+impl std::fmt::Debug for Display {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Display")
+            .field("plan", &self.plan)
+            .field("live", &matches!(self.out, Out::Live(_)))
+            .finish()
+    }
+}
+
+impl Display {
+    /// A display for `plan` on stdout: live when stdout is a terminal (that is not `dumb`),
+    /// plain lines otherwise.
+    pub fn new(plan: Plan) -> Display {
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        if std::io::stdout().is_terminal() && !dumb {
+            let target = indicatif::ProgressDrawTarget::stdout();
+            Display::live(plan, target)
+        } else {
+            Display::plain(plan, Box::new(std::io::stdout()))
+        }
+    }
+
+    /// A display writing plain lines to `out`.
+    pub fn plain(plan: Plan, out: Box<dyn Write + Send>) -> Display {
+        Display::with(plan, Out::Plain(out))
+    }
+
+    /// A live display drawn on `target`.
+    pub fn live(plan: Plan, target: indicatif::ProgressDrawTarget) -> Display {
+        let total = plan.cells * plan.repeat as usize;
+        Display::with(plan, Out::Live(live::Live::new(target, total)))
+    }
+
+    fn with(plan: Plan, out: Out) -> Display {
+        let total = plan.cells * plan.repeat as usize;
+        Display {
+            tally: Tally::new(&plan.load, total, Instant::now()),
+            plan,
+            out,
+            current: None,
+        }
+    }
+
+    /// A line that stays (the result table, where the report went).
+    pub fn line(&mut self, text: &str) {
+        self.event(Event::Notice(text));
+    }
+
+    /// Shows `event`.
+    pub fn event(&mut self, event: Event) {
+        let now = Instant::now();
+        match event {
+            Event::Notice(text) => self.stays(text),
+            Event::Measurements { done, total } => self.tally.measurements(done, total),
+            Event::Started { step, detail } => {
+                self.tally.started(now);
+                let number = self.tally.done() + 1;
+                self.current = Some((number, Vec::new()));
+                match &mut self.out {
+                    // The bar above has the count.
+                    Out::Live(l) => {
+                        l.cell(&format!("{} · {detail}", short_label(step, &self.plan)))
+                    }
+                    Out::Plain(_) => self.stays(&format!("{} | {detail}", self.label(step))),
+                }
+            }
+            Event::Doing { step, detail } => {
+                if let Out::Live(l) = &mut self.out {
+                    l.cell(&format!("{} · {detail}", short_label(step, &self.plan)));
+                }
+            }
+            Event::LoadElapsed { elapsed } => self.tally.load_elapsed(elapsed),
+            Event::PhaseProgress { step, figures } => {
+                self.tally
+                    .phase(&figures.phase, figures.elapsed_secs, false);
+                if let Out::Live(l) = &mut self.out {
+                    let label = short_label(step, &self.plan);
+                    let at = self.tally.phase_length(&figures.phase);
+                    l.cell(&format!("{label} · {}", format::live(figures, at)));
+                }
+            }
+            Event::PhaseEnded { step, figures } => {
+                self.tally.phase(&figures.phase, figures.elapsed_secs, true);
+                if let Some((_, phases)) = &mut self.current {
+                    phases.push(figures.clone());
+                }
+                if matches!(self.out, Out::Plain(_)) {
+                    let label = self.label(step);
+                    self.stays(&format!("{label} | {}", format::phase_ended(figures)));
+                }
+            }
+            Event::Succeeded { step, detail } => {
+                let label = self.label(step);
+                let phases = self.current.take().map(|c| c.1).unwrap_or_default();
+                self.tally.finished(now);
+                let text = match self.out {
+                    // The phases' figures are in the lines above; what is left is the time.
+                    Out::Plain(_) => format!("{label} | done ({detail})"),
+                    // One line per measurement: the measured phases' figures.
+                    Out::Live(_) => format!("{label} | {}", format::measured(&phases)),
+                };
+                self.stays(&text);
+                self.idle();
+            }
+            Event::Failed {
+                step,
+                reason,
+                message,
+            } => {
+                let label = self.label(step);
+                self.current = None;
+                self.tally.finished(now);
+                self.stays(&format!("{label} | FAILED ({reason}): {message}"));
+                self.idle();
+            }
+            Event::Finished => {
+                self.stays(&format::finished(
+                    self.tally.done(),
+                    self.tally.elapsed(now),
+                ));
+                if let Out::Live(l) = &mut self.out {
+                    l.clear();
+                    self.out = Out::Plain(Box::new(std::io::stdout()));
+                }
+                return;
+            }
+        }
+        if let Out::Live(l) = &mut self.out {
+            l.overall(self.tally.done(), self.tally.total(), self.tally.eta(now));
+        }
+    }
+
+    /// `[7/20] pool-x1 rep 2/5` for the measurement under way: its number in the run, the
+    /// cell and, with repetitions, which one.
+    fn label(&self, step: &Step) -> String {
+        let number = self.current.as_ref().map_or(self.tally.done() + 1, |c| c.0);
+        format!(
+            "[{number}/{}] {}",
+            self.tally.total(),
+            short_label(step, &self.plan)
+        )
+    }
+
+    /// Between measurements the live line is empty: the last one's figures are above.
+    fn idle(&mut self) {
+        if let Out::Live(l) = &mut self.out {
+            l.cell("");
+        }
+    }
+
+    fn stays(&mut self, text: &str) {
+        match &mut self.out {
+            Out::Live(l) => l.println(text),
+            Out::Plain(w) => {
+                let _ = writeln!(w, "{text}");
+                let _ = w.flush();
+            }
+        }
+    }
+}
+
+/// `pool-x1 rep 2/5`, or the cell's name alone when it runs once.
+fn short_label(step: &Step, plan: &Plan) -> String {
+    if plan.repeat > 1 {
+        format!("{} rep {}/{}", step.cell, step.repetition, plan.repeat)
+    } else {
+        step.cell.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,36 @@
+//! The `BenchmarkRun` resource: what a user writes (the spec) and what a run's status can hold,
+//! with everything worked out from the spec alone: validation, the matrix, the largest status a
+//! spec can lead to, and the CRD.
+//!
+//! The lowest wing: it imports nothing of the engine, the executors or the front-ends, and all
+//! of them read the same spec and write (or show) the same status document through it.
+
+pub mod bound;
+pub mod conditions;
+pub mod crdgen;
+pub mod matrix;
+pub mod pod_template;
+pub mod quantity;
+pub mod repeat;
+pub mod size;
+pub mod spec;
+pub mod status;
+pub mod thresholds;
+pub mod validate;
+mod validated;
+
+pub use quantity::Quantity;
+pub use repeat::Repeat;
+pub use spec::{
+    Axes, BenchmarkRun, BenchmarkRunSpec, CleanupPolicy, Configuration, Duration, EnvVar,
+    LoadgenSpec, Mode, Placement, PoolSize, TargetSpec, Timeouts, Workload,
+};
+pub use status::{
+    BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio, CellResult, CellStatus, Comparison,
+    Enforcement, FigureSpread, Interference, LatencyMs, RepetitionStatus, ReplicaPhaseShare,
+    ReplicaShare, RunPhase, Spread, Summary, TargetStats,
+};
+pub use thresholds::{
+    Bound, ErrorRateLimit, LatencyLimit, Metric, RpsLimit, Threshold, ThresholdResult, Verdict,
+};
+pub use validated::{ValidatedRun, preflight};

@@ -1,0 +1,792 @@
+//! `BenchmarkRun.spec`: what to deploy, how to load it, and what to do around it.
+//!
+//! Every field carries a doc comment because kube's derive turns them into the CRD's
+//! descriptions, which is what `kubectl explain benchmarkrun.spec...` prints. Cross-field rules
+//! that the schema alone cannot state are CEL rules (`x-kubernetes-validations`) on the spec, so
+//! the API server refuses a run that cannot work at apply time; `crate::resource::validate` repeats them
+//! with field paths for the operator and the local runner.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::api::core::v1::Toleration;
+use kube::CustomResource;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use benchmatrix_loadgen::duration::Duration;
+use benchmatrix_loadgen::limits::{MAX_GENERATORS, MAX_POOL_SIZE, MAX_REPLICAS, MAX_THREADS};
+pub use benchmatrix_loadgen::plan::Workload;
+/// The target's own mode type: the operator passes it on as BENCH_MODE, so one enum keeps the
+/// CRD's values and the target's `--mode` values the same.
+pub use benchmatrix_target::config::Mode;
+
+use super::pod_template::PodTemplate;
+use super::quantity::Quantity;
+use super::repeat::Repeat;
+use super::status::BenchmarkRunStatus;
+use super::thresholds::Threshold;
+
+/// The image the operator deploys when `spec.target.image` is not set: the built-in target of
+/// this release.
+pub const DEFAULT_TARGET_IMAGE: &str = concat!(
+    "ghcr.io/benchmatrix/benchmatrix-target:",
+    env!("CARGO_PKG_VERSION")
+);
+
+/// The image of the load generator Job when `spec.loadgen.image` is not set.
+pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
+    "ghcr.io/benchmatrix/benchmatrix-loadgen:",
+    env!("CARGO_PKG_VERSION")
+);
+
+/// A matrix of configurations of one HTTP service, each deployed and driven by the same workload;
+/// the results of every configuration land side by side in the status.
+// kube's `printcolumn(...)` attributes repeat the same keys by design.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "benchmatrix.dev",
+    version = "v1alpha1",
+    kind = "BenchmarkRun",
+    plural = "benchmarkruns",
+    shortname = "bmr",
+    namespaced,
+    status = "BenchmarkRunStatus",
+    derive = "PartialEq",
+    doc = "A benchmark matrix: one HTTP target deployed in several configurations (concurrency \
+           mode x replicas x CPU limit), each driven through the same phased workload, with \
+           latency percentiles, throughput and resource use per configuration in the status.",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Cells",
+        type_ = "string",
+        description = "cells finished / cells in the matrix",
+        json_path = ".status.progress"
+    ),
+    printcolumn(
+        name = "Headline",
+        type_ = "string",
+        description = "the best cell for the last phase's first endpoint, by p99",
+        json_path = ".status.headline"
+    ),
+    printcolumn(
+        name = "Thresholds",
+        type_ = "string",
+        description = "status of the ThresholdsMet condition: True when every threshold held",
+        json_path = ".status.conditions[?(@.type==\"ThresholdsMet\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self == oldSelf",
+        "message": "the spec of a BenchmarkRun is immutable (results of two specs would mix): delete the run and apply it again",
+    },
+    {
+        "rule": "has(self.configurations) || has(self.axes)",
+        "message": "give at least one of configurations or axes",
+    },
+    {
+        "rule": "!has(self.configurations) || self.configurations.all(c, self.configurations.exists_one(d, d.name == c.name))",
+        "message": "configuration names must be unique",
+        "fieldPath": ".configurations",
+    },
+    {
+        "rule": "self.workload.phases.all(p, p.load.all(s, self.workload.endpoints.exists(e, e.name == s.endpoint)))",
+        "message": "every stream must name an endpoint listed in workload.endpoints",
+        "fieldPath": ".workload.phases",
+    },
+    {
+        "rule": "self.workload.phases.all(p, p.load.all(s, has(s.connections) != has(s.rate)))",
+        "message": "each stream sets exactly one of connections (closed loop) or rate (open loop)",
+        "fieldPath": ".workload.phases",
+    },
+    {
+        "rule": "self.workload.phases.all(p, duration(p.duration) > duration('0s'))",
+        "message": "every phase duration must be positive",
+        "fieldPath": ".workload.phases",
+    },
+    {
+        "rule": "self.workload.phases.all(p, duration(p.duration) <= duration('24h'))",
+        "message": "every phase duration must be at most 24h",
+        "fieldPath": ".workload.phases",
+    },
+    {
+        "rule": "!has(self.workload.warmup) || duration(self.workload.warmup) <= duration('24h')",
+        "message": "the warm-up must be at most 24h",
+        "fieldPath": ".workload.warmup",
+    },
+    {
+        "rule": "!has(self.workload.timeout) || duration(self.workload.timeout) <= duration('24h')",
+        "message": "the request timeout must be at most 24h",
+        "fieldPath": ".workload.timeout",
+    },
+    {
+        "rule": "!has(self.timeouts) || ((!has(self.timeouts.ready) || duration(self.timeouts.ready) <= duration('24h')) && (!has(self.timeouts.runSlack) || duration(self.timeouts.runSlack) <= duration('24h')))",
+        "message": "timeouts.ready and timeouts.runSlack must be at most 24h",
+        "fieldPath": ".timeouts",
+    },
+    {
+        "rule": "!has(self.ttlAfterFinished) || duration(self.ttlAfterFinished) <= duration('8760h')",
+        "message": "ttlAfterFinished must be at most 8760h (365 days)",
+        "fieldPath": ".ttlAfterFinished",
+    },
+    {
+        "rule": "!has(self.thresholds) || self.thresholds.all(t, has(t.phase) ? self.workload.phases.exists(p, p.name == t.phase) : size(self.workload.phases) == 1)",
+        "message": "every threshold must name a phase of workload.phases (phase may be left out only when there is one phase)",
+        "fieldPath": ".thresholds",
+    },
+    {
+        "rule": "!has(self.thresholds) || self.thresholds.all(t, has(t.endpoint) ? self.workload.endpoints.exists(e, e.name == t.endpoint) : size(self.workload.endpoints) == 1)",
+        "message": "every threshold must name an endpoint of workload.endpoints (endpoint may be left out only when there is one endpoint)",
+        "fieldPath": ".thresholds",
+    },
+]))]
+pub struct BenchmarkRunSpec {
+    /// The HTTP service under test. Defaults to the built-in target image of this release.
+    #[serde(default)]
+    pub target: TargetSpec,
+
+    /// The matrix, one cell per entry, run in this order. Cell names must be unique DNS labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub configurations: Vec<Configuration>,
+
+    /// A compact form of the matrix: the cross product of modes x replicas x CPU, appended after
+    /// `configurations`. Cells are named `<mode>-x<replicas>-cpu<cpu>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axes: Option<Axes>,
+
+    /// The load: endpoints, warm-up and the measured phases, identical for every cell.
+    #[schemars(transform = bound_workload_lists)]
+    pub workload: Workload,
+
+    /// Resources and fan-out of the load generator.
+    #[serde(default)]
+    pub loadgen: LoadgenSpec,
+
+    /// Where pods run (node selector, tolerations) and whether load generator and target are
+    /// kept on different nodes.
+    #[serde(default)]
+    pub placement: Placement,
+
+    /// How long each wait may take before the cell fails.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+
+    /// What is deleted once a cell is finished.
+    #[serde(default)]
+    pub cleanup: CleanupPolicy,
+
+    /// Stop the matrix at the first failed cell (the remaining cells are marked Skipped). By
+    /// default a failed cell is recorded and the matrix goes on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stop_on_failure: bool,
+
+    /// How many times every cell is measured: a number from 1 to 20 (default 1), or
+    /// `{min, max, precision}` to measure every cell at least `min` times (default 3), then
+    /// again only while the 95% confidence interval of one of its ranked figures is wider than
+    /// `precision` percent of that figure, at most `max` (up to 20) times. Repetitions are
+    /// interleaved (every cell once, then every cell again), so slow drift of the machine
+    /// spreads over all cells; each figure is then the repetitions' median, with its spread
+    /// beside it, and two cells that differ by less than the noise are not ranked. Five or
+    /// more repetitions allow a significance test. Checked by the operator (condition
+    /// SpecValid), not at apply time.
+    #[serde(default, skip_serializing_if = "super::repeat::is_once")]
+    pub repeat: Repeat,
+
+    /// Delete the BenchmarkRun (and with it every child object) this long after it finished,
+    /// e.g. "24h"; at most "8760h" (365 days). Unset: keep it until deleted by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub ttl_after_finished: Option<Duration>,
+
+    /// Service levels the run is judged against once it has finished, each on one phase and
+    /// endpoint of some cells: a latency percentile below a duration, a throughput above a
+    /// rate, an error rate below a fraction, or a latency or throughput relative to another
+    /// cell of the run. The verdicts land in status.thresholds and the condition ThresholdsMet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub thresholds: Vec<Threshold>,
+}
+
+/// Caps the workload's lists so the API server's CEL cost estimate for the rules above stays
+/// within budget (the estimate multiplies list bounds; unbounded lists make it refuse the CRD).
+fn bound_workload_lists(schema: &mut Schema) {
+    fn cap(schema: &mut serde_json::Value, path: &[&str], max: u64) {
+        let mut node = schema;
+        for key in path {
+            match node.get_mut(*key) {
+                Some(next) => node = next,
+                None => return,
+            }
+        }
+        if let Some(obj) = node.as_object_mut() {
+            // An optional string is typed ["string", "null"] until kube folds it into nullable.
+            let is_string = match obj.get("type") {
+                Some(serde_json::Value::String(t)) => t == "string",
+                Some(serde_json::Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+                _ => false,
+            };
+            obj.insert(
+                if is_string {
+                    "maxLength".into()
+                } else {
+                    "maxItems".into()
+                },
+                max.into(),
+            );
+        }
+    }
+    let mut value = schema.clone().to_value();
+    cap(&mut value, &["properties", "endpoints"], 32);
+    cap(
+        &mut value,
+        &["properties", "endpoints", "items", "properties", "name"],
+        63,
+    );
+    cap(&mut value, &["properties", "phases"], 32);
+    cap(
+        &mut value,
+        &["properties", "phases", "items", "properties", "load"],
+        32,
+    );
+    cap(
+        &mut value,
+        &[
+            "properties",
+            "phases",
+            "items",
+            "properties",
+            "load",
+            "items",
+            "properties",
+            "endpoint",
+        ],
+        63,
+    );
+    cap(
+        &mut value,
+        &["properties", "phases", "items", "properties", "duration"],
+        32,
+    );
+    // The CEL rules parse these too; a bounded length keeps each parse's cost estimate small.
+    cap(&mut value, &["properties", "warmup"], 32);
+    cap(&mut value, &["properties", "timeout"], 32);
+    if let Ok(bounded) = Schema::try_from(value) {
+        *schema = bounded;
+    }
+}
+
+/// The service under test.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetSpec {
+    /// Container image of the target (cluster only). Defaults to the built-in target of this
+    /// release, which understands `mode` and `poolSize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+
+    /// Local runner only: the argv of a local program to start instead of the built-in target,
+    /// e.g. ["node", "server.js"]. It must listen on `port` (passed as env PORT). Ignored by the
+    /// operator, which runs `image`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+
+    /// TCP port the target listens on (passed to it as env PORT).
+    #[serde(default = "default_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: u16,
+
+    /// HTTP path that answers 200 once the target is ready (the readiness probe).
+    #[serde(default = "default_readiness_path")]
+    #[schemars(regex(pattern = "^/"))]
+    pub readiness_path: String,
+
+    /// HTTP path of the target's JSON self-report (CPU quota seen, RSS, CPU used). Targets that
+    /// do not serve it still run; their resource figures stay empty.
+    #[serde(default = "default_stats_path")]
+    #[schemars(regex(pattern = "^/"))]
+    pub stats_path: String,
+
+    /// Environment variables for every cell's target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+
+    /// Cluster only: the target's pod (arguments, env from ConfigMaps or Secrets, volumes, a
+    /// service account, sidecars, labels, annotations), merged with what the operator owns.
+    /// Ignored by the local runner, which runs `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
+}
+
+impl Default for TargetSpec {
+    fn default() -> Self {
+        Self {
+            image: None,
+            command: Vec::new(),
+            port: default_port(),
+            readiness_path: default_readiness_path(),
+            stats_path: default_stats_path(),
+            env: Vec::new(),
+            pod_template: None,
+        }
+    }
+}
+
+fn default_port() -> u16 {
+    8080
+}
+
+fn default_readiness_path() -> String {
+    "/healthz".into()
+}
+
+fn default_stats_path() -> String {
+    "/stats".into()
+}
+
+/// One environment variable (a plain value; both the operator and the local runner pass it
+/// through unchanged).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct EnvVar {
+    /// Variable name.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Variable value.
+    #[serde(default)]
+    pub value: String,
+}
+
+impl EnvVar {
+    /// A variable from a name and a value.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// One cell of the matrix: how the target is deployed.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Configuration {
+    /// Name of the cell, unique in the run; a DNS label (lower case, digits, '-', at most 40
+    /// characters) since child object names derive from it.
+    #[schemars(
+        length(min = 1, max = 40),
+        regex(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub name: String,
+
+    /// Concurrency mode of the built-in target (env BENCH_MODE): single (one event loop),
+    /// threads (several loops) or pool (one loop plus a CPU worker pool). Passed to any target.
+    #[serde(default)]
+    pub mode: Mode,
+
+    /// Number of target replicas (pods in the cluster, processes locally: sharing one port, or
+    /// each on its own loopback address with `workload.spread: roundRobin`). 1 to 64.
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 1, max = MAX_REPLICAS))]
+    pub replicas: u32,
+
+    /// CPU per replica, e.g. "500m", "1", 2. Requests equal limits (Guaranteed QoS); locally a
+    /// cgroup quota.
+    pub cpu: Quantity,
+
+    /// Memory per replica, e.g. "256Mi". Requests equal limits.
+    #[serde(default = "default_memory")]
+    pub memory: Quantity,
+
+    /// Size of the CPU worker pool (env BENCH_POOL_SIZE): "auto" sizes it from the CPU quota,
+    /// or a number from 1 to 1024 (the most the built-in target accepts).
+    #[serde(default, skip_serializing_if = "PoolSize::is_auto")]
+    pub pool_size: PoolSize,
+
+    /// Environment variables of this cell only (after `target.env`), e.g. WEB_CONCURRENCY.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+}
+
+pub(crate) fn default_replicas() -> u32 {
+    1
+}
+
+pub(crate) fn default_memory() -> Quantity {
+    Quantity::from("256Mi")
+}
+
+/// The compact form of a matrix: every combination of the listed values.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Axes {
+    /// Concurrency modes to try.
+    #[schemars(length(min = 1, max = 8))]
+    pub modes: Vec<Mode>,
+
+    /// Replica counts to try, each 1 to 64.
+    #[schemars(length(min = 1, max = 16), inner(range(min = 1, max = MAX_REPLICAS)))]
+    pub replicas: Vec<u32>,
+
+    /// CPU per replica to try. Leave empty and set `totalCpu` to split a fixed budget instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub cpu: Vec<Quantity>,
+
+    /// A CPU budget shared by the replicas of each cell: each replica gets totalCpu / replicas,
+    /// so every cell uses the same total CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cpu: Option<Quantity>,
+
+    /// Memory per replica for every cell.
+    #[serde(default = "default_memory")]
+    pub memory: Quantity,
+
+    /// Worker pool size for every cell: "auto" or a number from 1 to 1024.
+    #[serde(default, skip_serializing_if = "PoolSize::is_auto")]
+    pub pool_size: PoolSize,
+
+    /// Environment variables for every cell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+}
+
+/// Size of the target's worker pool: `auto` (from the CPU quota) or a fixed count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PoolSize {
+    /// Sized from the CPU quota the target detects.
+    #[default]
+    Auto,
+    /// Exactly this many workers.
+    Fixed(u32),
+}
+
+impl PoolSize {
+    /// True for `auto` (the default, left out when serializing).
+    pub fn is_auto(&self) -> bool {
+        matches!(self, PoolSize::Auto)
+    }
+
+    /// The value of env BENCH_POOL_SIZE.
+    pub fn env_value(&self) -> String {
+        match self {
+            PoolSize::Auto => "auto".into(),
+            PoolSize::Fixed(n) => n.to_string(),
+        }
+    }
+}
+
+impl Serialize for PoolSize {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PoolSize::Auto => serializer.serialize_str("auto"),
+            PoolSize::Fixed(n) => serializer.serialize_u32(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PoolSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = PoolSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"auto\" or a positive whole number")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PoolSize, E> {
+                if v == "auto" {
+                    return Ok(PoolSize::Auto);
+                }
+                match v.parse::<u32>() {
+                    Ok(n) => self.visit_u64(u64::from(n)),
+                    Err(_) => Err(E::custom(format!(
+                        "invalid pool size {v:?}: expected \"auto\" or a positive whole number"
+                    ))),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<PoolSize, E> {
+                match u32::try_from(v) {
+                    Ok(n) if n > 0 => Ok(PoolSize::Fixed(n)),
+                    _ => Err(E::custom(format!(
+                        "invalid pool size {v}: expected \"auto\" or 1..4294967295"
+                    ))),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<PoolSize, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "invalid pool size {v}: expected \"auto\" or a positive whole number"
+                    ))),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl JsonSchema for PoolSize {
+    fn schema_name() -> Cow<'static, str> {
+        "PoolSize".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        // `minimum` and `maximum` apply to the integer form only; the operator's validation
+        // checks a number written as a string.
+        json_schema!({
+            "x-kubernetes-int-or-string": true,
+            "minimum": 1,
+            "maximum": MAX_POOL_SIZE,
+        })
+    }
+}
+
+/// Resources and fan-out of the load generator.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadgenSpec {
+    /// Container image of the load generator (cluster only); defaults to this release's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+
+    /// CPU for each load generator pod (requests == limits), so the load generator is not the
+    /// bottleneck by accident and does not steal the target's CPU.
+    #[serde(default = "default_loadgen_cpu")]
+    pub cpu: Quantity,
+
+    /// Memory for each load generator pod.
+    #[serde(default = "default_memory")]
+    pub memory: Quantity,
+
+    /// Number of load generator pods, 1 to 32; each drives its share of the connections and
+    /// rate and the histograms are merged exactly.
+    #[serde(default = "default_parallelism")]
+    #[schemars(range(min = 1, max = MAX_GENERATORS))]
+    pub parallelism: u32,
+
+    /// Worker threads per load generator, 1 to 256 (default: from its CPU limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_THREADS))]
+    pub threads: Option<u32>,
+}
+
+impl Default for LoadgenSpec {
+    fn default() -> Self {
+        Self {
+            image: None,
+            cpu: default_loadgen_cpu(),
+            memory: default_memory(),
+            parallelism: default_parallelism(),
+            threads: None,
+        }
+    }
+}
+
+fn default_loadgen_cpu() -> Quantity {
+    Quantity::from("1")
+}
+
+fn default_parallelism() -> u32 {
+    1
+}
+
+/// Where the pods of a run are scheduled.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// Node labels every pod of the run must match.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+
+    /// Tolerations for every pod of the run (e.g. for a dedicated benchmark node pool).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+
+    /// Keep the load generator off the target's nodes when the cluster has room (a preferred
+    /// pod anti-affinity), so they do not compete for CPU. Default true.
+    #[serde(default = "default_true")]
+    pub separate_loadgen: bool,
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Self {
+            node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
+            separate_loadgen: true,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Limits on each wait of a cell.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeouts {
+    /// How long the target may take to have every replica available (image pull included),
+    /// and then again how long every address the load goes to (the Service, or each replica's
+    /// with spread roundRobin) may take to answer the load generator's GET of readinessPath
+    /// before its warm-up (cell reason TargetUnreachable when one does not); at most "24h".
+    #[serde(default = "default_ready_timeout")]
+    #[schemars(length(max = 32))]
+    pub ready: Duration,
+
+    /// Slack allowed for the load generator beyond its check of the target (at most `ready`),
+    /// warm-up and phases before the cell fails; at most "24h".
+    #[serde(default = "default_run_slack")]
+    #[schemars(length(max = 32))]
+    pub run_slack: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            ready: default_ready_timeout(),
+            run_slack: default_run_slack(),
+        }
+    }
+}
+
+fn default_ready_timeout() -> Duration {
+    Duration::from_secs(300)
+}
+
+fn default_run_slack() -> Duration {
+    Duration::from_secs(120)
+}
+
+/// What is deleted once a cell is finished.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum CleanupPolicy {
+    /// Delete the cell's Deployment, Service and Job as soon as the cell ends (the default:
+    /// leftover pods would compete with the next cell for CPU).
+    #[default]
+    Always,
+    /// Keep a failed cell's objects for debugging (`kubectl describe`, logs); delete the others.
+    KeepFailed,
+    /// Keep everything until the BenchmarkRun is deleted. The kept targets keep their CPU
+    /// reservations, which can starve later cells on a small cluster. A cell stopped midway
+    /// because the spec changed or its image is no longer allowed is deleted all the same.
+    Never,
+}
+
+#[cfg(test)]
+mod tests {
+    use benchmatrix_loadgen::limits::{
+        MAX_ANY_DURATION, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_GENERATORS, MAX_POOL_SIZE,
+        MAX_RATE_PER_STREAM, MAX_REPLICAS, MAX_THREADS,
+    };
+    use serde_json::Value;
+
+    /// The spec schema of the generated CRD, as the API server receives it.
+    fn spec_schema() -> Value {
+        let crd: Value = serde_yaml::from_str(&crate::resource::crdgen::crd_yaml()).unwrap();
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].clone()
+    }
+
+    fn at<'a>(mut v: &'a Value, path: &[&str]) -> &'a Value {
+        for key in path {
+            v = &v[*key];
+        }
+        v
+    }
+
+    /// Asserts the node at `path` has `maximum` `max` and a description naming it.
+    fn bounded(spec: &Value, path: &[&str], max: f64, in_doc: &str) {
+        let node = at(spec, path);
+        assert_eq!(node["maximum"].as_f64(), Some(max), "{path:?}: {node}");
+        let doc = node["description"].as_str().unwrap_or_default();
+        assert!(doc.contains(in_doc), "{path:?}: {doc:?} lacks {in_doc}");
+    }
+
+    #[test]
+    fn the_crd_carries_the_maxima_and_the_docs_state_them() {
+        let spec = spec_schema();
+        let cfg = ["properties", "configurations", "items", "properties"];
+        let with = |base: &[&'static str], more: &[&'static str]| -> Vec<&'static str> {
+            base.iter().chain(more).copied().collect()
+        };
+        bounded(
+            &spec,
+            &with(&cfg, &["replicas"]),
+            f64::from(MAX_REPLICAS),
+            "64",
+        );
+        bounded(
+            &spec,
+            &with(&cfg, &["poolSize"]),
+            f64::from(MAX_POOL_SIZE),
+            "1024",
+        );
+        let axes_replicas = at(&spec, &["properties", "axes", "properties", "replicas"]);
+        assert_eq!(
+            axes_replicas["items"]["maximum"].as_f64(),
+            Some(f64::from(MAX_REPLICAS)),
+            "{axes_replicas}"
+        );
+        bounded(
+            &spec,
+            &["properties", "axes", "properties", "poolSize"],
+            f64::from(MAX_POOL_SIZE),
+            "1024",
+        );
+        let stream = [
+            "properties",
+            "workload",
+            "properties",
+            "phases",
+            "items",
+            "properties",
+            "load",
+            "items",
+            "properties",
+        ];
+        bounded(
+            &spec,
+            &with(&stream, &["connections"]),
+            f64::from(MAX_CONNECTIONS_PER_STREAM),
+            "10000",
+        );
+        bounded(
+            &spec,
+            &with(&stream, &["rate"]),
+            MAX_RATE_PER_STREAM,
+            "10000000",
+        );
+        bounded(
+            &spec,
+            &["properties", "loadgen", "properties", "parallelism"],
+            f64::from(MAX_GENERATORS),
+            "32",
+        );
+        bounded(
+            &spec,
+            &["properties", "loadgen", "properties", "threads"],
+            f64::from(MAX_THREADS),
+            "256",
+        );
+        // Durations are strings; CEL rules bound them.
+        let rules = spec["x-kubernetes-validations"].to_string();
+        for needle in [
+            format!("duration(p.duration) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.workload.warmup) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.workload.timeout) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.timeouts.ready) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.timeouts.runSlack) <= duration('{MAX_DURATION}')"),
+            format!("duration(self.ttlAfterFinished) <= duration('{MAX_ANY_DURATION}')"),
+        ] {
+            assert!(rules.contains(&needle), "no rule {needle} in {rules}");
+        }
+    }
+}
