@@ -441,7 +441,7 @@ fn repeat_again(
     let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
         return (done < ctx.repeat.max_rounds(), None);
     };
-    let judged = crate::engine::verdict::thresholds::figures_judged(ctx.thresholds, cell, merged);
+    let judged = crate::engine::verdict::judge::figures_judged(ctx.thresholds, cell, merged);
     let assessment = results::precision::assess(merged, &judged);
     let precise = assessment.within(precision);
     let widest = assessment.widest();

@@ -49,7 +49,7 @@ pub fn cell_results(result: &RunResult) -> Vec<CellResult> {
 }
 
 /// Each stream's latency histogram as the load generator wrote it, keyed "phase/endpoint" (see
-/// [`repeat::histogram_key`]), for merging a cell's repetitions exactly.
+/// [`histogram_key`](crate::resource::status::histogram_key)), for merging a cell's repetitions exactly.
 pub fn histograms(result: &RunResult) -> std::collections::BTreeMap<String, String> {
     result
         .phases
@@ -57,7 +57,7 @@ pub fn histograms(result: &RunResult) -> std::collections::BTreeMap<String, Stri
         .flat_map(|phase| {
             phase.streams.iter().map(move |s| {
                 (
-                    repeat::histogram_key(&phase.name, &s.endpoint),
+                    crate::resource::status::histogram_key(&phase.name, &s.endpoint),
                     s.histogram.clone(),
                 )
             })

@@ -1,5 +1,4 @@
 use super::*;
-use crate::engine::results;
 use crate::resource::bound;
 use crate::resource::conditions;
 use crate::resource::conditions::{find, time_from_secs};
@@ -238,9 +237,10 @@ fn measured_with_histogram(cell: usize, histogram: String) -> Event {
     let Event::CellMeasured { cell, mut measured } = measured(cell, 10.0, 100, 1.0) else {
         unreachable!()
     };
-    measured
-        .histograms
-        .insert(results::repeat::histogram_key("mixed", "fast"), histogram);
+    measured.histograms.insert(
+        crate::resource::status::histogram_key("mixed", "fast"),
+        histogram,
+    );
     Event::CellMeasured { cell, measured }
 }
 
@@ -255,7 +255,7 @@ fn repetitions_add_their_histograms_into_the_cell_which_drops_them_once_merged()
         histogram_of(&[2_000, 90_000], 30),
         histogram_of(&[3_000], 20),
     ];
-    let key = results::repeat::histogram_key("mixed", "fast");
+    let key = crate::resource::status::histogram_key("mixed", "fast");
     let mut sum = histogram::decode(&reps[0]).unwrap();
     for (i, h) in reps.iter().enumerate() {
         record(&mut status, measured_with_histogram(0, h.clone()), &c);

@@ -8,6 +8,7 @@
 pub mod bound;
 pub mod conditions;
 pub mod crdgen;
+pub mod labels;
 pub mod matrix;
 pub mod pod_template;
 pub mod quantity;

@@ -11,6 +11,7 @@
 //! What a template may not do is refused by [`check`] with a field path; docs/kubernetes.md
 //! lists what the operator sets and what it leaves alone.
 
+use super::labels::MANAGED_BY_LABEL;
 use std::borrow::Cow;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
@@ -27,8 +28,6 @@ pub const TARGET_CONTAINER_NAME: &str = "target";
 
 /// Label and annotation key prefix the operator owns on its pods.
 const OWNED_PREFIX: &str = "benchmatrix.dev/";
-/// The managed-by label, which the operator's watches select on.
-const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 
 /// Environment variables the operator sets on the target container from the spec; a template
 /// that set them would be silently overridden, so it is refused instead.
@@ -167,12 +166,12 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
     if let Some(meta) = &template.metadata {
         for (what, map) in [("labels", &meta.labels), ("annotations", &meta.annotations)] {
             for key in map.iter().flat_map(|m| m.keys()) {
-                if key.starts_with(OWNED_PREFIX) || key == MANAGED_BY {
+                if key.starts_with(OWNED_PREFIX) || key == MANAGED_BY_LABEL {
                     errors.push(FieldError::new(
                         at(&format!("metadata.{what}.{key}")),
                         format!(
                             "is set by the operator (it selects the run's pods by its \
-                             {OWNED_PREFIX}* and {MANAGED_BY} labels); remove it"
+                             {OWNED_PREFIX}* and {MANAGED_BY_LABEL} labels); remove it"
                         ),
                     ));
                 }

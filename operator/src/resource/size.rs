@@ -17,19 +17,19 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use crate::engine::results::repeat::{FIGURES, histogram_key};
 use crate::resource::bound::{
     self, EXCLUDED_MAX, NOTE_MAX, SENTENCE_MAX, WORD_MAX, api_len, json_len,
 };
 use crate::resource::conditions::{self, time_from_secs};
+use crate::resource::status::{FIGURES, histogram_key};
 use crate::resource::status::{Percentile, RecordedPod};
-use crate::resource::validate::FieldError;
 use crate::resource::{
     BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio,
     CellResult, CellStatus, Comparison, Enforcement, FigureSpread, Interference, LatencyMs,
     RepetitionStatus, ReplicaPhaseShare, ReplicaShare, RunPhase, Spread, Summary, TargetStats,
     ThresholdResult, Verdict,
 };
+use benchmatrix_loadgen::strict_yaml::FieldError;
 
 /// The most a BenchmarkRun object (spec, metadata and status) may take: 1 MiB, a third under
 /// etcd's 1.5 MiB, for the fields managed by each writer and what Kubernetes adds itself.
@@ -80,9 +80,9 @@ impl Shape {
             .map(|t| {
                 (0..cells.len())
                     .filter(|&i| {
-                        t.cell.as_deref().is_none_or(|p| {
-                            crate::engine::verdict::thresholds::glob_match(p, &cells[i].0)
-                        })
+                        t.cell
+                            .as_deref()
+                            .is_none_or(|p| crate::resource::thresholds::glob_match(p, &cells[i].0))
                     })
                     .collect()
             })

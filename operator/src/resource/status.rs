@@ -635,3 +635,20 @@ pub struct Interference {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded: Option<String>,
 }
+
+/// The key of a stream in [`CellStatus::histograms`].
+pub fn histogram_key(phase: &str, endpoint: &str) -> String {
+    format!("{phase}/{endpoint}")
+}
+
+/// The figures of a spread, by the names [`Spread::figures`] keys them with.
+pub const FIGURES: [&str; 8] = [
+    "rps",
+    "errorRate",
+    "p50",
+    "p90",
+    "p99",
+    "p999",
+    "max",
+    "mean",
+];

@@ -14,12 +14,12 @@ use benchmatrix_loadgen::limits::{
 };
 use benchmatrix_loadgen::strict_yaml;
 
-use crate::resource::matrix;
 use crate::resource::repeat::MIN_ADAPTIVE_ROUNDS;
 use crate::resource::{
     BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, LoadgenSpec, PoolSize,
     Quantity, Repeat, RunPhase, TargetSpec, Workload,
 };
+use crate::resource::{matrix, thresholds};
 use kube::ResourceExt;
 
 /// The apiVersion a BenchmarkRun document must carry.
@@ -169,7 +169,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     check_workload(&spec.workload, &mut errors);
     check_loadgen(&spec.loadgen, &mut errors);
     check_timeouts(spec, &mut errors);
-    errors.extend(crate::engine::verdict::thresholds::validate_spec(spec));
+    errors.extend(check_thresholds(spec));
     check_repeat(spec.repeat, &mut errors);
     errors
 }
@@ -583,6 +583,25 @@ fn check_env(env: &[EnvVar], at: &str, errors: &mut Vec<FieldError>) {
             ));
         }
     }
+}
+
+/// [`thresholds::check`] for a whole spec: its thresholds against the cells of its matrix
+/// (`configurations` and `axes`) and the phases and endpoints of its workload.
+pub fn check_thresholds(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
+    let cells: Vec<String> = matrix::cells(spec).into_iter().map(|c| c.name).collect();
+    let phases: Vec<&str> = spec
+        .workload
+        .phases
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let endpoints: Vec<&str> = spec
+        .workload
+        .endpoints
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    thresholds::check(&spec.thresholds, &cells, &phases, &endpoints)
 }
 
 #[cfg(test)]

@@ -12,27 +12,10 @@ use std::collections::BTreeMap;
 use benchmatrix_loadgen::histogram;
 
 use crate::resource::status::Percentile;
-use crate::resource::status::{FigureSpread, Spread};
+use crate::resource::status::{FigureSpread, Spread, histogram_key};
 use crate::resource::{CellPhase, CellResult, LatencyMs, RepetitionStatus, TargetStats};
 
 use super::noise::spread_of;
-
-/// The key of a stream in [`CellStatus::histograms`](crate::resource::CellStatus::histograms).
-pub fn histogram_key(phase: &str, endpoint: &str) -> String {
-    format!("{phase}/{endpoint}")
-}
-
-/// The figures of a spread, by the names [`Spread::figures`] keys them with.
-pub const FIGURES: [&str; 8] = [
-    "rps",
-    "errorRate",
-    "p50",
-    "p90",
-    "p99",
-    "p999",
-    "max",
-    "mean",
-];
 
 /// The cell's histograms after one more successful repetition: the first repetition's as the
 /// load generator wrote them, then each stream's sum with the latest repetition's (exact).

@@ -95,7 +95,7 @@ pub fn finish_run(
     status.summary = Some(summary);
     // The verdicts, the ThresholdsMet condition and the recommendation, in the same status
     // write as Complete, so `kubectl wait --for=condition=Complete` sees them all.
-    crate::engine::verdict::thresholds::judge_run(thresholds, status, generation, now);
+    crate::engine::verdict::judge::judge_run(thresholds, status, generation, now);
     status.completion_time = Some(now.clone());
     status.progress = Some(results::progress(status));
     let end = run_end(&status.cells, interrupted);

@@ -3,6 +3,6 @@
 //! `run` commands give for it.
 
 pub mod end;
+pub mod judge;
 pub mod outcome;
 pub mod recommend;
-pub mod thresholds;

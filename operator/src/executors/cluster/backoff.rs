@@ -13,13 +13,10 @@ use std::time::Duration;
 
 use kube::runtime::utils::Backoff;
 
-use super::outage::Outage;
+use super::outage::{Outage, WATCH_MAX};
 
 /// The first wait after a watch error.
 pub const WATCH_FIRST: Duration = Duration::from_millis(250);
-/// The longest wait between two tries of the watches, however long the API server is gone:
-/// once it answers again, the operator has re-listed within this time (plus one request).
-pub const WATCH_MAX: Duration = Duration::from_secs(3);
 /// Right after an outage the watches resync: each one whose resource version was compacted
 /// meanwhile fails once with 410 Expired before it lists again. Within this time of the API
 /// server's return such errors are retried after [`WATCH_FIRST`] without growing the wait, so

@@ -25,26 +25,13 @@ use kube::{Resource, ResourceExt};
 
 use super::template::{self, OwnedPod};
 use crate::resource::ValidatedRun;
+use crate::resource::labels::{
+    CELL_LABEL, MANAGED_BY, MANAGED_BY_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN,
+    ROLE_TARGET, RUN_LABEL,
+};
 use crate::resource::matrix::{Cell, merge_env, repetition_child_name};
 use crate::resource::{BenchmarkRun, EnvVar, Quantity, pod_template};
 
-/// Label naming the run an object belongs to.
-pub const RUN_LABEL: &str = "benchmatrix.dev/run";
-/// Label naming the cell an object belongs to.
-pub const CELL_LABEL: &str = "benchmatrix.dev/cell";
-/// Label naming the repetition of a cell an object belongs to (set from the second on, so a
-/// repetition's selectors never match the pods of the one before it).
-pub const REPETITION_LABEL: &str = "benchmatrix.dev/repetition";
-/// Label saying whether a pod is the target or the load generator.
-pub const ROLE_LABEL: &str = "benchmatrix.dev/role";
-/// The standard managed-by label, used to scope the operator's watches.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Value of the managed-by label.
-pub const MANAGED_BY: &str = "benchmatrix";
-/// Role label value of target pods.
-pub const ROLE_TARGET: &str = "target";
-/// Role label value of load generator pods.
-pub const ROLE_LOADGEN: &str = "loadgen";
 /// Name of the target container.
 pub const TARGET_CONTAINER: &str = "target";
 /// Name of the load generator container.

@@ -51,7 +51,7 @@ use kube::{Api, Resource, ResourceExt};
 
 use crate::executors::cluster::kubelet::reader::KubeletReader;
 use crate::executors::cluster::metrics::Metrics;
-use crate::resource::BenchmarkRun;
+use crate::resource::{BenchmarkRun, labels};
 use admin::AdminState;
 use telemetry::LogFormat;
 
@@ -376,8 +376,8 @@ fn controller(
 ) -> Controller<DeserializeGuard<BenchmarkRun>> {
     let managed = watcher::Config::default().labels(&format!(
         "{}={}",
-        build::MANAGED_BY_LABEL,
-        build::MANAGED_BY
+        labels::MANAGED_BY_LABEL,
+        labels::MANAGED_BY
     ));
     Controller::new(
         scoped::<DeserializeGuard<BenchmarkRun>>(client, namespace),
@@ -390,7 +390,7 @@ fn controller(
     .owns(scoped::<Job>(client, namespace), managed.clone())
     .watches(scoped::<Pod>(client, namespace), managed, |pod: Pod| {
         let ns = pod.namespace();
-        pod.labels().get(build::RUN_LABEL).map(|run| {
+        pod.labels().get(labels::RUN_LABEL).map(|run| {
             ObjectRef::<DeserializeGuard<BenchmarkRun>>::new(run)
                 .within(ns.as_deref().unwrap_or("default"))
         })

@@ -18,11 +18,12 @@ use kube::{Api, ResourceExt};
 use std::sync::Arc;
 
 use super::adapter::{self, Observation, QueueView};
-use super::build::{self, LOADGEN_CONTAINER, ROLE_LOADGEN, ROLE_TARGET};
+use super::build::{self, LOADGEN_CONTAINER};
 use super::error::Error;
 use crate::engine::machine::{self, Look, StepAt};
 use crate::executors::cluster::kubelet::reader::{self, KubeletReader};
 use crate::executors::cluster::kubelet::{ContainerFigures, Window};
+use crate::resource::labels::{self, ROLE_LOADGEN, ROLE_TARGET};
 use crate::resource::{BenchmarkRun, RunPhase};
 
 /// How many log lines are read from the end of a load generator's log: the document is the
@@ -94,7 +95,7 @@ pub async fn observe(
                 obs.run_pods = pods
                     .list(&ListParams::default().labels(&format!(
                         "{}={}",
-                        build::RUN_LABEL,
+                        labels::RUN_LABEL,
                         run.name_any()
                     )))
                     .await?

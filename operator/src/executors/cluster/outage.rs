@@ -1,7 +1,7 @@
 //! Telling an API server outage apart from a reconcile error, and saying so once.
 //!
-//! While the API server is gone every watch fails every few seconds (see
-//! [`super::backoff::WatchBackoff`]); logging each failure buries the one fact a person needs.
+//! While the API server is gone every watch fails every few seconds (the shared watch
+//! backoff in backoff.rs); logging each failure buries the one fact a person needs.
 //! The first watch error of an outage is logged at warn level, the rest at debug. Meanwhile
 //! [`wait_for_api`] asks the API server for its version twice a second; its first answer ends
 //! the outage with one line giving the duration, and clears the per-object retry counts that
@@ -9,6 +9,10 @@
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// The longest wait between two tries of the watches, however long the API server is gone:
+/// once it answers again, the operator has re-listed within this time (plus one request).
+pub const WATCH_MAX: Duration = Duration::from_secs(3);
 
 /// The outage in progress, if any, and when the last one ended.
 #[derive(Debug, Default)]
@@ -47,7 +51,7 @@ impl Outage {
             *since = Some(Instant::now());
             tracing::warn!(
                 error = %error,
-                retry_max_secs = super::backoff::WATCH_MAX.as_secs(),
+                retry_max_secs = WATCH_MAX.as_secs(),
                 "lost the API server's watches; retrying until it answers (logged once per outage)"
             );
             true

@@ -16,7 +16,6 @@ pub mod runner;
 pub mod secrets;
 pub mod signals;
 
-use std::path::Path;
 use std::process::ExitCode;
 
 /// Arguments of `benchmatrix run`.
@@ -72,7 +71,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = check_out(&args.out) {
+    if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
         return ExitCode::from(2);
     }
@@ -93,18 +92,4 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     guard::finish();
     code
-}
-
-/// The output folder must be a folder this process can write: made if missing, then probed
-/// with a file written and removed, so a bad `--out` is bad input (exit 2) before any cell
-/// starts rather than a run whose results cannot be kept.
-pub fn check_out(out: &Path) -> Result<(), String> {
-    if out.exists() && !out.is_dir() {
-        return Err("exists and is not a folder".into());
-    }
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create it: {e}"))?;
-    let probe = out.join(format!(".benchmatrix-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"probe")
-        .and_then(|_| std::fs::remove_file(&probe))
-        .map_err(|e| format!("cannot write in it: {e}"))
 }

@@ -17,10 +17,11 @@ use crate::engine::machine::{self, Command, Look, Seen, StepAt};
 use crate::engine::verdict::outcome::Outcome;
 use crate::engine::{self, Ctx, Event};
 use crate::frontends::progress::{self, Display, Plan, Step};
-use crate::frontends::report::{self, RawCell, markdown::Notes};
+use crate::frontends::report::markdown::{self, Notes};
+use crate::frontends::report::{self, RawCell};
 use crate::resource::ValidatedRun;
 use crate::resource::conditions::now;
-use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase};
+use crate::resource::{BenchmarkRunStatus, CellPhase};
 
 /// Everything one run needs besides the spec.
 pub struct Runner {
@@ -255,7 +256,7 @@ impl Runner {
         let notes = Notes {
             source: self.source.display().to_string(),
             machine: machine_line(),
-            workload: workload_line(self.run.run()),
+            workload: markdown::workload_line(self.run.run()),
             extra: self.fallback_notice.iter().cloned().collect(),
         };
         self.display.event(progress::Event::Finished);
@@ -288,21 +289,5 @@ pub fn machine_line() -> String {
         host_cpus(),
         release.trim(),
         std::env::consts::ARCH
-    )
-}
-
-/// "warm-up 15s, then fast-only 30s, mixed 75s".
-pub fn workload_line(run: &BenchmarkRun) -> String {
-    let w = &run.spec.workload;
-    let phases: Vec<String> = w
-        .phases
-        .iter()
-        .map(|p| format!("{} {:?}", p.name, p.duration.0))
-        .collect();
-    format!(
-        "warm-up {:?}, then {}; load generator cpu {}",
-        w.warmup.0,
-        phases.join(", "),
-        run.spec.loadgen.cpu.as_str()
     )
 }

@@ -15,7 +15,7 @@ use kube::api::{Api, ListParams, LogParams};
 use super::connect::Cluster;
 use super::runs::{runs_api, status_of};
 use super::{EXIT_BAD_INPUT, EXIT_CLUSTER};
-use crate::executors::cluster::build::{
+use crate::resource::labels::{
     CELL_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN, ROLE_TARGET, RUN_LABEL,
 };
 

@@ -150,7 +150,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         eprintln!("  metadata.name: required: the run's name on the cluster");
         return EXIT_BAD_INPUT;
     };
-    if let Err(e) = crate::executors::local::check_out(&args.out) {
+    if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
         return EXIT_BAD_INPUT;
     }
@@ -245,7 +245,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
     let notes = Notes {
         source: format!("{file}, as {what}"),
         machine: format!("Kubernetes ({})", cluster.describe),
-        workload: crate::executors::local::runner::workload_line(validated.run()),
+        workload: crate::frontends::report::markdown::workload_line(validated.run()),
         extra: Vec::new(),
     };
     write_outputs(&args.out, &last, &notes, &mut display);

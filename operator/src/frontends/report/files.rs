@@ -47,6 +47,20 @@ fn write_and_sync(tmp: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
+/// The output folder must be a folder this process can write: made if missing, then probed
+/// with a file written and removed, so a bad `--out` is bad input (exit 2) before any cell
+/// starts rather than a run whose results cannot be kept.
+pub fn check_writable_folder(out: &Path) -> Result<(), String> {
+    if out.exists() && !out.is_dir() {
+        return Err("exists and is not a folder".into());
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create it: {e}"))?;
+    let probe = out.join(format!(".benchmatrix-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"probe")
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in it: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

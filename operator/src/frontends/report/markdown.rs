@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{ABSENT, RawCell, phase_endpoints, result_of};
 use crate::engine::results::noise;
 use crate::resource::status::Percentile;
-use crate::resource::{BenchmarkRunStatus, CellPhase, CellRatio, Summary};
+use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase, CellRatio, Summary};
 
 /// [`super::THIN`] as markdown shows it (a bare `*` could start emphasis).
 const THIN_MD: &str = "\\*";
@@ -22,6 +22,22 @@ pub struct Notes {
     pub workload: String,
     /// Extra sentences (e.g. a fallback notice), each a paragraph.
     pub extra: Vec<String>,
+}
+
+/// "warm-up 15s, then fast-only 30s, mixed 75s".
+pub fn workload_line(run: &BenchmarkRun) -> String {
+    let w = &run.spec.workload;
+    let phases: Vec<String> = w
+        .phases
+        .iter()
+        .map(|p| format!("{} {:?}", p.name, p.duration.0))
+        .collect();
+    format!(
+        "warm-up {:?}, then {}; load generator cpu {}",
+        w.warmup.0,
+        phases.join(", "),
+        run.spec.loadgen.cpu.as_str()
+    )
 }
 
 /// Resident memory when the target reported it, else the kubelet's working set, marked `ws`.

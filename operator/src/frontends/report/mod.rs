@@ -4,7 +4,7 @@
 //! through [`write_atomically`].
 
 mod charts;
-mod files;
+pub mod files;
 pub mod markdown;
 pub mod recommendation;
 pub mod svg;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::verdict::thresholds::figure_text;
+use crate::resource::thresholds::figure_text;
 use crate::resource::{Metric, ThresholdResult, Verdict};
 
 use super::ABSENT;

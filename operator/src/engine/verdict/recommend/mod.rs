@@ -185,7 +185,7 @@ fn by_margin(a: &Option<Margin>, b: &Option<Margin>) -> Ordering {
 
 /// Names the configuration that meets every threshold for the least reserved CPU (CPU limit
 /// times replicas), equal reservations decided by the wider [`margin`] and then by the order
-/// of the matrix. `results` are [`crate::engine::verdict::thresholds::evaluate`]'s verdicts; empty means the run
+/// of the matrix. `results` are [`crate::engine::verdict::judge::evaluate`]'s verdicts; empty means the run
 /// had no thresholds, and then nothing is recommended (see [`trades`]).
 ///
 /// A cell qualifies when it succeeded, at least one threshold judged it and every verdict on

@@ -10,7 +10,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::engine::Step;
-use crate::executors::cluster::build::{self, CELL_LABEL, REPETITION_LABEL};
+use crate::executors::cluster::build;
+use crate::resource::labels::{CELL_LABEL, REPETITION_LABEL};
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase, CleanupPolicy};
 
 /// The run's pods of other steps than `step`, as the next step sees them.

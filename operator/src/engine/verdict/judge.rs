@@ -1,6 +1,7 @@
-//! Judging a finished run against `spec.thresholds`: validation of the thresholds against the
-//! matrix, one verdict per threshold and cell, the `ThresholdsMet` condition, and the
-//! recommendation (the configuration that meets them all with the least reserved CPU).
+//! Judging a finished run against `spec.thresholds`: one verdict per threshold and cell, the
+//! `ThresholdsMet` condition, and the recommendation (the configuration that meets them all with
+//! the least reserved CPU). What a threshold may say, and its checks against the matrix, are the
+//! resource's (`crate::resource::thresholds`).
 //!
 //! Pure functions from documents to documents, shared by the operator and the local runner.
 
@@ -8,33 +9,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::resource::conditions::{self, Reason, status};
 use crate::resource::status::Percentile;
-use crate::resource::validate::FieldError;
+use crate::resource::thresholds::{describe, figure_text, glob_match, selected};
 use crate::resource::{
-    BenchmarkRunSpec, BenchmarkRunStatus, Bound, CellPhase, CellResult, CellStatus, Metric,
-    Threshold, ThresholdResult, Verdict,
+    BenchmarkRunStatus, Bound, CellPhase, CellResult, CellStatus, Metric, Threshold,
+    ThresholdResult, Verdict,
 };
-
-/// [`validate`] for a whole spec: its thresholds against the cells of its matrix
-/// (`configurations` and `axes`) and the phases and endpoints of its workload.
-pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
-    let cells: Vec<String> = crate::resource::matrix::cells(spec)
-        .into_iter()
-        .map(|c| c.name)
-        .collect();
-    let phases: Vec<&str> = spec
-        .workload
-        .phases
-        .iter()
-        .map(|p| p.name.as_str())
-        .collect();
-    let endpoints: Vec<&str> = spec
-        .workload
-        .endpoints
-        .iter()
-        .map(|e| e.name.as_str())
-        .collect();
-    validate(&spec.thresholds, &cells, &phases, &endpoints)
-}
 
 /// Judges a finished run in one step: writes `status.thresholds` (every verdict), the
 /// `ThresholdsMet` condition (removed when the spec has no thresholds) and
@@ -70,243 +49,6 @@ pub fn judge_run(
         .summary
         .get_or_insert_with(Default::default)
         .recommendation = Some(recommendation.sentence);
-}
-
-/// True when `name` matches `pattern`, where `*` matches any run of characters (none
-/// included) and `?` exactly one; every other character matches itself.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    // Iterative matcher with one backtrack point (the last `*`): linear in practice, and no
-    // recursion a long pattern of stars could blow up.
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ni));
-            pi += 1;
-        } else if let Some((sp, sn)) = star {
-            pi = sp + 1;
-            ni = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
-fn is_glob(pattern: &str) -> bool {
-    pattern.contains(['*', '?'])
-}
-
-/// The cells a threshold's `cell` selects (unset: all), in matrix order.
-fn selected<'a, S: AsRef<str>>(pattern: Option<&str>, cells: &'a [S]) -> Vec<&'a str> {
-    cells
-        .iter()
-        .map(AsRef::as_ref)
-        .filter(|c| pattern.is_none_or(|p| glob_match(p, c)))
-        .collect()
-}
-
-fn listed<S: AsRef<str>>(names: &[S]) -> String {
-    names
-        .iter()
-        .map(AsRef::as_ref)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Everything wrong with `thresholds` for a run whose matrix has cells `cell_names` and whose
-/// workload has measured phases `phases` and endpoints `endpoints`: a threshold must set
-/// exactly one figure with one well-formed limit, name known phases and endpoints (or leave
-/// them out where the workload has only one), select at least one cell, and refer to a known
-/// cell in `of`. Paths are `spec.thresholds[i]...`.
-pub fn validate<C: AsRef<str>, P: AsRef<str>, E: AsRef<str>>(
-    thresholds: &[Threshold],
-    cell_names: &[C],
-    phases: &[P],
-    endpoints: &[E],
-) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    for (i, t) in thresholds.iter().enumerate() {
-        let at = format!("spec.thresholds[{i}]");
-        if let Some(pattern) = &t.cell
-            && selected(Some(pattern), cell_names).is_empty()
-        {
-            let what = if is_glob(pattern) {
-                format!("the pattern {pattern:?} matches no cell")
-            } else {
-                format!("no cell is named {pattern:?}")
-            };
-            errors.push(FieldError::new(
-                format!("{at}.cell"),
-                format!("{what}; the cells are {}", listed(cell_names)),
-            ));
-        }
-        check_name(&mut errors, &at, "phase", t.phase.as_deref(), phases);
-        check_name(
-            &mut errors,
-            &at,
-            "endpoint",
-            t.endpoint.as_deref(),
-            endpoints,
-        );
-        let limits = t.limits();
-        if limits.is_empty() {
-            errors.push(FieldError::new(
-                at.clone(),
-                "set one of p50, p90, p99, p999, max, rps or errorRate",
-            ));
-        } else if limits.len() > 1 {
-            let set: Vec<_> = limits.iter().map(|(m, _)| m.key()).collect();
-            errors.push(FieldError::new(
-                at.clone(),
-                format!(
-                    "set only one of p50, p90, p99, p999, max, rps or errorRate (found {}); \
-                     write one threshold per figure",
-                    set.join(", ")
-                ),
-            ));
-        }
-        for (metric, bound) in limits {
-            let here = format!("{at}.{}", metric.key());
-            match bound {
-                None if metric == Metric::Rps => errors.push(FieldError::new(
-                    here,
-                    "set either above (requests per second) or atLeast with of (a factor of \
-                     another cell's throughput)",
-                )),
-                None => errors.push(FieldError::new(
-                    here,
-                    "set either below (a duration such as \"100ms\") or atMost with of (a factor \
-                     of another cell's latency)",
-                )),
-                Some(bound) => check_bound(&mut errors, &here, metric, &bound, cell_names),
-            }
-        }
-    }
-    errors
-}
-
-fn check_name<S: AsRef<str>>(
-    errors: &mut Vec<FieldError>,
-    at: &str,
-    field: &str,
-    name: Option<&str>,
-    known: &[S],
-) {
-    match name {
-        Some(name) if !known.iter().any(|k| k.as_ref() == name) => errors.push(FieldError::new(
-            format!("{at}.{field}"),
-            format!(
-                "no {field} is named {name:?}; the {field}s are {}",
-                listed(known)
-            ),
-        )),
-        None if known.len() != 1 => errors.push(FieldError::new(
-            format!("{at}.{field}"),
-            format!(
-                "required: the workload has {} {field}s ({})",
-                known.len(),
-                listed(known)
-            ),
-        )),
-        _ => {}
-    }
-}
-
-fn check_bound<S: AsRef<str>>(
-    errors: &mut Vec<FieldError>,
-    here: &str,
-    metric: Metric,
-    bound: &Bound,
-    cell_names: &[S],
-) {
-    let mut refuse = |field: &str, message: String| {
-        errors.push(FieldError::new(format!("{here}.{field}"), message));
-    };
-    match bound {
-        Bound::Below(v) if metric == Metric::ErrorRate => {
-            if !(*v > 0.0 && *v <= 1.0) {
-                refuse(
-                    "below",
-                    format!("{v} is not a fraction above 0 and at most 1 (0.01 is 1%)"),
-                );
-            }
-        }
-        Bound::Below(v) => {
-            if *v <= 0.0 {
-                refuse(
-                    "below",
-                    "must be a positive duration, e.g. \"100ms\"".into(),
-                );
-            }
-        }
-        Bound::Above(v) => {
-            if !(v.is_finite() && *v >= 0.0) {
-                refuse("above", format!("{v} is not a rate of 0 or more"));
-            }
-        }
-        Bound::AtMostOf { factor, of } | Bound::AtLeastOf { factor, of } => {
-            let field = if matches!(bound, Bound::AtMostOf { .. }) {
-                "atMost"
-            } else {
-                "atLeast"
-            };
-            if !(factor.is_finite() && *factor > 0.0 && *factor <= 1000.0) {
-                refuse(
-                    field,
-                    format!("{factor} is not a factor above 0 and at most 1000"),
-                );
-            }
-            if !cell_names.iter().any(|c| c.as_ref() == of) {
-                refuse(
-                    "of",
-                    format!(
-                        "no cell is named {of:?} (of takes an exact cell name); the cells are {}",
-                        listed(cell_names)
-                    ),
-                );
-            }
-        }
-    }
-}
-
-/// The threshold in words, without its cells: "mixed/fast p99 below 100ms".
-pub fn describe(threshold: &Threshold, phase: &str, endpoint: &str) -> String {
-    let Some((metric, bound)) = threshold.limit() else {
-        return format!("{phase}/{endpoint}: malformed threshold");
-    };
-    let limit = match &bound {
-        Bound::Below(v) if metric == Metric::ErrorRate => format!("below {v}"),
-        Bound::Below(ms) => format!("below {}", ms_text(*ms)),
-        Bound::Above(v) => format!("above {v}"),
-        Bound::AtMostOf { factor, of } => format!("at most {factor} x {of}"),
-        Bound::AtLeastOf { factor, of } => format!("at least {factor} x {of}"),
-    };
-    format!("{phase}/{endpoint} {} {limit}", metric.key())
-}
-
-/// A limit in milliseconds as the user wrote it ("100ms", "1.5s").
-fn ms_text(ms: f64) -> String {
-    if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
-        format!("{}s", ms / 1000.0)
-    } else {
-        format!("{ms}ms")
-    }
-}
-
-/// A figure with its unit, for messages and the report.
-pub fn figure_text(metric: Metric, v: f64) -> String {
-    match metric {
-        Metric::Rps => format!("{v:.1} rps"),
-        Metric::ErrorRate => format!("{:.2}%", v * 100.0),
-        _ => format!("{v:.1} ms"),
-    }
 }
 
 /// One figure of a stream, or why it does not exist. A CellResult from repeated measurements
@@ -683,28 +425,6 @@ mod tests {
     }
 
     #[test]
-    fn the_ci_gate_sample_parses_and_its_thresholds_validate() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../manifests/samples/ci-gate.yaml"
-        );
-        let text = std::fs::read_to_string(path).unwrap();
-        let run = crate::resource::validate::parse_benchmark_run(&text).unwrap();
-        assert_eq!(run.spec.thresholds.len(), 6);
-        assert_eq!(validate_spec(&run.spec), Vec::new());
-        // Relative ones included, each with one well-formed limit.
-        assert!(run.spec.thresholds.iter().all(|t| t.limit().is_some()));
-        assert_eq!(
-            run.spec
-                .thresholds
-                .iter()
-                .filter(|t| t.limit().unwrap().1.reference().is_some())
-                .count(),
-            3
-        );
-    }
-
-    #[test]
     fn judging_writes_verdicts_condition_and_recommendation() {
         let t = thresholds(
             r#"
@@ -750,26 +470,6 @@ mod tests {
         judge_run(&[], &mut status, Some(2), &now);
         assert!(status.thresholds.is_empty());
         assert!(conditions::find(&status.conditions, conditions::THRESHOLDS_MET).is_none());
-    }
-
-    #[test]
-    fn glob_matches_stars_and_question_marks() {
-        assert!(glob_match("pool-*", "pool-x1"));
-        assert!(glob_match("pool-*", "pool-"));
-        assert!(!glob_match("pool-*", "single-x1"));
-        assert!(glob_match("*-x1", "single-x1"));
-        assert!(!glob_match("*-x1", "single-x12"));
-        assert!(glob_match("pool-x?", "pool-x2"));
-        assert!(!glob_match("pool-x?", "pool-x12"));
-        assert!(glob_match("*", ""));
-        assert!(glob_match("p*l*-x*", "pool-x2"));
-        assert!(!glob_match("p*z*", "pool-x2"));
-        assert!(glob_match("single-x1", "single-x1"));
-        assert!(!glob_match("single-x1", "single-x10"));
-        assert!(!glob_match("?", ""));
-        // Backtracking: the first `*` must give back what the later literal needs.
-        assert!(glob_match("*x*x", "axbxcx"));
-        assert!(!glob_match("*x*x", "axbxc"));
     }
 
     #[test]
@@ -957,66 +657,12 @@ mod tests {
                 .with_results(vec![stream("steady", "root", 10.0, 100.0, 0)]),
         ];
         let t = thresholds("- {p99: {below: 50ms}}");
-        assert!(validate(&t, &["only"], &["steady"], &["root"]).is_empty());
+        assert!(
+            crate::resource::thresholds::check(&t, &["only"], &["steady"], &["root"]).is_empty()
+        );
         let r = evaluate(&t, &cells);
         assert_eq!(r[0].threshold, "steady/root p99 below 50ms");
         assert_eq!(r[0].verdict, Verdict::Pass);
-    }
-
-    #[test]
-    fn threshold_validation_names_each_bad_field() {
-        let t = thresholds(
-            r#"
-- {cell: "web-*", phase: mixed, endpoint: fast, p99: {below: 100ms}}
-- {cell: pool-x9, phase: mixed, endpoint: fast, p99: {below: 100ms}}
-- {phase: solo, endpoint: fast, p99: {below: 100ms}}
-- {phase: mixed, endpoint: medium, p99: {below: 100ms}}
-- {endpoint: fast, p99: {below: 100ms}}
-- {phase: mixed, endpoint: fast, p99: {atMost: 0.1, of: single-x9}}
-- {phase: mixed, endpoint: fast, rps: {atLeast: 0, of: single-x1}}
-- {phase: mixed, endpoint: fast, errorRate: {below: 1.5}}
-- {phase: mixed, endpoint: fast, p99: {below: 0s}}
-- {phase: mixed, endpoint: fast}
-- {phase: mixed, endpoint: fast, p50: {below: 1s}, rps: {above: 1}}
-- {phase: mixed, endpoint: fast, p90: {below: 1s, atMost: 2, of: single-x1}}
-- {phase: mixed, endpoint: fast, rps: {atLeast: 2}}
-- {cell: "pool-?1", phase: mixed, endpoint: fast, p99: {atMost: 0.1, of: single-x1}}
-"#,
-        );
-        let errors = validate(
-            &t,
-            &["single-x1", "pool-x1"],
-            &["fast-only", "mixed"],
-            &["fast", "slow"],
-        );
-        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(
-            paths,
-            vec![
-                "spec.thresholds[0].cell",
-                "spec.thresholds[1].cell",
-                "spec.thresholds[2].phase",
-                "spec.thresholds[3].endpoint",
-                "spec.thresholds[4].phase",
-                "spec.thresholds[5].p99.of",
-                "spec.thresholds[6].rps.atLeast",
-                "spec.thresholds[7].errorRate.below",
-                "spec.thresholds[8].p99.below",
-                "spec.thresholds[9]",
-                "spec.thresholds[10]",
-                "spec.thresholds[11].p90",
-                "spec.thresholds[12].rps",
-            ],
-            "{errors:#?}"
-        );
-        assert_eq!(
-            errors[0].message,
-            "the pattern \"web-*\" matches no cell; the cells are single-x1, pool-x1"
-        );
-        assert_eq!(
-            errors[4].message,
-            "required: the workload has 2 phases (fast-only, mixed)"
-        );
     }
 
     #[test]
