@@ -136,8 +136,7 @@ fn on_a_cluster(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static st
         let phase = run
             .status
             .as_ref()
-            .and_then(crate::engine::next_step)
-            .map(|s| s.phase);
+            .and_then(|s| Some(crate::engine::next_step(s)?.phase(s)));
         let obs = match (moment, phase) {
             (Moment::Ready, _) => ready_objects(),
             (Moment::Result, _) => Observation {
@@ -182,7 +181,7 @@ fn on_one_machine(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static 
     let v = ValidatedRun::parse(&scenario.spec).unwrap();
     let mut status = BenchmarkRunStatus::default();
     let start = time_from_secs(0);
-    record(
+    reduce(
         &mut status,
         Event::admitted(v.cells()),
         &Ctx::of(&v, None, &start),

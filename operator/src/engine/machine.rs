@@ -16,28 +16,10 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Ctx, Event, Measured, Note, Step, next_step, record};
+use super::{Ctx, Event, Measured, Note, Step, next_step, reduce};
 use crate::resource::conditions::{self, Cause};
 use crate::resource::status::RecordedPod;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
-
-/// A step of the run: a cell and the repetition of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepAt {
-    /// Index of the cell in the matrix.
-    pub cell: usize,
-    /// 1-based repetition.
-    pub repetition: u32,
-}
-
-impl From<Step> for StepAt {
-    fn from(s: Step) -> Self {
-        StepAt {
-            cell: s.cell,
-            repetition: s.repetition,
-        }
-    }
-}
 
 /// What an executor should look at before it next calls [`advance`], by the step's phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,17 +30,17 @@ pub enum Look {
     /// the previous step's processes have stopped.
     BeforeDeploy {
         /// The step.
-        at: StepAt,
+        at: Step,
         /// True after the run's first step.
         after_another: bool,
     },
     /// The target is being deployed: its replicas and whether they are ready.
-    Target(StepAt),
+    Target(Step),
     /// The load runs: the replicas, the load generator and, once it has ended (or the planned
     /// load is over, `load_over`), its result.
     Load {
         /// The step.
-        at: StepAt,
+        at: Step,
         /// The planned load has had time to end: a result the load generator has printed may
         /// be read even before it is reported ended.
         load_over: bool,
@@ -67,7 +49,7 @@ pub enum Look {
 
 impl Look {
     /// The step looked at; `None` for [`Look::Nothing`].
-    pub fn at(self) -> Option<StepAt> {
+    pub fn at(self) -> Option<Step> {
         match self {
             Look::Nothing => None,
             Look::BeforeDeploy { at, .. } | Look::Target(at) | Look::Load { at, .. } => Some(at),
@@ -85,8 +67,8 @@ pub fn look(status: &BenchmarkRunStatus, now: &Time, planned_load: Duration) -> 
     let Some(step) = next_step(status) else {
         return Look::Nothing;
     };
-    let at = StepAt::from(step);
-    match step.phase {
+    let at = step;
+    match step.phase(status) {
         CellPhase::Pending => Look::BeforeDeploy {
             at,
             after_another: step.cell > 0 || step.repetition > 1,
@@ -163,17 +145,17 @@ pub struct Seen {
 pub enum Command {
     /// Make the step's target (again: a repeated deploy of the same step names the same
     /// objects).
-    Deploy(StepAt),
+    Deploy(Step),
     /// Start the load generator against the ready target (again, if its objects vanished).
-    StartLoad(StepAt),
+    StartLoad(Step),
     /// The load generator has ended: stop the step's processes with their last readings and
     /// read its result, then report it as [`Seen::result`].
-    Collect(StepAt),
+    Collect(Step),
     /// The step ended: stop what it runs and delete its objects, unless `keep` (the cleanup
     /// policy keeps a finished cell's objects for a look).
     Stop {
         /// The step.
-        at: StepAt,
+        at: Step,
         /// Keep the objects (their processes stop in any case when the executor is local).
         keep: bool,
     },
@@ -198,8 +180,9 @@ pub struct Advance {
 }
 
 impl Advance {
-    fn record(&mut self, status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) {
-        self.notes.extend(record(status, event, ctx));
+    /// Writes `event` into `status` through the reducer, keeping its notes.
+    fn happened(&mut self, status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) {
+        self.notes.extend(reduce(status, event, ctx));
     }
 }
 
@@ -224,13 +207,13 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
         return out;
     }
     let Some(step) = next_step(status) else {
-        out.record(status, Event::Finished { interrupted: false }, ctx);
+        out.happened(status, Event::Finished { interrupted: false }, ctx);
         out.commands.push(Command::Ended);
         return out;
     };
-    let at = StepAt::from(step);
+    let at = step;
     if seen.interrupted {
-        if step.phase != CellPhase::Pending {
+        if step.phase(status) != CellPhase::Pending {
             fail(
                 status,
                 at,
@@ -240,11 +223,11 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
                 &mut out,
             );
         }
-        out.record(status, Event::Finished { interrupted: true }, ctx);
+        out.happened(status, Event::Finished { interrupted: true }, ctx);
         out.commands.push(Command::Ended);
         return out;
     }
-    match step.phase {
+    match step.phase(status) {
         CellPhase::Pending => before_deploy(status, at, seen, ctx, &mut out),
         CellPhase::Deploying => deploying(status, at, seen, ctx, &mut out),
         CellPhase::Running => running(status, at, seen, ctx, &mut out),
@@ -257,7 +240,7 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
 /// `timeouts.ready` from that step's end), fails at once when it can never fit, else deploys.
 fn before_deploy(
     status: &mut BenchmarkRunStatus,
-    at: StepAt,
+    at: Step,
     seen: Seen,
     ctx: &Ctx,
     out: &mut Advance,
@@ -282,7 +265,7 @@ fn before_deploy(
             waiting.len(),
             waiting.join(", ")
         );
-        out.record(status, Event::Waiting { message }, ctx);
+        out.happened(status, Event::Waiting { message }, ctx);
         out.commands.push(Command::WakeIn(STOPPING_SAFETY_NET));
         return;
     }
@@ -293,7 +276,7 @@ fn before_deploy(
     }
     out.commands.push(Command::Deploy(at));
     let message = deploy_message(ctx, at.cell);
-    out.record(
+    out.happened(
         status,
         Event::CellDeploying {
             cell: at.cell,
@@ -319,13 +302,7 @@ fn deploy_message(ctx: &Ctx, cell: usize) -> String {
 
 /// The target is being deployed: a broken or unschedulable replica fails the step, missing
 /// objects are made again, a ready target gets its load, and `timeouts.ready` bounds the wait.
-fn deploying(
-    status: &mut BenchmarkRunStatus,
-    at: StepAt,
-    seen: Seen,
-    ctx: &Ctx,
-    out: &mut Advance,
-) {
+fn deploying(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, out: &mut Advance) {
     if let Some((cause, message)) = seen.target_broken {
         fail(status, at, cause, message, ctx, out);
         return;
@@ -366,7 +343,7 @@ fn deploying(
 /// (a result measured across a restart has a gap in it and must not count), a load generator
 /// that cannot start, the result, the load generator's failure, a target killed for memory,
 /// the deadline; then objects that vanished are made again.
-fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, out: &mut Advance) {
+fn running(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, out: &mut Advance) {
     if let Some(message) = seen.replica_exited {
         let (cause, message) = if message.contains("reason OOMKilled") {
             (
@@ -390,7 +367,7 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
                     cell: at.cell,
                     measured,
                 };
-                out.record(status, event, ctx);
+                out.happened(status, event, ctx);
                 out.commands.push(stop(status, at, false, ctx));
             }
             Err((cause, message)) => fail(status, at, cause, message, ctx, out),
@@ -427,7 +404,7 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
             }
             // The target went away too: the step starts again from its deployment.
             _ => {
-                out.record(status, Event::StepLost { cell: at.cell }, ctx);
+                out.happened(status, Event::StepLost { cell: at.cell }, ctx);
                 out.commands.push(Command::WakeIn(Duration::from_secs(1)));
                 return;
             }
@@ -441,7 +418,7 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
             cell: at.cell,
             target_pods: ready.target_pods,
         };
-        out.record(status, event, ctx);
+        out.happened(status, event, ctx);
     }
     // Until the deadline, look again when the planned load should be over, then every
     // RESULT_POLL.
@@ -459,7 +436,7 @@ fn running(status: &mut BenchmarkRunStatus, at: StepAt, seen: Seen, ctx: &Ctx, o
 /// The load starts against the ready target: until its deadline, counted from now.
 fn start_load(
     status: &mut BenchmarkRunStatus,
-    at: StepAt,
+    at: Step,
     ready: Ready,
     ctx: &Ctx,
     out: &mut Advance,
@@ -470,14 +447,14 @@ fn start_load(
         message: ready.message,
         target_pods: ready.target_pods,
     };
-    out.record(status, event, ctx);
+    out.happened(status, event, ctx);
     out.commands.push(Command::WakeIn(ctx.limits.load_deadline));
 }
 
 /// The step failed: the status says why, and what the step made is stopped.
 fn fail(
     status: &mut BenchmarkRunStatus,
-    at: StepAt,
+    at: Step,
     cause: Cause,
     message: impl Into<String>,
     ctx: &Ctx,
@@ -490,14 +467,14 @@ fn fail(
         overhead_seconds: out.overhead_seconds,
         enforcement: out.enforcement.clone(),
     };
-    out.record(status, event, ctx);
+    out.happened(status, event, ctx);
     out.commands.push(stop(status, at, true, ctx));
 }
 
 /// The step failed before anything of it was made: there is nothing to stop.
 fn fail_unstarted(
     status: &mut BenchmarkRunStatus,
-    at: StepAt,
+    at: Step,
     cause: Cause,
     message: String,
     ctx: &Ctx,
@@ -510,13 +487,13 @@ fn fail_unstarted(
         overhead_seconds: None,
         enforcement: None,
     };
-    out.record(status, event, ctx);
+    out.happened(status, event, ctx);
 }
 
 /// The stop after a step ended. A cell that is finished keeps what the cleanup policy says;
 /// one that goes on to another repetition loses its objects in any case, as its pods would
 /// take CPU from the cells measured in between.
-fn stop(status: &BenchmarkRunStatus, at: StepAt, failed: bool, ctx: &Ctx) -> Command {
+fn stop(status: &BenchmarkRunStatus, at: Step, failed: bool, ctx: &Ctx) -> Command {
     let finished = status
         .cells
         .get(at.cell)

@@ -17,9 +17,9 @@
 //! same status document (tested scenario by scenario in `agreement.rs`).
 
 pub mod machine;
-mod record;
+mod reduce;
 pub mod results;
-pub mod step;
+pub mod schedule;
 pub mod verdict;
 
 #[cfg(test)]
@@ -37,8 +37,8 @@ use crate::resource::thresholds::Threshold;
 use crate::resource::{CellResult, Enforcement, Repeat, TargetStats, ValidatedRun};
 
 pub use crate::resource::conditions::Cause;
-pub use record::{progress, record};
-pub use step::{Step, next_step};
+pub use reduce::reduce;
+pub use schedule::{Step, next_step};
 
 /// What an event is recorded (and a step advanced) with: the run's fixed settings and the
 /// time it happened.

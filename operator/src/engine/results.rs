@@ -18,8 +18,8 @@ use benchmatrix_loadgen::result::{RunResult, StatsSnapshot};
 
 use crate::resource::status::Percentile;
 use crate::resource::{
-    BenchmarkRunStatus, CellPhase, CellRatio, CellResult, CellStatus, Comparison, Interference,
-    ReplicaPhaseShare, ReplicaShare, Summary, TargetStats,
+    CellPhase, CellRatio, CellResult, CellStatus, Comparison, Interference, ReplicaPhaseShare,
+    ReplicaShare, Summary, TargetStats,
 };
 use sources::SOURCE_TARGET;
 use trust::{Exclusion, RANKED};
@@ -410,16 +410,6 @@ pub fn headline(summary: &Summary) -> Option<String> {
         line.push_str(&format!(" ({} {}x)", worst.cell, round_sig(worst_ratio)));
     }
     Some(line)
-}
-
-/// "done/total" for the printer column.
-pub fn progress(status: &BenchmarkRunStatus) -> String {
-    let done = status
-        .cells
-        .iter()
-        .filter(|c| c.phase.is_finished())
-        .count();
-    format!("{done}/{}", status.cells.len())
 }
 
 /// `a / b`, defined as 1.0 when both are zero and capped where `b` is zero (a JSON document

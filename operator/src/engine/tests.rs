@@ -65,7 +65,7 @@ fn drive(
     let mut order = Vec::new();
     while let Some(step) = next_step(status) {
         order.push((step.cell, step.repetition));
-        record(
+        reduce(
             status,
             Event::CellDeploying {
                 cell: step.cell,
@@ -73,10 +73,10 @@ fn drive(
             },
             &c,
         );
-        record(status, measure(step.cell, step.repetition), &c);
+        reduce(status, measure(step.cell, step.repetition), &c);
         assert!(order.len() < 100, "the run never ends: {order:?}");
     }
-    record(status, Event::Finished { interrupted: false }, &c);
+    reduce(status, Event::Finished { interrupted: false }, &c);
     order
 }
 
@@ -90,7 +90,7 @@ fn admitted(cells: &[&str], repeat: impl Into<Repeat>) -> BenchmarkRunStatus {
             reserved_cpu: Some(2.0),
         })
         .collect();
-    record(
+    reduce(
         &mut status,
         Event::Admitted { cells },
         &ctx(&now, repeat, false),
@@ -199,13 +199,13 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
     let now = time_from_secs(1_000);
     let c = ctx(&now, 2, true);
     // a measured once, then b fails its first repetition: a's second never runs.
-    record(&mut status, measured(0, 10.0, 100, 1.0), &c);
+    reduce(&mut status, measured(0, 10.0, 100, 1.0), &c);
     assert_eq!(
         status.progress.as_deref(),
         Some("1/4"),
         "one of 2 x 2 measured"
     );
-    let notes = record(
+    let notes = reduce(
         &mut status,
         Event::CellFailed {
             cell: 1,
@@ -219,7 +219,7 @@ fn stop_on_failure_skips_every_unfinished_cell_even_one_earlier_in_the_matrix() 
     assert!(notes[0].warning);
     assert_eq!(status.cells[0].phase, CellPhase::Skipped);
     assert_eq!(next_step(&status), None);
-    record(&mut status, Event::Finished { interrupted: false }, &c);
+    reduce(&mut status, Event::Finished { interrupted: false }, &c);
     assert_eq!(status.phase, RunPhase::Failed);
 }
 
@@ -258,7 +258,7 @@ fn repetitions_add_their_histograms_into_the_cell_which_drops_them_once_merged()
     let key = crate::resource::status::histogram_key("mixed", "fast");
     let mut sum = histogram::decode(&reps[0]).unwrap();
     for (i, h) in reps.iter().enumerate() {
-        record(&mut status, measured_with_histogram(0, h.clone()), &c);
+        reduce(&mut status, measured_with_histogram(0, h.clone()), &c);
         if i > 0 {
             histogram::add(&mut sum, &histogram::decode(h).unwrap()).unwrap();
         }
@@ -305,9 +305,9 @@ fn a_stream_whose_histogram_outgrows_its_share_has_no_merged_latency() {
     let mut status = admitted(&cells.iter().map(String::as_str).collect::<Vec<_>>(), 2);
     assert_eq!(bound::histogram_share(16, 1), Some(8 * 1024));
     assert!(wide.len() > 8 * 1024, "{}", wide.len());
-    record(&mut status, measured_with_histogram(0, wide), &c);
+    reduce(&mut status, measured_with_histogram(0, wide), &c);
     assert!(status.cells[0].histograms.is_empty());
-    record(
+    reduce(
         &mut status,
         measured_with_histogram(0, histogram_of(&[1_000], 10)),
         &c,
@@ -331,7 +331,7 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
         restarts: 0,
     }];
     for cell in [0, 1] {
-        record(
+        reduce(
             &mut status,
             Event::LoadStarted {
                 cell,
@@ -342,9 +342,9 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
         );
         assert_eq!(status.cells[cell].target_pods, pods);
     }
-    record(&mut status, measured(0, 10.0, 100, 1.0), &c);
+    reduce(&mut status, measured(0, 10.0, 100, 1.0), &c);
     let words = "the pod said <this> & that. ".repeat(1_000);
-    record(
+    reduce(
         &mut status,
         Event::CellFailed {
             cell: 1,
@@ -370,13 +370,13 @@ fn an_interrupted_run_keeps_no_histogram_of_its_unfinished_cells() {
     let now = time_from_secs(1_000);
     let c = ctx(&now, 2, false);
     let mut status = admitted(&["a"], 2);
-    record(
+    reduce(
         &mut status,
         measured_with_histogram(0, histogram_of(&[1_000], 10)),
         &c,
     );
     assert_eq!(status.cells[0].histograms.len(), 1);
-    record(&mut status, Event::Finished { interrupted: true }, &c);
+    reduce(&mut status, Event::Finished { interrupted: true }, &c);
     assert_eq!(status.phase, RunPhase::Failed);
     assert!(status.cells[0].histograms.is_empty());
     assert_eq!(status.cells[0].repetitions.len(), 1, "the figures stay");
@@ -468,7 +468,7 @@ fn a_judged_figure_keeps_a_cell_repeating_until_it_is_precise() {
     let requests = [1000, 2000, 1000, 2000, 1000, 2000];
     let mut r = 0;
     while let Some(step) = next_step(&status) {
-        record(
+        reduce(
             &mut status,
             measured(step.cell, 100.0, requests[r], 1.0),
             &c,
@@ -555,12 +555,10 @@ fn a_load_generator_made_again_has_a_deadline_of_its_own() {
         (1_005, ready()),
         (1_050, vanished),
     ]);
-    assert!(
-        commands.contains(&machine::Command::StartLoad(machine::StepAt {
-            cell: 0,
-            repetition: 1
-        }))
-    );
+    assert!(commands.contains(&machine::Command::StartLoad(Step {
+        cell: 0,
+        repetition: 1
+    })));
     assert_eq!(status.cells[0].load_start_time, Some(time_from_secs(1_050)));
     let (status, _) = machine_moments(vec![
         (1_000, machine::Seen::default()),

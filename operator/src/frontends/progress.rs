@@ -1,6 +1,6 @@
 //! What a run shows while it works. The local runner, and `kubectl benchmatrix run` following a
 //! run on a cluster through its status ([`crate::frontends::kubectl::follow`]), tell a [`Display`] what
-//! happened as [`Event`]s: the plan, a measurement (a cell's repetition) starting, its phases'
+//! happened as [`Update`]s: the plan, a measurement (a cell's repetition) starting, its phases'
 //! live and final figures, and how it ended. Nothing here knows of processes, files or the
 //! Kubernetes API.
 //!
@@ -23,6 +23,7 @@ use serde::Deserialize;
 pub use benchmatrix_loadgen::timeline::StreamProgress;
 
 use self::tally::Tally;
+use crate::engine::Step;
 
 /// One `--progress-json` line of the load generator (a consumer's view: unknown fields are
 /// ignored, missing ones default, so a newer load generator does not break the display).
@@ -63,11 +64,11 @@ impl ProgressLine {
 /// What a run will measure, for the overall bar and its estimate of the time left.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
-    /// Cells in the matrix.
-    pub cells: usize,
+    /// The matrix's cells by name, in order.
+    pub cells: Vec<String>,
     /// Repetitions of each cell: the most it may take (`spec.repeat: {max}` when the number
     /// depends on the figures; the total shrinks as cells stop early, see
-    /// [`Event::Measurements`]).
+    /// [`Update::Measurements`]).
     pub repeat: u32,
     /// One measurement's load part by part, as the load generator names them: its warm-up
     /// ([`benchmatrix_loadgen::engine::WARMUP_PHASE`], when there is one), then each phase.
@@ -85,7 +86,7 @@ impl Plan {
             )
         });
         Plan {
-            cells: run.cells().len(),
+            cells: run.cells().iter().map(|c| c.name.clone()).collect(),
             repeat: run.repeat().max_rounds(),
             load: warmup
                 .into_iter()
@@ -95,20 +96,9 @@ impl Plan {
     }
 }
 
-/// Which measurement an event is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    /// Index of the cell in the matrix.
-    pub index: usize,
-    /// The cell's name.
-    pub cell: String,
-    /// 1-based repetition.
-    pub repetition: u32,
-}
-
 /// What happened.
 #[derive(Debug, Clone, Copy)]
-pub enum Event<'a> {
+pub enum Update<'a> {
     /// A line that stays, about the run as a whole (a notice).
     Notice(&'a str),
     /// How many measurements are done and how many the run will make in all (fewer than cells
@@ -122,7 +112,7 @@ pub enum Event<'a> {
     /// A measurement starts; `detail` says what is being started.
     Started {
         /// Which measurement.
-        step: &'a Step,
+        step: Step,
         /// e.g. "starting pool x 1 replica(s), cpu 2 each (cgroup-v2), port 40121".
         detail: &'a str,
     },
@@ -131,7 +121,7 @@ pub enum Event<'a> {
     /// `Started` line, prints nothing, so that it stays one line per phase.
     Doing {
         /// Which measurement.
-        step: &'a Step,
+        step: Step,
         /// e.g. "load generator running against http://10.96.0.12:8080".
         detail: &'a str,
     },
@@ -146,28 +136,28 @@ pub enum Event<'a> {
     /// Live figures of the phase running now.
     PhaseProgress {
         /// Which measurement.
-        step: &'a Step,
+        step: Step,
         /// Figures of the last second.
         figures: &'a PhaseFigures,
     },
     /// A phase ended.
     PhaseEnded {
         /// Which measurement.
-        step: &'a Step,
+        step: Step,
         /// Figures over the whole phase.
         figures: &'a PhaseFigures,
     },
     /// The measurement's result is in; `detail` says how long it took.
     Succeeded {
         /// Which measurement.
-        step: &'a Step,
+        step: Step,
         /// e.g. "warm-up + phases 14.0 s ran in 14.05 s; runner overhead 1.2 s (...)".
         detail: &'a str,
     },
     /// The measurement failed (or was interrupted).
     Failed {
         /// Which measurement.
-        step: &'a Step,
+        step: Step,
         /// Why, in a word (a cell's reason, e.g. `ReplicaExited`).
         reason: &'a str,
         /// What happened, in a sentence.
@@ -224,12 +214,12 @@ impl Display {
 
     /// A live display drawn on `target`.
     pub fn live(plan: Plan, target: indicatif::ProgressDrawTarget) -> Display {
-        let total = plan.cells * plan.repeat as usize;
+        let total = plan.cells.len() * plan.repeat as usize;
         Display::with(plan, Out::Live(live::Live::new(target, total)))
     }
 
     fn with(plan: Plan, out: Out) -> Display {
-        let total = plan.cells * plan.repeat as usize;
+        let total = plan.cells.len() * plan.repeat as usize;
         Display {
             tally: Tally::new(&plan.load, total, Instant::now()),
             plan,
@@ -240,16 +230,16 @@ impl Display {
 
     /// A line that stays (the result table, where the report went).
     pub fn line(&mut self, text: &str) {
-        self.event(Event::Notice(text));
+        self.show(Update::Notice(text));
     }
 
-    /// Shows `event`.
-    pub fn event(&mut self, event: Event) {
+    /// Shows `update`.
+    pub fn show(&mut self, update: Update) {
         let now = Instant::now();
-        match event {
-            Event::Notice(text) => self.stays(text),
-            Event::Measurements { done, total } => self.tally.measurements(done, total),
-            Event::Started { step, detail } => {
+        match update {
+            Update::Notice(text) => self.stays(text),
+            Update::Measurements { done, total } => self.tally.measurements(done, total),
+            Update::Started { step, detail } => {
                 self.tally.started(now);
                 let number = self.tally.done() + 1;
                 self.current = Some((number, Vec::new()));
@@ -261,13 +251,13 @@ impl Display {
                     Out::Plain(_) => self.stays(&format!("{} | {detail}", self.label(step))),
                 }
             }
-            Event::Doing { step, detail } => {
+            Update::Doing { step, detail } => {
                 if let Out::Live(l) = &mut self.out {
                     l.cell(&format!("{} · {detail}", short_label(step, &self.plan)));
                 }
             }
-            Event::LoadElapsed { elapsed } => self.tally.load_elapsed(elapsed),
-            Event::PhaseProgress { step, figures } => {
+            Update::LoadElapsed { elapsed } => self.tally.load_elapsed(elapsed),
+            Update::PhaseProgress { step, figures } => {
                 self.tally
                     .phase(&figures.phase, figures.elapsed_secs, false);
                 if let Out::Live(l) = &mut self.out {
@@ -276,7 +266,7 @@ impl Display {
                     l.cell(&format!("{label} · {}", format::live(figures, at)));
                 }
             }
-            Event::PhaseEnded { step, figures } => {
+            Update::PhaseEnded { step, figures } => {
                 self.tally.phase(&figures.phase, figures.elapsed_secs, true);
                 if let Some((_, phases)) = &mut self.current {
                     phases.push(figures.clone());
@@ -286,7 +276,7 @@ impl Display {
                     self.stays(&format!("{label} | {}", format::phase_ended(figures)));
                 }
             }
-            Event::Succeeded { step, detail } => {
+            Update::Succeeded { step, detail } => {
                 let label = self.label(step);
                 let phases = self.current.take().map(|c| c.1).unwrap_or_default();
                 self.tally.finished(now);
@@ -299,7 +289,7 @@ impl Display {
                 self.stays(&text);
                 self.idle();
             }
-            Event::Failed {
+            Update::Failed {
                 step,
                 reason,
                 message,
@@ -310,7 +300,7 @@ impl Display {
                 self.stays(&format!("{label} | FAILED ({reason}): {message}"));
                 self.idle();
             }
-            Event::Finished => {
+            Update::Finished => {
                 self.stays(&format::finished(
                     self.tally.done(),
                     self.tally.elapsed(now),
@@ -329,7 +319,7 @@ impl Display {
 
     /// `[7/20] pool-x1 rep 2/5` for the measurement under way: its number in the run, the
     /// cell and, with repetitions, which one.
-    fn label(&self, step: &Step) -> String {
+    fn label(&self, step: Step) -> String {
         let number = self.current.as_ref().map_or(self.tally.done() + 1, |c| c.0);
         format!(
             "[{number}/{}] {}",
@@ -357,11 +347,12 @@ impl Display {
 }
 
 /// `pool-x1 rep 2/5`, or the cell's name alone when it runs once.
-fn short_label(step: &Step, plan: &Plan) -> String {
+fn short_label(step: Step, plan: &Plan) -> String {
+    let cell = plan.cells.get(step.cell).map_or("?", String::as_str);
     if plan.repeat > 1 {
-        format!("{} rep {}/{}", step.cell, step.repetition, plan.repeat)
+        format!("{cell} rep {}/{}", step.repetition, plan.repeat)
     } else {
-        step.cell.clone()
+        cell.to_owned()
     }
 }
 

@@ -220,6 +220,14 @@ pub struct CellStatus {
     pub precision: Option<CellPrecision>,
 }
 
+impl CellStatus {
+    /// Repetitions measured so far: the successful entries of `repetitions` (a run that does
+    /// not repeat records none, so its cells count 0 until they end).
+    pub fn measured_repetitions(&self) -> u32 {
+        RepetitionStatus::measured(&self.repetitions).count() as u32
+    }
+}
+
 /// Why a cell of `spec.repeat: {min, max, precision}` stopped repeating.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -275,6 +283,14 @@ pub struct RepetitionStatus {
     /// Seconds spent on this repetition outside warm-up and phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_seconds: Option<f64>,
+}
+
+impl RepetitionStatus {
+    /// The repetitions of `all` that measured (a failed one ends its cell and counts for
+    /// nothing).
+    pub fn measured(all: &[RepetitionStatus]) -> impl Iterator<Item = &RepetitionStatus> {
+        all.iter().filter(|r| r.phase == CellPhase::Succeeded)
+    }
 }
 
 /// How one figure varied over the repetitions of a cell.

@@ -13,7 +13,7 @@ use benchmatrix_loadgen::histogram;
 
 use crate::resource::status::Percentile;
 use crate::resource::status::{FigureSpread, Spread, histogram_key};
-use crate::resource::{CellPhase, CellResult, LatencyMs, RepetitionStatus, TargetStats};
+use crate::resource::{CellResult, LatencyMs, RepetitionStatus, TargetStats};
 
 use super::noise::spread_of;
 
@@ -61,10 +61,7 @@ pub fn merge(
     repetitions: &[RepetitionStatus],
     histograms: &BTreeMap<String, String>,
 ) -> Vec<CellResult> {
-    let measured: Vec<&RepetitionStatus> = repetitions
-        .iter()
-        .filter(|r| r.phase == CellPhase::Succeeded)
-        .collect();
+    let measured: Vec<&RepetitionStatus> = RepetitionStatus::measured(repetitions).collect();
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in &measured {
         for res in &r.results {

@@ -78,7 +78,7 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
     }
 }
 
-/// Ends the run in `status`: the summary and headline, the completion time, the progress, and
+/// Ends the run in `status`: the summary and headline, the completion time, and
 /// the phase, message and conditions of [`run_end`] (`Progressing` False, `Complete` True with
 /// its reason). The operator and the local runner both end a run through this, so the two
 /// status documents agree field by field. `generation` is the spec generation it is about
@@ -97,7 +97,6 @@ pub fn finish_run(
     // write as Complete, so `kubectl wait --for=condition=Complete` sees them all.
     crate::engine::verdict::judge::judge_run(thresholds, status, generation, now);
     status.completion_time = Some(now.clone());
-    status.progress = Some(results::progress(status));
     let end = run_end(&status.cells, interrupted);
     status.phase = end.phase;
     status.message = Some(end.message.clone());

@@ -434,19 +434,19 @@ fn after_reconcile<T, E: std::fmt::Display>(
     ctx: &Arc<reconcile::Context>,
     result: Result<T, kube::runtime::controller::Error<E, watcher::Error>>,
 ) {
-    use kube::runtime::controller::Error as Outcome;
+    use kube::runtime::controller::Error as Failed;
     match result {
         Ok(_) => {
             if ctx.outage.answered().is_some() {
                 ctx.forget_failures();
             }
         }
-        Err(Outcome::QueueError(e)) if !outage::watch_unreachable(&e) => {
+        Err(Failed::QueueError(e)) if !outage::watch_unreachable(&e) => {
             // The API server answered (410 Expired after a compaction, say): the watch
             // re-lists by itself.
             tracing::debug!(error = %e, "watch error; re-listing");
         }
-        Err(Outcome::QueueError(e)) => {
+        Err(Failed::QueueError(e)) => {
             if ctx.outage.watch_failed(&e) {
                 let ctx = ctx.clone();
                 tokio::spawn(async move {
@@ -459,7 +459,7 @@ fn after_reconcile<T, E: std::fmt::Display>(
                 });
             }
         }
-        Err(Outcome::ObjectNotFound(gone)) => {
+        Err(Failed::ObjectNotFound(gone)) => {
             tracing::debug!(run = %gone, "a run is gone; waking the waiting runs");
             ctx.queue.wake_waiting(&ctx.runs);
         }

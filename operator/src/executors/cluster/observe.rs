@@ -20,7 +20,8 @@ use std::sync::Arc;
 use super::adapter::{self, Observation, QueueView};
 use super::build::{self, LOADGEN_CONTAINER};
 use super::error::Error;
-use crate::engine::machine::{self, Look, StepAt};
+use crate::engine::Step;
+use crate::engine::machine::{self, Look};
 use crate::executors::cluster::kubelet::reader::{self, KubeletReader};
 use crate::executors::cluster::kubelet::{ContainerFigures, Window};
 use crate::resource::labels::{self, ROLE_LOADGEN, ROLE_TARGET};
@@ -77,7 +78,7 @@ pub async fn observe(
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     // The objects of step `at`: its cell's, for its repetition.
-    let child = |at: StepAt| {
+    let child = |at: Step| {
         let cell = &status.cells.get(at.cell)?.name;
         Some(build::CellRun {
             run,

@@ -156,8 +156,8 @@ async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, 
     let mut tries = 1;
     loop {
         match reconcile_once(&run, ctx).await? {
-            Outcome::Done(requeue) => return Ok(requeue),
-            Outcome::Stale if tries < STATUS_CONFLICT_TRIES => {
+            Decided::Done(requeue) => return Ok(requeue),
+            Decided::Stale if tries < STATUS_CONFLICT_TRIES => {
                 tries += 1;
                 tracing::debug!(tries, "the run changed since it was read; deciding again");
                 match read_run(&run, ctx).await? {
@@ -165,7 +165,7 @@ async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, 
                     None => return Ok(Requeue::await_change()),
                 }
             }
-            Outcome::Stale => {
+            Decided::Stale => {
                 return Err(Error::Kube(kube::Error::Api(
                     kube::core::Status::failure(
                         "the run kept changing while its status was written",
@@ -180,7 +180,7 @@ async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, 
 }
 
 /// What one decision came to.
-enum Outcome {
+enum Decided {
     /// Decided and carried out; look again then.
     Done(Requeue),
     /// The status could not be written: the run is newer than the copy decided from. Nothing
@@ -196,7 +196,7 @@ enum Outcome {
 /// before it can change anything, and the objects the operator deletes after a repetition are
 /// deleted only once the status says that repetition is over: a later reconcile never sees
 /// them going while its status still expects them (they would count as a replica that exited).
-async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Error> {
+async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Error> {
     // A run waiting for admission waits until every watched namespace's runs have been listed
     // once: with one Controller per namespace (`--namespace`), another namespace's cache may
     // still be empty at start-up, and a run active there would not be counted.
@@ -205,7 +205,7 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Er
         .as_ref()
         .is_none_or(|s| s.phase == RunPhase::Pending);
     if waiting && !queue::caches_listed(&ctx.runs) {
-        return Ok(Outcome::Done(Requeue::requeue(Duration::from_secs(1))));
+        return Ok(Decided::Done(Requeue::requeue(Duration::from_secs(1))));
     }
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
     let now = (ctx.clock)();
@@ -222,7 +222,7 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Er
     if !deleted && decision.status != old {
         match write::write_status(&ctx.client, run, &decision.status).await {
             Ok(version) => ctx.note_written(run, version),
-            Err(e) if e.is_conflict() => return Ok(Outcome::Stale),
+            Err(e) if e.is_conflict() => return Ok(Decided::Stale),
             Err(e) => return Err(e),
         }
         record_cells(&ctx.metrics, &old, &decision.status);
@@ -241,7 +241,7 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Outcome, Er
         ctx.forget_written(run);
     }
     write::publish_events(&ctx.recorder, run, &decision.events).await;
-    Ok(Outcome::Done(match decision.requeue {
+    Ok(Decided::Done(match decision.requeue {
         Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
         None => Requeue::await_change(),
     }))
@@ -311,7 +311,7 @@ fn log_decision(decision: &adapter::Decision) {
     let step = crate::engine::next_step(&decision.status)
         .and_then(|s| {
             let cell = decision.status.cells.get(s.cell)?;
-            Some(format!("{} r{} {}", cell.name, s.repetition, s.phase))
+            Some(format!("{} r{} {}", cell.name, s.repetition, cell.phase))
         })
         .unwrap_or_else(|| "-".into());
     let actions: Vec<String> = decision

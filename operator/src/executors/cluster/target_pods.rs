@@ -13,7 +13,7 @@ use kube::ResourceExt;
 use crate::resource::status::RecordedPod;
 
 /// The record of `pods` (the ready target pods the load generator was given).
-pub fn record(pods: &[&Pod]) -> Vec<RecordedPod> {
+pub fn recorded(pods: &[&Pod]) -> Vec<RecordedPod> {
     pods.iter()
         .map(|p| RecordedPod {
             name: p.name_any(),
@@ -158,7 +158,7 @@ mod tests {
     }
 
     fn recorded(pods: &[Pod]) -> Vec<RecordedPod> {
-        record(&pods.iter().collect::<Vec<_>>())
+        super::recorded(&pods.iter().collect::<Vec<_>>())
     }
 
     #[test]

@@ -10,8 +10,9 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::adapter::{Action, Child, ChildKind, EventNote};
+use super::adapter::{Action, Child, ChildKind};
 use super::error::Error;
+use crate::engine::Note;
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus};
 
 /// The field manager of every write the operator makes, so server-side apply knows which
@@ -123,7 +124,7 @@ pub async fn write_status(
 
 /// Publishes Events on the run. A refused Event is logged, never fatal: Events are for people,
 /// the status is the record.
-pub async fn publish_events(recorder: &Recorder, run: &BenchmarkRun, events: &[EventNote]) {
+pub async fn publish_events(recorder: &Recorder, run: &BenchmarkRun, events: &[Note]) {
     let reference = run.object_ref(&());
     for e in events {
         let event = Event {

@@ -13,10 +13,12 @@ use super::cell::{CellContext, LocalStep, supervise};
 use super::cgroup::Backend;
 use super::replica_set::READY_POLL;
 use super::signals;
-use crate::engine::machine::{self, Command, Look, Seen, StepAt};
+use crate::engine::Step;
+use crate::engine::machine::{self, Command, Look, Seen};
+use crate::engine::schedule::Measurements;
 use crate::engine::verdict::outcome::Outcome;
 use crate::engine::{self, Ctx, Event};
-use crate::frontends::progress::{self, Display, Plan, Step};
+use crate::frontends::progress::{self, Display, Plan};
 use crate::frontends::report::markdown::{self, Notes};
 use crate::frontends::report::{self, RawCell};
 use crate::resource::ValidatedRun;
@@ -82,7 +84,7 @@ impl Runner {
     }
 
     /// What the step `step` of a cell needs of the run.
-    fn cell_context<'a>(&'a mut self, step: &'a Step) -> CellContext<'a> {
+    fn cell_context(&mut self, step: Step) -> CellContext<'_> {
         CellContext {
             run: &self.run,
             out: &self.out,
@@ -97,7 +99,7 @@ impl Runner {
     /// same phases, reasons and conditions, as a run on a cluster).
     fn record(&mut self, event: Event, at: &Time) {
         let ctx = Ctx::of(&self.run, None, at);
-        engine::record(&mut self.status, event, &ctx);
+        engine::reduce(&mut self.status, event, &ctx);
     }
 
     /// Runs every cell (every repetition, interleaved) and writes the outputs; returns how it
@@ -110,7 +112,7 @@ impl Runner {
             let look = machine::look(&self.status, &at, self.run.planned_load());
             let mut seen = match (&mut current, look) {
                 (Some((local, step)), Look::Target(_) | Look::Load { .. }) => {
-                    let mut cx = self.cell_context(step);
+                    let mut cx = self.cell_context(*step);
                     local.look(&mut cx, look)
                 }
                 _ => Seen::default(),
@@ -145,34 +147,28 @@ impl Runner {
     fn carry_out(&mut self, command: Command, current: &mut Option<(LocalStep, Step)>) -> bool {
         match command {
             Command::Deploy(at) => {
-                let (done, total) = self.measurements();
+                let Measurements { done, total } =
+                    Measurements::of(&self.status, self.run.repeat());
                 self.display
-                    .event(progress::Event::Measurements { done, total });
-                let cell = &self.run.cells()[at.cell];
-                let step = Step {
-                    index: at.cell,
-                    cell: cell.name.clone(),
-                    repetition: at.repetition,
-                };
-                let mut local = LocalStep::new(&self.run, cell);
-                let mut cx = self.cell_context(&step);
-                local.deploy(&mut cx);
-                *current = Some((local, step));
+                    .show(progress::Update::Measurements { done, total });
+                let mut local = LocalStep::new(&self.run, &self.run.cells()[at.cell]);
+                local.deploy(&mut self.cell_context(at));
+                *current = Some((local, at));
             }
             Command::StartLoad(_) => {
                 if let Some((local, step)) = current {
-                    local.start_load(&mut self.cell_context(step));
+                    local.start_load(&mut self.cell_context(*step));
                 }
             }
             Command::Collect(_) => {
                 if let Some((local, step)) = current {
-                    local.collect(&mut self.cell_context(step));
+                    local.collect(&mut self.cell_context(*step));
                 }
             }
             Command::Stop { at, .. } => {
-                if let Some((mut local, step)) = current.take() {
+                if let Some((mut local, _)) = current.take() {
                     local.stop();
-                    self.step_ended(at, &step, local.raw.take());
+                    self.step_ended(at, local.raw.take());
                 }
             }
             Command::WakeIn(_) => {}
@@ -181,33 +177,11 @@ impl Runner {
         false
     }
 
-    /// Measurements done, and done plus still to come: each unfinished cell's repetitions not
-    /// yet measured, up to the most it may take (a failed repetition ends its cell, and so
-    /// drops the cell's others; a cell that is precise early drops the rest).
-    fn measurements(&self) -> (usize, usize) {
-        let repeat = self.run.repeat().max_rounds() as usize;
-        let left: usize = self
-            .status
-            .cells
-            .iter()
-            .filter(|c| !c.phase.is_finished())
-            .map(|c| {
-                let measured = c
-                    .repetitions
-                    .iter()
-                    .filter(|r| r.phase == CellPhase::Succeeded)
-                    .count();
-                repeat.saturating_sub(measured)
-            })
-            .sum();
-        (self.done, self.done + left)
-    }
-
     /// A step has ended (the engine has recorded how): shows it, keeps its raw result for the
     /// charts, and writes the status so far, so a crash loses at most one step.
-    fn step_ended(&mut self, at: StepAt, step: &Step, raw: Option<RunResult>) {
+    fn step_ended(&mut self, step: Step, raw: Option<RunResult>) {
         self.done += 1;
-        if let Some(c) = self.status.cells.get(at.cell) {
+        if let Some(c) = self.status.cells.get(step.cell) {
             let last = c
                 .repetitions
                 .last()
@@ -218,12 +192,12 @@ impl Runner {
             };
             let message = message.unwrap_or_default();
             if phase == CellPhase::Succeeded {
-                self.display.event(progress::Event::Succeeded {
+                self.display.show(progress::Update::Succeeded {
                     step,
                     detail: &message,
                 });
             } else {
-                self.display.event(progress::Event::Failed {
+                self.display.show(progress::Update::Failed {
                     step,
                     reason: reason.as_deref().unwrap_or(""),
                     message: &message,
@@ -231,11 +205,11 @@ impl Runner {
             }
         }
         if let Some(result) = raw {
-            let cell = self.run.cells()[at.cell].name.clone();
+            let cell = self.run.cells()[step.cell].name.clone();
             // The charts show the latest repetition's timeline of each cell, and say which: of
             // how many it took once the cell is done, else of the most it may take.
             let repeat = self.run.repeat();
-            let of = match self.status.cells.get(at.cell) {
+            let of = match self.status.cells.get(step.cell) {
                 Some(c) if c.phase.is_finished() && !c.repetitions.is_empty() => {
                     c.repetitions.len() as u32
                 }
@@ -259,7 +233,7 @@ impl Runner {
             workload: markdown::workload_line(self.run.run()),
             extra: self.fallback_notice.iter().cloned().collect(),
         };
-        self.display.event(progress::Event::Finished);
+        self.display.show(progress::Update::Finished);
         match report::write_report(&self.out, &self.status, &self.raw, &notes) {
             Ok(files) => {
                 for line in report::finished_lines(&self.status, &self.out, files.len()) {

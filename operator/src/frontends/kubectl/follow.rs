@@ -11,9 +11,11 @@
 
 use std::time::Duration;
 
-use crate::frontends::progress::{self, Display, PhaseFigures, Step, StreamProgress};
+use crate::engine::Step;
+use crate::engine::schedule::Measurements;
+use crate::frontends::progress::{self, Display, PhaseFigures, StreamProgress};
 use crate::resource::ValidatedRun;
-use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus, RunPhase};
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus, Repeat, RunPhase};
 
 /// Shown as a measurement's start when the status moved past its deployment before the
 /// follower saw it.
@@ -22,7 +24,7 @@ pub const START_UNSEEN: &str = "started";
 /// What has been shown of a run so far.
 #[derive(Debug, Clone)]
 pub struct Follower {
-    repeat: u32,
+    repeat: Repeat,
     /// Each phase's planned length (what a phase line says it ran for).
     phases: Vec<(String, Duration)>,
     /// Per cell: how many of its measurements' ends have been shown.
@@ -60,7 +62,7 @@ impl Follower {
     pub fn new(run: &ValidatedRun) -> Follower {
         let w = &run.spec().workload;
         Follower {
-            repeat: run.repeat().max_rounds(),
+            repeat: run.repeat(),
             phases: w
                 .phases
                 .iter()
@@ -92,38 +94,41 @@ impl Follower {
         if self.shown_ends.len() < status.cells.len() {
             self.shown_ends.resize(status.cells.len(), 0);
         }
-        let total = self.total(status);
+        let total = Measurements::of(status, self.repeat).total;
         let mut ended = self.newly_ended(status);
         // In the order they ended (a coalesced update can hold several), matrix order on ties.
         ended.sort_by_key(|e| (e.at, e.cell, e.repetition));
         for e in ended {
-            let step = step(status, e.cell, e.repetition);
+            let step = Step {
+                cell: e.cell,
+                repetition: e.repetition,
+            };
             let started = self.current.as_ref().is_some_and(|c| c.step == step);
             if !started {
-                display.event(progress::Event::Measurements {
+                display.show(progress::Update::Measurements {
                     done: self.done,
                     total,
                 });
-                display.event(progress::Event::Started {
-                    step: &step,
+                display.show(progress::Update::Started {
+                    step,
                     detail: START_UNSEEN,
                 });
             }
             for figures in self.phase_figures(e.results) {
-                display.event(progress::Event::PhaseEnded {
-                    step: &step,
+                display.show(progress::Update::PhaseEnded {
+                    step,
                     figures: &figures,
                 });
             }
             let message = e.message.unwrap_or_default();
             if e.phase == CellPhase::Succeeded {
-                display.event(progress::Event::Succeeded {
-                    step: &step,
+                display.show(progress::Update::Succeeded {
+                    step,
                     detail: message,
                 });
             } else {
-                display.event(progress::Event::Failed {
-                    step: &step,
+                display.show(progress::Update::Failed {
+                    step,
                     reason: e.reason.unwrap_or_default(),
                     message,
                 });
@@ -145,14 +150,17 @@ impl Follower {
                         .map(crate::resource::conditions::secs_of)
                 })
                 .flatten();
-            let step = step(status, i, self.repetition_under_way(c));
+            let step = Step {
+                cell: i,
+                repetition: self.repetition_under_way(c),
+            };
             if self.current.as_ref().is_none_or(|cur| cur.step != step) {
-                display.event(progress::Event::Measurements {
+                display.show(progress::Update::Measurements {
                     done: self.done,
                     total,
                 });
-                display.event(progress::Event::Started {
-                    step: &step,
+                display.show(progress::Update::Started {
+                    step,
                     detail: c.message.as_deref().unwrap_or("deploying"),
                 });
                 self.current = Some(Current {
@@ -165,8 +173,8 @@ impl Follower {
                 && cur.said != c.message
             {
                 // e.g. "load generator running against ...", or a wait for the previous pods.
-                display.event(progress::Event::Doing {
-                    step: &cur.step,
+                display.show(progress::Update::Doing {
+                    step: cur.step,
                     detail: c.message.as_deref().unwrap_or_default(),
                 });
                 cur.said = c.message.clone();
@@ -184,7 +192,7 @@ impl Follower {
             && let Some(started) = cur.load_started
         {
             let elapsed = Duration::from_secs(now.saturating_sub(started).max(0) as u64);
-            display.event(progress::Event::LoadElapsed { elapsed });
+            display.show(progress::Update::LoadElapsed { elapsed });
         }
     }
 
@@ -192,35 +200,15 @@ impl Follower {
     fn newly_ended<'a>(&self, status: &'a BenchmarkRunStatus) -> Vec<Ended<'a>> {
         let mut out = Vec::new();
         for (i, c) in status.cells.iter().enumerate() {
-            let ends = ends_of(i, c, self.repeat);
+            let ends = ends_of(i, c, self.repeat.is_repeated());
             out.extend(ends.into_iter().skip(self.shown_ends[i]));
         }
         out
     }
 
-    /// Measurements the run will make in all, as `status` stands: those ended, and each
-    /// unfinished cell's repetitions not yet measured (a failed repetition ends its cell and
-    /// drops the others; a skipped cell makes none), as the local runner counts them.
-    fn total(&self, status: &BenchmarkRunStatus) -> usize {
-        let repeat = self.repeat as usize;
-        status
-            .cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let ended = ends_of(i, c, self.repeat).len();
-                if c.phase.is_finished() {
-                    ended
-                } else {
-                    ended.max(repeat)
-                }
-            })
-            .sum()
-    }
-
     /// Which repetition of `cell` is under way: the one after those it recorded.
     fn repetition_under_way(&self, cell: &CellStatus) -> u32 {
-        if self.repeat > 1 {
+        if self.repeat.is_repeated() {
             cell.repetitions.len() as u32 + 1
         } else {
             1
@@ -259,21 +247,12 @@ impl Follower {
     }
 }
 
-/// The measurement `(cell, repetition)` of `status`, as the display names it.
-fn step(status: &BenchmarkRunStatus, cell: usize, repetition: u32) -> Step {
-    Step {
-        index: cell,
-        cell: status.cells[cell].name.clone(),
-        repetition,
-    }
-}
-
 /// The measurements cell `i` records as ended, in the order measured.
-fn ends_of(i: usize, c: &CellStatus, repeat: u32) -> Vec<Ended<'_>> {
+fn ends_of(i: usize, c: &CellStatus, repeated: bool) -> Vec<Ended<'_>> {
     let secs = |t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
         t.as_ref().map(crate::resource::conditions::secs_of)
     };
-    if repeat > 1 {
+    if repeated {
         return c
             .repetitions
             .iter()
@@ -333,7 +312,7 @@ mod tests {
         let mut out = Vec::new();
         for (i, e) in events.into_iter().enumerate() {
             let now = time_from_secs(1_800_000_000 + i as i64);
-            engine::record(&mut status, e, &Ctx::of(run, Some(1), &now));
+            engine::reduce(&mut status, e, &Ctx::of(run, Some(1), &now));
             out.push(status.clone());
         }
         out

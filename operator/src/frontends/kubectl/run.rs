@@ -216,7 +216,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         mut display,
         last,
     } = shown;
-    display.event(progress::Event::Finished);
+    display.show(progress::Update::Finished);
     let code = match end {
         End::Finished => Outcome::of(&last).code(),
         End::TimedOut => {

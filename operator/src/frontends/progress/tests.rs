@@ -4,10 +4,11 @@ use super::*;
 
 use crate::fixtures::Buffer;
 
-/// Two cells, two repetitions each, the quickstart's load (1 s warm-up, 5 s and 8 s phases).
+/// Two cells, pool-x1 and single-x1, two repetitions each, the quickstart's load (1 s
+/// warm-up, 5 s and 8 s phases).
 fn plan() -> Plan {
     Plan {
-        cells: 2,
+        cells: vec!["pool-x1".into(), "single-x1".into()],
         repeat: 2,
         load: [("warmup", 1), ("fast-only", 5), ("mixed", 8)]
             .map(|(n, d)| (n.to_string(), Duration::from_secs(d)))
@@ -42,8 +43,8 @@ fn phase(name: &str, secs: f64, streams: Vec<StreamProgress>) -> PhaseFigures {
 
 /// One measurement as the load generator reports it: a line per second of each phase, then
 /// the phase's own; in the mixed phase every /slow request fails.
-fn one_measurement(d: &mut Display, step: &Step) {
-    d.event(Event::Started {
+fn one_measurement(d: &mut Display, step: Step) {
+    d.show(Update::Started {
         step,
         detail: "starting pool x 1 replica(s), cpu 2 each (cgroup-v2), port 4000",
     });
@@ -55,7 +56,7 @@ fn one_measurement(d: &mut Display, step: &Step) {
                 streams.push(stream("slow", 175 * s, 175 * s, 0.0, None));
             }
             let figures = phase(name, s as f64, streams);
-            d.event(Event::PhaseProgress {
+            d.show(Update::PhaseProgress {
                 step,
                 figures: &figures,
             });
@@ -65,44 +66,40 @@ fn one_measurement(d: &mut Display, step: &Step) {
             streams.push(stream("slow", 1398, 1398, 0.0, None));
         }
         let figures = phase(name, secs as f64, streams);
-        d.event(Event::PhaseEnded {
+        d.show(Update::PhaseEnded {
             step,
             figures: &figures,
         });
     }
 }
 
-fn step(cell: &str, index: usize, repetition: u32) -> Step {
-    Step {
-        index,
-        cell: cell.into(),
-        repetition,
-    }
+fn step(cell: usize, repetition: u32) -> Step {
+    Step { cell, repetition }
 }
 
 #[test]
 fn plain_lines_are_one_per_phase_with_its_figures_never_one_per_second() {
     let out = Buffer::default();
     let mut d = Display::plain(plan(), Box::new(out.clone()));
-    let a = step("pool-x1", 0, 1);
-    one_measurement(&mut d, &a);
-    d.event(Event::Succeeded {
-        step: &a,
+    let a = step(0, 1);
+    one_measurement(&mut d, a);
+    d.show(Update::Succeeded {
+        step: a,
         detail: "warm-up + phases 14.0 s ran in 14.05 s",
     });
-    let b = step("single-x1", 1, 1);
-    d.event(Event::Started {
-        step: &b,
+    let b = step(1, 1);
+    d.show(Update::Started {
+        step: b,
         detail: "starting single x 1 replica(s)",
     });
-    d.event(Event::Failed {
-        step: &b,
+    d.show(Update::Failed {
+        step: b,
         reason: "ReplicaExited",
         message: "replica 0 exited with status 1",
     });
     // The second cell failed: its other repetition is dropped.
-    d.event(Event::Measurements { done: 2, total: 3 });
-    d.event(Event::Finished);
+    d.show(Update::Measurements { done: 2, total: 3 });
+    d.show(Update::Finished);
     let text = out.text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -127,12 +124,13 @@ fn plain_lines_are_one_per_phase_with_its_figures_never_one_per_second() {
 fn a_run_without_repetitions_names_the_cell_alone() {
     let out = Buffer::default();
     let plan = Plan {
+        cells: vec!["a".into(), "b".into()],
         repeat: 1,
         ..plan()
     };
     let mut d = Display::plain(plan, Box::new(out.clone()));
-    d.event(Event::Started {
-        step: &step("a", 0, 1),
+    d.show(Update::Started {
+        step: step(0, 1),
         detail: "starting",
     });
     assert_eq!(out.text(), "[1/2] a | starting\n");
@@ -143,10 +141,10 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
     let term = InMemoryTerm::new(12, 200);
     let target = ProgressDrawTarget::term_like(Box::new(term.clone()));
     let mut d = Display::live(plan(), target);
-    let a = step("pool-x1", 0, 1);
-    d.event(Event::Measurements { done: 0, total: 4 });
-    d.event(Event::Started {
-        step: &a,
+    let a = step(0, 1);
+    d.show(Update::Measurements { done: 0, total: 4 });
+    d.show(Update::Started {
+        step: a,
         detail: "starting pool x 1 replica(s)",
     });
     let screen = term.contents();
@@ -165,8 +163,8 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
             stream("slow", 12, 12, 0.0, None),
         ],
     );
-    d.event(Event::PhaseProgress {
-        step: &a,
+    d.show(Update::PhaseProgress {
+        step: a,
         figures: &live,
     });
     let screen = term.contents();
@@ -179,9 +177,9 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
     );
 
     // Each measurement leaves one line above the bars, with its phases' figures.
-    one_measurement(&mut d, &a);
-    d.event(Event::Succeeded {
-        step: &a,
+    one_measurement(&mut d, a);
+    d.show(Update::Succeeded {
+        step: a,
         detail: "warm-up + phases 14.0 s ran in 14.05 s",
     });
     let screen = term.contents();
@@ -201,7 +199,7 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
         "per-phase lines are for logs: {screen}"
     );
 
-    d.event(Event::Finished);
+    d.show(Update::Finished);
     let screen = term.contents();
     assert!(
         !screen.contains("measurements ·"),
@@ -212,15 +210,15 @@ fn a_terminal_sees_the_overall_bar_and_the_current_phase_live() {
 
 #[test]
 fn what_a_measurement_is_doing_shows_live_and_is_no_line_of_its_own() {
-    let a = step("pool-x1", 0, 1);
+    let a = step(0, 1);
     let out = Buffer::default();
     let mut plain = Display::plain(plan(), Box::new(out.clone()));
-    plain.event(Event::Started {
-        step: &a,
+    plain.show(Update::Started {
+        step: a,
         detail: "deploying 1 x pool replica(s)",
     });
-    plain.event(Event::Doing {
-        step: &a,
+    plain.show(Update::Doing {
+        step: a,
         detail: "load generator running against http://10.96.0.12:8080",
     });
     assert_eq!(
@@ -233,12 +231,12 @@ fn what_a_measurement_is_doing_shows_live_and_is_no_line_of_its_own() {
         plan(),
         ProgressDrawTarget::term_like(Box::new(term.clone())),
     );
-    live.event(Event::Started {
-        step: &a,
+    live.show(Update::Started {
+        step: a,
         detail: "deploying 1 x pool replica(s)",
     });
-    live.event(Event::Doing {
-        step: &a,
+    live.show(Update::Doing {
+        step: a,
         detail: "load generator running against http://10.96.0.12:8080",
     });
     let screen = term.contents();

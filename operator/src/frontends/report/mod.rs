@@ -9,7 +9,7 @@ pub mod markdown;
 pub mod recommendation;
 pub mod svg;
 mod table;
-pub mod thresholds;
+pub mod verdicts;
 
 use std::path::{Path, PathBuf};
 

@@ -364,7 +364,7 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
     let mut apply = |status: &mut BenchmarkRunStatus, event: Event, at: i64| {
         let now = time_from_secs(at);
         let ctx = Ctx::of(&v, Some(i64::MAX), &now);
-        engine::record(status, event, &ctx);
+        engine::reduce(status, event, &ctx);
         let size = len(status);
         let bound = if status.phase.is_finished() {
             finished

@@ -24,7 +24,7 @@ use std::cmp::Ordering;
 
 use crate::engine::results::noise;
 use crate::resource::bound::{SENTENCE_MAX, json_len};
-use crate::resource::{CellPhase, CellStatus, Metric, ThresholdResult, Verdict};
+use crate::resource::{CellPhase, CellStatus, Metric, RepetitionStatus, ThresholdResult, Verdict};
 
 /// How far inside its thresholds a cell stayed: the smallest relative headroom over every
 /// threshold judging it, and which threshold that was.
@@ -103,10 +103,7 @@ impl CpuPer1000 {
 /// or nothing completed.
 pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<CpuPer1000> {
     let per_1000 = |cpu: f64, requests: u64| (requests > 0).then(|| cpu / requests as f64 * 1000.0);
-    let per_repetition: Vec<f64> = cell
-        .repetitions
-        .iter()
-        .filter(|r| r.phase == CellPhase::Succeeded)
+    let per_repetition: Vec<f64> = RepetitionStatus::measured(&cell.repetitions)
         .filter_map(|r| {
             per_1000(
                 r.cpu_seconds_used?,

@@ -60,7 +60,7 @@ pub fn ready_target(
         Some(ip) => Ok(ReadyTarget {
             target: format!("http://{}", join_host_port(&ip, port)),
             replicas: ready_ips,
-            pods: target_pods::record(&pods),
+            pods: target_pods::recorded(&pods),
         }),
         None => Err("the target Service has no ClusterIP".into()),
     })

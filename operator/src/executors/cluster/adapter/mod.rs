@@ -24,9 +24,10 @@ use benchmatrix_loadgen::result::RunResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{build, images, target_pods};
-use crate::engine::machine::{self, Command, Look, Ready, Seen, StepAt};
+use crate::engine::Step;
+use crate::engine::machine::{self, Command, Look, Ready, Seen};
 use crate::engine::results;
-use crate::engine::{self, Ctx, Event, Measured, Step};
+use crate::engine::{self, Ctx, Event, Measured};
 use crate::resource::ValidatedRun;
 use crate::resource::conditions::{self, Reason};
 use crate::resource::matrix::Cell;
@@ -35,8 +36,7 @@ use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase, Enforcement, 
 pub use crate::resource::conditions::Cause;
 pub use inspect::{job_complete, job_failed};
 pub use types::{
-    Action, Child, ChildKind, Decision, EventNote, Observation, QUEUED_SAFETY_NET, QueueView,
-    Settings,
+    Action, Child, ChildKind, Decision, Observation, QUEUED_SAFETY_NET, QueueView, Settings,
 };
 
 use inspect::{ReadyTarget, ready_target};
@@ -93,7 +93,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
                 reason: why,
                 message,
             };
-            d.events = engine::record(&mut d.status, event, &ctx);
+            d.events = engine::reduce(&mut d.status, event, &ctx);
             return d;
         }
     };
@@ -111,7 +111,7 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
              delete the run and apply it again"
         );
         d.actions.extend(current_children_cleanup(run, &old));
-        d.events = engine::record(&mut d.status, Event::SpecChanged { message }, &ctx);
+        d.events = engine::reduce(&mut d.status, Event::SpecChanged { message }, &ctx);
         return d;
     }
 
@@ -125,13 +125,13 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
                 active: q.active,
                 max_active: q.max_active,
             };
-            d.events = engine::record(&mut d.status, queued, &ctx);
+            d.events = engine::reduce(&mut d.status, queued, &ctx);
             // A run that finishes or is deleted wakes the waiting runs at once (queue.rs);
             // this look now and then is only a safety net for a wake-up that was lost.
             d.requeue = Some(QUEUED_SAFETY_NET);
             return d;
         }
-        d.events = engine::record(&mut d.status, Event::admitted(v.cells()), &ctx);
+        d.events = engine::reduce(&mut d.status, Event::admitted(v.cells()), &ctx);
     }
 
     let look = machine::look(&d.status, now, ctx.limits.planned_load);
@@ -142,7 +142,6 @@ pub fn decide(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Sett
         carry_out(&v, command.clone(), ready.as_ref(), settings, &mut d);
     }
     d.commands = advance.commands;
-    d.status.progress = Some(engine::progress(&d.status, ctx.repeat));
     d
 }
 
@@ -176,17 +175,12 @@ fn seen(
 fn seen_before_deploy(
     run: &BenchmarkRun,
     cell: &Cell,
-    at: StepAt,
+    at: Step,
     status: &BenchmarkRunStatus,
     obs: &Observation,
     actions: &mut Vec<Action>,
 ) -> Seen {
-    let step = Step {
-        cell: at.cell,
-        repetition: at.repetition,
-        phase: CellPhase::Pending,
-    };
-    let previous = previous::Previous::of(run, status, step, &obs.run_pods);
+    let previous = previous::Previous::of(run, status, at, &obs.run_pods);
     for name in previous.leftovers {
         actions.extend(delete_children(name));
     }
@@ -230,7 +224,7 @@ fn seen_target(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> (Seen, Opt
 fn seen_load(
     v: &ValidatedRun,
     cell: &Cell,
-    at: StepAt,
+    at: Step,
     status: &BenchmarkRunStatus,
     obs: &Observation,
     now: &Time,
@@ -277,7 +271,7 @@ fn seen_load(
     // For a step whose pods were never recorded (an operator that kept no record).
     seen.ready = Some(Ok(Ready {
         message: String::new(),
-        target_pods: target_pods::record(&inspect::ready_pods(obs)),
+        target_pods: target_pods::recorded(&inspect::ready_pods(obs)),
     }));
     (seen, None)
 }
@@ -351,7 +345,7 @@ fn carry_out(
 fn deployment_and_service(
     v: &ValidatedRun,
     cell: &Cell,
-    at: StepAt,
+    at: Step,
     settings: &Settings,
 ) -> [Action; 2] {
     let r = at.repetition;
@@ -369,7 +363,7 @@ fn deployment_and_service(
 fn plan_and_job(
     v: &ValidatedRun,
     cell: &Cell,
-    at: StepAt,
+    at: Step,
     ready: &ReadyTarget,
     settings: &Settings,
 ) -> [Action; 2] {
@@ -405,7 +399,7 @@ struct ClusterTiming {
 impl ClusterTiming {
     fn of(
         v: &ValidatedRun,
-        at: StepAt,
+        at: Step,
         status: &BenchmarkRunStatus,
         now: &Time,
     ) -> Option<ClusterTiming> {
@@ -434,7 +428,7 @@ impl ClusterTiming {
 /// how the limits were enforced, and where the time went.
 fn measured(
     v: &ValidatedRun,
-    at: StepAt,
+    at: Step,
     cell: &Cell,
     doc: &RunResult,
     kubelet: Option<&crate::executors::cluster::kubelet::ContainerFigures>,
@@ -504,7 +498,10 @@ fn current_children_cleanup(run: &BenchmarkRun, status: &BenchmarkRunStatus) -> 
     let Some(step) = engine::next_step(status) else {
         return Vec::new();
     };
-    if !matches!(step.phase, CellPhase::Deploying | CellPhase::Running) {
+    if !matches!(
+        step.phase(status),
+        CellPhase::Deploying | CellPhase::Running
+    ) {
         return Vec::new();
     }
     let cell = &status.cells[step.cell].name;

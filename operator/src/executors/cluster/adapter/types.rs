@@ -119,9 +119,6 @@ pub enum ChildKind {
     Job,
 }
 
-/// An Event to publish on the run (only on transitions): the engine's notes.
-pub type EventNote = crate::engine::Note;
-
 /// The outcome of one decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
@@ -130,7 +127,7 @@ pub struct Decision {
     /// Changes to the cluster, in order.
     pub actions: Vec<Action>,
     /// Events to publish.
-    pub events: Vec<EventNote>,
+    pub events: Vec<crate::engine::Note>,
     /// When to look again even if nothing is watched to change (a safety net for timeouts).
     pub requeue: Option<Duration>,
     /// What the engine's machine commanded, which `actions` and `requeue` carry out (kept for

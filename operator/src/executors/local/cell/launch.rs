@@ -11,7 +11,7 @@ use crate::executors::local::cgroup::{Cgroup, LimitMethod};
 use crate::executors::local::loadgen::Loadgen;
 use crate::executors::local::replica_set::{Launch, ReplicaSet, free_port};
 use crate::executors::local::signals;
-use crate::frontends::progress::Event;
+use crate::frontends::progress::Update;
 use crate::resource::Enforcement;
 use crate::resource::conditions::Cause;
 use crate::resource::matrix::Cell;
@@ -63,7 +63,7 @@ pub fn spawn_replicas(ctx: &mut CellContext, cell: &Cell) -> Result<(ReplicaSet,
         ctx.backend.name()
     );
     let step = ctx.step;
-    ctx.display.event(Event::Started {
+    ctx.display.show(Update::Started {
         step,
         detail: &detail,
     });

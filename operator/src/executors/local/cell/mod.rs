@@ -21,8 +21,9 @@ use benchmatrix_loadgen::result::RunResult;
 use super::cgroup::Backend;
 use super::loadgen::Loadgen;
 use super::replica_set::{Launch, Readiness, ReplicaSet};
+use crate::engine::Step;
 use crate::engine::machine::{self, Look, Seen};
-use crate::frontends::progress::{Display, Step};
+use crate::frontends::progress::Display;
 use crate::resource::ValidatedRun;
 use crate::resource::conditions::Cause;
 use crate::resource::matrix::Cell;
@@ -40,7 +41,7 @@ pub struct CellContext<'a> {
     /// Where progress goes.
     pub display: &'a mut Display,
     /// The measurement (cell and repetition) under way.
-    pub step: &'a Step,
+    pub step: Step,
     /// Header values the load generator gets through its environment (from `--secrets`).
     pub header_values: &'a HeaderValues,
 }

@@ -10,7 +10,7 @@ use super::loadgen_setup::LoadTiming;
 use crate::executors::local::cgroup::CpuUsage;
 use crate::executors::local::loadgen::Loadgen;
 use crate::executors::local::replica_set::ReplicaSet;
-use crate::frontends::progress::{Event, ProgressLine};
+use crate::frontends::progress::{ProgressLine, Update};
 use crate::resource::BenchmarkRunSpec;
 
 /// How often the runner looks at a running cell. Each look is a few system calls; the load
@@ -118,10 +118,10 @@ impl Watch {
 /// One progress line of the load generator to the display.
 fn show(ctx: &mut CellContext, p: &ProgressLine) {
     let (step, figures) = (ctx.step, &p.figures);
-    ctx.display.event(if p.ended {
-        Event::PhaseEnded { step, figures }
+    ctx.display.show(if p.ended {
+        Update::PhaseEnded { step, figures }
     } else {
-        Event::PhaseProgress { step, figures }
+        Update::PhaseProgress { step, figures }
     });
 }
 

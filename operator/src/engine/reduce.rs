@@ -1,8 +1,9 @@
-//! The reducer: each [`Event`] an executor reports, written into the status. The only code
+//! The reducer: each [`Event`] the machine records, written into the status. The only code
 //! that writes a run's phases, reasons, conditions, messages, repetitions and progress.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::schedule::Measurements;
 use super::verdict::end;
 use super::{Admission, Ctx, Event, Measured, Note};
 use crate::engine::results;
@@ -14,15 +15,20 @@ use crate::resource::{
     RunPhase,
 };
 
-/// Records `event` in `status`; returns the notes worth publishing. Every text of the status
-/// is then within its [`bound`], whatever the executor reported.
-pub fn record(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
-    let notes = record_event(status, event, ctx);
+/// Writes `event` into `status`; returns the notes worth publishing. The progress count is
+/// then current, and every text of the status within its [`bound`], whatever the executor
+/// reported.
+pub fn reduce(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+    let notes = apply(status, event, ctx);
+    if !status.cells.is_empty() {
+        // A queued run has no cells yet: its count is the plan's, set by `queued`.
+        status.progress = Some(Measurements::of(status, ctx.repeat).to_string());
+    }
     bound::clip_status(status);
     notes
 }
 
-fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
+fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
     match event {
         Event::SpecRefused { reason, message } => spec_refused(status, reason, message, ctx),
         Event::SpecChanged { message } => spec_changed(status, message, ctx),
@@ -47,11 +53,7 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
             message,
             target_pods,
         } => load_started(status, cell, message, target_pods, ctx.now),
-        Event::CellMeasured { cell, measured } => {
-            let notes = measure_cell(status, cell, *measured, ctx);
-            status.progress = Some(progress(status, ctx.repeat));
-            notes
-        }
+        Event::CellMeasured { cell, measured } => measure_cell(status, cell, *measured, ctx),
         Event::CellFailed {
             cell,
             cause,
@@ -64,9 +66,7 @@ fn record_event(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec
             {
                 c.enforcement = enforcement;
             }
-            let notes = fail_cell(status, cell, cause, message, overhead_seconds, ctx);
-            status.progress = Some(progress(status, ctx.repeat));
-            notes
+            fail_cell(status, cell, cause, message, overhead_seconds, ctx)
         }
         Event::Waiting { message } => {
             status.message = Some(message);
@@ -155,7 +155,7 @@ fn spec_changed(status: &mut BenchmarkRunStatus, message: String, ctx: &Ctx) -> 
 fn queued(status: &mut BenchmarkRunStatus, cells: usize, message: String, ctx: &Ctx) -> Vec<Note> {
     status.message = Some(message.clone());
     status.observed_generation = ctx.generation;
-    status.progress = Some(format!("0/{}", cells * ctx.repeat.max_rounds() as usize));
+    status.progress = Some(Measurements::before_start(cells, ctx.repeat).to_string());
     spec_valid(status, ctx);
     set_condition(
         &mut status.conditions,
@@ -182,7 +182,6 @@ fn admitted(status: &mut BenchmarkRunStatus, cells: Vec<Admission>, ctx: &Ctx) -
             ..CellStatus::default()
         })
         .collect();
-    status.progress = Some(progress(status, ctx.repeat));
     spec_valid(status, ctx);
     set_condition(
         &mut status.conditions,
@@ -207,7 +206,7 @@ fn cell_deploying(
     let Some(c) = status.cells.get_mut(cell) else {
         return Vec::new();
     };
-    let repetition = repetitions_done(c) + 1;
+    let repetition = c.measured_repetitions() + 1;
     c.phase = CellPhase::Deploying;
     // While a repeated cell runs, its start is the current repetition's (each kept in its
     // repetition's entry); once it ends, the first repetition's again.
@@ -265,7 +264,6 @@ fn finished(status: &mut BenchmarkRunStatus, interrupted: bool, ctx: &Ctx) -> Ve
         c.target_pods.clear();
     }
     let end = end::finish_run(status, interrupted, ctx.thresholds, ctx.generation, ctx.now);
-    status.progress = Some(progress(status, ctx.repeat));
     let failed = end.phase == RunPhase::Failed;
     vec![Note {
         warning: failed,
@@ -285,43 +283,6 @@ fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
         ctx.generation,
         ctx.now,
     );
-}
-
-/// Measurements done out of measurements planned, e.g. "2/4" (a printer column): cells, or
-/// when cells repeat, repetitions of cells. A finished cell counts as many as it is done with
-/// (all planned for a fixed count, the ones it took when it stopped on its precision); an
-/// unfinished one plans the most it may take, so the total shrinks as cells stop early.
-pub fn progress(status: &BenchmarkRunStatus, repeat: Repeat) -> String {
-    if !repeat.is_repeated() {
-        return results::progress(status);
-    }
-    let planned = |c: &CellStatus| match (repeat, c.phase.is_finished()) {
-        (Repeat::UntilPrecise { .. }, true) if c.phase == CellPhase::Succeeded => {
-            c.repetitions.len()
-        }
-        _ => repeat.max_rounds() as usize,
-    };
-    let done: usize = status
-        .cells
-        .iter()
-        .map(|c| {
-            if c.phase.is_finished() {
-                planned(c)
-            } else {
-                c.repetitions.len()
-            }
-        })
-        .sum();
-    let total: usize = status.cells.iter().map(planned).sum();
-    format!("{done}/{total}")
-}
-
-/// Repetitions of a cell measured so far (0 when the run does not repeat).
-fn repetitions_done(c: &CellStatus) -> u32 {
-    c.repetitions
-        .iter()
-        .filter(|r| r.phase == CellPhase::Succeeded)
-        .count() as u32
 }
 
 fn measure_cell(
@@ -351,7 +312,7 @@ fn measure_cell(
             format!("cell {name} measured"),
         )];
     }
-    let repetition = repetitions_done(c) + 1;
+    let repetition = c.measured_repetitions() + 1;
     match share {
         Some(cap) => results::repeat::fold_histograms(
             &mut c.histograms,
@@ -506,7 +467,7 @@ fn fail_cell(
     c.target_pods.clear();
     c.histograms.clear();
     let message = if ctx.repeat.is_repeated() {
-        let repetition = repetitions_done(c) + 1;
+        let repetition = c.measured_repetitions() + 1;
         c.repetitions.push(RepetitionStatus {
             repetition,
             phase: CellPhase::Failed,

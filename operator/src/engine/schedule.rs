@@ -1,0 +1,102 @@
+//! Which cell, and which repetition of it, comes next.
+//!
+//! Repetitions are interleaved: every cell measures its first repetition, then every cell its
+//! second, and so on (A B C A B C ...), so that a slow drift of the machine (a neighbour, heat,
+//! a cache warming) spreads over all cells instead of favouring the ones measured first.
+
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, Repeat};
+
+/// One step of a run: a cell, and the repetition of it about to be (or being) measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// Index of the cell in the matrix.
+    pub cell: usize,
+    /// 1-based repetition of that cell.
+    pub repetition: u32,
+}
+
+impl Step {
+    /// The step's cell's phase in `status`: Pending (to deploy), Deploying or Running while it
+    /// is current.
+    pub fn phase(self, status: &BenchmarkRunStatus) -> CellPhase {
+        status
+            .cells
+            .get(self.cell)
+            .map_or(CellPhase::Pending, |c| c.phase)
+    }
+}
+
+/// The step a running run is at, or `None` when no cell is left. A cell being deployed or
+/// measured stays current until it ends; otherwise the unfinished cell with the fewest
+/// repetitions measured goes next, the first in matrix order among equals.
+pub fn next_step(status: &BenchmarkRunStatus) -> Option<Step> {
+    let step = |(cell, c): (usize, &CellStatus)| Step {
+        cell,
+        repetition: c.measured_repetitions() + 1,
+    };
+    let cells = status.cells.iter().enumerate();
+    if let Some(active) = cells
+        .clone()
+        .find(|(_, c)| matches!(c.phase, CellPhase::Deploying | CellPhase::Running))
+    {
+        return Some(step(active));
+    }
+    cells
+        .filter(|(_, c)| !c.phase.is_finished())
+        .min_by_key(|(i, c)| (c.measured_repetitions(), *i))
+        .map(step)
+}
+
+/// How many measurements (cell repetitions) a run has made, and how many it will make in all,
+/// as `status.progress` shows them ("3/8") and both executors' progress displays count them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measurements {
+    /// Measured or failed so far.
+    pub done: usize,
+    /// Done plus the most still to come: a cell that has not finished may take up to `max`
+    /// repetitions; one that has finished takes no more (a failure ends its cell, and an
+    /// adaptive cell that is precise stops early), so the total shrinks as cells end.
+    pub total: usize,
+}
+
+impl Measurements {
+    /// The count of `status` for a run repeating as `repeat` says.
+    pub fn of(status: &BenchmarkRunStatus, repeat: Repeat) -> Measurements {
+        let most = repeat.max_rounds() as usize;
+        let mut m = Measurements { done: 0, total: 0 };
+        for c in &status.cells {
+            let tried = attempts(c);
+            m.done += tried;
+            m.total += if c.phase.is_finished() {
+                tried
+            } else {
+                tried.max(most)
+            };
+        }
+        m
+    }
+
+    /// The count of a run of `cells` cells that has not started.
+    pub fn before_start(cells: usize, repeat: Repeat) -> Measurements {
+        Measurements {
+            done: 0,
+            total: cells * repeat.max_rounds() as usize,
+        }
+    }
+}
+
+impl std::fmt::Display for Measurements {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.done, self.total)
+    }
+}
+
+/// The measurements cell `c` has made: its repetitions (the measured ones and the failed one
+/// that ended it), or, in a run that does not repeat and so records none, one once it ended.
+fn attempts(c: &CellStatus) -> usize {
+    if c.repetitions.is_empty() {
+        usize::from(matches!(c.phase, CellPhase::Succeeded | CellPhase::Failed))
+    } else {
+        c.repetitions.len()
+    }
+}
