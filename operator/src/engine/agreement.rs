@@ -15,7 +15,7 @@ use serde_json::json;
 use super::*;
 use crate::engine::machine::{self, Command, Seen};
 use crate::engine::results;
-use crate::executors::cluster::adapter::{Observation, Settings, decide};
+use crate::executors::cluster::adapter::{Observation, Settings, turn};
 use crate::resource::BenchmarkRun;
 use crate::resource::conditions::time_from_secs;
 use crate::resource::{BenchmarkRunStatus, CellPhase};
@@ -168,7 +168,7 @@ fn on_a_cluster(scenario: &Scenario) -> (BenchmarkRunStatus, Vec<Vec<&'static st
                 ..Observation::default()
             },
         };
-        let d = decide(&run, &obs, &time_from_secs(*at), &settings);
+        let d = turn(&run, &obs, &time_from_secs(*at), &settings);
         commands.push(kinds(&d.commands));
         run.status = Some(d.status);
     }

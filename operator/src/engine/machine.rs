@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{Ctx, Event, Measured, Note, Step, next_step, reduce};
-use crate::resource::conditions::{self, Cause};
+use crate::resource::conditions::{self, Cause, Reason};
 use crate::resource::status::RecordedPod;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
 
@@ -58,10 +58,22 @@ impl Look {
 }
 
 /// What the executor should look at for `status` at `now`, for a run whose warm-up and phases
-/// take `planned_load`.
+/// take `planned_load`. A run that has not started is looked at as its first step about to be
+/// deployed.
 pub fn look(status: &BenchmarkRunStatus, now: &Time, planned_load: Duration) -> Look {
-    if status.phase != RunPhase::Running {
-        return Look::Nothing;
+    match status.phase {
+        // Should the run be admitted now, it deploys its first step in the same advance.
+        RunPhase::Pending => {
+            return Look::BeforeDeploy {
+                at: Step {
+                    cell: 0,
+                    repetition: 1,
+                },
+                after_another: false,
+            };
+        }
+        RunPhase::Running => {}
+        _ => return Look::Nothing,
     }
 
     let Some(step) = next_step(status) else {
@@ -96,11 +108,41 @@ pub struct Ready {
     pub target_pods: Vec<RecordedPod>,
 }
 
-/// What an executor saw of the current step at `ctx.now`: facts, each `None`/empty/false when
-/// not seen. An executor fills in what it can see in the step's phase ([`look`]); which fact
-/// matters, and which wins when several are seen at once, is the machine's to decide.
+/// Where a run stands in an executor's admission queue (the operator's: at most
+/// `--max-active-runs` runs at once, oldest first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueuePlace {
+    /// Runs other than this one that are Running.
+    pub active: usize,
+    /// Pending runs created before this one (they go first).
+    pub ahead: usize,
+    /// Pending runs in the queue, this one included (0 when not computed).
+    pub waiting: usize,
+    /// The most runs allowed to be Running at once.
+    pub max_active: usize,
+}
+
+impl QueuePlace {
+    /// Whether a Pending run may start now: a free slot, and no older run waiting.
+    pub fn admits(&self) -> bool {
+        self.active < self.max_active.max(1) && self.ahead == 0
+    }
+}
+
+/// What an executor saw at `ctx.now`: facts, each `None`/empty/false when not seen. The run's
+/// own facts (a refusal, a changed spec, its place in a queue) whatever the step; then what it
+/// can see of the current step in the step's phase ([`look`]). Which fact matters, and which
+/// wins when several are seen at once, is the machine's to decide.
 #[derive(Debug, Default)]
 pub struct Seen {
+    /// The spec cannot run (invalid, or naming an image the executor may not run): the reason
+    /// (`Reason::InvalidSpec` or another CamelCase word) and the field or rule at fault.
+    pub refused: Option<(Reason, String)>,
+    /// The spec changed while the run was running, in words (which generations).
+    pub spec_changed: Option<String>,
+    /// Where a run that has not started stands in the executor's admission queue; `None` when
+    /// the executor has none (the run starts at once).
+    pub queue: Option<QueuePlace>,
     /// The run was stopped by a signal (local runs).
     pub interrupted: bool,
     /// Processes of an earlier step still running (pod names): they would take CPU from this
@@ -180,6 +222,27 @@ pub struct Advance {
 }
 
 impl Advance {
+    /// When the machine asks to be looked at again ([`Command::WakeIn`]), if it does.
+    pub fn wake_in(&self) -> Option<Duration> {
+        self.commands.iter().rev().find_map(|c| match c {
+            Command::WakeIn(after) => Some(*after),
+            _ => None,
+        })
+    }
+
+    /// Whether the executor was told to do something (more than to look again later): then
+    /// the next look should come at once, to see what it did.
+    pub fn acted(&self) -> bool {
+        self.commands
+            .iter()
+            .any(|c| !matches!(c, Command::WakeIn(_)))
+    }
+
+    /// Whether the run has ended ([`Command::Ended`]).
+    pub fn ended(&self) -> bool {
+        self.commands.contains(&Command::Ended)
+    }
+
     /// Writes `event` into `status` through the reducer, keeping its notes.
     fn happened(&mut self, status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) {
         self.notes.extend(reduce(status, event, ctx));
@@ -194,16 +257,41 @@ pub const STOPPING_SAFETY_NET: Duration = Duration::from_secs(2);
 /// has it (or the deadline passes); the pods' watch events usually bring it first.
 pub const RESULT_POLL: Duration = Duration::from_secs(1);
 
-/// Moves the run's current step by what was `seen`, at most one step: the status changes
-/// through the engine's events, and the commands say what the executor does next. A run with
-/// no step left ends ([`Command::Ended`]).
+/// How often a queued run looks at the queue by itself. Runs leaving phase Running wake the
+/// waiting ones at once (the operator's queue); this only bounds the wait should such a
+/// wake-up be lost.
+pub const QUEUED_SAFETY_NET: Duration = Duration::from_secs(60);
+
+/// Moves the run by what was `seen`, at most one step: the status changes through the
+/// engine's events, and the commands say what the executor does next. In order: a refused
+/// spec fails the run, a spec that changed under a running run fails it, a run that has not
+/// started waits in the queue or is admitted; then its current step moves. A run with no step
+/// left ends ([`Command::Ended`]).
 pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Advance {
     let mut out = Advance {
         overhead_seconds: seen.overhead_seconds.take(),
         enforcement: seen.enforcement.take(),
         ..Advance::default()
     };
-    if status.phase != RunPhase::Running {
+    if status.phase.is_finished() {
+        return out;
+    }
+    if let Some((reason, message)) = seen.refused.take() {
+        abandon(
+            status,
+            Event::SpecRefused { reason, message },
+            ctx,
+            &mut out,
+        );
+        return out;
+    }
+    if status.phase == RunPhase::Running
+        && let Some(message) = seen.spec_changed.take()
+    {
+        abandon(status, Event::SpecChanged { message }, ctx, &mut out);
+        return out;
+    }
+    if status.phase == RunPhase::Pending && !admit(status, seen.queue, ctx, &mut out) {
         return out;
     }
     let Some(step) = next_step(status) else {
@@ -234,6 +322,44 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
         CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
     }
     out
+}
+
+/// The run fails as `event` says (a refused or changed spec). A step that was deployed is
+/// stopped and its objects deleted whatever `spec.cleanup` says: it keeps what a finished step
+/// leaves, while these would go on running what must not.
+fn abandon(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx, out: &mut Advance) {
+    let deployed = next_step(status).filter(|s| {
+        status.phase == RunPhase::Running
+            && matches!(s.phase(status), CellPhase::Deploying | CellPhase::Running)
+    });
+    out.happened(status, event, ctx);
+    if let Some(at) = deployed {
+        out.commands.push(Command::Stop { at, keep: false });
+    }
+}
+
+/// A run that has not started: it starts with its cells when the queue (if the executor has
+/// one) admits it, else waits its turn. True when it started.
+fn admit(
+    status: &mut BenchmarkRunStatus,
+    queue: Option<QueuePlace>,
+    ctx: &Ctx,
+    out: &mut Advance,
+) -> bool {
+    if let Some(q) = queue.filter(|q| !q.admits()) {
+        let queued = Event::Queued {
+            cells: ctx.cells.len(),
+            position: q.ahead + 1,
+            waiting: q.waiting,
+            active: q.active,
+            max_active: q.max_active,
+        };
+        out.happened(status, queued, ctx);
+        out.commands.push(Command::WakeIn(QUEUED_SAFETY_NET));
+        return false;
+    }
+    out.happened(status, Event::admitted(ctx.cells), ctx);
+    true
 }
 
 /// A step about to be deployed: it waits for the previous step's processes to stop (up to

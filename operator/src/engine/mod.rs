@@ -16,6 +16,7 @@
 //! run on a cluster and the same run on one machine give the same commands and end in the
 //! same status document (tested scenario by scenario in `agreement.rs`).
 
+pub mod drive;
 pub mod machine;
 mod reduce;
 pub mod results;

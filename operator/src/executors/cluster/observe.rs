@@ -17,10 +17,11 @@ use kube::{Api, ResourceExt};
 
 use std::sync::Arc;
 
-use super::adapter::{self, Observation, QueueView};
+use super::adapter::{self, Observation};
 use super::build::{self, LOADGEN_CONTAINER};
 use super::error::Error;
 use crate::engine::Step;
+use crate::engine::machine::QueuePlace;
 use crate::engine::machine::{self, Look};
 use crate::executors::cluster::kubelet::reader::{self, KubeletReader};
 use crate::executors::cluster::kubelet::{ContainerFigures, Window};
@@ -55,7 +56,7 @@ pub fn log_limit(generators: usize) -> usize {
 pub async fn observe(
     client: &kube::Client,
     run: &BenchmarkRun,
-    queue: QueueView,
+    queue: QueuePlace,
     now: &Time,
     kubelet: Option<&Arc<KubeletReader>>,
 ) -> Result<Observation, Error> {
@@ -63,18 +64,11 @@ pub async fn observe(
         queue,
         ..Observation::default()
     };
-    let starting = run
-        .status
-        .as_ref()
-        .is_none_or(|s| s.phase == RunPhase::Pending);
-    if starting && queue.admits() {
-        // The run starts now and deploys its first cell in the same step.
-        obs.nodes = list_nodes(client).await?;
+    let status = run.status.clone().unwrap_or_default();
+    if status.phase == RunPhase::Pending && !queue.admits() {
+        // It waits in the queue: nothing of it is deployed, and nothing will be this turn.
         return Ok(obs);
     }
-    let Some(status) = run.status.as_ref() else {
-        return Ok(obs);
-    };
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     // The objects of step `at`: its cell's, for its repetition.
@@ -86,7 +80,7 @@ pub async fn observe(
             repetition: at.repetition,
         })
     };
-    match machine::look(status, now, run.spec.workload.planned_load()) {
+    match machine::look(&status, now, run.spec.workload.planned_load()) {
         Look::Nothing => {}
         Look::BeforeDeploy { after_another, .. } => {
             if after_another {

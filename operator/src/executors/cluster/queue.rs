@@ -21,7 +21,7 @@ use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::adapter::QueueView;
+use crate::engine::machine::QueuePlace;
 use crate::resource::{BenchmarkRun, RunPhase};
 
 /// A reference to a run, as the Controllers key them.
@@ -124,7 +124,7 @@ impl Queue {
         run: &BenchmarkRun,
         caches: &[Store<DeserializeGuard<BenchmarkRun>>],
         max_active: usize,
-    ) -> QueueView {
+    ) -> QueuePlace {
         let me = queue_key(run);
         let mut active = 0;
         let mut ahead = 0;
@@ -149,7 +149,7 @@ impl Queue {
                 }
             }
         }
-        QueueView {
+        QueuePlace {
             active,
             ahead,
             waiting: waiting + 1,

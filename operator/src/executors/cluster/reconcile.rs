@@ -179,7 +179,7 @@ async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, 
     }
 }
 
-/// What one decision came to.
+/// What one turn came to.
 enum Decided {
     /// Decided and carried out; look again then.
     Done(Requeue),
@@ -192,7 +192,7 @@ enum Decided {
 /// last status this operator wrote.
 ///
 /// The status is written first, conditional on the resourceVersion it was decided from, and the
-/// actions follow only once it is stored. So a decision made from an old copy is refused (409)
+/// actions follow only once it is stored. So a turn made from an old copy is refused (409)
 /// before it can change anything, and the objects the operator deletes after a repetition are
 /// deleted only once the status says that repetition is over: a later reconcile never sees
 /// them going while its status still expects them (they would count as a replica that exited).
@@ -210,38 +210,38 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
     let now = (ctx.clock)();
     let obs = observe::observe(&ctx.client, run, queue, &now, ctx.kubelet.as_ref()).await?;
-    let decision = adapter::decide(run, &obs, &now, &ctx.settings);
-    tracing::Span::current().record("phase", decision.status.phase.to_string());
-    log_decision(&decision);
+    let turn = adapter::turn(run, &obs, &now, &ctx.settings);
+    tracing::Span::current().record("phase", turn.status.phase.to_string());
+    log_turn(&turn);
 
-    let deleted = decision
+    let deleted = turn
         .actions
         .iter()
         .any(|a| matches!(a, adapter::Action::DeleteRun));
     let old = run.status.clone().unwrap_or_default();
-    if !deleted && decision.status != old {
-        match write::write_status(&ctx.client, run, &decision.status).await {
+    if !deleted && turn.status != old {
+        match write::write_status(&ctx.client, run, &turn.status).await {
             Ok(version) => ctx.note_written(run, version),
             Err(e) if e.is_conflict() => return Ok(Decided::Stale),
             Err(e) => return Err(e),
         }
-        record_cells(&ctx.metrics, &old, &decision.status);
-        log_transitions(&old, &decision.status);
-        if decision.status.phase != old.phase {
+        record_cells(&ctx.metrics, &old, &turn.status);
+        log_transitions(&old, &turn.status);
+        if turn.status.phase != old.phase {
             // A run that leaves phase Running frees a slot; one that starts moves the others
             // up a place. Either way the waiting runs look again now, not on a timer.
-            ctx.queue.note_phase(run, decision.status.phase);
+            ctx.queue.note_phase(run, turn.status.phase);
             ctx.queue.wake_waiting(&ctx.runs);
         }
     }
     ctx.metrics
-        .set_active_runs(queue.active + usize::from(decision.status.phase == RunPhase::Running));
-    write::carry_out(&ctx.client, run, &decision.actions).await?;
+        .set_active_runs(queue.active + usize::from(turn.status.phase == RunPhase::Running));
+    write::apply_actions(&ctx.client, run, &turn.actions).await?;
     if deleted {
         ctx.forget_written(run);
     }
-    write::publish_events(&ctx.recorder, run, &decision.events).await;
-    Ok(Decided::Done(match decision.requeue {
+    write::publish_events(&ctx.recorder, run, &turn.events).await;
+    Ok(Decided::Done(match turn.requeue {
         Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
         None => Requeue::await_change(),
     }))
@@ -304,27 +304,23 @@ impl Context {
 }
 
 /// At debug, what each reconcile decided: the phase, the step and what it does to the cluster.
-fn log_decision(decision: &adapter::Decision) {
+fn log_turn(turn: &adapter::Turn) {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
     }
-    let step = crate::engine::next_step(&decision.status)
+    let step = crate::engine::next_step(&turn.status)
         .and_then(|s| {
-            let cell = decision.status.cells.get(s.cell)?;
+            let cell = turn.status.cells.get(s.cell)?;
             Some(format!("{} r{} {}", cell.name, s.repetition, cell.phase))
         })
         .unwrap_or_else(|| "-".into());
-    let actions: Vec<String> = decision
-        .actions
-        .iter()
-        .map(adapter::Action::describe)
-        .collect();
+    let actions: Vec<String> = turn.actions.iter().map(adapter::Action::describe).collect();
     tracing::debug!(
-        phase = %decision.status.phase,
+        phase = %turn.status.phase,
         step = %step,
         actions = %actions.join(", "),
-        requeue_secs = decision.requeue.map(|d| d.as_secs()),
-        message = decision.status.message.as_deref().unwrap_or(""),
+        requeue_secs = turn.requeue.map(|d| d.as_secs()),
+        message = turn.status.message.as_deref().unwrap_or(""),
         "decided"
     );
 }

@@ -20,7 +20,7 @@ use crate::resource::{BenchmarkRun, BenchmarkRunStatus};
 pub const FIELD_MANAGER: &str = "benchmatrix-operator";
 
 /// Carries out the actions in order.
-pub async fn carry_out(
+pub async fn apply_actions(
     client: &kube::Client,
     run: &BenchmarkRun,
     actions: &[Action],

@@ -1,6 +1,6 @@
 use super::*;
 use crate::fixtures::{connections, phase};
-use crate::resource::{CellStatus, Configuration};
+use crate::resource::{CellPhase, CellStatus, Configuration};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::Pod;
@@ -58,7 +58,7 @@ fn a_restart_mid_cell_with_the_job_running_changes_nothing() {
         job: Some(running_job()),
         ..Observation::default()
     };
-    let d = decide(
+    let d = turn(
         &run,
         &obs,
         &conditions::time_from_secs(110),
@@ -78,7 +78,7 @@ fn a_restart_mid_cell_with_the_job_running_changes_nothing() {
 #[test]
 fn a_pending_cell_gets_its_deployment_and_service_and_an_event() {
     let run = run_with(None);
-    let d = decide(
+    let d = turn(
         &run,
         &Observation::default(),
         &conditions::time_from_secs(1),
@@ -101,7 +101,7 @@ fn a_run_past_its_deadline_fails_the_cell_with_timeout() {
     // The default 5 m for the load generator's check of the target, 5 s of phases and the
     // default 2 m slack: not yet at 100 + 424, failed at 100 + 426.
     let at = |secs| {
-        decide(
+        turn(
             &run,
             &obs,
             &conditions::time_from_secs(secs),
@@ -139,10 +139,10 @@ fn stop_on_failure_skips_the_rest_and_fails_the_run() {
         ..Observation::default()
     };
     let now = conditions::time_from_secs(101);
-    let d = decide(&run, &obs, &now, &Settings::default());
+    let d = turn(&run, &obs, &now, &Settings::default());
     assert_eq!(d.status.cells[1].phase, CellPhase::Skipped);
     run.status = Some(d.status);
-    let d = decide(&run, &Observation::default(), &now, &Settings::default());
+    let d = turn(&run, &Observation::default(), &now, &Settings::default());
     assert_eq!(d.status.phase, RunPhase::Failed);
     assert!(
         d.status
@@ -178,7 +178,7 @@ fn a_load_generator_whose_target_never_answered_fails_the_cell_as_target_unreach
         loadgen_failure: Some(line.into()),
         ..Observation::default()
     };
-    let d = decide(
+    let d = turn(
         &run,
         &obs,
         &conditions::time_from_secs(400),
@@ -198,7 +198,7 @@ fn a_load_generator_whose_target_never_answered_fails_the_cell_as_target_unreach
         loadgen_failure: Some("error: load-generator worker failed: x".into()),
         ..obs
     };
-    let d = decide(
+    let d = turn(
         &run,
         &obs,
         &conditions::time_from_secs(400),
@@ -232,7 +232,7 @@ fn a_running_cell_without_a_record_records_its_pods_and_then_holds_them_to_it() 
         ..Observation::default()
     };
     let now = conditions::time_from_secs(110);
-    let d = decide(&run, &obs, &now, &Settings::default());
+    let d = turn(&run, &obs, &now, &Settings::default());
     let record = &d.status.cells[1].target_pods;
     assert_eq!(record.len(), 1, "{record:?}");
     assert_eq!((record[0].uid.as_str(), record[0].restarts), ("u1", 0));
@@ -242,7 +242,7 @@ fn a_running_cell_without_a_record_records_its_pods_and_then_holds_them_to_it() 
         target_pods: vec![target_pod("u1", 1)],
         ..obs
     };
-    let d = decide(&run, &obs, &now, &Settings::default());
+    let d = turn(&run, &obs, &now, &Settings::default());
     assert_eq!(d.status.cells[1].phase, CellPhase::Failed);
     assert_eq!(
         d.status.cells[1].reason.as_deref(),
@@ -267,7 +267,7 @@ fn a_running_cell_without_a_record_records_its_pods_and_then_holds_them_to_it() 
         target_pods: vec![oom],
         ..Observation::default()
     };
-    let e = decide(&run, &oom_obs, &now, &Settings::default());
+    let e = turn(&run, &oom_obs, &now, &Settings::default());
     assert_eq!(
         e.status.cells[1].reason.as_deref(),
         Some(Cause::OomKilled.as_str())
@@ -301,7 +301,7 @@ fn a_run_whose_every_cell_failed_ends_failed_not_succeeded() {
         cell.reason = Some(why.into());
     }
     let run = run_with(Some(status));
-    let d = decide(
+    let d = turn(
         &run,
         &Observation::default(),
         &conditions::time_from_secs(200),
@@ -328,7 +328,7 @@ fn a_spec_change_while_running_fails_the_run_instead_of_mixing_results() {
         let mut run = run_with(Some(mid_run()));
         run.spec.cleanup = cleanup;
         run.metadata.generation = Some(2);
-        let d = decide(
+        let d = turn(
             &run,
             &Observation::default(),
             &conditions::time_from_secs(110),
@@ -340,7 +340,7 @@ fn a_spec_change_while_running_fails_the_run_instead_of_mixing_results() {
             assert!(
                 d.actions
                     .iter()
-                    .any(|a| matches!(a, Action::Delete(k, _) if *k == kind)),
+                    .any(|a| matches!(a, Action::Delete(k, _) if k == &kind)),
                 "{cleanup:?}: {kind:?} deleted: {:?}",
                 d.actions
             );

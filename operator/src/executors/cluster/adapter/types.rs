@@ -8,6 +8,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 
+use crate::engine::machine::QueuePlace;
 use crate::executors::cluster::images;
 use crate::resource::BenchmarkRunStatus;
 
@@ -28,7 +29,7 @@ pub struct Observation {
     /// The last log line of a failed load generator pod.
     pub loadgen_failure: Option<String>,
     /// The admission queue, from the operator's cache of all runs.
-    pub queue: QueueView,
+    pub queue: QueuePlace,
     /// Every pod of this run, read before a cell or repetition after the first is deployed: the
     /// previous step's pods must have stopped first.
     pub run_pods: Vec<Pod>,
@@ -41,26 +42,6 @@ pub struct Observation {
     /// The load generator's pods, read while the load runs (one that cannot start fails the
     /// cell at once).
     pub loadgen_pods: Vec<Pod>,
-}
-
-/// Where this run stands among all runs of the cluster.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueView {
-    /// Runs other than this one that are Running.
-    pub active: usize,
-    /// Pending runs created before this one (they go first).
-    pub ahead: usize,
-    /// Pending runs in the queue, this one included (0 when not computed).
-    pub waiting: usize,
-    /// The most runs allowed to be Running at once.
-    pub max_active: usize,
-}
-
-impl QueueView {
-    /// Whether a Pending run may start now: a free slot, and no older run waiting.
-    pub fn admits(&self) -> bool {
-        self.active < self.max_active.max(1) && self.ahead == 0
-    }
 }
 
 /// One change to the cluster.
@@ -119,9 +100,9 @@ pub enum ChildKind {
     Job,
 }
 
-/// The outcome of one decision.
+/// What one turn came to on the cluster.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub struct Turn {
     /// The status to write (written only when it differs from the current one).
     pub status: BenchmarkRunStatus,
     /// Changes to the cluster, in order.
@@ -134,10 +115,6 @@ pub struct Decision {
     /// the log and for tests that hold the executors to the same commands).
     pub commands: Vec<crate::engine::machine::Command>,
 }
-
-/// How often a waiting run looks at the queue by itself. Runs leaving phase Running wake the
-/// waiting ones at once; this only bounds the wait should such a wake-up be lost.
-pub const QUEUED_SAFETY_NET: Duration = Duration::from_secs(60);
 
 /// Operator-wide settings that shape the objects it builds.
 #[derive(Debug, Clone, PartialEq, Eq)]

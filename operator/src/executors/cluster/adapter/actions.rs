@@ -1,0 +1,125 @@
+//! What the machine's commands are on the cluster: the objects to apply or delete, and when to
+//! look again. The objects themselves are `build`'s.
+
+use super::inspect::ReadyTarget;
+use super::types::{Action, Child, ChildKind, Settings};
+use crate::engine::Step;
+use crate::engine::machine::Command;
+use crate::executors::cluster::build;
+use crate::resource::matrix::Cell;
+use crate::resource::{BenchmarkRun, BenchmarkRunStatus, ValidatedRun};
+
+/// What one turn asks of the cluster.
+#[derive(Debug, Default)]
+pub struct Carried {
+    /// Changes to the cluster, in order.
+    pub actions: Vec<Action>,
+    /// When to look again even if nothing watched changes.
+    pub requeue: Option<std::time::Duration>,
+}
+
+/// Does `command` on the cluster. `v` is the run when its spec validated (a refused run has
+/// only its objects to delete), `ready` the target a load starts against.
+pub fn carry_out(
+    run: &BenchmarkRun,
+    v: Option<&ValidatedRun>,
+    status: &BenchmarkRunStatus,
+    command: &Command,
+    ready: Option<&ReadyTarget>,
+    settings: &Settings,
+    out: &mut Carried,
+) {
+    let cell = |at: Step| v.and_then(|v| Some((v, v.cells().get(at.cell)?)));
+    match *command {
+        Command::Deploy(at) => {
+            if let Some((v, cell)) = cell(at) {
+                out.actions
+                    .extend(deployment_and_service(v, cell, at, settings));
+            }
+        }
+        Command::StartLoad(at) => {
+            if let (Some((v, cell)), Some(ready)) = (cell(at), ready) {
+                out.actions
+                    .extend(plan_and_job(v, cell, at, ready, settings));
+            }
+        }
+        // The operator reads a result as soon as the load generator has ended (observe), so
+        // there is nothing to collect apart.
+        Command::Collect(_) => {}
+        Command::Stop { at, keep } => {
+            // Named from the status, so that a run whose spec no longer validates can still
+            // delete what its step made.
+            if !keep && let Some(c) = status.cells.get(at.cell) {
+                let name = build::CellRun {
+                    run,
+                    cell: &c.name,
+                    repetition: at.repetition,
+                }
+                .child_name();
+                out.actions.extend(delete_children(name));
+            }
+        }
+        Command::WakeIn(after) => out.requeue = Some(after),
+        Command::Ended => {
+            if let Some(ttl) = run.spec.ttl_after_finished {
+                out.requeue = Some(ttl.get());
+            }
+        }
+    }
+}
+
+fn deployment_and_service(
+    v: &ValidatedRun,
+    cell: &Cell,
+    at: Step,
+    settings: &Settings,
+) -> [Action; 2] {
+    let r = at.repetition;
+    [
+        Action::Apply(Child::Deployment(Box::new(build::deployment(
+            v,
+            cell,
+            r,
+            &settings.target_image,
+        )))),
+        Action::Apply(Child::Service(Box::new(build::service(v, cell, r)))),
+    ]
+}
+
+fn plan_and_job(
+    v: &ValidatedRun,
+    cell: &Cell,
+    at: Step,
+    ready: &ReadyTarget,
+    settings: &Settings,
+) -> [Action; 2] {
+    let r = at.repetition;
+    [
+        Action::Apply(Child::ConfigMap(Box::new(build::plan_config_map(
+            v,
+            cell,
+            r,
+            &ready.target,
+            &ready.replicas,
+        )))),
+        Action::Apply(Child::Job(Box::new(build::job(
+            v,
+            cell,
+            r,
+            &settings.loadgen_image,
+        )))),
+    ]
+}
+
+/// The deletions of a step's objects, all named `name`.
+pub fn delete_children(name: String) -> Vec<Action> {
+    [
+        ChildKind::Job,
+        ChildKind::ConfigMap,
+        ChildKind::Service,
+        ChildKind::Deployment,
+    ]
+    .into_iter()
+    .map(|k| Action::Delete(k, name.clone()))
+    .collect()
+}

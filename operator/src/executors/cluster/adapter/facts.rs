@@ -1,0 +1,269 @@
+//! What the cluster shows, as the machine's facts ([`Seen`]): the objects of the step the
+//! machine names, turned into what it weighs (a pod that cannot start, a target that is ready,
+//! a load generator's result or failure), and what a repetition measured on the cluster.
+
+use benchmatrix_loadgen::result::RunResult;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::actions::delete_children;
+use super::inspect::{self, ReadyTarget, ready_target};
+use super::previous;
+use super::types::{Action, Observation};
+use crate::engine::machine::{self, Look, Ready, Seen};
+use crate::engine::{Measured, Step, results};
+use crate::executors::cluster::target_pods;
+use crate::resource::conditions::{self, Cause};
+use crate::resource::matrix::Cell;
+use crate::resource::{BenchmarkRun, BenchmarkRunStatus, Enforcement, ValidatedRun};
+
+/// The cluster's objects as the machine's facts about the step `look` names; with the ready
+/// target, which a command to start the load needs. Leftovers of earlier steps, which the
+/// machine does not know of, are deleted here (the executor's own housekeeping).
+pub fn of_step(
+    v: &ValidatedRun,
+    status: &BenchmarkRunStatus,
+    look: Look,
+    obs: &Observation,
+    now: &Time,
+    actions: &mut Vec<Action>,
+) -> (Seen, Option<ReadyTarget>) {
+    let Some((at, cell)) = look.at().and_then(|at| Some((at, v.cells().get(at.cell)?))) else {
+        return (Seen::default(), None);
+    };
+    match look {
+        Look::Nothing => (Seen::default(), None),
+        Look::BeforeDeploy { .. } => (
+            seen_before_deploy(v.run(), cell, at, status, obs, actions),
+            None,
+        ),
+        Look::Target(_) => seen_target(v.run(), cell, obs),
+        Look::Load { .. } => seen_load(v, cell, at, status, obs, now),
+    }
+}
+
+/// Before a step's target is deployed: whether the previous step's pods are still stopping
+/// (their leftovers are deleted) and whether the cell could ever fit on a node.
+fn seen_before_deploy(
+    run: &BenchmarkRun,
+    cell: &Cell,
+    at: Step,
+    status: &BenchmarkRunStatus,
+    obs: &Observation,
+    actions: &mut Vec<Action>,
+) -> Seen {
+    let previous = previous::Previous::of(run, status, at, &obs.run_pods);
+    for name in previous.leftovers {
+        actions.extend(delete_children(name));
+    }
+    Seen {
+        previous_running: previous.stopping,
+        never_fits: inspect::never_fits(run, cell, obs),
+        ..Seen::default()
+    }
+}
+
+/// While the target starts: its pods' failures and readiness, and the target the load needs.
+fn seen_target(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> (Seen, Option<ReadyTarget>) {
+    let ready = ready_target(run, cell, obs);
+    let mut not_ready = inspect::readiness_detail(&obs.target_pods);
+    if let Some(why) = inspect::deployment_trouble(obs.deployment.as_ref()) {
+        not_ready = format!("{why}; {not_ready}");
+    }
+    let seen = Seen {
+        target_broken: inspect::pod_failure(&obs.target_pods),
+        unschedulable: inspect::unschedulable(&obs.target_pods),
+        target_missing: obs.deployment.is_none() || obs.service.is_none(),
+        ready: ready.as_ref().map(|r| match r {
+            Ok(ready) => Ok(Ready {
+                message: format!(
+                    "load generator running against {} ({} replica(s) ready)",
+                    ready.target,
+                    ready.replicas.len()
+                ),
+                target_pods: ready.pods.clone(),
+            }),
+            Err(why) => Err(why.clone()),
+        }),
+        not_ready,
+        ..Seen::default()
+    };
+    (seen, ready.and_then(Result::ok))
+}
+
+/// While the load runs: the replicas and the load generator, its result, and what it takes
+/// to make a missing Job again.
+fn seen_load(
+    v: &ValidatedRun,
+    cell: &Cell,
+    at: Step,
+    status: &BenchmarkRunStatus,
+    obs: &Observation,
+    now: &Time,
+) -> (Seen, Option<ReadyTarget>) {
+    let recorded = &status.cells[at.cell].target_pods;
+    let mut seen = Seen {
+        replica_exited: target_pods::exited(recorded, &obs.target_pods),
+        loadgen_broken: loadgen_cannot_start(obs),
+        result: obs.result.as_ref().map(|res| match res {
+            Ok(doc) => Ok(Box::new(measured(
+                v,
+                at,
+                cell,
+                doc,
+                obs.kubelet.as_ref(),
+                status,
+                now,
+            ))),
+            Err(why) => Err((Cause::ResultUnparsable, why.clone())),
+        }),
+        load_failed: loadgen_failed(obs),
+        target_oom: inspect::target_oom(&obs.target_pods),
+        load_missing: obs.job.is_none(),
+        ..Seen::default()
+    };
+    if seen.load_missing {
+        // A missing Job is made again from the Service address and the pod IPs.
+        let ready = ready_target(v.run(), cell, obs);
+        seen.ready = ready.as_ref().map(|r| {
+            r.as_ref()
+                .map(|ready| Ready {
+                    message: format!(
+                        "load generator made again (its Job had vanished) against {} ({} \
+                         replica(s) ready)",
+                        ready.target,
+                        ready.replicas.len()
+                    ),
+                    target_pods: ready.pods.clone(),
+                })
+                .map_err(Clone::clone)
+        });
+        return (seen, ready.and_then(Result::ok));
+    }
+    // For a step whose pods were never recorded (an operator that kept no record).
+    seen.ready = Some(Ok(Ready {
+        message: String::new(),
+        target_pods: target_pods::recorded(&inspect::ready_pods(obs)),
+    }));
+    (seen, None)
+}
+
+/// A load generator that cannot start (a Secret or key its headers name is missing, its image
+/// cannot be pulled) never will: the cell fails now, not at the load deadline.
+fn loadgen_cannot_start(obs: &Observation) -> Option<(Cause, String)> {
+    let (why, said) = inspect::pod_failure(&obs.loadgen_pods)
+        .filter(|(why, _)| matches!(why, Cause::ChildBroken | Cause::ImagePull))?;
+    let hint = if why == Cause::ChildBroken {
+        " (create the Secrets that spec.workload.endpoints[].headers[].valueFrom name, in the \
+         run's namespace)"
+    } else {
+        ""
+    };
+    Some((why, format!("load generator {said}{hint}")))
+}
+
+/// The load generator's Job failed: why, from its last log line.
+fn loadgen_failed(obs: &Observation) -> Option<(Cause, String)> {
+    let message = inspect::job_failure(obs.job.as_ref()?)?;
+    let (why, detail) = match &obs.loadgen_failure {
+        Some(line) if line.contains("OOMKilled") => (Cause::OomKilled, line.clone()),
+        Some(line) => (Cause::of_loadgen_failure(line), line.clone()),
+        None => (Cause::LoadgenFailed, String::from("no log")),
+    };
+    Some((
+        why,
+        format!("load generator failed: {message}; last log line: {detail}"),
+    ))
+}
+
+/// Where a measured cell's time went on the cluster, in whole seconds (the resolution of the
+/// times in the status): waiting for the previous step's containers to stop, until the target
+/// was ready, and beyond the planned load until the result was read (the Job's pod starting,
+/// running, ending, and the log read). Their sum outside the planned load is the cell's
+/// overhead.
+struct ClusterTiming {
+    waited_secs: i64,
+    ready_secs: i64,
+    beyond_load_secs: i64,
+}
+
+impl ClusterTiming {
+    fn of(
+        v: &ValidatedRun,
+        at: Step,
+        status: &BenchmarkRunStatus,
+        now: &Time,
+    ) -> Option<ClusterTiming> {
+        let c = status.cells.get(at.cell)?;
+        let start = conditions::secs_of(c.start_time.as_ref()?);
+        let load = conditions::secs_of(c.load_start_time.as_ref()?);
+        let planned = v.planned_load().as_secs_f64().round() as i64;
+        // The step before this one ended at the latest completion up to this one's start.
+        let previous = machine::completion_times(status)
+            .map(conditions::secs_of)
+            .filter(|&t| t <= start)
+            .max();
+        Some(ClusterTiming {
+            waited_secs: previous.map_or(0, |p| start - p),
+            ready_secs: (load - start).max(0),
+            beyond_load_secs: (conditions::secs_of(now) - load - planned).max(0),
+        })
+    }
+
+    fn overhead_secs(&self) -> f64 {
+        (self.waited_secs + self.ready_secs + self.beyond_load_secs) as f64
+    }
+}
+
+/// What a repetition measured on the cluster: the result document's figures, the kubelet's,
+/// how the limits were enforced, and where the time went.
+fn measured(
+    v: &ValidatedRun,
+    at: Step,
+    cell: &Cell,
+    doc: &RunResult,
+    kubelet: Option<&crate::executors::cluster::kubelet::ContainerFigures>,
+    status: &BenchmarkRunStatus,
+    now: &Time,
+) -> Measured {
+    let timing = ClusterTiming::of(v, at, status, now);
+    let mut message = format!(
+        "measured {} phase(s) with {} load generator(s)",
+        doc.phases.len(),
+        doc.generators.max(1)
+    );
+    if let Some(t) = &timing {
+        // The load generator's check that every address answers comes before its warm-up, so it
+        // is part of "after the planned load": said apart, it tells a slow Service path (the
+        // cluster's) from a slow result read (the operator's).
+        let check = doc
+            .preflight_seconds
+            .filter(|s| *s >= 0.05)
+            .map(|s| {
+                format!(", {s:.1} s of it the load generator waiting for the target's first answer")
+            })
+            .unwrap_or_default();
+        message.push_str(&format!(
+            "; overhead {} s (previous cell stopped in {} s, target ready in {} s, result read \
+             {} s after the planned load{check})",
+            t.overhead_secs(),
+            t.waited_secs,
+            t.ready_secs,
+            t.beyond_load_secs
+        ));
+    }
+    Measured {
+        results: results::cell_results(doc),
+        target: results::sources::with_kubelet(results::target_stats(doc), kubelet),
+        enforcement: Some(Enforcement {
+            target: "kubernetes".into(),
+            loadgen: Some("kubernetes".into()),
+            detail: Some(format!(
+                "pod resources: cpu {} and memory {} per replica, requests == limits (CFS quota by the kubelet)",
+                cell.cpu, cell.memory
+            )),
+        }),
+        overhead_seconds: timing.as_ref().map(ClusterTiming::overhead_secs),
+        message,
+        histograms: results::histograms(doc),
+    }
+}
