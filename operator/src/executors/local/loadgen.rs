@@ -1,11 +1,11 @@
 //! The load generator as a child process: this binary re-executed as `benchmatrix loadgen`,
-//! in its own cgroup, with its `--progress-json` lines read live from its stderr.
+//! in its own cgroup, with its `--progress-json` lines read live from its stderr and handed to
+//! the runner as wakes (and its output's end as one more).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use benchmatrix_loadgen::request::HeaderValues;
@@ -14,6 +14,7 @@ use super::cgroup::Cgroup;
 use super::guard;
 use super::process::{self, stop_children, tie_to_runner};
 use super::replica_set::{stop_grace, tail};
+use super::wake::{WakeKind, Waker};
 use crate::frontends::progress::ProgressLine;
 
 /// A running load generator.
@@ -24,19 +25,19 @@ pub struct Loadgen {
     cgroup: Cgroup,
     /// Its log file (stdout, and stderr lines that are not progress).
     pub log: PathBuf,
-    /// Progress lines as they arrive.
-    pub progress: Receiver<ProgressLine>,
 }
 
 impl Loadgen {
     /// Starts `benchmatrix loadgen --plan PLAN --out OUT --progress-json` inside `cgroup`, with
-    /// `header_values` (the variables the plan's `valueFrom.env` name) in its environment.
+    /// `header_values` (the variables the plan's `valueFrom.env` name) in its environment; its
+    /// progress lines, and the end of its output, go to `waker`.
     pub fn start(
         plan: &Path,
         out: &Path,
         log: &Path,
         cgroup: Cgroup,
         header_values: &HeaderValues,
+        waker: Waker,
     ) -> std::io::Result<Loadgen> {
         let exe = std::env::current_exe()?;
         let log_file = File::create(log)?;
@@ -56,37 +57,42 @@ impl Loadgen {
         let mut child = cmd.spawn()?;
         guard::watch(child.id());
         let stderr = child.stderr.take();
-        let (tx, rx) = channel();
-        // One reader thread: progress lines to the display, everything else to the log, so a
-        // failing load generator's own words end up in the cell's message.
+        // One reader thread: progress lines to the runner (for the display), everything else
+        // to the log, so a failing load generator's own words end up in the cell's message.
         std::thread::spawn(move || {
-            let Some(stderr) = stderr else { return };
-            let mut log_file = log_file;
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                match ProgressLine::parse(&line) {
-                    Some(p) => {
-                        if tx.send(p).is_err() {
-                            break;
+            if let Some(stderr) = stderr {
+                let mut log_file = log_file;
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    match ProgressLine::parse(&line) {
+                        Some(p) => {
+                            if !waker.wake(WakeKind::Progress(p)) {
+                                return;
+                            }
                         }
-                    }
-                    None => {
-                        let _ = writeln!(log_file, "{line}");
+                        None => {
+                            let _ = writeln!(log_file, "{line}");
+                        }
                     }
                 }
             }
+            waker.wake(WakeKind::OutputClosed);
         });
         Ok(Loadgen {
             child: Some(child),
             cgroup,
             log: log.to_path_buf(),
-            progress: rx,
         })
     }
 
     /// The exit status once it has ended (reaping it); `None` while it runs.
     pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
         process::exit_status(self.child.as_mut()?)
+    }
+
+    /// Its process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
     }
 
     /// Its last lines of output, for failure messages.

@@ -15,6 +15,7 @@ pub mod replica_set;
 pub mod runner;
 pub mod secrets;
 pub mod signals;
+pub mod wake;
 
 use std::process::ExitCode;
 

@@ -5,8 +5,9 @@
 //! 127.0.0.(i+2) at the same port, the local stand-in for a pod IP, so the load generator can
 //! deal connections to each in turn and read each one's `/stats`.
 //!
-//! Everything here is blocking and polls (readiness at 20 ms): the runner starts a handful of processes,
-//! and its own CPU use competes with the target's, so no async runtime is spun up for it.
+//! Everything here is blocking: the runner starts a handful of processes, and its own CPU use
+//! competes with the target's, so no async runtime is spun up for it. What wakes the runner
+//! when a replica ends or starts to answer is `wake`'s.
 
 use std::fs::{self, File};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -39,10 +40,6 @@ pub fn stop_grace() -> Duration {
         STOP_GRACE
     }
 }
-
-/// How often readiness is checked: a replica is seen ready up to this much late, which adds
-/// to every cell's overhead.
-pub const READY_POLL: Duration = Duration::from_millis(20);
 
 /// What to start: the built-in target (this binary re-executed) or any local program.
 #[derive(Debug, Clone)]
@@ -102,6 +99,41 @@ pub enum Readiness {
     NotYet(String),
     /// A replica failed to start.
     Failed(StartError),
+}
+
+/// Whether a cell's replicas answer: the built-in target has printed its `listening on` line in
+/// each replica's output, and GET readinessPath answers 200 at every address the load will use
+/// (on the shared address which replica answers is the kernel's choice, so with the built-in
+/// target the per-process line is what proves each is bound).
+#[derive(Debug, Clone)]
+pub struct ReadinessProbe {
+    builtin: bool,
+    logs: Vec<PathBuf>,
+    addrs: Vec<SocketAddr>,
+    path: String,
+}
+
+impl ReadinessProbe {
+    /// Probes once: `Ok` when every replica answers, else why not.
+    pub fn answers(&self) -> Result<(), String> {
+        let bound = !self.builtin
+            || self.logs.iter().all(|log| {
+                fs::read_to_string(log)
+                    .map(|t| t.contains("listening on "))
+                    .unwrap_or(false)
+            });
+        if !bound {
+            return Err("not every replica printed its `listening on` line".into());
+        }
+        let not_ready = self.addrs.iter().find_map(|&addr| {
+            match http::get(addr, &self.path, Duration::from_millis(500)) {
+                Ok(r) if r.status == 200 => None,
+                Ok(r) => Some(format!("GET {} on {addr} answered {}", self.path, r.status)),
+                Err(e) => Some(format!("GET {} on {addr} failed: {e}", self.path)),
+            }
+        });
+        not_ready.map_or(Ok(()), Err)
+    }
 }
 
 /// The running replicas of one cell. Dropping it stops them and removes their cgroups.
@@ -238,12 +270,15 @@ impl ReplicaSet {
         Ok(())
     }
 
-    /// Looks once whether every replica is alive, the built-in target has printed its
-    /// `listening on` line in each, and GET readinessPath answers 200 at every address in
-    /// `addrs` (on the shared address which replica answers is the kernel's choice, so with the
-    /// built-in target the per-process line is what proves each is bound).
+    /// Looks once whether every replica is alive and answers ([`ReadinessProbe::answers`]).
     pub fn check_ready(&mut self, launch: &Launch) -> Readiness {
-        let builtin = launch.command.is_empty();
+        let answer = self.readiness_probe(launch).answers();
+        self.readiness(answer)
+    }
+
+    /// Whether every replica is ready, given the readiness probe's last `answer`: a replica
+    /// that exited has failed whatever the answer.
+    pub fn readiness(&mut self, answer: Result<(), String>) -> Readiness {
         for r in &mut self.replicas {
             if let Some(status) = process::exit_status(&mut r.child) {
                 r.exited = Some(status);
@@ -257,40 +292,27 @@ impl ReplicaSet {
                 });
             }
         }
-        let bound = !builtin
-            || self.replicas.iter().all(|r| {
-                fs::read_to_string(&r.log)
-                    .map(|t| t.contains("listening on "))
-                    .unwrap_or(false)
-            });
-        let probe = if bound {
-            let not_ready = self.addrs.iter().find_map(|&addr| {
-                match http::get(addr, &launch.readiness_path, Duration::from_millis(500)) {
-                    Ok(r) if r.status == 200 => None,
-                    Ok(r) => Some(format!(
-                        "GET {} on {addr} answered {}",
-                        launch.readiness_path, r.status
-                    )),
-                    Err(e) => Some(format!(
-                        "GET {} on {addr} failed: {e}",
-                        launch.readiness_path
-                    )),
-                }
-            });
-            match not_ready {
-                None => return Readiness::Ready,
-                Some(why) => why,
-            }
-        } else {
-            "not every replica printed its `listening on` line".into()
-        };
-        Readiness::NotYet(format!(
-            "{probe}; last output: {}",
-            self.replicas
-                .first()
-                .map(|r| tail(&r.log, 3))
-                .unwrap_or_default()
-        ))
+        match answer {
+            Ok(()) => Readiness::Ready,
+            Err(why) => Readiness::NotYet(format!(
+                "{why}; last output: {}",
+                self.replicas
+                    .first()
+                    .map(|r| tail(&r.log, 3))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+
+    /// What tells that every replica answers, apart from the processes themselves: a copy a
+    /// probing thread can keep.
+    pub fn readiness_probe(&self, launch: &Launch) -> ReadinessProbe {
+        ReadinessProbe {
+            builtin: launch.command.is_empty(),
+            logs: self.replicas.iter().map(|r| r.log.clone()).collect(),
+            addrs: self.addrs.clone(),
+            path: launch.readiness_path.clone(),
+        }
     }
 
     /// With round-robin spread nothing may answer on the shared 127.0.0.1: a target that binds
@@ -382,6 +404,14 @@ impl ReplicaSet {
                 .filter_map(LiveProcess::read)
                 .collect();
         }
+    }
+
+    /// The processes the replicas had started when the load began ([`Self::watch_descendants`]).
+    pub fn descendant_pids(&self) -> Vec<u32> {
+        self.replicas
+            .iter()
+            .flat_map(|r| r.watched.iter().map(|w| w.pid))
+            .collect()
     }
 
     /// The first replica that has exited, or a process it had started when the load began
@@ -570,7 +600,9 @@ mod tests {
                         message: why,
                     });
                 }
-                Readiness::NotYet(_) => std::thread::sleep(READY_POLL),
+                Readiness::NotYet(_) => {
+                    std::thread::sleep(crate::executors::local::wake::READY_PROBE_PERIOD)
+                }
             }
         }
     }

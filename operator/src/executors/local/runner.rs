@@ -1,60 +1,84 @@
-//! The matrix on this machine: for each cell, start the replicas, run the load generator,
-//! collect, stop, move on; then write `status.yaml`, `report.md` and the charts.
+//! The matrix on this machine: the run engine's executor for one machine. It drives the run to
+//! its end with `engine::drive::run_to_end` — each turn looks at the step's processes, tells the
+//! machine, and does what it commands with processes — then writes `status.yaml`, `report.md`
+//! and the charts.
+//!
+//! Between turns it sleeps until something it watches changes (`super::wake`): a process of
+//! the step ends, the replicas answer, the load generator's output ends, a signal; or until
+//! the machine's [`Command::WakeIn`] is due. Progress lines and CPU readings at phase
+//! boundaries are taken while it waits, without a turn.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use benchmatrix_loadgen::request::HeaderValues;
 use benchmatrix_loadgen::result::RunResult;
 use benchmatrix_quota::host_cpus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::cell::{CellContext, LocalStep, supervise};
+use super::cell::{CellContext, LocalStep};
 use super::cgroup::Backend;
-use super::replica_set::READY_POLL;
 use super::signals;
+use super::wake::{WakeKind, Wakes};
 use crate::engine::Step;
-use crate::engine::machine::{self, Command, Look, Seen};
+use crate::engine::drive::{self, Executor, Waits};
+use crate::engine::machine::{Command, Look, Seen};
 use crate::engine::schedule::Measurements;
 use crate::engine::verdict::outcome::Outcome;
-use crate::engine::{self, Ctx, Event};
 use crate::frontends::progress::{self, Display, Plan};
 use crate::frontends::report::markdown::{self, Notes};
 use crate::frontends::report::{self, RawCell};
-use crate::resource::ValidatedRun;
 use crate::resource::conditions::now;
-use crate::resource::{BenchmarkRunStatus, CellPhase};
+use crate::resource::{BenchmarkRunStatus, CellPhase, ValidatedRun};
 
-/// Everything one run needs besides the spec.
+/// The longest the load generator's last progress lines are waited for once it has ended: it
+/// writes its last phase's line just before it exits, and the line can arrive after the exit
+/// was seen. Its output closed, the reader says so at once.
+const LAST_PROGRESS: Duration = Duration::from_secs(1);
+
+/// Everything one run needs besides the spec, and the step under way.
 pub struct Runner {
     run: ValidatedRun,
     source: PathBuf,
     out: PathBuf,
     backend: Backend,
     display: Display,
-    /// Measurements (cell repetitions) done, measured or failed.
-    done: usize,
-    status: BenchmarkRunStatus,
     raw: Vec<RawCell>,
     fallback_notice: Option<String>,
     /// Header values from `--secrets`, handed to every load generator through its environment.
     header_values: HeaderValues,
+    /// The step whose processes run, and its number in the order run (wakes carry it).
+    current: Option<(LocalStep, Step, u64)>,
+    steps_started: u64,
+    wakes: Wakes,
 }
 
 impl Runner {
     /// Prepares a run of `run` writing into `out`; `header_values` are what its Secret-held
-    /// headers need (see [`super::secrets::read`]).
+    /// headers need (see [`super::secrets::read`]). Its progress goes to stdout.
     pub fn new(
         run: ValidatedRun,
         source: PathBuf,
         out: PathBuf,
         header_values: HeaderValues,
     ) -> std::io::Result<Runner> {
+        let display = Display::new(Plan::of(&run));
+        Runner::with_display(run, source, out, header_values, display)
+    }
+
+    /// As [`Runner::new`], showing progress on `display`.
+    pub fn with_display(
+        run: ValidatedRun,
+        source: PathBuf,
+        out: PathBuf,
+        header_values: HeaderValues,
+        mut display: Display,
+    ) -> std::io::Result<Runner> {
         fs::create_dir_all(out.join("logs"))?;
         fs::create_dir_all(out.join("results"))?;
         fs::create_dir_all(out.join("plans"))?;
         let backend = Backend::detect();
-        let mut display = Display::new(Plan::of(&run));
         let fallback_notice = match &backend {
             Backend::Affinity { reason } => {
                 let n = format!(
@@ -66,21 +90,37 @@ impl Runner {
             }
             _ => None,
         };
-        let mut runner = Runner {
+        let wakes = Wakes::default();
+        signals::wake_on_signal(wakes.waker(0));
+        Ok(Runner {
             run,
             source,
             out,
             backend,
             display,
-            done: 0,
-            status: BenchmarkRunStatus::default(),
             raw: Vec::new(),
             fallback_notice,
             header_values,
-        };
-        let admitted = Event::admitted(runner.run.cells());
-        runner.record(admitted, &now());
-        Ok(runner)
+            current: None,
+            steps_started: 0,
+            wakes,
+        })
+    }
+
+    /// Runs every cell (every repetition, interleaved) and writes the outputs; returns the
+    /// final status. The engine's machine decides each step; this only does what it commands
+    /// and tells it what the processes show.
+    pub fn run_to_end(mut self) -> BenchmarkRunStatus {
+        let mut status = BenchmarkRunStatus::default();
+        let run = self.run.clone();
+        drive::run_to_end(&mut status, &run, &mut self);
+        self.finish(&status);
+        status
+    }
+
+    /// [`Runner::run_to_end`], as the exit code's verdict.
+    pub fn run_all(self) -> Outcome {
+        Outcome::of(&self.run_to_end())
     }
 
     /// What the step `step` of a cell needs of the run.
@@ -95,93 +135,54 @@ impl Runner {
         }
     }
 
-    /// Tells the run engine what happened; it writes the status (the same engine, and so the
-    /// same phases, reasons and conditions, as a run on a cluster).
-    fn record(&mut self, event: Event, at: &Time) {
-        let ctx = Ctx::of(&self.run, None, at);
-        engine::reduce(&mut self.status, event, &ctx);
+    /// Starts the step `at`: its replicas, watched.
+    fn deploy(&mut self, status: &BenchmarkRunStatus, at: Step) {
+        let Measurements { done, total } = Measurements::of(status, self.run.repeat());
+        self.display
+            .show(progress::Update::Measurements { done, total });
+        self.steps_started += 1;
+        let number = self.steps_started;
+        let mut local = LocalStep::new(
+            &self.run,
+            &self.run.cells()[at.cell],
+            self.wakes.waker(number),
+        );
+        local.deploy(&mut self.cell_context(at));
+        self.current = Some((local, at, number));
     }
 
-    /// Runs every cell (every repetition, interleaved) and writes the outputs; returns how it
-    /// ended. The engine's machine decides each step; this only does what it commands and
-    /// tells it what the processes show, as it happens.
-    pub fn run_all(mut self) -> Outcome {
-        let mut current: Option<(LocalStep, Step)> = None;
-        loop {
-            let at = now();
-            let look = machine::look(&self.status, &at, self.run.planned_load());
-            let mut seen = match (&mut current, look) {
-                (Some((local, step)), Look::Target(_) | Look::Load { .. }) => {
-                    let mut cx = self.cell_context(*step);
-                    local.look(&mut cx, look)
-                }
-                _ => Seen::default(),
-            };
-            seen.interrupted = signals::interrupted();
-            let ctx = Ctx::of(&self.run, None, &at);
-            let advance = machine::advance(&mut self.status, seen, &ctx);
-            let acted = advance
-                .commands
-                .iter()
-                .any(|c| !matches!(c, Command::WakeIn(_)));
-            let mut ended = false;
-            for command in advance.commands {
-                ended |= self.carry_out(command, &mut current);
-            }
-            if ended {
-                break;
-            }
-            if !acted {
-                std::thread::sleep(match look {
-                    Look::Target(_) => READY_POLL,
-                    _ => supervise::POLL,
-                });
-            }
-        }
-        self.finish();
-        Outcome::of(&self.status)
+    /// The step under way, with what it needs of the run.
+    fn with_current(&mut self, f: impl FnOnce(&mut LocalStep, &mut CellContext)) {
+        let Some((mut local, at, number)) = self.current.take() else {
+            return;
+        };
+        f(&mut local, &mut self.cell_context(at));
+        self.current = Some((local, at, number));
     }
 
-    /// Does what the machine said, with processes: `current` is the step whose target and load
-    /// generator run. True when the machine says the run has ended.
-    fn carry_out(&mut self, command: Command, current: &mut Option<(LocalStep, Step)>) -> bool {
-        match command {
-            Command::Deploy(at) => {
-                let Measurements { done, total } =
-                    Measurements::of(&self.status, self.run.repeat());
-                self.display
-                    .show(progress::Update::Measurements { done, total });
-                let mut local = LocalStep::new(&self.run, &self.run.cells()[at.cell]);
-                local.deploy(&mut self.cell_context(at));
-                *current = Some((local, at));
-            }
-            Command::StartLoad(_) => {
-                if let Some((local, step)) = current {
-                    local.start_load(&mut self.cell_context(*step));
+    /// Shows the progress lines of the step's load generator still on their way once it has
+    /// ended, until its output closes or [`LAST_PROGRESS`] has passed.
+    fn last_progress(&mut self) {
+        let until = Instant::now() + LAST_PROGRESS;
+        while let Some(wake) = self.wakes.next(until) {
+            match wake.kind {
+                WakeKind::Progress(p) if self.is_current(wake.step) => {
+                    self.with_current(|local, cx| local.progress(cx, &p));
                 }
+                WakeKind::OutputClosed if self.is_current(wake.step) => return,
+                _ => {}
             }
-            Command::Collect(_) => {
-                if let Some((local, step)) = current {
-                    local.collect(&mut self.cell_context(*step));
-                }
-            }
-            Command::Stop { at, .. } => {
-                if let Some((mut local, _)) = current.take() {
-                    local.stop();
-                    self.step_ended(at, local.raw.take());
-                }
-            }
-            Command::WakeIn(_) => {}
-            Command::Ended => return true,
         }
-        false
+    }
+
+    fn is_current(&self, step: u64) -> bool {
+        self.current.as_ref().is_some_and(|c| c.2 == step)
     }
 
     /// A step has ended (the engine has recorded how): shows it, keeps its raw result for the
     /// charts, and writes the status so far, so a crash loses at most one step.
-    fn step_ended(&mut self, step: Step, raw: Option<RunResult>) {
-        self.done += 1;
-        if let Some(c) = self.status.cells.get(step.cell) {
+    fn step_ended(&mut self, status: &BenchmarkRunStatus, step: Step, raw: Option<RunResult>) {
+        if let Some(c) = status.cells.get(step.cell) {
             let last = c
                 .repetitions
                 .last()
@@ -205,28 +206,33 @@ impl Runner {
             }
         }
         if let Some(result) = raw {
-            let cell = self.run.cells()[step.cell].name.clone();
-            // The charts show the latest repetition's timeline of each cell, and say which: of
-            // how many it took once the cell is done, else of the most it may take.
-            let repeat = self.run.repeat();
-            let of = match self.status.cells.get(step.cell) {
-                Some(c) if c.phase.is_finished() && !c.repetitions.is_empty() => {
-                    c.repetitions.len() as u32
-                }
-                _ => repeat.max_rounds(),
-            };
-            self.raw.retain(|r| r.cell != cell);
-            self.raw.push(RawCell {
-                cell,
-                result,
-                repetition: repeat.is_repeated().then_some((step.repetition, of)),
-            });
+            self.keep_raw(status, step, result);
         }
-        self.write_status();
+        write_status(&self.out, status);
     }
 
-    fn finish(&mut self) {
-        self.write_status();
+    /// Keeps the latest repetition's result of each cell: the charts show its timeline, and
+    /// say which repetition it is of how many the cell took once it is done, else of the most
+    /// it may take.
+    fn keep_raw(&mut self, status: &BenchmarkRunStatus, step: Step, result: RunResult) {
+        let cell = self.run.cells()[step.cell].name.clone();
+        let repeat = self.run.repeat();
+        let of = match status.cells.get(step.cell) {
+            Some(c) if c.phase.is_finished() && !c.repetitions.is_empty() => {
+                c.repetitions.len() as u32
+            }
+            _ => repeat.max_rounds(),
+        };
+        self.raw.retain(|r| r.cell != cell);
+        self.raw.push(RawCell {
+            cell,
+            result,
+            repetition: repeat.is_repeated().then_some((step.repetition, of)),
+        });
+    }
+
+    fn finish(&mut self, status: &BenchmarkRunStatus) {
+        write_status(&self.out, status);
         let notes = Notes {
             source: self.source.display().to_string(),
             machine: machine_line(),
@@ -234,9 +240,9 @@ impl Runner {
             extra: self.fallback_notice.iter().cloned().collect(),
         };
         self.display.show(progress::Update::Finished);
-        match report::write_report(&self.out, &self.status, &self.raw, &notes) {
+        match report::write_report(&self.out, status, &self.raw, &notes) {
             Ok(files) => {
-                for line in report::finished_lines(&self.status, &self.out, files.len()) {
+                for line in report::finished_lines(status, &self.out, files.len()) {
                     self.display.line(&line);
                 }
             }
@@ -244,14 +250,87 @@ impl Runner {
         }
         self.backend.remove();
     }
+}
 
-    fn write_status(&self) {
-        if let Err(e) = report::write_status(&self.out, &self.status) {
-            eprintln!(
-                "benchmatrix run: cannot write {}: {e}",
-                self.out.join("status.yaml").display()
-            );
+impl Executor for Runner {
+    fn look(&mut self, _status: &BenchmarkRunStatus, look: Look, _now: &Time) -> Seen {
+        let mut seen = Seen::default();
+        if matches!(look, Look::Target(_) | Look::Load { .. }) {
+            self.with_current(|local, cx| seen = local.look(cx, look));
         }
+        seen.interrupted = signals::interrupted();
+        seen
+    }
+
+    fn carry_out(&mut self, status: &BenchmarkRunStatus, command: &Command) {
+        match *command {
+            Command::Deploy(at) => self.deploy(status, at),
+            Command::StartLoad(_) => self.with_current(|local, cx| local.start_load(cx)),
+            Command::Collect(_) => {
+                self.with_current(|local, cx| local.collect(cx));
+                self.last_progress();
+            }
+            Command::Stop { at, .. } => {
+                if let Some((mut local, _, _)) = self.current.take() {
+                    local.stop();
+                    self.step_ended(status, at, local.raw.take());
+                }
+            }
+            Command::WakeIn(_) | Command::Ended => {}
+        }
+    }
+}
+
+impl Waits for Runner {
+    fn now(&mut self) -> Time {
+        now()
+    }
+
+    fn wait(&mut self, at_most: Duration) {
+        let deadline = Instant::now() + at_most;
+        loop {
+            let Some((local, _, number)) = self.current.as_mut() else {
+                // No step runs: only a signal could change anything, and the machine asked
+                // for this wait.
+                if let Some(w) = self.wakes.next(deadline)
+                    && !matches!(w.kind, WakeKind::Signal)
+                {
+                    continue;
+                }
+                return;
+            };
+            if local.has_news() {
+                return;
+            }
+            let until = local.next_reading().map_or(deadline, |r| r.min(deadline));
+            let number = *number;
+            match self.wakes.next(until) {
+                // A late wake of a step already stopped.
+                Some(w) if w.step != number && !matches!(w.kind, WakeKind::Signal) => {}
+                // For the display only: no news to the machine.
+                Some(w) if matches!(w.kind, WakeKind::Progress(_)) => {
+                    if let WakeKind::Progress(p) = w.kind {
+                        self.with_current(|local, cx| local.progress(cx, &p));
+                    }
+                }
+                Some(_) => return,
+                None => {
+                    self.with_current(|local, _| local.take_readings());
+                    if Instant::now() >= deadline {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn write_status(out: &Path, status: &BenchmarkRunStatus) {
+    if let Err(e) = report::write_status(out, status) {
+        eprintln!(
+            "benchmatrix run: cannot write {}: {e}",
+            out.join("status.yaml").display()
+        );
     }
 }
 

@@ -11,6 +11,7 @@ use crate::executors::local::cgroup::{Cgroup, LimitMethod};
 use crate::executors::local::loadgen::Loadgen;
 use crate::executors::local::replica_set::{Launch, ReplicaSet, free_port};
 use crate::executors::local::signals;
+use crate::executors::local::wake::Waker;
 use crate::frontends::progress::Update;
 use crate::resource::Enforcement;
 use crate::resource::conditions::Cause;
@@ -157,11 +158,12 @@ pub fn alive_before_load(set: &mut ReplicaSet) -> Result<(), Failure> {
 }
 
 /// Starts the load generator on `files` inside `cgroup`, with `header_values` in its
-/// environment.
+/// environment; its progress lines and its end wake the runner through `waker`.
 pub fn start_loadgen(
     files: &LoadFiles,
     cgroup: Cgroup,
     header_values: &HeaderValues,
+    waker: Waker,
 ) -> Result<Loadgen, Failure> {
     Loadgen::start(
         &files.plan,
@@ -169,6 +171,7 @@ pub fn start_loadgen(
         &files.log,
         cgroup,
         header_values,
+        waker,
     )
     .map_err(|e| Failure {
         cause: Cause::LoadgenFailed,

@@ -1,11 +1,12 @@
 //! One step (a cell, or a repetition of it) of a local run, as the run engine's machine
-//! commands it: start the replicas ([`launch`]) and look until they are ready, write the load
-//! generator's plan ([`loadgen_setup`]) and start it, look at the load until it ends ([`supervise`]),
-//! then stop everything and read what was measured ([`collect`]).
+//! commands it: start the replicas ([`launch`]) and look when they are ready, write the load
+//! generator's plan ([`loadgen_setup`]) and start it, look at the load until it ends
+//! ([`supervise`]), then stop everything and read what was measured ([`collect`]).
 //!
 //! Nothing here decides: which failure wins, how long to wait and when the step ends are the
-//! machine's (`crate::engine::machine`). A [`LocalStep`] does what a command says and reports
-//! what it sees as the machine's facts ([`Seen`]), as they happen.
+//! machine's (`crate::engine::machine`). A [`LocalStep`] does what a command says, reports what
+//! it sees as the machine's facts ([`Seen`]), and has its processes watched so that the runner
+//! wakes when one ends or the replicas answer (`super::wake`).
 
 pub mod collect;
 pub mod launch;
@@ -21,9 +22,10 @@ use benchmatrix_loadgen::result::RunResult;
 use super::cgroup::Backend;
 use super::loadgen::Loadgen;
 use super::replica_set::{Launch, Readiness, ReplicaSet};
+use super::wake::{self, ReadyWatch, Waker, Watching};
 use crate::engine::Step;
 use crate::engine::machine::{self, Look, Seen};
-use crate::frontends::progress::Display;
+use crate::frontends::progress::{Display, ProgressLine};
 use crate::resource::ValidatedRun;
 use crate::resource::conditions::Cause;
 use crate::resource::matrix::Cell;
@@ -73,6 +75,12 @@ pub struct LocalStep {
     result: Option<Result<Box<crate::engine::Measured>, (Cause, String)>>,
     /// The load generator's raw result, for the charts.
     pub raw: Option<RunResult>,
+    /// Wakes the runner for this step.
+    waker: Waker,
+    /// The threads watching this step's processes and readiness; dropping them stops them.
+    watching: Vec<Watching>,
+    /// The readiness probe's thread, while the replicas start.
+    probing: Option<ReadyWatch>,
 }
 
 /// Which part of the step a failure comes from, so the machine weighs it in its place.
@@ -84,8 +92,9 @@ enum Failed {
 }
 
 impl LocalStep {
-    /// The step of `cell` about to be deployed.
-    pub fn new(run: &ValidatedRun, cell: &Cell) -> LocalStep {
+    /// The step of `cell` about to be deployed; what it watches wakes the runner through
+    /// `waker`.
+    pub fn new(run: &ValidatedRun, cell: &Cell, waker: Waker) -> LocalStep {
         LocalStep {
             cell: cell.clone(),
             started: Instant::now(),
@@ -100,6 +109,28 @@ impl LocalStep {
             failed: None,
             result: None,
             raw: None,
+            waker,
+            watching: Vec::new(),
+            probing: None,
+        }
+    }
+
+    /// Whether a command of this step failed or its result was read: news for the machine,
+    /// to be looked at without waiting.
+    pub fn has_news(&self) -> bool {
+        self.failed.is_some() || self.result.is_some()
+    }
+
+    /// Wakes the runner when `pid` ends.
+    fn watch_exit(&mut self, pid: u32) {
+        self.watching.push(wake::on_exit(pid, self.waker.clone()));
+    }
+
+    /// Probes the replicas on a thread of its own until they answer, which wakes the runner.
+    fn probe_readiness(&mut self) {
+        if let (Some(set), Some(launch)) = (&self.set, &self.launch) {
+            let probe = set.readiness_probe(launch);
+            self.probing = Some(wake::on_ready(move || probe.answers(), self.waker.clone()));
         }
     }
 
@@ -107,8 +138,12 @@ impl LocalStep {
     pub fn deploy(&mut self, ctx: &mut CellContext) {
         match launch::spawn_replicas(ctx, &self.cell) {
             Ok((set, launch)) => {
+                for pid in set.pids() {
+                    self.watch_exit(pid);
+                }
                 self.set = Some(set);
                 self.launch = Some(launch);
+                self.probe_readiness();
             }
             Err(f) => self.failed = Some((Failed::Target, f)),
         }
@@ -141,12 +176,35 @@ impl LocalStep {
             ));
         }
         launch::alive_before_load(set).map_err(|f| (Failed::ReplicaGone, f))?;
-        let lg = launch::start_loadgen(&files, cgroup, ctx.header_values)
+        let descendants = set.descendant_pids();
+        let lg = launch::start_loadgen(&files, cgroup, ctx.header_values, self.waker.clone())
             .map_err(|f| (Failed::Loadgen, f))?;
+        for pid in descendants.into_iter().chain(lg.pid()) {
+            self.watch_exit(pid);
+        }
         self.files = Some(files);
         self.lg = Some(lg);
         self.watch = Some(supervise::Watch::new(&self.timing));
         Ok(())
+    }
+
+    /// A progress line of this step's load generator: to the display.
+    pub fn progress(&mut self, ctx: &mut CellContext, p: &ProgressLine) {
+        if let Some(watch) = self.watch.as_mut() {
+            watch.progress(ctx, &self.timing, p);
+        }
+    }
+
+    /// When this step next has a reading to take (at a phase boundary), if it has one.
+    pub fn next_reading(&self) -> Option<Instant> {
+        self.watch.as_ref()?.next_reading(&self.timing)
+    }
+
+    /// Takes the readings that are due.
+    pub fn take_readings(&mut self) {
+        if let (Some(watch), Some(set)) = (self.watch.as_mut(), self.set.as_ref()) {
+            watch.take_readings(set, &self.timing);
+        }
     }
 
     /// What the step shows now, as the machine's facts for the phase `look` names.
@@ -188,10 +246,15 @@ impl LocalStep {
         let (Some(set), Some(launch)) = (self.set.as_mut(), self.launch.as_ref()) else {
             return;
         };
-        match set.check_ready(launch) {
+        let answer = self
+            .probing
+            .as_ref()
+            .map_or_else(|| Err("not probed".to_owned()), ReadyWatch::last);
+        match set.readiness(answer) {
             Readiness::NotYet(why) => seen.not_ready = format!("{why} (on {})", set.addr),
             Readiness::Failed(e) => seen.target_broken = Some((e.reason, e.message)),
             Readiness::Ready => {
+                self.probing = None;
                 if let Err(e) = set.finish_start(launch) {
                     seen.target_broken = Some((e.reason, e.message));
                     return;
@@ -212,7 +275,7 @@ impl LocalStep {
 
     /// [`Command::Collect`](crate::engine::machine::Command::Collect): the load generator has
     /// ended; stops everything with the last readings, and reads the result for the next look.
-    pub fn collect(&mut self, ctx: &mut CellContext) {
+    pub fn collect(&mut self, ctx: &CellContext) {
         let (Some(set), Some(mut lg), Some(watch), Some(files), Some(ready)) = (
             self.set.take(),
             self.lg.take(),
@@ -223,7 +286,6 @@ impl LocalStep {
             return;
         };
         let end = supervise::stop(set, &mut lg, true);
-        supervise::last_progress(ctx, &lg);
         let Some(status) = watch.exited else {
             return;
         };

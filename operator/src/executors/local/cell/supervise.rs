@@ -1,5 +1,6 @@
 //! Watching a cell's load until it ends, then stopping the load generator and the replicas
-//! with the last readings taken.
+//! with the last readings taken. The runner is woken by what ends and by the load generator's
+//! progress lines; the readings at phase boundaries it takes when they are due.
 
 use std::net::SocketAddr;
 use std::process::ExitStatus;
@@ -12,11 +13,6 @@ use crate::executors::local::loadgen::Loadgen;
 use crate::executors::local::replica_set::ReplicaSet;
 use crate::frontends::progress::{ProgressLine, Update};
 use crate::resource::BenchmarkRunSpec;
-
-/// How often the runner looks at a running cell. Each look is a few system calls; the load
-/// generator's end is noticed up to one interval late, and that lateness adds to every cell's
-/// overhead (at 50 ms it was 25 ms on average).
-pub const POLL: Duration = Duration::from_millis(20);
 
 /// Each replica's CPU reading at one moment, in replica order (`None`: unreadable).
 pub type Readings = Vec<Option<CpuUsage>>;
@@ -58,43 +54,64 @@ impl Watch {
         }
     }
 
-    /// Looks once: the load generator's progress to the display, CPU readings at phase
-    /// boundaries, then a replica's exit and the load generator's end. A replica that exits
-    /// ends the load: its figures would be another cell's.
+    /// A progress line of the load generator: to the display, and, at a phase's start, how
+    /// late the phase began (which moves the boundaries the readings are taken at).
+    pub fn progress(&mut self, ctx: &mut CellContext, timing: &LoadTiming, p: &ProgressLine) {
+        let figures = &p.figures;
+        // A phase's last line comes after its workers have handed in their totals, later
+        // than the phase's end by however long that took: it says nothing of lateness.
+        if !p.ended
+            && let Some(planned) = timing.planned_start(ctx.run.spec(), &figures.phase)
+        {
+            let began = self
+                .load_started
+                .elapsed()
+                .saturating_sub(Duration::from_secs_f64(figures.elapsed_secs.max(0.0)));
+            self.late_by = self.late_by.max(began.saturating_sub(planned));
+        }
+        show(ctx, p);
+    }
+
+    /// When the next CPU reading is due: the end of warm-up or of a phase but the last (whose
+    /// end is read as the load ends, see [`stop`]), as late as the phases began.
+    pub fn next_reading(&self, timing: &LoadTiming) -> Option<Instant> {
+        let last = timing.boundaries.len().saturating_sub(1);
+        let (_, &b) = self
+            .cpu_at
+            .iter()
+            .zip(&timing.boundaries)
+            .take(last)
+            .find(|(at, _)| at.is_none())?;
+        Some(self.load_started + b + self.late_by)
+    }
+
+    /// Takes the CPU readings that are due.
+    pub fn take_readings(&mut self, set: &ReplicaSet, timing: &LoadTiming) {
+        let elapsed = self.load_started.elapsed();
+        let last = timing.boundaries.len().saturating_sub(1);
+        for (at, &b) in self.cpu_at.iter_mut().zip(&timing.boundaries).take(last) {
+            if at.is_none() && elapsed >= b + self.late_by {
+                *at = Some(set.usage_each());
+            }
+        }
+    }
+
+    /// Looks once: the readings due, then a replica's exit and the load generator's end. A
+    /// replica that exits ends the load: its figures would be another cell's.
     pub fn look(
         &mut self,
-        ctx: &mut CellContext,
+        ctx: &CellContext,
         set: &mut ReplicaSet,
         lg: &mut Loadgen,
         timing: &LoadTiming,
     ) -> LoadLook {
         let spec = ctx.run.spec();
         let boundaries = &timing.boundaries;
-        while let Ok(p) = lg.progress.try_recv() {
-            let figures = &p.figures;
-            // A phase's last line comes after its workers have handed in their totals, later
-            // than the phase's end by however long that took: it says nothing of lateness.
-            if !p.ended
-                && let Some(planned) = timing.planned_start(spec, &figures.phase)
-            {
-                let began = self
-                    .load_started
-                    .elapsed()
-                    .saturating_sub(Duration::from_secs_f64(figures.elapsed_secs.max(0.0)));
-                self.late_by = self.late_by.max(began.saturating_sub(planned));
-            }
-            show(ctx, &p);
-        }
         let elapsed = self.load_started.elapsed();
         if self.exited.is_none() {
             self.wall = elapsed;
         }
-        let last = boundaries.len().saturating_sub(1);
-        for (at, &b) in self.cpu_at.iter_mut().zip(boundaries).take(last) {
-            if at.is_none() && elapsed >= b + self.late_by {
-                *at = Some(set.usage_each());
-            }
-        }
+        self.take_readings(set, timing);
         let mut look = LoadLook::default();
         if self.exited.is_none()
             && let Some(status) = lg.try_wait()
@@ -123,19 +140,6 @@ fn show(ctx: &mut CellContext, p: &ProgressLine) {
     } else {
         Update::PhaseProgress { step, figures }
     });
-}
-
-/// Shows the progress lines still on their way once the load generator has been stopped: it
-/// writes its last phase's line just before it exits, and the line can arrive after the exit
-/// was seen. Its output closed, the reader hangs up; a second is the most this waits.
-pub fn last_progress(ctx: &mut CellContext, lg: &Loadgen) {
-    let until = Instant::now() + Duration::from_secs(1);
-    while let Ok(p) = lg
-        .progress
-        .recv_timeout(until.saturating_duration_since(Instant::now()))
-    {
-        show(ctx, &p);
-    }
 }
 
 /// What was read of the replicas as the load ended.
