@@ -28,10 +28,11 @@ pub struct Loadgen {
 }
 
 impl Loadgen {
-    /// Starts `benchmatrix loadgen --plan PLAN --out OUT --progress-json` inside `cgroup`, with
+    /// Starts `PROGRAM loadgen --plan PLAN --out OUT --progress-json` inside `cgroup`, with
     /// `header_values` (the variables the plan's `valueFrom.env` name) in its environment; its
     /// progress lines, and the end of its output, go to `waker`.
     pub fn start(
+        program: &Path,
         plan: &Path,
         out: &Path,
         log: &Path,
@@ -39,9 +40,8 @@ impl Loadgen {
         header_values: &HeaderValues,
         waker: Waker,
     ) -> std::io::Result<Loadgen> {
-        let exe = std::env::current_exe()?;
         let log_file = File::create(log)?;
-        let mut cmd = Command::new(exe);
+        let mut cmd = Command::new(program);
         cmd.arg("loadgen")
             .arg("--plan")
             .arg(plan)

@@ -46,7 +46,9 @@ pub fn stop_grace() -> Duration {
 pub struct Launch {
     /// Name of the cell; names the cgroups and log files.
     pub cell: String,
-    /// The argv to run; empty means the built-in target (`current_exe() target ...`).
+    /// The benchmatrix program that serves the built-in target (this one, normally).
+    pub program: PathBuf,
+    /// The argv to run; empty means the built-in target (`PROGRAM target ...`).
     pub command: Vec<String>,
     /// Concurrency mode (flag `--mode` for the built-in target, env BENCH_MODE for all).
     pub mode: String,
@@ -514,11 +516,7 @@ fn statistics_address(output: &str) -> Option<SocketAddr> {
 fn target_command(launch: &Launch, host: Ipv4Addr) -> Result<Command, StartError> {
     let host = host.to_string();
     let mut cmd = if launch.command.is_empty() {
-        let exe = std::env::current_exe().map_err(|e| StartError {
-            reason: Cause::SpawnFailed,
-            message: format!("cannot find this program to re-execute it as the target: {e}"),
-        })?;
-        let mut c = Command::new(exe);
+        let mut c = Command::new(&launch.program);
         c.args([
             "target",
             "--mode",
@@ -569,6 +567,7 @@ mod tests {
     fn launch(cell: &str, dir: &Path, command: Vec<String>) -> Launch {
         Launch {
             cell: cell.into(),
+            program: std::env::current_exe().unwrap(),
             command,
             mode: "single".into(),
             pool_size: "auto".into(),

@@ -48,6 +48,8 @@ pub struct Runner {
     fallback_notice: Option<String>,
     /// Header values from `--secrets`, handed to every load generator through its environment.
     header_values: HeaderValues,
+    /// The benchmatrix program that serves as the built-in target and the load generator.
+    program: PathBuf,
     /// The step whose processes run, and its number in the order run (wakes carry it).
     current: Option<(LocalStep, Step, u64)>,
     steps_started: u64,
@@ -92,6 +94,8 @@ impl Runner {
         };
         let wakes = Wakes::default();
         signals::wake_on_signal(wakes.waker(0));
+        // This program re-executed: a fresh checkout needs nothing installed.
+        let program = std::env::current_exe()?;
         Ok(Runner {
             run,
             source,
@@ -101,10 +105,18 @@ impl Runner {
             raw: Vec::new(),
             fallback_notice,
             header_values,
+            program,
             current: None,
             steps_started: 0,
             wakes,
         })
+    }
+
+    /// Serves the built-in target and the load generator with `program` (a benchmatrix binary)
+    /// instead of this program: for a process that is not benchmatrix itself, such as a test.
+    pub fn with_program(mut self, program: PathBuf) -> Runner {
+        self.program = program;
+        self
     }
 
     /// Runs every cell (every repetition, interleaved) and writes the outputs; returns the
@@ -132,6 +144,7 @@ impl Runner {
             display: &mut self.display,
             step,
             header_values: &self.header_values,
+            program: &self.program,
         }
     }
 

@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use benchmatrix_loadgen::request::HeaderValues;
-
 use super::loadgen_setup::{LoadFiles, LoadgenPlacement};
 use super::{CellContext, Failure};
 use crate::executors::local::cgroup::{Cgroup, LimitMethod};
@@ -41,6 +39,7 @@ pub fn spawn_replicas(ctx: &mut CellContext, cell: &Cell) -> Result<(ReplicaSet,
     })?;
     let launch = Launch {
         cell: cell.name.clone(),
+        program: ctx.program.to_path_buf(),
         command: spec.target.command.clone(),
         mode: cell.mode.as_str().to_string(),
         pool_size: cell.pool_size.env_value(),
@@ -157,20 +156,21 @@ pub fn alive_before_load(set: &mut ReplicaSet) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Starts the load generator on `files` inside `cgroup`, with `header_values` in its
-/// environment; its progress lines and its end wake the runner through `waker`.
+/// Starts the load generator on `files` inside `cgroup`, with the run's header values in
+/// its environment; its progress lines and its end wake the runner through `waker`.
 pub fn start_loadgen(
+    ctx: &CellContext,
     files: &LoadFiles,
     cgroup: Cgroup,
-    header_values: &HeaderValues,
     waker: Waker,
 ) -> Result<Loadgen, Failure> {
     Loadgen::start(
+        ctx.program,
         &files.plan,
         &files.result,
         &files.log,
         cgroup,
-        header_values,
+        ctx.header_values,
         waker,
     )
     .map_err(|e| Failure {

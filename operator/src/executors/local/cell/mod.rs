@@ -46,6 +46,8 @@ pub struct CellContext<'a> {
     pub step: Step,
     /// Header values the load generator gets through its environment (from `--secrets`).
     pub header_values: &'a HeaderValues,
+    /// The benchmatrix program that serves as the built-in target and the load generator.
+    pub program: &'a Path,
 }
 
 /// Why a part of a step failed.
@@ -177,7 +179,7 @@ impl LocalStep {
         }
         launch::alive_before_load(set).map_err(|f| (Failed::ReplicaGone, f))?;
         let descendants = set.descendant_pids();
-        let lg = launch::start_loadgen(&files, cgroup, ctx.header_values, self.waker.clone())
+        let lg = launch::start_loadgen(ctx, &files, cgroup, self.waker.clone())
             .map_err(|f| (Failed::Loadgen, f))?;
         for pid in descendants.into_iter().chain(lg.pid()) {
             self.watch_exit(pid);
