@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::file::PlanFile;
-use super::workload::{Spread, Workload};
+use super::workload::{Phase, Spread, Stream, Workload};
 use crate::duration::Duration;
 use crate::limits::{
     MAX_CONNECTIONS_PER_PHASE, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_GENERATORS,
@@ -19,42 +19,13 @@ impl Workload {
     pub fn validate(&self) -> Result<(), Vec<FieldError>> {
         let mut errors = Vec::new();
         self.validate_into("workload", &mut errors);
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
+        into_result(errors)
     }
 
     fn validate_into(&self, root: &str, errors: &mut Vec<FieldError>) {
-        if self.endpoints.is_empty() {
-            errors.push(FieldError::new(
-                format!("{root}.endpoints"),
-                "at least one endpoint is required",
-            ));
-        }
-        let mut names = HashSet::new();
-        for (i, e) in self.endpoints.iter().enumerate() {
-            let at = format!("{root}.endpoints[{i}]");
-            if e.name.trim().is_empty() {
-                errors.push(FieldError::new(format!("{at}.name"), "must not be empty"));
-            } else if !names.insert(e.name.as_str()) {
-                errors.push(FieldError::new(
-                    format!("{at}.name"),
-                    format!("duplicate endpoint name {:?}", e.name),
-                ));
-            }
-            check_request_path(&format!("{at}.path"), &e.path, errors);
-            check_endpoint(e, &at, errors);
-        }
+        let names = self.check_endpoints(root, errors);
         if let Some(t) = self.timeout {
-            if t.is_zero() {
-                errors.push(FieldError::new(
-                    format!("{root}.timeout"),
-                    "must be greater than 0",
-                ));
-            }
-            check_duration_bound(t, &format!("{root}.timeout"), errors);
+            check_positive_duration(t, &format!("{root}.timeout"), errors);
         }
         check_duration_bound(self.warmup, &format!("{root}.warmup"), errors);
         if self.phases.is_empty() {
@@ -66,96 +37,160 @@ impl Workload {
         let mut phase_names = HashSet::new();
         for (p, phase) in self.phases.iter().enumerate() {
             let at = format!("{root}.phases[{p}]");
-            if phase.name.trim().is_empty() {
-                errors.push(FieldError::new(format!("{at}.name"), "must not be empty"));
-            } else if !phase_names.insert(phase.name.as_str()) {
-                errors.push(FieldError::new(
-                    format!("{at}.name"),
-                    format!("duplicate phase name {:?}", phase.name),
-                ));
-            }
-            if phase.duration.is_zero() {
-                errors.push(FieldError::new(
-                    format!("{at}.duration"),
-                    "must be greater than 0",
-                ));
-            }
-            check_duration_bound(phase.duration, &format!("{at}.duration"), errors);
-            let phase_connections: u64 = phase
-                .load
-                .iter()
-                .filter_map(|s| s.connections)
-                .map(u64::from)
-                .sum();
-            // A stream over its own bound is reported as such, not again as the phase's total.
-            let streams_within = phase
-                .load
-                .iter()
-                .all(|s| s.connections.unwrap_or(0) <= MAX_CONNECTIONS_PER_STREAM);
-            if streams_within && phase_connections > u64::from(MAX_CONNECTIONS_PER_PHASE) {
-                errors.push(FieldError::new(
-                    format!("{at}.load"),
-                    format!(
-                        "the streams' connections add up to {phase_connections}; a phase may have at most {MAX_CONNECTIONS_PER_PHASE}"
-                    ),
-                ));
-            }
+            check_name("phase", &phase.name, &at, &mut phase_names, errors);
+            check_positive_duration(phase.duration, &format!("{at}.duration"), errors);
+            check_phase_connections(phase, &at, errors);
             if phase.load.is_empty() {
                 errors.push(FieldError::new(
                     format!("{at}.load"),
                     "at least one stream is required",
                 ));
             }
-            let mut seen = HashSet::new();
+            let mut loaded = HashSet::new();
             for (s, stream) in phase.load.iter().enumerate() {
                 let at = format!("{at}.load[{s}]");
-                if !names.contains(stream.endpoint.as_str()) {
-                    let known: Vec<_> = self.endpoints.iter().map(|e| e.name.as_str()).collect();
-                    errors.push(FieldError::new(
-                        format!("{at}.endpoint"),
-                        format!(
-                            "unknown endpoint {:?} (known: {})",
-                            stream.endpoint,
-                            known.join(", ")
-                        ),
-                    ));
-                } else if !seen.insert(stream.endpoint.as_str()) {
-                    errors.push(FieldError::new(
-                        format!("{at}.endpoint"),
-                        format!(
-                            "endpoint {:?} is loaded twice in one phase; results are reported per endpoint",
-                            stream.endpoint
-                        ),
-                    ));
-                }
-                match (stream.connections, stream.rate) {
-                    (Some(_), Some(_)) | (None, None) => errors.push(FieldError::new(
-                        at.clone(),
-                        "set exactly one of connections (closed loop) or rate (open loop)",
-                    )),
-                    (Some(0), None) => errors.push(FieldError::new(
-                        format!("{at}.connections"),
-                        "must be at least 1",
-                    )),
-                    (Some(c), None) if c > MAX_CONNECTIONS_PER_STREAM => {
-                        errors.push(FieldError::new(
-                            format!("{at}.connections"),
-                            format!("{c} is more than the {MAX_CONNECTIONS_PER_STREAM} connections a stream may have"),
-                        ))
-                    }
-                    (None, Some(r)) if !(r.is_finite() && r > 0.0) => errors.push(FieldError::new(
-                        format!("{at}.rate"),
-                        "must be a number greater than 0",
-                    )),
-                    (None, Some(r)) if r > MAX_RATE_PER_STREAM => errors.push(FieldError::new(
-                        format!("{at}.rate"),
-                        format!("{r} is above the {MAX_RATE_PER_STREAM} requests per second a stream may send"),
-                    )),
-                    _ => {}
-                }
+                self.check_stream_endpoint(stream, &at, &names, &mut loaded, errors);
+                check_stream_mode(stream, &at, errors);
             }
         }
     }
+
+    /// Checks each endpoint's name, path and request; returns the names, for the streams.
+    fn check_endpoints(&self, root: &str, errors: &mut Vec<FieldError>) -> HashSet<&str> {
+        if self.endpoints.is_empty() {
+            errors.push(FieldError::new(
+                format!("{root}.endpoints"),
+                "at least one endpoint is required",
+            ));
+        }
+        let mut names = HashSet::new();
+        for (i, e) in self.endpoints.iter().enumerate() {
+            let at = format!("{root}.endpoints[{i}]");
+            check_name("endpoint", &e.name, &at, &mut names, errors);
+            check_request_path(&format!("{at}.path"), &e.path, errors);
+            check_endpoint(e, &at, errors);
+        }
+        names
+    }
+
+    /// A stream loads one of the endpoints (`names`), and no endpoint twice in a phase
+    /// (`loaded` holds those the phase's earlier streams load).
+    fn check_stream_endpoint<'a>(
+        &self,
+        stream: &'a Stream,
+        at: &str,
+        names: &HashSet<&str>,
+        loaded: &mut HashSet<&'a str>,
+        errors: &mut Vec<FieldError>,
+    ) {
+        if !names.contains(stream.endpoint.as_str()) {
+            let known: Vec<_> = self.endpoints.iter().map(|e| e.name.as_str()).collect();
+            errors.push(FieldError::new(
+                format!("{at}.endpoint"),
+                format!(
+                    "unknown endpoint {:?} (known: {})",
+                    stream.endpoint,
+                    known.join(", ")
+                ),
+            ));
+        } else if !loaded.insert(stream.endpoint.as_str()) {
+            errors.push(FieldError::new(
+                format!("{at}.endpoint"),
+                format!(
+                    "endpoint {:?} is loaded twice in one phase; results are reported per endpoint",
+                    stream.endpoint
+                ),
+            ));
+        }
+    }
+}
+
+/// The errors found, or `Ok` when there are none.
+fn into_result(errors: Vec<FieldError>) -> Result<(), Vec<FieldError>> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// The name of an endpoint or a phase (`kind`) at `at` is not blank and not one that `seen`
+/// already holds; it is added to `seen`.
+fn check_name<'a>(
+    kind: &str,
+    name: &'a str,
+    at: &str,
+    seen: &mut HashSet<&'a str>,
+    errors: &mut Vec<FieldError>,
+) {
+    if name.trim().is_empty() {
+        errors.push(FieldError::new(format!("{at}.name"), "must not be empty"));
+    } else if !seen.insert(name) {
+        errors.push(FieldError::new(
+            format!("{at}.name"),
+            format!("duplicate {kind} name {name:?}"),
+        ));
+    }
+}
+
+/// The phase's closed-loop connections together are within [`MAX_CONNECTIONS_PER_PHASE`].
+fn check_phase_connections(phase: &Phase, at: &str, errors: &mut Vec<FieldError>) {
+    let phase_connections: u64 = phase
+        .load
+        .iter()
+        .filter_map(|s| s.connections)
+        .map(u64::from)
+        .sum();
+    // A stream over its own bound is reported as such, not again as the phase's total.
+    let streams_within = phase
+        .load
+        .iter()
+        .all(|s| s.connections.unwrap_or(0) <= MAX_CONNECTIONS_PER_STREAM);
+    if streams_within && phase_connections > u64::from(MAX_CONNECTIONS_PER_PHASE) {
+        errors.push(FieldError::new(
+            format!("{at}.load"),
+            format!(
+                "the streams' connections add up to {phase_connections}; a phase may have at most {MAX_CONNECTIONS_PER_PHASE}"
+            ),
+        ));
+    }
+}
+
+/// A stream sets exactly one of `connections` and `rate`, within its bounds.
+fn check_stream_mode(stream: &Stream, at: &str, errors: &mut Vec<FieldError>) {
+    match (stream.connections, stream.rate) {
+        (Some(_), Some(_)) | (None, None) => errors.push(FieldError::new(
+            at,
+            "set exactly one of connections (closed loop) or rate (open loop)",
+        )),
+        (Some(0), None) => errors.push(FieldError::new(
+            format!("{at}.connections"),
+            "must be at least 1",
+        )),
+        (Some(c), None) if c > MAX_CONNECTIONS_PER_STREAM => errors.push(FieldError::new(
+            format!("{at}.connections"),
+            format!(
+                "{c} is more than the {MAX_CONNECTIONS_PER_STREAM} connections a stream may have"
+            ),
+        )),
+        (None, Some(r)) if !(r.is_finite() && r > 0.0) => errors.push(FieldError::new(
+            format!("{at}.rate"),
+            "must be a number greater than 0",
+        )),
+        (None, Some(r)) if r > MAX_RATE_PER_STREAM => errors.push(FieldError::new(
+            format!("{at}.rate"),
+            format!("{r} is above the {MAX_RATE_PER_STREAM} requests per second a stream may send"),
+        )),
+        _ => {}
+    }
+}
+
+/// A duration that must be greater than 0 and at most [`MAX_DURATION`].
+fn check_positive_duration(d: Duration, path: &str, errors: &mut Vec<FieldError>) {
+    if d.is_zero() {
+        errors.push(FieldError::new(path, "must be greater than 0"));
+    }
+    check_duration_bound(d, path, errors);
 }
 
 /// A path that goes into a request line as is: it starts with "/" and has no space or control
@@ -261,13 +296,7 @@ impl PlanFile {
         }
         if let Some(p) = &self.preflight {
             check_request_path("preflight.path", &p.path, &mut errors);
-            if p.timeout.is_zero() {
-                errors.push(FieldError::new(
-                    "preflight.timeout",
-                    "must be greater than 0",
-                ));
-            }
-            check_duration_bound(p.timeout, "preflight.timeout", &mut errors);
+            check_positive_duration(p.timeout, "preflight.timeout", &mut errors);
         }
         if self.workload.spread == Spread::RoundRobin && self.replicas.is_empty() {
             errors.push(FieldError::new(
@@ -276,10 +305,6 @@ impl PlanFile {
             ));
         }
         self.workload.validate_into("workload", &mut errors);
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
+        into_result(errors)
     }
 }
