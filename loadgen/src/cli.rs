@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, GeneratorShare, RunConfig};
 use crate::limits::{MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_RATE_PER_STREAM, MAX_THREADS};
+use crate::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, GeneratorShare, RunConfig};
 use crate::plan::{self, Duration, Endpoint, FieldError, Header, Phase, Spread, Stream, Workload};
 use crate::request::HeaderValues;
 use crate::result::RunResult;
@@ -145,7 +145,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             let _ = writeln!(err, "{line}");
         }
     };
-    let result = match engine::run(&cfg, &mut on_progress) {
+    let result = match load::run(&cfg, &mut on_progress) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

@@ -1,4 +1,5 @@
-//! The engine: worker threads, phases back to back, and the result document.
+//! Putting the load on the target: worker threads running the closed and open loops, phases back
+//! to back, and the result document.
 //!
 //! Each worker is an OS thread with its own current-thread tokio runtime (no work stealing, no
 //! cross-thread wake-ups on the request path). The coordinating thread hands each worker its
