@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::StreamCtx;
+use super::worker::StreamCtx;
 use crate::conn::{Conn, Response};
 use crate::recorder::Recorder;
 use crate::request::SuccessSet;

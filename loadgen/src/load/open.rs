@@ -19,8 +19,8 @@ use std::rc::Rc;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::StreamCtx;
 use super::closed::{After, connect_until, micros, settle};
+use super::worker::StreamCtx;
 use crate::conn::Conn;
 use crate::recorder::{LATE_SEND_THRESHOLD, Recorder};
 
