@@ -4,46 +4,13 @@
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::exchange::{self, After, connect_until};
 use super::worker::StreamCtx;
-use crate::conn::{Conn, Response};
+use crate::conn::Conn;
 use crate::recorder::Recorder;
-use crate::request::SuccessSet;
-use crate::result::ErrorKind;
-
-/// Pause after a failed connect, so a closed port is not hammered in a busy loop.
-pub(crate) const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(10);
-
-/// Opens a connection to `addr` before `deadline`; failures are recorded (as connect errors) and `None`
-/// returned. `None` is also returned without recording when `end` comes first.
-pub(crate) async fn connect_until(
-    ctx: &StreamCtx,
-    rec: &RefCell<Recorder>,
-    end: Instant,
-    addr: SocketAddr,
-) -> Option<Conn> {
-    let deadline = (Instant::now() + ctx.timeout).min(end);
-    match tokio::time::timeout_at(deadline, Conn::connect(addr)).await {
-        Ok(Ok(c)) => {
-            rec.borrow_mut().totals.connections_opened += 1;
-            Some(c)
-        }
-        Ok(Err(_)) => {
-            rec.borrow_mut().failure(ErrorKind::Connect);
-            let pause = (Instant::now() + CONNECT_RETRY_PAUSE).min(end);
-            tokio::time::sleep_until(pause).await;
-            None
-        }
-        Err(_) if deadline < end => {
-            rec.borrow_mut().failure(ErrorKind::Connect);
-            None
-        }
-        Err(_) => None,
-    }
-}
 
 /// Runs one closed-loop connection to `addr` until `end`; a reconnect goes to the same address,
 /// so a connection keeps its replica.
@@ -67,84 +34,10 @@ pub(crate) async fn run_connection(
                 None => continue,
             },
         };
-        let sent = Instant::now();
-        let deadline = (sent + ctx.timeout).min(end);
-        sleep.as_mut().reset(deadline);
-        let outcome = tokio::select! {
-            biased;
-            r = c.exchange(&ctx.request, ctx.bodiless_answer) => Some(r),
-            _ = &mut sleep => None,
-        };
-        let done = Instant::now();
-        let after = settle(
-            &mut rec.borrow_mut(),
-            &ctx.success,
-            outcome,
-            deadline >= end,
-            micros(done - sent),
-            None,
-        );
-        match after {
+        match exchange::send(ctx, rec, c, sleep.as_mut(), end, None).await {
             After::Keep => {}
             After::Reconnect => conn = None,
             After::PhaseOver => return,
         }
     }
-}
-
-/// What a connection loop does once a request's outcome is recorded.
-pub(crate) enum After {
-    /// Send the next request on the same connection.
-    Keep,
-    /// The connection cannot carry another request: open a new one.
-    Reconnect,
-    /// The phase ended while the request was in flight: stop.
-    PhaseOver,
-}
-
-/// Records the outcome of one request, the same way in both loops. An answer whose status
-/// `success` holds is a success; `outcome` is `None` when the request's deadline came first;
-/// `phase_over` says whether that deadline was the phase's end (then the request is neither a
-/// success nor an error, only cut). `latency_us` and `uncorrected_us` are what a success
-/// records.
-pub(crate) fn settle(
-    rec: &mut Recorder,
-    success: &SuccessSet,
-    outcome: Option<Result<Response, ErrorKind>>,
-    phase_over: bool,
-    latency_us: u64,
-    uncorrected_us: Option<u64>,
-) -> After {
-    match outcome {
-        Some(Ok(resp)) => {
-            if success.contains(resp.status) {
-                rec.success(latency_us, uncorrected_us);
-            } else {
-                rec.failure(ErrorKind::of_unlisted_status(resp.status));
-            }
-            if resp.keep_alive {
-                After::Keep
-            } else {
-                After::Reconnect
-            }
-        }
-        Some(Err(kind)) => {
-            rec.failure(kind);
-            After::Reconnect
-        }
-        None if phase_over => {
-            rec.totals.in_flight_at_end += 1;
-            After::PhaseOver
-        }
-        None => {
-            rec.failure(ErrorKind::Timeout);
-            After::Reconnect
-        }
-    }
-}
-
-/// Whole microseconds of `d`, saturating.
-#[inline]
-pub(crate) fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

@@ -9,6 +9,7 @@
 //! (every replica at once, so a boundary costs at most one probe timeout; `stats`).
 
 mod closed;
+mod exchange;
 mod open;
 mod phase;
 mod stats;
