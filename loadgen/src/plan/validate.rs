@@ -28,24 +28,14 @@ impl Workload {
             check_positive_duration(t, &format!("{root}.timeout"), errors);
         }
         check_duration_bound(self.warmup, &format!("{root}.warmup"), errors);
-        if self.phases.is_empty() {
-            errors.push(FieldError::new(
-                format!("{root}.phases"),
-                "at least one phase is required",
-            ));
-        }
+        check_not_empty(&self.phases, format!("{root}.phases"), "phase", errors);
         let mut phase_names = HashSet::new();
         for (p, phase) in self.phases.iter().enumerate() {
             let at = format!("{root}.phases[{p}]");
             check_name("phase", &phase.name, &at, &mut phase_names, errors);
             check_positive_duration(phase.duration, &format!("{at}.duration"), errors);
             check_phase_connections(phase, &at, errors);
-            if phase.load.is_empty() {
-                errors.push(FieldError::new(
-                    format!("{at}.load"),
-                    "at least one stream is required",
-                ));
-            }
+            check_not_empty(&phase.load, format!("{at}.load"), "stream", errors);
             let mut loaded = HashSet::new();
             for (s, stream) in phase.load.iter().enumerate() {
                 let at = format!("{at}.load[{s}]");
@@ -57,12 +47,12 @@ impl Workload {
 
     /// Checks each endpoint's name, path and request; returns the names, for the streams.
     fn check_endpoints(&self, root: &str, errors: &mut Vec<FieldError>) -> HashSet<&str> {
-        if self.endpoints.is_empty() {
-            errors.push(FieldError::new(
-                format!("{root}.endpoints"),
-                "at least one endpoint is required",
-            ));
-        }
+        check_not_empty(
+            &self.endpoints,
+            format!("{root}.endpoints"),
+            "endpoint",
+            errors,
+        );
         let mut names = HashSet::new();
         for (i, e) in self.endpoints.iter().enumerate() {
             let at = format!("{root}.endpoints[{i}]");
@@ -111,6 +101,16 @@ fn into_result(errors: Vec<FieldError>) -> Result<(), Vec<FieldError>> {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// A list that needs at least one `what` (an endpoint, a phase, a stream).
+fn check_not_empty<T>(items: &[T], path: String, what: &str, errors: &mut Vec<FieldError>) {
+    if items.is_empty() {
+        errors.push(FieldError::new(
+            path,
+            format!("at least one {what} is required"),
+        ));
     }
 }
 
