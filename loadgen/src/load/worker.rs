@@ -40,6 +40,7 @@ impl StreamCtx {
     }
 }
 
+/// How a worker runs its share of a stream.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum WorkerMode {
     /// One connection per address in the stream's `addrs`.
@@ -47,13 +48,16 @@ pub(super) enum WorkerMode {
     Open(open::Schedule),
 }
 
+/// A worker's share of one stream of a phase.
 pub(super) struct WorkerStream {
+    /// The stream's place in the phase.
     pub index: usize,
     pub request: Arc<Prepared>,
     pub mode: WorkerMode,
     pub addrs: Vec<SocketAddr>,
 }
 
+/// A phase for a worker to run: its streams between `start` and `end`.
 pub(super) struct PhaseCmd {
     pub timeout: Duration,
     pub start: Instant,
@@ -61,6 +65,7 @@ pub(super) struct PhaseCmd {
     pub streams: Vec<WorkerStream>,
 }
 
+/// What a worker reports: each second's counts, and its totals when the phase is done.
 pub(super) enum Msg {
     Second {
         second: u32,
@@ -71,6 +76,7 @@ pub(super) enum Msg {
     },
 }
 
+/// A worker thread and the channel that hands it phases.
 pub(super) struct Worker {
     pub commands: Sender<PhaseCmd>,
     thread: std::thread::JoinHandle<()>,
