@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, GeneratorShare, RunConfig};
 use crate::limits::{MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_RATE_PER_STREAM, MAX_THREADS};
+use crate::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, GeneratorShare, RunConfig};
 use crate::plan::{self, Duration, Endpoint, FieldError, Header, Phase, Spread, Stream, Workload};
 use crate::request::HeaderValues;
 use crate::result::RunResult;
@@ -145,7 +145,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             let _ = writeln!(err, "{line}");
         }
     };
-    let result = match engine::run(&cfg, &mut on_progress) {
+    let result = match load::run(&cfg, &mut on_progress) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -332,38 +332,55 @@ struct OneOffFlags {
 /// Parses and checks every one-off flag, reporting all that are wrong at once; a missing URL is
 /// reported on its own.
 fn check_one_off_flags(args: &Args) -> Result<OneOffFlags, Vec<FieldError>> {
-    let mut errors = Vec::new();
-    let url = match &args.url {
-        None => {
-            return Err(vec![field(
-                "URL",
-                "give a target URL (e.g. http://127.0.0.1:8080/) or --plan FILE",
-            )]);
-        }
-        Some(u) => u
-            .parse::<TargetUrl>()
-            .map_err(|e| errors.push(field("URL", e.to_string())))
-            .ok(),
+    let Some(url) = &args.url else {
+        return Err(vec![field(
+            "URL",
+            "give a target URL (e.g. http://127.0.0.1:8080/) or --plan FILE",
+        )]);
     };
+    let mut errors = Vec::new();
+    let url = url
+        .parse::<TargetUrl>()
+        .map_err(|e| errors.push(field("URL", e.to_string())))
+        .ok();
     let duration = cli_duration("--duration", &args.duration)
         .map_err(|e| errors.push(e))
         .ok();
-    let timeout = args
-        .timeout
-        .as_deref()
-        .map(|t| cli_duration("--timeout", t))
+    let timeout = optional_duration("--timeout", args.timeout.as_deref(), &mut errors);
+    let warmup = optional_duration("--warmup", args.warmup.as_deref(), &mut errors);
+    check_load_flags(args, &mut errors);
+    check_durations(duration, timeout, warmup, &mut errors);
+    if let Some(p) = &args.stats_path
+        && !p.starts_with('/')
+    {
+        errors.push(field("--stats-path", "must start with \"/\""));
+    }
+    match (url, duration, errors.is_empty()) {
+        (Some(url), Some(duration), true) => Ok(OneOffFlags {
+            url,
+            duration,
+            timeout,
+            warmup,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// An optional duration flag, parsed; a bad one goes to `errors`.
+fn optional_duration(
+    flag: &str,
+    text: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Duration> {
+    text.map(|t| cli_duration(flag, t))
         .transpose()
         .map_err(|e| errors.push(e))
         .ok()
-        .flatten();
-    let warmup = args
-        .warmup
-        .as_deref()
-        .map(|t| cli_duration("--warmup", t))
-        .transpose()
-        .map_err(|e| errors.push(e))
-        .ok()
-        .flatten();
+        .flatten()
+}
+
+/// `--connections`, `--rate` and `--threads`, when given, are within their bounds.
+fn check_load_flags(args: &Args, errors: &mut Vec<FieldError>) {
     match args.connections {
         Some(0) => errors.push(field("--connections", "must be at least 1")),
         Some(c) if c > MAX_CONNECTIONS_PER_STREAM => errors.push(field(
@@ -385,6 +402,16 @@ fn check_one_off_flags(args: &Args) -> Result<OneOffFlags, Vec<FieldError>> {
     if let Err(e) = check_threads(args.threads) {
         errors.push(e);
     }
+}
+
+/// `--duration` and `--timeout` are greater than 0, and no duration flag is over
+/// [`MAX_DURATION`].
+fn check_durations(
+    duration: Option<Duration>,
+    timeout: Option<Duration>,
+    warmup: Option<Duration>,
+    errors: &mut Vec<FieldError>,
+) {
     if matches!(duration, Some(d) if d.is_zero()) {
         errors.push(field("--duration", "must be greater than 0"));
     }
@@ -404,20 +431,6 @@ fn check_one_off_flags(args: &Args) -> Result<OneOffFlags, Vec<FieldError>> {
                 format!("{d} is longer than the {MAX_DURATION} allowed"),
             ));
         }
-    }
-    if let Some(p) = &args.stats_path
-        && !p.starts_with('/')
-    {
-        errors.push(field("--stats-path", "must start with \"/\""));
-    }
-    match (url, duration, errors.is_empty()) {
-        (Some(url), Some(duration), true) => Ok(OneOffFlags {
-            url,
-            duration,
-            timeout,
-            warmup,
-        }),
-        _ => Err(errors),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::result::ErrorKind;
 /// Size of the per-connection read buffer; a response head must fit in it.
 const BUF_SIZE: usize = 16 * 1024;
 
-/// The parts of a response the engine uses.
+/// The parts of a response the connection loops use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Response {
     /// Status code.

@@ -10,12 +10,17 @@ use std::str::FromStr;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::limits::MAX_ANY_DURATION;
-
 /// The regular expression the JSON schema publishes for a [`Duration`]; the parser accepts
 /// this language (whole numbers followed by `h`, `m`, `s` or `ms`, largest unit first is
 /// customary but not required), up to [`MAX_ANY_DURATION`].
 pub const DURATION_PATTERN: &str = r"^([0-9]+(h|m|s|ms))+$";
+
+/// Longest duration any field accepts (`ttlAfterFinished` may keep a run this long): 365 days,
+/// written "8760h". The duration parser refuses anything longer, so no duration string can
+/// overflow a clock or a date, whatever field it is given in.
+///
+/// [`crate::limits`] publishes it with the other bounds.
+pub const MAX_ANY_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A span of time serialized as a string such as `"500ms"`, `"15s"`, `"2m"` or `"1m30s"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -231,10 +236,7 @@ mod tests {
             let err = long.parse::<Duration>().unwrap_err().to_string();
             assert!(err.contains("8760h"), "{long}: {err}");
         }
-        assert_eq!(
-            "8760h".parse::<Duration>().unwrap(),
-            crate::limits::MAX_ANY_DURATION
-        );
+        assert_eq!("8760h".parse::<Duration>().unwrap(), MAX_ANY_DURATION);
     }
 
     #[test]

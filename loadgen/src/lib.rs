@@ -7,9 +7,9 @@
 pub mod cli;
 pub mod conn;
 pub mod duration;
-pub mod engine;
 pub mod histogram;
 pub mod limits;
+pub mod load;
 pub mod plan;
 pub mod preflight;
 pub mod probe;

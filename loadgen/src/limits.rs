@@ -36,10 +36,10 @@ pub const MAX_RATE_PER_STREAM: f64 = 10_000_000.0;
 /// bound keeps every deadline computed from these far from clock overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
-/// Longest duration any field accepts (`ttlAfterFinished` may keep a run this long): 365 days,
-/// written "8760h". The duration parser refuses anything longer, so no duration string can
-/// overflow a clock or a date, whatever field it is given in.
-pub const MAX_ANY_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+// Longest duration any field accepts: 365 days ("8760h"). It is defined beside the parser that
+// refuses anything longer, since this module builds its own bounds from `Duration`: so the two
+// modules depend on each other one way only.
+pub use crate::duration::MAX_ANY_DURATION;
 
 /// Most replicas of one configuration: 64 pods (or local processes), as the CRD has always
 /// said; beyond that a single target's cell is a capacity test of the cluster, not of the

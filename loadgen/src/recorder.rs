@@ -1,7 +1,7 @@
 //! Per-worker, per-stream measurement: phase histograms, counters, and the current second.
 //!
 //! Each worker thread owns its recorders (no locks, no atomics on the request path); the
-//! engine adds them together with `Histogram::add` when the phase ends, which is exact.
+//! coordinating thread adds them together with `Histogram::add` when the phase ends, which is exact.
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::result::{LatencyMs, Percentile, RunResult, StreamMode};
+use crate::result::{LatencyMs, Percentile, ReplicaStats, RunResult, StreamMode, StreamResult};
 
 /// Marks a percentile that its samples cannot support (see [`Percentile::min_samples`]).
 const THIN: &str = "*";
@@ -38,80 +38,91 @@ pub fn render(r: &RunResult) -> String {
     for p in &r.phases {
         let _ = writeln!(out, "phase {} ({:.1} s)", p.name, p.duration_secs);
         for s in &p.streams {
-            let mode = match s.mode {
-                StreamMode::Closed => "closed loop",
-                StreamMode::Open => "open loop",
-            };
-            let _ = writeln!(
-                out,
-                "  {} [{}]  requests {}  errors {}  rps {:.1}  connections opened {}",
-                s.endpoint, mode, s.requests, s.errors, s.rps, s.connections_opened
-            );
-            let label = match s.mode {
-                StreamMode::Open => "latency ms (from intended send)",
-                StreamMode::Closed => "latency ms",
-            };
-            let samples = s.samples();
-            let _ = writeln!(
-                out,
-                "    {label}, {samples} sample(s): {}",
-                latency_line(s.latency_ms.as_ref(), samples)
-            );
-            if let Some(u) = &s.uncorrected_latency_ms {
-                let _ = writeln!(
-                    out,
-                    "    uncorrected (from actual send): {}",
-                    latency_line(Some(u), samples)
-                );
-            }
-            let thin = Percentile::unsupported_by(samples);
-            if samples > 0 && !thin.is_empty() {
-                let needs: Vec<String> = thin
-                    .iter()
-                    .map(|p| format!("{p} needs {}", p.min_samples()))
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "    {THIN} from fewer samples than the percentile needs ({}): run a longer \
-                     phase to rely on it",
-                    needs.join(", ")
-                );
-            }
-            if let (Some(offered), Some(late)) = (s.offered_rps, s.late_sends) {
-                let _ = writeln!(out, "    offered rate {offered:.1}/s, late sends {late}");
-            }
-            let kinds = s.errors_by_kind.nonzero();
-            if !kinds.is_empty() {
-                let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
-                let _ = writeln!(out, "    errors by kind: {}", list.join(", "));
-            }
-            if s.in_flight_at_end > 0 {
-                let _ = writeln!(
-                    out,
-                    "    cut in flight at phase end: {}",
-                    s.in_flight_at_end
-                );
-            }
+            render_stream(&mut out, s);
         }
         for t in &p.target_stats {
-            match (&t.error, t.cpu_seconds_in_phase) {
-                (Some(e), _) => {
-                    let _ = writeln!(out, "  target {}: {e}", t.address);
-                }
-                (None, cpu) => {
-                    let peak = t
-                        .end
-                        .as_ref()
-                        .and_then(|e| e.rss_peak_bytes)
-                        .map(|b| format!("{:.1} MiB", b / 1048576.0))
-                        .unwrap_or_else(|| "?".into());
-                    let cpu = cpu.map(|c| format!("{c:.2}")).unwrap_or_else(|| "?".into());
-                    let _ = writeln!(out, "  target {}: cpu s {cpu}, rss peak {peak}", t.address);
-                }
-            }
+            render_replica(&mut out, t);
         }
     }
     out
+}
+
+/// A stream's lines: its counts, its latency (and the uncorrected latency of an open loop),
+/// then whatever else there is to say about it.
+fn render_stream(out: &mut String, s: &StreamResult) {
+    let mode = match s.mode {
+        StreamMode::Closed => "closed loop",
+        StreamMode::Open => "open loop",
+    };
+    let _ = writeln!(
+        out,
+        "  {} [{}]  requests {}  errors {}  rps {:.1}  connections opened {}",
+        s.endpoint, mode, s.requests, s.errors, s.rps, s.connections_opened
+    );
+    let label = match s.mode {
+        StreamMode::Open => "latency ms (from intended send)",
+        StreamMode::Closed => "latency ms",
+    };
+    let samples = s.samples();
+    let _ = writeln!(
+        out,
+        "    {label}, {samples} sample(s): {}",
+        latency_line(s.latency_ms.as_ref(), samples)
+    );
+    if let Some(u) = &s.uncorrected_latency_ms {
+        let _ = writeln!(
+            out,
+            "    uncorrected (from actual send): {}",
+            latency_line(Some(u), samples)
+        );
+    }
+    let thin = Percentile::unsupported_by(samples);
+    if samples > 0 && !thin.is_empty() {
+        let needs: Vec<String> = thin
+            .iter()
+            .map(|p| format!("{p} needs {}", p.min_samples()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "    {THIN} from fewer samples than the percentile needs ({}): run a longer \
+             phase to rely on it",
+            needs.join(", ")
+        );
+    }
+    if let (Some(offered), Some(late)) = (s.offered_rps, s.late_sends) {
+        let _ = writeln!(out, "    offered rate {offered:.1}/s, late sends {late}");
+    }
+    let kinds = s.errors_by_kind.nonzero();
+    if !kinds.is_empty() {
+        let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(out, "    errors by kind: {}", list.join(", "));
+    }
+    if s.in_flight_at_end > 0 {
+        let _ = writeln!(
+            out,
+            "    cut in flight at phase end: {}",
+            s.in_flight_at_end
+        );
+    }
+}
+
+/// A replica's line: what reading its `/stats` said, or the CPU time and peak memory it used.
+fn render_replica(out: &mut String, t: &ReplicaStats) {
+    match (&t.error, t.cpu_seconds_in_phase) {
+        (Some(e), _) => {
+            let _ = writeln!(out, "  target {}: {e}", t.address);
+        }
+        (None, cpu) => {
+            let peak = t
+                .end
+                .as_ref()
+                .and_then(|e| e.rss_peak_bytes)
+                .map(|b| format!("{:.1} MiB", b / 1048576.0))
+                .unwrap_or_else(|| "?".into());
+            let cpu = cpu.map(|c| format!("{c:.2}")).unwrap_or_else(|| "?".into());
+            let _ = writeln!(out, "  target {}: cpu s {cpu}, rss peak {peak}", t.address);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //!
 //! Only plain HTTP/1.1 is spoken (load tests run against 127.0.0.1 or an in-cluster Service), so
 //! this small parser replaces a URL crate and refuses `https` with a clear message instead of
-//! failing later inside the engine.
+//! failing later, once the load has started.
 
 use std::fmt;
 use std::str::FromStr;

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use benchmatrix_loadgen::engine::{self, RunConfig};
 use benchmatrix_loadgen::limits::MAX_RATE_PER_STREAM;
+use benchmatrix_loadgen::load::{self, RunConfig};
 use benchmatrix_loadgen::plan::{self, Endpoint, Phase, Spread, Stream, Workload};
 use common::{Behaviour, TestServer};
 
@@ -61,7 +61,7 @@ fn timing_open_loop_at_the_maximum_rate_ends_by_its_deadline() {
         header_values: Default::default(),
     };
     let started = Instant::now();
-    let r = engine::run(&cfg, &mut |_| {}).unwrap();
+    let r = load::run(&cfg, &mut |_| {}).unwrap();
     let took = started.elapsed();
     // 1 s phase after a 20 ms start lead; 300 ms of grace for a busy 2-core machine.
     assert!(

@@ -1,12 +1,12 @@
-//! The engine against servers whose behaviour is known: a fixed delay, a one-second freeze.
+//! The load ([`load::run`]) against servers whose behaviour is known: a fixed delay, a one-second freeze.
 
 mod common;
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use benchmatrix_loadgen::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
 use benchmatrix_loadgen::histogram;
+use benchmatrix_loadgen::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
 use benchmatrix_loadgen::plan::{self, Spread, Stream, Workload};
 use benchmatrix_loadgen::result::{self, RunResult, StreamResult};
 use common::{Behaviour, TestServer, closed};
@@ -39,7 +39,7 @@ fn config(server: &TestServer, workload: Workload, threads: usize) -> RunConfig 
 }
 
 fn run(cfg: &RunConfig) -> RunResult {
-    engine::run(cfg, &mut |_| {}).unwrap()
+    load::run(cfg, &mut |_| {}).unwrap()
 }
 
 /// Fraction of the stream's (corrected) histogram above `ms`.
@@ -255,7 +255,7 @@ workload:
     };
     let mut lines = Vec::new();
     let started = Instant::now();
-    let r = engine::run(&cfg, &mut |p| lines.push(p.clone())).unwrap();
+    let r = load::run(&cfg, &mut |p| lines.push(p.clone())).unwrap();
     assert!(started.elapsed() < Duration::from_secs(6));
     let names: Vec<_> = r.phases.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["one", "two"]);

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use benchmatrix_loadgen::engine::{self, RunConfig};
+use benchmatrix_loadgen::load::{self, RunConfig};
 use benchmatrix_loadgen::plan::{self, Endpoint, Phase, Spread, Stream, Workload};
 
 /// Accepts connections and never answers; returns the address and the accept times.
@@ -74,7 +74,7 @@ fn run(
         header_values: Default::default(),
     };
     let started = Instant::now();
-    let r = engine::run(&cfg, &mut |_| {}).unwrap();
+    let r = load::run(&cfg, &mut |_| {}).unwrap();
     let took = started.elapsed();
     let times = accepted
         .lock()
@@ -194,7 +194,7 @@ fn timing_silent_replicas_delay_the_next_phase_by_one_probe_timeout_not_one_each
         preflight: None,
         header_values: Default::default(),
     };
-    let r = engine::run(&cfg, &mut |_| {}).unwrap();
+    let r = load::run(&cfg, &mut |_| {}).unwrap();
     let mut load: Vec<Instant> = replicas[0].1.lock().unwrap().clone();
     load.sort();
     assert_eq!(load.len(), 8, "4 connections per phase");

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use benchmatrix_loadgen::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, EngineError, RunConfig};
+use benchmatrix_loadgen::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, EngineError, RunConfig};
 use benchmatrix_loadgen::plan::{self, Preflight, Spread};
 use benchmatrix_loadgen::result::RunResult;
 use common::{Behaviour, TestServer, closed, closed_port};
@@ -46,7 +46,7 @@ fn config(
 
 fn run(cfg: &RunConfig) -> (Result<RunResult, EngineError>, Duration) {
     let started = Instant::now();
-    let r = engine::run(cfg, &mut |_| {});
+    let r = load::run(cfg, &mut |_| {});
     (r, started.elapsed())
 }
 

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use benchmatrix_loadgen::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
+use benchmatrix_loadgen::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
 use benchmatrix_loadgen::plan::{self, PlanFile};
 use benchmatrix_loadgen::result::RunResult;
 
@@ -242,7 +242,7 @@ fn run_in_process(server: &Recorder, endpoints: &str, load: &str) -> RunResult {
         header_values: Default::default(),
         preflight: None,
     };
-    engine::run(&cfg, &mut |_| {}).unwrap()
+    load::run(&cfg, &mut |_| {}).unwrap()
 }
 
 #[test]

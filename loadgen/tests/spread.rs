@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::atomic::Ordering;
 
-use benchmatrix_loadgen::engine::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
+use benchmatrix_loadgen::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig};
 use benchmatrix_loadgen::plan::{Spread, Stream};
 use common::{Behaviour, TestServer, closed};
 
@@ -58,7 +58,7 @@ fn round_robin_deals_each_streams_connections_to_every_replica_in_turn() {
         vec![closed(2), closed(4)],
         3,
     );
-    let result = engine::run(&cfg, &mut |_| {}).unwrap();
+    let result = load::run(&cfg, &mut |_| {}).unwrap();
     let (ca, ra) = counts(&a);
     let (cb, rb) = counts(&b);
     assert_eq!((ca, cb), (3, 3), "connections per replica");
@@ -80,8 +80,8 @@ fn two_generators_deal_four_replicas_one_connection_each() {
     let refs: Vec<&TestServer> = servers.iter().collect();
     for index in 0..2 {
         let mut cfg = config(&servers[0], &refs, Spread::RoundRobin, vec![closed(2)], 1);
-        cfg.share = engine::GeneratorShare { index, count: 2 };
-        engine::run(&cfg, &mut |_| {}).unwrap();
+        cfg.share = load::GeneratorShare { index, count: 2 };
+        load::run(&cfg, &mut |_| {}).unwrap();
     }
     let per_server: Vec<u64> = servers.iter().map(|s| counts(s).0).collect();
     assert_eq!(per_server, [1, 1, 1, 1]);
@@ -98,7 +98,7 @@ fn leftover_connections_of_successive_streams_go_to_different_replicas() {
         vec![closed(1), closed(1)],
         1,
     );
-    engine::run(&cfg, &mut |_| {}).unwrap();
+    load::run(&cfg, &mut |_| {}).unwrap();
     assert_eq!((counts(&a).0, counts(&b).0), (1, 1));
 }
 
@@ -111,7 +111,7 @@ fn round_robin_open_loop_opens_connections_on_every_replica() {
         rate: Some(400.0),
     };
     let cfg = config(&a, &[&a, &b], Spread::RoundRobin, vec![open], 2);
-    engine::run(&cfg, &mut |_| {}).unwrap();
+    load::run(&cfg, &mut |_| {}).unwrap();
     let ((ca, ra), (cb, rb)) = (counts(&a), counts(&b));
     assert!(ca >= 1 && cb >= 1, "connections {ca} / {cb}");
     assert!(ra > 0 && rb > 0, "requests {ra} / {rb}");
@@ -122,7 +122,7 @@ fn service_spread_sends_everything_to_the_target_address() {
     // The replica list is still there (for /stats), but connections go to the target only.
     let (a, b) = two_replicas();
     let cfg = config(&a, &[&a, &b], Spread::Service, vec![closed(4)], 2);
-    engine::run(&cfg, &mut |_| {}).unwrap();
+    load::run(&cfg, &mut |_| {}).unwrap();
     assert_eq!(counts(&a).0, 4);
     assert_eq!(counts(&b), (0, 0));
 }

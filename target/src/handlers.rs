@@ -9,10 +9,10 @@ use axum::http::{Uri, header};
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::config::{Mode, Offload};
 use crate::error::ApiError;
 use crate::pool::TaskError;
+use crate::service::AppState;
 use crate::work::{MAX_CPU_MS, MAX_FIB_N, MAX_IO_MS, Work};
 
 /// `/fast`: the configured light CPU work (default 12 ms).

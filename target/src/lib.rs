@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod pool;
 pub mod runtime;
 pub mod server;
+pub mod service;
 pub mod shutdown;
 pub mod stats;
 pub mod work;

@@ -25,7 +25,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::stats::Stats;
+use crate::connection::ConnectionCounters;
+use crate::stats::{Stats, StatsDoc};
 
 /// The Content-Type of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -94,117 +95,149 @@ impl fmt::Debug for StatsCollector {
 impl Collector for StatsCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let d = self.stats.snapshot();
-        let conns = &self.stats.connections;
         let e = &mut encoder;
         // Help texts are written as given here (the registry adds the full stop only to
         // metrics registered with it), so they carry their own.
-        counter(
-            e,
-            "requests_served",
-            "Responses sent on the main port.",
-            None,
-            d.requests_served,
-        )?;
-        let seconds = Some(Unit::Seconds);
-        counter(
-            e,
-            "cpu",
-            "Process CPU time (user+system).",
-            seconds.clone(),
-            d.cpu_seconds_used,
-        )?;
-        let bytes = Some(Unit::Bytes);
-        gauge(e, "rss", "Resident set size.", bytes.clone(), d.rss_bytes)?;
+        encode_usage(e, &d)?;
+        encode_cpus(e, &d)?;
+        encode_pool(e, &d, &self.stats)?;
+        encode_connections(e, &self.stats.connections)?;
+        encode_throttling(e, &d)?;
         gauge(
             e,
-            "rss_peak",
-            "Peak resident set size (VmHWM).",
-            bytes,
-            d.rss_peak_bytes,
-        )?;
-        let lag_max = d.loop_lag_max_ms / 1e3;
-        gauge(
-            e,
-            "loop_lag_max",
-            "Longest event-loop lag since start.",
-            seconds.clone(),
-            lag_max,
-        )?;
-        if let Some(p99) = d.loop_lag_p99_ms {
-            let help = "99th percentile event-loop lag since start.";
-            gauge(e, "loop_lag_p99", help, seconds.clone(), p99 / 1e3)?;
-        }
-        gauge(
-            e,
-            "host_cpus",
-            "Online CPUs of the machine.",
-            None,
-            d.host_cpus,
-        )?;
-        let help = "CPUs the quota and affinity allow.";
-        gauge(e, "detected_cpus", help, None, d.detected_cpus)?;
-        if let Some(q) = d.cpu_quota {
-            gauge(
-                e,
-                "cpu_quota",
-                "CFS quota in cores.",
-                Some(Unit::Other("cores".into())),
-                q,
-            )?;
-        }
-        gauge(e, "pool_size", "CPU pool workers.", None, d.pool_size)?;
-        gauge(
-            e,
-            "loop_threads",
-            "Event-loop threads.",
-            None,
-            d.loop_threads,
-        )?;
-        let help = "Tasks waiting for a pool worker.";
-        gauge(e, "pool_queue_depth", help, None, d.queue_depth)?;
-        let help = "Most tasks ever waiting at once.";
-        gauge(e, "pool_queue_peak", help, None, d.queue_peak)?;
-        let help = "Requests refused because the queue was full.";
-        counter(e, "pool_rejected", help, None, d.rejected)?;
-        let help = "Pool tasks failed at their CPU deadline.";
-        counter(e, "pool_timed_out", help, None, d.timed_out)?;
-        let help = "Workers replaced after a timed-out task.";
-        let replaced = self.stats.workers_replaced.load(Relaxed);
-        counter(e, "pool_workers_replaced", help, None, replaced)?;
-        let help = "Connections open on the main port.";
-        gauge(e, "connections_open", help, None, conns.open.load(Relaxed))?;
-        let help = "Connections answered 503 because the connection limit was reached.";
-        counter(
-            e,
-            "connections_refused",
-            help,
-            None,
-            conns.refused.load(Relaxed),
-        )?;
-        let help = "Connections closed because a request head did not arrive within the header \
-                    timeout.";
-        let header_timeouts = conns.header_timeouts.load(Relaxed);
-        counter(
-            e,
-            "connections_header_timeouts",
-            help,
-            None,
-            header_timeouts,
-        )?;
-        let help = "Connections closed after the idle timeout (idle, or a client reading nothing).";
-        let idle_timeouts = conns.idle_timeouts.load(Relaxed);
-        counter(e, "connections_idle_timeouts", help, None, idle_timeouts)?;
-        if let Some(p) = d.throttled_periods {
-            let help = "CFS periods in which the cgroup was throttled.";
-            counter(e, "cpu_throttled_periods", help, None, p)?;
-        }
-        if let Some(s) = d.throttled_seconds {
-            let help = "Time the cgroup was throttled.";
-            counter(e, "cpu_throttled", help, seconds.clone(), s)?;
-        }
-        gauge(e, "uptime", "Time since start.", seconds, d.uptime_seconds)?;
-        Ok(())
+            "uptime",
+            "Time since start.",
+            Some(Unit::Seconds),
+            d.uptime_seconds,
+        )
     }
+}
+
+/// What the process has served and used: requests, CPU time, memory and event-loop lag.
+fn encode_usage(e: &mut DescriptorEncoder, d: &StatsDoc) -> fmt::Result {
+    counter(
+        e,
+        "requests_served",
+        "Responses sent on the main port.",
+        None,
+        d.requests_served,
+    )?;
+    let seconds = Some(Unit::Seconds);
+    counter(
+        e,
+        "cpu",
+        "Process CPU time (user+system).",
+        seconds.clone(),
+        d.cpu_seconds_used,
+    )?;
+    let bytes = Some(Unit::Bytes);
+    gauge(e, "rss", "Resident set size.", bytes.clone(), d.rss_bytes)?;
+    gauge(
+        e,
+        "rss_peak",
+        "Peak resident set size (VmHWM).",
+        bytes,
+        d.rss_peak_bytes,
+    )?;
+    let lag_max = d.loop_lag_max_ms / 1e3;
+    gauge(
+        e,
+        "loop_lag_max",
+        "Longest event-loop lag since start.",
+        seconds.clone(),
+        lag_max,
+    )?;
+    if let Some(p99) = d.loop_lag_p99_ms {
+        let help = "99th percentile event-loop lag since start.";
+        gauge(e, "loop_lag_p99", help, seconds, p99 / 1e3)?;
+    }
+    Ok(())
+}
+
+/// The CPUs the process may use: the machine's, and what the quota and affinity allow.
+fn encode_cpus(e: &mut DescriptorEncoder, d: &StatsDoc) -> fmt::Result {
+    gauge(
+        e,
+        "host_cpus",
+        "Online CPUs of the machine.",
+        None,
+        d.host_cpus,
+    )?;
+    let help = "CPUs the quota and affinity allow.";
+    gauge(e, "detected_cpus", help, None, d.detected_cpus)?;
+    if let Some(q) = d.cpu_quota {
+        gauge(
+            e,
+            "cpu_quota",
+            "CFS quota in cores.",
+            Some(Unit::Other("cores".into())),
+            q,
+        )?;
+    }
+    Ok(())
+}
+
+/// The CPU pool and the event-loop threads: sizes, the queue, refusals and replacements.
+fn encode_pool(e: &mut DescriptorEncoder, d: &StatsDoc, stats: &Stats) -> fmt::Result {
+    gauge(e, "pool_size", "CPU pool workers.", None, d.pool_size)?;
+    gauge(
+        e,
+        "loop_threads",
+        "Event-loop threads.",
+        None,
+        d.loop_threads,
+    )?;
+    let help = "Tasks waiting for a pool worker.";
+    gauge(e, "pool_queue_depth", help, None, d.queue_depth)?;
+    let help = "Most tasks ever waiting at once.";
+    gauge(e, "pool_queue_peak", help, None, d.queue_peak)?;
+    let help = "Requests refused because the queue was full.";
+    counter(e, "pool_rejected", help, None, d.rejected)?;
+    let help = "Pool tasks failed at their CPU deadline.";
+    counter(e, "pool_timed_out", help, None, d.timed_out)?;
+    let help = "Workers replaced after a timed-out task.";
+    let replaced = stats.workers_replaced.load(Relaxed);
+    counter(e, "pool_workers_replaced", help, None, replaced)
+}
+
+/// The main port's connections: open, refused, and closed by either timeout.
+fn encode_connections(e: &mut DescriptorEncoder, conns: &ConnectionCounters) -> fmt::Result {
+    let help = "Connections open on the main port.";
+    gauge(e, "connections_open", help, None, conns.open.load(Relaxed))?;
+    let help = "Connections answered 503 because the connection limit was reached.";
+    counter(
+        e,
+        "connections_refused",
+        help,
+        None,
+        conns.refused.load(Relaxed),
+    )?;
+    let help = "Connections closed because a request head did not arrive within the header \
+                timeout.";
+    let header_timeouts = conns.header_timeouts.load(Relaxed);
+    counter(
+        e,
+        "connections_header_timeouts",
+        help,
+        None,
+        header_timeouts,
+    )?;
+    let help = "Connections closed after the idle timeout (idle, or a client reading nothing).";
+    let idle_timeouts = conns.idle_timeouts.load(Relaxed);
+    counter(e, "connections_idle_timeouts", help, None, idle_timeouts)
+}
+
+/// The cgroup's CFS throttling, when the cgroup reports it.
+fn encode_throttling(e: &mut DescriptorEncoder, d: &StatsDoc) -> fmt::Result {
+    if let Some(p) = d.throttled_periods {
+        let help = "CFS periods in which the cgroup was throttled.";
+        counter(e, "cpu_throttled_periods", help, None, p)?;
+    }
+    if let Some(s) = d.throttled_seconds {
+        let help = "Time the cgroup was throttled.";
+        counter(e, "cpu_throttled", help, Some(Unit::Seconds), s)?;
+    }
+    Ok(())
 }
 
 /// Encodes one counter; the library names its sample `NAME[_UNIT]_total`.
@@ -215,8 +248,7 @@ fn counter(
     unit: Option<Unit>,
     value: impl EncodeCounterValue,
 ) -> fmt::Result {
-    let metric = ConstCounter::new(value);
-    metric.encode(encoder.encode_descriptor(name, help, unit.as_ref(), metric.metric_type())?)
+    encode_metric(encoder, name, help, unit, ConstCounter::new(value))
 }
 
 /// Encodes one gauge, named `NAME[_UNIT]`.
@@ -227,7 +259,17 @@ fn gauge(
     unit: Option<Unit>,
     value: impl EncodeGaugeValue,
 ) -> fmt::Result {
-    let metric = ConstGauge::new(value);
+    encode_metric(encoder, name, help, unit, ConstGauge::new(value))
+}
+
+/// Encodes `metric` under its descriptor: name, help, unit and the metric's type.
+fn encode_metric(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<Unit>,
+    metric: impl EncodeMetric,
+) -> fmt::Result {
     metric.encode(encoder.encode_descriptor(name, help, unit.as_ref(), metric.metric_type())?)
 }
 

@@ -21,13 +21,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::app::{Service, Settings, app, stats_app};
+use crate::app::{app, stats_app};
 use crate::config::{Args, Mode, StatsPort};
 use crate::connection::{ConnectionCounters, Timeouts};
 use crate::listener::{Balance, SharedListener, bind};
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::server::{self, Limits};
+use crate::service::{Service, Settings};
 use crate::shutdown::{self, Shutdown, Trigger};
 use crate::stats::{Stats, sample_forever, watch_loop_lag};
 use crate::work::calibrate_fib;

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use benchmatrix_target::app::{AppState, Service, Settings, app};
+use benchmatrix_target::app::app;
 use benchmatrix_target::config::{Mode, Offload};
 use benchmatrix_target::metrics::Metrics;
 use benchmatrix_target::pool::Pool;
+use benchmatrix_target::service::{AppState, Service, Settings};
 use benchmatrix_target::stats::Stats;
 use http_body_util::BodyExt;
 use tower::ServiceExt;

@@ -1,4 +1,4 @@
-//! Test servers with known behaviour: the ground truth the engine is checked against.
+//! Test servers with known behaviour: the ground truth the load loops are checked against.
 //!
 //! Thread-per-connection blocking servers, on purpose: `std::thread::sleep` keeps a 20 ms delay
 //! within a fraction of a millisecond, and each behaviour is a few obvious lines.

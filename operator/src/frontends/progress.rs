@@ -71,7 +71,7 @@ pub struct Plan {
     /// [`Update::Measurements`]).
     pub repeat: u32,
     /// One measurement's load part by part, as the load generator names them: its warm-up
-    /// ([`benchmatrix_loadgen::engine::WARMUP_PHASE`], when there is one), then each phase.
+    /// ([`benchmatrix_loadgen::load::WARMUP_PHASE`], when there is one), then each phase.
     pub load: Vec<(String, Duration)>,
 }
 
@@ -81,7 +81,7 @@ impl Plan {
         let w = &run.spec().workload;
         let warmup = (!w.warmup.0.is_zero()).then(|| {
             (
-                benchmatrix_loadgen::engine::WARMUP_PHASE.to_string(),
+                benchmatrix_loadgen::load::WARMUP_PHASE.to_string(),
                 w.warmup.0,
             )
         });

@@ -348,7 +348,7 @@ mod tests {
 
     #[test]
     fn a_load_generator_error_is_target_unreachable_only_when_its_check_failed() {
-        use benchmatrix_loadgen::engine::EngineError;
+        use benchmatrix_loadgen::load::EngineError;
         // The words as the load generator prints them, read from its own error type.
         let words = |e: EngineError| format!("error: {e}");
         let unreachable = EngineError::Unreachable("http://10.0.0.1:8080 did not answer".into());

@@ -101,7 +101,7 @@ pub fn phase_ended(p: &PhaseFigures) -> String {
 pub fn measured(phases: &[PhaseFigures]) -> String {
     let parts: Vec<String> = phases
         .iter()
-        .filter(|p| p.phase != benchmatrix_loadgen::engine::WARMUP_PHASE)
+        .filter(|p| p.phase != benchmatrix_loadgen::load::WARMUP_PHASE)
         .map(|p| {
             let streams: Vec<String> = p.streams.iter().map(brief_stream).collect();
             format!("{} {}", p.phase, streams.join(", "))

@@ -48,7 +48,7 @@ impl LoadTiming {
     /// When the load generator's part `phase` (a phase name, or its warm-up) is planned to
     /// begin; `None` for a name the workload does not have.
     pub fn planned_start(&self, spec: &BenchmarkRunSpec, phase: &str) -> Option<Duration> {
-        if phase == benchmatrix_loadgen::engine::WARMUP_PHASE {
+        if phase == benchmatrix_loadgen::load::WARMUP_PHASE {
             return Some(Duration::ZERO);
         }
         let k = spec.workload.phases.iter().position(|p| p.name == phase)?;
@@ -167,7 +167,7 @@ spec:
         assert_eq!(t.boundaries, [2, 5, 9].map(Duration::from_secs));
         let start = |p: &str| t.planned_start(v.spec(), p);
         assert_eq!(
-            start(benchmatrix_loadgen::engine::WARMUP_PHASE),
+            start(benchmatrix_loadgen::load::WARMUP_PHASE),
             Some(Duration::ZERO)
         );
         assert_eq!(start("first"), Some(Duration::from_secs(2)));

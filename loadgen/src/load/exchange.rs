@@ -1,16 +1,17 @@
-//! Closed loop: one keep-alive connection sends its next request as soon as the previous answer
-//! arrives (wrk, autocannon). Latency runs from the write of the request to the last byte of the
-//! answer; connection setup is not part of it.
+//! One request on one connection, the same way in both loops: opening the connection when it is
+//! needed, sending the request with its deadline (its timeout or the phase's end, whichever
+//! comes first), and recording what came of it.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
-use super::StreamCtx;
+use super::worker::StreamCtx;
 use crate::conn::{Conn, Response};
-use crate::recorder::Recorder;
+use crate::recorder::{LATE_SEND_THRESHOLD, Recorder};
 use crate::request::SuccessSet;
 use crate::result::ErrorKind;
 
@@ -45,51 +46,43 @@ pub(crate) async fn connect_until(
     }
 }
 
-/// Runs one closed-loop connection to `addr` until `end`; a reconnect goes to the same address,
-/// so a connection keeps its replica.
-pub(crate) async fn run_connection(
+/// Sends the stream's request on `conn` and records its outcome; says what the loop does next.
+/// `sleep` is the loop's timer, reset to the request's deadline.
+///
+/// `intended` is an open loop's intended send time: latency then runs from it, a send more
+/// than [`LATE_SEND_THRESHOLD`] after it counts as late, and the latency from the actual write
+/// is recorded beside it as uncorrected. Without it (the closed loop), latency runs from the
+/// write.
+pub(crate) async fn send(
     ctx: &StreamCtx,
     rec: &RefCell<Recorder>,
+    conn: &mut Conn,
+    mut sleep: Pin<&mut Sleep>,
     end: Instant,
-    addr: SocketAddr,
-) {
-    let mut conn: Option<Conn> = None;
-    let sleep = tokio::time::sleep_until(end);
-    tokio::pin!(sleep);
-    loop {
-        if Instant::now() >= end {
-            return;
-        }
-        let c = match conn.as_mut() {
-            Some(c) => c,
-            None => match connect_until(ctx, rec, end, addr).await {
-                Some(c) => conn.insert(c),
-                None => continue,
-            },
-        };
-        let sent = Instant::now();
-        let deadline = (sent + ctx.timeout).min(end);
-        sleep.as_mut().reset(deadline);
-        let outcome = tokio::select! {
-            biased;
-            r = c.exchange(&ctx.request, ctx.bodiless_answer) => Some(r),
-            _ = &mut sleep => None,
-        };
-        let done = Instant::now();
-        let after = settle(
-            &mut rec.borrow_mut(),
-            &ctx.success,
-            outcome,
-            deadline >= end,
-            micros(done - sent),
-            None,
-        );
-        match after {
-            After::Keep => {}
-            After::Reconnect => conn = None,
-            After::PhaseOver => return,
-        }
+    intended: Option<Instant>,
+) -> After {
+    let sent = Instant::now();
+    if let Some(due) = intended
+        && sent.saturating_duration_since(due) > LATE_SEND_THRESHOLD
+    {
+        rec.borrow_mut().totals.late_sends += 1;
     }
+    let deadline = (sent + ctx.timeout).min(end);
+    sleep.as_mut().reset(deadline);
+    let outcome = tokio::select! {
+        biased;
+        r = conn.exchange(&ctx.request, ctx.bodiless_answer) => Some(r),
+        _ = &mut sleep => None,
+    };
+    let done = Instant::now();
+    settle(
+        &mut rec.borrow_mut(),
+        &ctx.success,
+        outcome,
+        deadline >= end,
+        micros(done - intended.unwrap_or(sent)),
+        intended.map(|_| micros(done - sent)),
+    )
 }
 
 /// What a connection loop does once a request's outcome is recorded.
@@ -102,12 +95,12 @@ pub(crate) enum After {
     PhaseOver,
 }
 
-/// Records the outcome of one request, the same way in both loops. An answer whose status
+/// Records the outcome of one request. An answer whose status
 /// `success` holds is a success; `outcome` is `None` when the request's deadline came first;
 /// `phase_over` says whether that deadline was the phase's end (then the request is neither a
 /// success nor an error, only cut). `latency_us` and `uncorrected_us` are what a success
 /// records.
-pub(crate) fn settle(
+fn settle(
     rec: &mut Recorder,
     success: &SuccessSet,
     outcome: Option<Result<Response, ErrorKind>>,
@@ -145,6 +138,6 @@ pub(crate) fn settle(
 
 /// Whole microseconds of `d`, saturating.
 #[inline]
-pub(crate) fn micros(d: Duration) -> u64 {
+fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

@@ -19,10 +19,10 @@ use std::rc::Rc;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::StreamCtx;
-use super::closed::{After, connect_until, micros, settle};
+use super::exchange::{self, After, connect_until};
+use super::worker::StreamCtx;
 use crate::conn::Conn;
-use crate::recorder::{LATE_SEND_THRESHOLD, Recorder};
+use crate::recorder::Recorder;
 
 /// This worker's share of an open-loop schedule.
 #[derive(Clone, Copy, Debug)]
@@ -194,28 +194,8 @@ async fn run_connection(
                 }
             },
         };
-        let sent = Instant::now();
-        if sent.saturating_duration_since(due) > LATE_SEND_THRESHOLD {
-            rec.borrow_mut().totals.late_sends += 1;
-        }
-        let deadline = (sent + ctx.timeout).min(end);
-        sleep.as_mut().reset(deadline);
-        let outcome = tokio::select! {
-            biased;
-            r = c.exchange(&ctx.request, ctx.bodiless_answer) => Some(r),
-            _ = &mut sleep => None,
-        };
-        let done = Instant::now();
         // Latency from the intended send time; the uncorrected figure from the actual write.
-        let after = settle(
-            &mut rec.borrow_mut(),
-            &ctx.success,
-            outcome,
-            deadline >= end,
-            micros(done - due),
-            Some(micros(done - sent)),
-        );
-        match after {
+        match exchange::send(&ctx, &rec, c, sleep.as_mut(), end, Some(due)).await {
             After::Keep => {}
             After::Reconnect => conn = None,
             After::PhaseOver => return,
