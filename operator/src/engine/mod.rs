@@ -14,7 +14,8 @@
 //! The operator (`controller::decide`, `controller::observe`) and the local runner
 //! (`local::runner`, `local::cell`) only look and do: neither writes those fields itself, so a
 //! run on a cluster and the same run on one machine give the same commands and end in the
-//! same status document (tested scenario by scenario in `agreement.rs`).
+//! same status document (tested scenario by scenario, with the real processes of a local run,
+//! in `operator/tests/agreement.rs`).
 
 pub mod drive;
 pub mod machine;
@@ -23,8 +24,6 @@ pub mod results;
 pub mod schedule;
 pub mod verdict;
 
-#[cfg(test)]
-mod agreement;
 #[cfg(test)]
 mod tests;
 

@@ -244,7 +244,9 @@ impl Runner {
         });
     }
 
-    fn finish(&mut self, status: &BenchmarkRunStatus) {
+    /// Writes the outputs of the run that ended in `status` (`status.yaml`, `report.md`, the
+    /// charts) and removes the run's cgroups.
+    pub fn finish(&mut self, status: &BenchmarkRunStatus) {
         write_status(&self.out, status);
         let notes = Notes {
             source: self.source.display().to_string(),
