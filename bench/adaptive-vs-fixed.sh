@@ -27,13 +27,9 @@ benchmatrix_binary
 mkdir -p "$OUT"
 fixed=manifests/samples/quickstart.yaml
 adaptive="$OUT/quickstart-adaptive.yaml"
-sed "s/^  repeat: 5\$/  repeat: ${ADAPTIVE}/" "$fixed" >"$adaptive"
-grep -q "^  repeat: {" "$adaptive" || {
-  echo "adaptive-vs-fixed: could not set repeat: ${ADAPTIVE} in $adaptive" >&2
-  exit 1
-}
+with_repeat "$fixed" 5 "$ADAPTIVE" "$adaptive"
 
-echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+stamp
 echo "# adaptive: repeat: ${ADAPTIVE}; fixed: repeat: 5; ${ROUNDS} round(s), alternating"
 times="$OUT/times.tsv"
 : >"$times"
@@ -42,17 +38,13 @@ for round in $(seq 1 "$ROUNDS"); do
     spec="$fixed"
     [[ $kind == adaptive ]] && spec="$adaptive"
     dir="$OUT/$kind-$round"
-    start=$(date +%s.%N)
-    "$BENCHMATRIX" run "$spec" --out "$dir" >"$dir.log" 2>&1 || {
-      code=$?
-      # 3 is a failed threshold, which still measured everything; anything else is a broken run.
-      [[ $code == 3 ]] || {
-        echo "adaptive-vs-fixed: $kind run $round exited $code (log: $dir.log)" >&2
-        exit 1
-      }
+    timed_run "$spec" "$dir"
+    # 3 is a failed threshold, which still measured everything; anything else is a broken run.
+    [[ $CODE == 0 || $CODE == 3 ]] || {
+      echo "adaptive-vs-fixed: $kind run $round exited $CODE (log: $dir.log)" >&2
+      exit 1
     }
-    end=$(date +%s.%N)
-    printf '%s\t%s\t%s\n' "$kind" "$round" "$(python3 -c "print(round($end - $start, 1))")" >>"$times"
+    printf '%s\t%s\t%s\n' "$kind" "$round" "$(python3 -c "print(round($WALL, 1))")" >>"$times"
   done
 done
 

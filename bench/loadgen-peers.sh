@@ -10,39 +10,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CONNS="${CONNS:-64}"
-DURATION="${DURATION:-10}"
-THREADS="${THREADS:-1}"
-SERVER_THREADS="${SERVER_THREADS:-1}"
-ROUNDS="${ROUNDS:-3}"
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+peer_load
 PORT="${PORT:-18181}"
 PEERS_DIR="${PEERS_DIR:-$HOME/.cache/benchmatrix-peers}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/build}"
 URL="http://127.0.0.1:$PORT/healthz"
 
-cargo build --release -q -p benchmatrix-loadgen --bin benchmatrix-loadgen --example hello_server
-BIN="$CARGO_TARGET_DIR/release"
+hello_server "$PORT" "$SERVER_THREADS"
 OHA="$(command -v oha || echo "$PEERS_DIR/cargo/bin/oha")"
 AUTOCANNON="$PEERS_DIR/npm/node_modules/.bin/autocannon"
-
-"$BIN/examples/hello_server" "$PORT" "$SERVER_THREADS" >/dev/null &
-server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-  curl -fsS "$URL" >/dev/null 2>&1 && break
-  sleep 0.1
-done
 
 work="$(mktemp -d)"
 results="$work/results.tsv"
 : >"$results"
-
-# to_ms VALUE UNIT -> milliseconds
-to_ms() {
-  awk -v v="$1" -v u="$2" 'BEGIN {
-    if (u == "us") v = v / 1000; else if (u == "s") v = v * 1000;
-    printf "%.3f", v }'
-}
 
 # run TOOL: runs one tool once, appends "tool rps p50ms rsskb" to the results.
 run() {
@@ -93,18 +74,11 @@ echo "load: $CONNS connections, ${DURATION}s, $THREADS thread(s); server: axum, 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'tool\treq/s\tp50_ms\trss_kb\n'
 tools=(benchmatrix-loadgen wrk oha hey autocannon)
-for round in $(seq "$ROUNDS"); do
-  # Rotate the order each round so no tool always runs first (or right after a heavy one).
-  for i in "${!tools[@]}"; do
-    run "${tools[$(((i + round - 1) % ${#tools[@]}))]}"
-    sleep 1
-  done
-done
+in_rounds "$ROUNDS" run "${tools[@]}"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "medians over $ROUNDS rounds (ratio = tool / benchmatrix-loadgen)"
-median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 ours_rps=$(awk -F'\t' '$1 == "benchmatrix-loadgen" {print $2}' "$results" | median)
 ours_p50=$(awk -F'\t' '$1 == "benchmatrix-loadgen" {print $3}' "$results" | median)
 ours_rss=$(awk -F'\t' '$1 == "benchmatrix-loadgen" {print $4}' "$results" | median)

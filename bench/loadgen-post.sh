@@ -13,28 +13,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CONNS="${CONNS:-64}"
-DURATION="${DURATION:-10}"
-THREADS="${THREADS:-1}"
-SERVER_THREADS="${SERVER_THREADS:-1}"
-ROUNDS="${ROUNDS:-3}"
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+peer_load
 PORT="${PORT:-18182}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/build}"
 BASE="http://127.0.0.1:$PORT"
 TOKEN="Bearer bench-0123456789abcdef0123456789abcdef"
 BODY='{"customer":"c-1042","items":[{"sku":"sku-1234","qty":2},{"sku":"sku-9876","qty":1}],"currency":"EUR","note":"leave at the door"}'
 
-cargo build --release -q -p benchmatrix-loadgen --bin benchmatrix-loadgen --example hello_server
-BIN="$CARGO_TARGET_DIR/release"
-
-"$BIN/examples/hello_server" "$PORT" "$SERVER_THREADS" >/dev/null &
-server=$!
+hello_server "$PORT" "$SERVER_THREADS"
 work="$(mktemp -d)"
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 50); do
-  curl -fsS "$BASE/healthz" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+# As hello_server's, and the work folder goes too.
+trap 'kill "$SERVER" 2>/dev/null || true; rm -rf "$work"' EXIT
 # The POST must be accepted as the tools send it, or the comparison measures 401s.
 curl -fsS -X POST -H "Authorization: $TOKEN" -H 'Content-Type: application/json' \
   --data "$BODY" "$BASE/orders" >/dev/null
@@ -48,13 +38,6 @@ LUA
 
 results="$work/results.tsv"
 : >"$results"
-
-# to_ms VALUE UNIT -> milliseconds
-to_ms() {
-  awk -v v="$1" -v u="$2" 'BEGIN {
-    if (u == "us") v = v / 1000; else if (u == "s") v = v * 1000;
-    printf "%.3f", v }'
-}
 
 # run NAME: one run; appends "name rps p50ms errors requests cpu_s" to the results.
 run() {
@@ -94,17 +77,11 @@ echo "POST /orders: $(printf %s "$BODY" | wc -c)-byte JSON body, Content-Type an
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'run\treq/s\tp50_ms\terrors\trequests\tcpu_s\n'
 runs=(ours-get wrk-get ours-post wrk-post)
-for round in $(seq "$ROUNDS"); do
-  for i in "${!runs[@]}"; do
-    run "${runs[$(((i + round - 1) % ${#runs[@]}))]}"
-    sleep 1
-  done
-done
+in_rounds "$ROUNDS" run "${runs[@]}"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "medians over $ROUNDS rounds (wrk/ours: wrk's figure over ours for the same request)"
-median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 col() { awk -F'\t' -v t="$1" -v c="$2" '$1 == t {print $c}' "$results" | median; }
 # Requests per CPU-second of the tool, per run, then the median.
 per_cpu() { awk -F'\t' -v t="$1" '$1 == t && $6 > 0 {print $5 / $6}' "$results" | median; }

@@ -14,18 +14,11 @@ THREADS="${THREADS:-1}"
 SHORT="${SHORT:-3}"
 LONG="${LONG:-240}"
 PORT="${PORT:-18182}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/build}"
 URL="http://127.0.0.1:$PORT/healthz"
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
-cargo build --release -q -p benchmatrix-loadgen --bin benchmatrix-loadgen --example hello_server
-BIN="$CARGO_TARGET_DIR/release"
-"$BIN/examples/hello_server" "$PORT" 1 >/dev/null &
-server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-  curl -fsS "$URL" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+hello_server "$PORT" 1
 
 work="$(mktemp -d)"
 ours() {

@@ -92,7 +92,7 @@ if [[ ${#samples[@]} == 0 ]]; then
   samples+=(bench/overhead-8x.yaml)
 fi
 mkdir -p "$OUT/specs"
-echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+stamp
 for round in $(seq 1 "$ROUNDS"); do
   for sample in "${samples[@]}"; do
     src="$sample"

@@ -86,11 +86,8 @@ dirs=()
 for i in $(seq 1 "$RUNS"); do
   dir="$OUT/run$i"
   echo "# run $i: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  start=$(date +%s.%N)
-  rc=0
-  "$BENCHMATRIX" run "$SPEC" --out "$dir" >"$dir.log" 2>&1 || rc=$?
-  end=$(date +%s.%N)
-  echo "# run $i: exit $rc, wall $(echo "$end - $start" | bc) s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  timed_run "$SPEC" "$dir"
+  echo "# run $i: exit $CODE, wall $WALL s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   dirs+=("$dir")
 done
 compare "${dirs[@]}"

@@ -20,13 +20,9 @@ benchmatrix_binary
 mkdir -p "$OUT"
 spec1=bench/repeat-walltime.yaml
 spec3="$OUT/repeat-walltime-3.yaml"
-sed 's/^  repeat: 1$/  repeat: 3/' "$spec1" >"$spec3"
-grep -q '^  repeat: 3$' "$spec3" || {
-  echo "repeat-walltime: could not set repeat: 3 in $spec3" >&2
-  exit 1
-}
+with_repeat "$spec1" 1 3 "$spec3"
 
-echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+stamp
 times="$OUT/times.tsv"
 : >"$times"
 for round in $(seq 1 "$ROUNDS"); do
@@ -34,13 +30,12 @@ for round in $(seq 1 "$ROUNDS"); do
     spec="$spec1"
     [[ $repeat == 3 ]] && spec="$spec3"
     dir="$OUT/r$repeat-$round"
-    start=$(date +%s.%N)
-    "$BENCHMATRIX" run "$spec" --out "$dir" >"$dir.log" 2>&1 || {
+    timed_run "$spec" "$dir"
+    [[ $CODE == 0 ]] || {
       echo "repeat-walltime: run failed, see $dir.log" >&2
       exit 1
     }
-    end=$(date +%s.%N)
-    printf '%s\t%s\t%s\t%s\n' "$repeat" "$round" "$(echo "$end - $start" | bc)" "$(cut -d' ' -f1 /proc/loadavg)" >>"$times"
+    printf '%s\t%s\t%s\t%s\n' "$repeat" "$round" "$WALL" "$(cut -d' ' -f1 /proc/loadavg)" >>"$times"
   done
 done
 

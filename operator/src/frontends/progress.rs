@@ -239,81 +239,97 @@ impl Display {
         match update {
             Update::Notice(text) => self.stays(text),
             Update::Measurements { done, total } => self.tally.measurements(done, total),
-            Update::Started { step, detail } => {
-                self.tally.started(now);
-                let number = self.tally.done() + 1;
-                self.current = Some((number, Vec::new()));
-                match &mut self.out {
-                    // The bar above has the count.
-                    Out::Live(l) => {
-                        l.cell(&format!("{} · {detail}", short_label(step, &self.plan)))
-                    }
-                    Out::Plain(_) => self.stays(&format!("{} | {detail}", self.label(step))),
-                }
-            }
-            Update::Doing { step, detail } => {
-                if let Out::Live(l) = &mut self.out {
-                    l.cell(&format!("{} · {detail}", short_label(step, &self.plan)));
-                }
-            }
+            Update::Started { step, detail } => self.started(step, detail, now),
+            Update::Doing { step, detail } => self.live_cell(step, detail),
             Update::LoadElapsed { elapsed } => self.tally.load_elapsed(elapsed),
             Update::PhaseProgress { step, figures } => {
                 self.tally
                     .phase(&figures.phase, figures.elapsed_secs, false);
-                if let Out::Live(l) = &mut self.out {
-                    let label = short_label(step, &self.plan);
-                    let at = self.tally.phase_length(&figures.phase);
-                    l.cell(&format!("{label} · {}", format::live(figures, at)));
-                }
+                let at = self.tally.phase_length(&figures.phase);
+                self.live_cell(step, &format::live(figures, at));
             }
-            Update::PhaseEnded { step, figures } => {
-                self.tally.phase(&figures.phase, figures.elapsed_secs, true);
-                if let Some((_, phases)) = &mut self.current {
-                    phases.push(figures.clone());
-                }
-                if matches!(self.out, Out::Plain(_)) {
-                    let label = self.label(step);
-                    self.stays(&format!("{label} | {}", format::phase_ended(figures)));
-                }
-            }
-            Update::Succeeded { step, detail } => {
-                let label = self.label(step);
-                let phases = self.current.take().map(|c| c.1).unwrap_or_default();
-                self.tally.finished(now);
-                let text = match self.out {
-                    // The phases' figures are in the lines above; what is left is the time.
-                    Out::Plain(_) => format!("{label} | done ({detail})"),
-                    // One line per measurement: the measured phases' figures.
-                    Out::Live(_) => format!("{label} | {}", format::measured(&phases)),
-                };
-                self.stays(&text);
-                self.idle();
-            }
+            Update::PhaseEnded { step, figures } => self.phase_ended(step, figures),
+            Update::Succeeded { step, detail } => self.succeeded(step, detail, now),
             Update::Failed {
                 step,
                 reason,
                 message,
-            } => {
-                let label = self.label(step);
-                self.current = None;
-                self.tally.finished(now);
-                self.stays(&format!("{label} | FAILED ({reason}): {message}"));
-                self.idle();
-            }
+            } => self.failed(step, reason, message, now),
             Update::Finished => {
-                self.stays(&format::finished(
-                    self.tally.done(),
-                    self.tally.elapsed(now),
-                ));
-                if let Out::Live(l) = &mut self.out {
-                    l.clear();
-                    self.out = Out::Plain(Box::new(std::io::stdout()));
-                }
+                // Nothing is live any more.
+                self.finished(now);
                 return;
             }
         }
         if let Out::Live(l) = &mut self.out {
             l.overall(self.tally.done(), self.tally.total(), self.tally.eta(now));
+        }
+    }
+
+    /// A measurement starts: the live line names it (the bar above has the count), plain
+    /// output gives it a line.
+    fn started(&mut self, step: Step, detail: &str, now: Instant) {
+        self.tally.started(now);
+        let number = self.tally.done() + 1;
+        self.current = Some((number, Vec::new()));
+        match self.out {
+            Out::Live(_) => self.live_cell(step, detail),
+            Out::Plain(_) => self.stays(&format!("{} | {detail}", self.label(step))),
+        }
+    }
+
+    /// A phase ended: kept for the measurement's line, and a line of its own in plain output.
+    fn phase_ended(&mut self, step: Step, figures: &PhaseFigures) {
+        self.tally.phase(&figures.phase, figures.elapsed_secs, true);
+        if let Some((_, phases)) = &mut self.current {
+            phases.push(figures.clone());
+        }
+        if matches!(self.out, Out::Plain(_)) {
+            let label = self.label(step);
+            self.stays(&format!("{label} | {}", format::phase_ended(figures)));
+        }
+    }
+
+    /// The measurement's result is in: the line it leaves.
+    fn succeeded(&mut self, step: Step, detail: &str, now: Instant) {
+        let label = self.label(step);
+        let phases = self.current.take().map(|c| c.1).unwrap_or_default();
+        self.tally.finished(now);
+        let text = match self.out {
+            // The phases' figures are in the lines above; what is left is the time.
+            Out::Plain(_) => format!("{label} | done ({detail})"),
+            // One line per measurement: the measured phases' figures.
+            Out::Live(_) => format!("{label} | {}", format::measured(&phases)),
+        };
+        self.stays(&text);
+        self.idle();
+    }
+
+    /// The measurement failed: the line it leaves.
+    fn failed(&mut self, step: Step, reason: &str, message: &str, now: Instant) {
+        let label = self.label(step);
+        self.current = None;
+        self.tally.finished(now);
+        self.stays(&format!("{label} | FAILED ({reason}): {message}"));
+        self.idle();
+    }
+
+    /// The run is over: its last line, and the live display goes.
+    fn finished(&mut self, now: Instant) {
+        self.stays(&format::finished(
+            self.tally.done(),
+            self.tally.elapsed(now),
+        ));
+        if let Out::Live(l) = &mut self.out {
+            l.clear();
+            self.out = Out::Plain(Box::new(std::io::stdout()));
+        }
+    }
+
+    /// The live line under the bar: `step`'s short label and `text` (nothing in plain output).
+    fn live_cell(&mut self, step: Step, text: &str) {
+        if let Out::Live(l) = &mut self.out {
+            l.cell(&format!("{} · {text}", short_label(step, &self.plan)));
         }
     }
 

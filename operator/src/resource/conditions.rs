@@ -80,24 +80,36 @@ impl Reason {
     }
 }
 
-impl AsRef<str> for Reason {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
+/// A status word's string form (`as_str`) as a reference, as text, and for comparing with
+/// the word a status holds.
+macro_rules! status_word {
+    ($word:ident) => {
+        impl AsRef<str> for $word {
+            fn as_ref(&self) -> &str {
+                self.as_str()
+            }
+        }
+
+        #[doc = concat!(
+                            "A status word compares equal to the [`",
+                            stringify!($word),
+                            "`] it was written from."
+                        )]
+        impl PartialEq<$word> for String {
+            fn eq(&self, other: &$word) -> bool {
+                self == other.as_str()
+            }
+        }
+
+        impl std::fmt::Display for $word {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
 }
 
-/// A status word compares equal to the [`Reason`] it was written from.
-impl PartialEq<Reason> for String {
-    fn eq(&self, other: &Reason) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+status_word!(Reason);
 
 /// Why a cell failed: written into the cell's `reason` (and the CellFailed condition's), by the
 /// operator and the local runner alike. The string form is the API's word and never changes.
@@ -196,24 +208,7 @@ impl Cause {
     }
 }
 
-impl AsRef<str> for Cause {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-/// A status word compares equal to the [`Cause`] it was written from.
-impl PartialEq<Cause> for String {
-    fn eq(&self, other: &Cause) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl std::fmt::Display for Cause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+status_word!(Cause);
 
 /// Condition status strings.
 pub mod status {

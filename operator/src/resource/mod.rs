@@ -5,6 +5,23 @@
 //! The lowest wing: it imports nothing of the engine, the executors or the front-ends, and all
 //! of them read the same spec and write (or show) the same status document through it.
 
+/// Implements `JsonSchema` for a type whose schema is written out by hand (in the syntax of
+/// `schemars::json_schema!`) under the type's own name: the types whose YAML form (an integer or
+/// a string, an integer or an object, any object) no derived schema describes.
+macro_rules! written_schema {
+    ($ty:ident, $schema:tt) => {
+        impl schemars::JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!($schema)
+            }
+        }
+    };
+}
+
 pub mod bound;
 pub mod conditions;
 pub mod crdgen;

@@ -12,10 +12,8 @@
 //! lists what the operator sets and what it leaves alone.
 
 use super::labels::MANAGED_BY_LABEL;
-use std::borrow::Cow;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use benchmatrix_loadgen::strict_yaml::FieldError;
@@ -38,24 +36,16 @@ pub const OPERATOR_ENV: [&str; 4] = ["BENCH_MODE", "BENCH_POOL_SIZE", "PORT", "B
 #[serde(transparent)]
 pub struct PodTemplate(pub serde_json::Value);
 
-impl JsonSchema for PodTemplate {
-    fn schema_name() -> Cow<'static, str> {
-        "PodTemplate".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "object",
-            "x-kubernetes-preserve-unknown-fields": true,
-            "description": "Cluster only: a pod template (PodTemplateSpec: metadata and spec) \
-                for the target, for arguments, env from ConfigMaps or Secrets, volumes, a \
-                service account, sidecars, labels and annotations. The container named \
-                `target`, else the first, is the target: the operator sets its CPU and memory \
-                per cell (requests = limits), adds the BENCH_* and cells' env and the http \
-                port, and a readiness probe unless it has one. See docs/kubernetes.md.",
-        })
-    }
-}
+written_schema!(PodTemplate, {
+    "type": "object",
+    "x-kubernetes-preserve-unknown-fields": true,
+    "description": "Cluster only: a pod template (PodTemplateSpec: metadata and spec) for the \
+        target, for arguments, env from ConfigMaps or Secrets, volumes, a service account, \
+        sidecars, labels and annotations. The container named `target`, else the first, is the \
+        target: the operator sets its CPU and memory per cell (requests = limits), adds the \
+        BENCH_* and cells' env and the http port, and a readiness probe unless it has one. See \
+        docs/kubernetes.md.",
+});
 
 impl PodTemplate {
     /// The template as a Kubernetes type, or every unknown field and the first wrong type with

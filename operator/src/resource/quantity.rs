@@ -4,10 +4,8 @@
 //! quotas that the operator turns into pod limits. Only the forms a CPU or memory limit uses are
 //! accepted: a decimal number with an optional SI or binary suffix.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A resource quantity exactly as written in the spec (`"500m"`, `"1"`, `"256Mi"`).
@@ -151,20 +149,12 @@ impl<'de> Deserialize<'de> for Quantity {
     }
 }
 
-impl JsonSchema for Quantity {
-    fn schema_name() -> Cow<'static, str> {
-        "Quantity".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        // int-or-string, as Kubernetes' own resource quantities: `cpu: 2` and `cpu: "500m"`.
-        // No `type` and no `anyOf`: that is the structural form the API server accepts, and the
-        // operator's own validation checks the text.
-        json_schema!({
-            "x-kubernetes-int-or-string": true,
-        })
-    }
-}
+// int-or-string, as Kubernetes' own resource quantities: `cpu: 2` and `cpu: "500m"`. No `type`
+// and no `anyOf`: that is the structural form the API server accepts, and the operator's own
+// validation checks the text.
+written_schema!(Quantity, {
+    "x-kubernetes-int-or-string": true,
+});
 
 #[cfg(test)]
 mod tests {

@@ -4,10 +4,8 @@
 //! one of its ranked figures is wider than `precision` percent of that figure, and never more
 //! than `max` times. The engine decides it (`crate::engine`), for both executors alike.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -194,21 +192,12 @@ impl<'de> serde::de::Visitor<'de> for RepeatVisitor {
     }
 }
 
-impl JsonSchema for Repeat {
-    fn schema_name() -> Cow<'static, str> {
-        "Repeat".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        // A structural schema cannot say "an integer or an object", and CEL cannot see an
-        // untyped field, so the API server keeps the value as written and the operator checks
-        // it (condition SpecValid names the field); `kubectl benchmatrix run` checks it before
-        // it creates the run.
-        json_schema!({
-            "x-kubernetes-preserve-unknown-fields": true,
-        })
-    }
-}
+// A structural schema cannot say "an integer or an object", and CEL cannot see an untyped
+// field, so the API server keeps the value as written and the operator checks it (condition
+// SpecValid names the field); `kubectl benchmatrix run` checks it before it creates the run.
+written_schema!(Repeat, {
+    "x-kubernetes-preserve-unknown-fields": true,
+});
 
 #[cfg(test)]
 mod tests {

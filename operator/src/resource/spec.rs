@@ -6,13 +6,12 @@
 //! the API server refuses a run that cannot work at apply time; `crate::resource::validate` repeats them
 //! with field paths for the operator and the local runner.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Toleration;
 use kube::CustomResource;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use benchmatrix_loadgen::duration::Duration;
@@ -533,21 +532,13 @@ impl<'de> Deserialize<'de> for PoolSize {
     }
 }
 
-impl JsonSchema for PoolSize {
-    fn schema_name() -> Cow<'static, str> {
-        "PoolSize".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        // `minimum` and `maximum` apply to the integer form only; the operator's validation
-        // checks a number written as a string.
-        json_schema!({
-            "x-kubernetes-int-or-string": true,
-            "minimum": 1,
-            "maximum": MAX_POOL_SIZE,
-        })
-    }
-}
+// `minimum` and `maximum` apply to the integer form only; the operator's validation checks a
+// number written as a string.
+written_schema!(PoolSize, {
+    "x-kubernetes-int-or-string": true,
+    "minimum": 1,
+    "maximum": MAX_POOL_SIZE,
+});
 
 /// Resources and fan-out of the load generator.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

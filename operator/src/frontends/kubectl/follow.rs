@@ -1,5 +1,5 @@
 //! A run's progress on a cluster, from its status: each status the watch delivers becomes the
-//! [`progress::Event`]s the local runner would have shown for the same steps, so the display
+//! [`progress::Update`]s the local runner would have shown for the same steps, so the display
 //! (a live bar on a terminal, a line per phase elsewhere) is the same one.
 //!
 //! A measurement is a cell's repetition: with `spec.repeat` above 1, each ends as an entry of
@@ -83,13 +83,7 @@ impl Follower {
     /// Shows on `display` what changed in `status` since the last one.
     pub fn update(&mut self, status: &BenchmarkRunStatus, display: &mut Display) {
         if status.phase == RunPhase::Pending || status.cells.is_empty() {
-            // Queued behind other runs, or refused before any cell: the run's message says.
-            if let Some(m) = &status.message
-                && self.waiting.as_ref() != Some(m)
-            {
-                display.line(m);
-                self.waiting = Some(m.clone());
-            }
+            self.show_waiting(status, display);
         }
         if self.shown_ends.len() < status.cells.len() {
             self.shown_ends.resize(status.cells.len(), 0);
@@ -99,43 +93,7 @@ impl Follower {
         // In the order they ended (a coalesced update can hold several), matrix order on ties.
         ended.sort_by_key(|e| (e.at, e.cell, e.repetition));
         for e in ended {
-            let step = Step {
-                cell: e.cell,
-                repetition: e.repetition,
-            };
-            let started = self.current.as_ref().is_some_and(|c| c.step == step);
-            if !started {
-                display.show(progress::Update::Measurements {
-                    done: self.done,
-                    total,
-                });
-                display.show(progress::Update::Started {
-                    step,
-                    detail: START_UNSEEN,
-                });
-            }
-            for figures in self.phase_figures(e.results) {
-                display.show(progress::Update::PhaseEnded {
-                    step,
-                    figures: &figures,
-                });
-            }
-            let message = e.message.unwrap_or_default();
-            if e.phase == CellPhase::Succeeded {
-                display.show(progress::Update::Succeeded {
-                    step,
-                    detail: message,
-                });
-            } else {
-                display.show(progress::Update::Failed {
-                    step,
-                    reason: e.reason.unwrap_or_default(),
-                    message,
-                });
-            }
-            self.shown_ends[e.cell] += 1;
-            self.done += 1;
-            self.current = None;
+            self.show_ended(&e, total, display);
         }
         let active = status
             .cells
@@ -143,46 +101,101 @@ impl Follower {
             .enumerate()
             .find(|(_, c)| matches!(c.phase, CellPhase::Deploying | CellPhase::Running));
         if let Some((i, c)) = active {
-            let load_started = (c.phase == CellPhase::Running)
-                .then(|| {
-                    c.load_start_time
-                        .as_ref()
-                        .map(crate::resource::conditions::secs_of)
-                })
-                .flatten();
-            let step = Step {
-                cell: i,
-                repetition: self.repetition_under_way(c),
-            };
-            if self.current.as_ref().is_none_or(|cur| cur.step != step) {
-                display.show(progress::Update::Measurements {
-                    done: self.done,
-                    total,
-                });
-                display.show(progress::Update::Started {
-                    step,
-                    detail: c.message.as_deref().unwrap_or("deploying"),
-                });
-                self.current = Some(Current {
-                    step,
-                    said: c.message.clone(),
-                    load_started: None,
-                });
-            } else if let Some(cur) = &mut self.current
-                && c.message.is_some()
-                && cur.said != c.message
-            {
-                // e.g. "load generator running against ...", or a wait for the previous pods.
-                display.show(progress::Update::Doing {
-                    step: cur.step,
-                    detail: c.message.as_deref().unwrap_or_default(),
-                });
-                cur.said = c.message.clone();
-            }
-            if let Some(cur) = &mut self.current {
-                cur.load_started = load_started;
-            }
+            self.show_active(i, c, total, display);
         }
+    }
+
+    /// Queued behind other runs, or refused before any cell: the run's message says, once.
+    fn show_waiting(&mut self, status: &BenchmarkRunStatus, display: &mut Display) {
+        if let Some(m) = &status.message
+            && self.waiting.as_ref() != Some(m)
+        {
+            display.line(m);
+            self.waiting = Some(m.clone());
+        }
+    }
+
+    /// Shows measurement `e` from its start (unless shown already) through its phases to its
+    /// end; `total`: the measurements the run will make.
+    fn show_ended(&mut self, e: &Ended, total: usize, display: &mut Display) {
+        let step = Step {
+            cell: e.cell,
+            repetition: e.repetition,
+        };
+        let started = self.current.as_ref().is_some_and(|c| c.step == step);
+        if !started {
+            self.show_start(step, START_UNSEEN, total, display);
+        }
+        for figures in self.phase_figures(e.results) {
+            display.show(progress::Update::PhaseEnded {
+                step,
+                figures: &figures,
+            });
+        }
+        let message = e.message.unwrap_or_default();
+        if e.phase == CellPhase::Succeeded {
+            display.show(progress::Update::Succeeded {
+                step,
+                detail: message,
+            });
+        } else {
+            display.show(progress::Update::Failed {
+                step,
+                reason: e.reason.unwrap_or_default(),
+                message,
+            });
+        }
+        self.shown_ends[e.cell] += 1;
+        self.done += 1;
+        self.current = None;
+    }
+
+    /// Shows the measurement under way in cell `i` (`c`): its start when it is new, else its
+    /// cell's message when that changed; and keeps when its load started, for [`Self::tick`].
+    fn show_active(&mut self, i: usize, c: &CellStatus, total: usize, display: &mut Display) {
+        let load_started = (c.phase == CellPhase::Running)
+            .then(|| {
+                c.load_start_time
+                    .as_ref()
+                    .map(crate::resource::conditions::secs_of)
+            })
+            .flatten();
+        let step = Step {
+            cell: i,
+            repetition: self.repetition_under_way(c),
+        };
+        if self.current.as_ref().is_none_or(|cur| cur.step != step) {
+            let detail = c.message.as_deref().unwrap_or("deploying");
+            self.show_start(step, detail, total, display);
+            self.current = Some(Current {
+                step,
+                said: c.message.clone(),
+                load_started: None,
+            });
+        } else if let Some(cur) = &mut self.current
+            && c.message.is_some()
+            && cur.said != c.message
+        {
+            // e.g. "load generator running against ...", or a wait for the previous pods.
+            display.show(progress::Update::Doing {
+                step: cur.step,
+                detail: c.message.as_deref().unwrap_or_default(),
+            });
+            cur.said = c.message.clone();
+        }
+        if let Some(cur) = &mut self.current {
+            cur.load_started = load_started;
+        }
+    }
+
+    /// Shows measurement `step` starting (`detail` says what starts), after the count of those
+    /// done out of `total`.
+    fn show_start(&self, step: Step, detail: &str, total: usize, display: &mut Display) {
+        display.show(progress::Update::Measurements {
+            done: self.done,
+            total,
+        });
+        display.show(progress::Update::Started { step, detail });
     }
 
     /// A second has passed (`now`: seconds since the epoch): tells the display how far the load

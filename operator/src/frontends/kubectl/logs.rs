@@ -22,6 +22,8 @@ use crate::resource::labels::{
 /// Exit code when no pod matched (and nothing was printed).
 pub const EXIT_NO_PODS: u8 = 1;
 
+const COMMAND: &str = "kubectl benchmatrix logs";
+
 /// Which pods of a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Role {
@@ -78,7 +80,6 @@ pub fn selector(args: &LogsArgs) -> String {
 /// matched (with why and how to keep them on stderr), 2 for an unknown run or cell, 5 when the
 /// API server cannot be asked.
 pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> ExitCode {
-    const COMMAND: &str = "kubectl benchmatrix logs";
     let ns = &cluster.namespace;
     let run = match runs_api(cluster, ns).get_opt(&args.name).await {
         Ok(Some(run)) => run,
@@ -89,14 +90,7 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
             );
             return ExitCode::from(EXIT_BAD_INPUT);
         }
-        Err(e) => {
-            eprintln!(
-                "{COMMAND}: cannot read benchmarkrun {ns}/{}: {}",
-                args.name,
-                super::api_error(&e)
-            );
-            return ExitCode::from(EXIT_CLUSTER);
-        }
+        Err(e) => return cannot(&format!("read benchmarkrun {ns}/{}", args.name), &e),
     };
     let cells: Vec<String> = status_of(&run)
         .map(|s| s.cells.into_iter().map(|c| c.name).collect())
@@ -119,12 +113,8 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
     {
         Ok(list) => list.items,
         Err(e) => {
-            eprintln!(
-                "{COMMAND}: cannot list the pods of benchmarkrun {ns}/{}: {}",
-                args.name,
-                super::api_error(&e)
-            );
-            return ExitCode::from(EXIT_CLUSTER);
+            let what = format!("list the pods of benchmarkrun {ns}/{}", args.name);
+            return cannot(&what, &e);
         }
     };
     if found.is_empty() {
@@ -154,6 +144,12 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
     }
     let _ = out.flush();
     ExitCode::SUCCESS
+}
+
+/// Says that the API server could not be asked to `what`, in its words: exit 5.
+fn cannot(what: &str, e: &kube::Error) -> ExitCode {
+    eprintln!("{COMMAND}: cannot {what}: {}", super::api_error(e));
+    ExitCode::from(EXIT_CLUSTER)
 }
 
 /// Each container's log of `pod` (init containers first, as they ran), headed by the pod and

@@ -120,40 +120,10 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         ask,
     } = console;
     let file = args.file.display().to_string();
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{COMMAND}: cannot read {file}: {e}");
-            return EXIT_BAD_INPUT;
-        }
+    let checked = match check(&args, &file) {
+        Ok(checked) => checked,
+        Err(code) => return code,
     };
-    let validated = match crate::resource::validate::parse_benchmark_run(&text)
-        .and_then(ValidatedRun::for_cluster)
-    {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("{COMMAND}: {file} is not a valid BenchmarkRun:");
-            for fe in &e.errors {
-                eprintln!("  {fe}");
-            }
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let Some(name) = validated
-        .run()
-        .metadata
-        .name
-        .clone()
-        .filter(|n| !n.is_empty())
-    else {
-        eprintln!("{COMMAND}: {file} is not a valid BenchmarkRun:");
-        eprintln!("  metadata.name: required: the run's name on the cluster");
-        return EXIT_BAD_INPUT;
-    };
-    if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
-        eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
-        return EXIT_BAD_INPUT;
-    }
     let cluster = tokio::select! {
         c = connection.cluster() => match c {
             Ok(c) => c.clone(),
@@ -164,49 +134,14 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         },
         _ = &mut interrupted => return Outcome::Interrupted.code(),
     };
-    let namespace = match namespace_of(&validated, &cluster) {
-        Ok(ns) => ns,
-        Err(e) => {
-            eprintln!("{COMMAND}: {e}");
-            return EXIT_BAD_INPUT;
-        }
+    let ours = match create(&args, &file, &checked, &cluster, &mut interrupted).await {
+        Ok(ours) => ours,
+        Err(code) => return code,
     };
-    let object = match object_to_create(&text, &namespace) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{COMMAND}: {file}: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let api = runs_api(&cluster, &namespace);
-    let what = format!("benchmarkrun {namespace}/{name}");
-    if args.replace {
-        let replaced = tokio::select! {
-            r = delete_existing(&api, &name) => r,
-            _ = &mut interrupted => return Outcome::Interrupted.code(),
-        };
-        match replaced {
-            Ok(true) => eprintln!("deleted the earlier {what}"),
-            Ok(false) => {}
-            Err(e) => {
-                eprintln!("{COMMAND}: --replace: {e}");
-                return EXIT_CLUSTER;
-            }
-        }
-    }
-    let created = match api.create(&PostParams::default(), &object).await {
-        Ok(o) => o,
-        Err(e) => return refused_create(&e, &what, &cluster, &namespace, &name),
-    };
-    let ours = Ours {
-        api,
-        namespace: namespace.clone(),
-        name,
-        uid: created.metadata.uid.clone().unwrap_or_default(),
-    };
+    let what = ours.what();
     let mut shown = Shown {
-        follower: Follower::new(&validated),
-        display: make_display(Plan::of(&validated)),
+        follower: Follower::new(&checked.validated),
+        display: make_display(Plan::of(&checked.validated)),
         last: BenchmarkRunStatus::default(),
     };
     shown.say(&format!("created {what} ({})", cluster.describe));
@@ -245,11 +180,107 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
     let notes = Notes {
         source: format!("{file}, as {what}"),
         machine: format!("Kubernetes ({})", cluster.describe),
-        workload: crate::frontends::report::markdown::workload_line(validated.run()),
+        workload: crate::frontends::report::markdown::workload_line(checked.validated.run()),
         extra: Vec::new(),
     };
     write_outputs(&args.out, &last, &notes, &mut display);
     code
+}
+
+/// The run file, as checked before the cluster is asked.
+struct Checked {
+    /// The document as written.
+    text: String,
+    /// As the operator will find it.
+    validated: ValidatedRun,
+    /// Its name on the cluster (`metadata.name`).
+    name: String,
+}
+
+/// Checks what can be checked before the cluster is asked: the file (`file` names it) read,
+/// valid as the operator will find it, and named, and `--out` a writable folder. The exit code
+/// (2) once the error is said.
+fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
+    let text = std::fs::read_to_string(&args.file).map_err(|e| {
+        eprintln!("{COMMAND}: cannot read {file}: {e}");
+        EXIT_BAD_INPUT
+    })?;
+    let validated = crate::resource::validate::parse_benchmark_run(&text)
+        .and_then(ValidatedRun::for_cluster)
+        .map_err(|e| {
+            eprintln!("{COMMAND}: {file} is not a valid BenchmarkRun:");
+            for fe in &e.errors {
+                eprintln!("  {fe}");
+            }
+            EXIT_BAD_INPUT
+        })?;
+    let Some(name) = validated
+        .run()
+        .metadata
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+    else {
+        eprintln!("{COMMAND}: {file} is not a valid BenchmarkRun:");
+        eprintln!("  metadata.name: required: the run's name on the cluster");
+        return Err(EXIT_BAD_INPUT);
+    };
+    if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
+        eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
+        return Err(EXIT_BAD_INPUT);
+    }
+    Ok(Checked {
+        text,
+        validated,
+        name,
+    })
+}
+
+/// Creates the run of `checked` on `cluster`, in its namespace, after deleting an earlier one
+/// of its name with `--replace`. The run created, or the exit code once the error is said (or
+/// the interrupt's, when one comes while an earlier run is deleted).
+async fn create(
+    args: &RunArgs,
+    file: &str,
+    checked: &Checked,
+    cluster: &Cluster,
+    interrupted: &mut BoxFuture<'static, ()>,
+) -> Result<Ours, u8> {
+    let name = checked.name.clone();
+    let namespace = namespace_of(&checked.validated, cluster).map_err(|e| {
+        eprintln!("{COMMAND}: {e}");
+        EXIT_BAD_INPUT
+    })?;
+    let object = object_to_create(&checked.text, &namespace).map_err(|e| {
+        eprintln!("{COMMAND}: {file}: {e}");
+        EXIT_BAD_INPUT
+    })?;
+    let api = runs_api(cluster, &namespace);
+    let what = format!("benchmarkrun {namespace}/{name}");
+    if args.replace {
+        let replaced = tokio::select! {
+            r = delete_existing(&api, &name) => r,
+            _ = &mut *interrupted => return Err(Outcome::Interrupted.code()),
+        };
+        match replaced {
+            Ok(true) => eprintln!("deleted the earlier {what}"),
+            Ok(false) => {}
+            Err(e) => {
+                eprintln!("{COMMAND}: --replace: {e}");
+                return Err(EXIT_CLUSTER);
+            }
+        }
+    }
+    let created = match api.create(&PostParams::default(), &object).await {
+        Ok(o) => o,
+        Err(e) => return Err(refused_create(&e, &what, cluster, &namespace, &name)),
+    };
+    Ok(Ours {
+        api,
+        namespace,
+        name,
+        uid: created.metadata.uid.clone().unwrap_or_default(),
+    })
 }
 
 /// The run this command created: the object with this uid (a run deleted and created again

@@ -693,16 +693,20 @@ mod tests {
         status
     }
 
+    /// The row of `cell` among the figures in `md`, not its row in the table of cells (which
+    /// says its phase, Succeeded).
+    fn figures_row(md: &str, cell: &str) -> String {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {cell} |")) && !l.contains("Succeeded"))
+            .unwrap_or_else(|| panic!("no row for {cell} in {md}"))
+            .to_owned()
+    }
+
     #[test]
     fn absent_figures_print_a_dash_and_thin_percentiles_are_marked() {
         let status = short_phase_status();
         let md = render(&status, &[], &[], &Notes::default());
-        let row = |cell: &str| {
-            md.lines()
-                .find(|l| l.starts_with(&format!("| {cell} |")) && !l.contains("Succeeded"))
-                .unwrap_or_else(|| panic!("no row for {cell} in {md}"))
-                .to_owned()
-        };
+        let row = |cell: &str| figures_row(&md, cell);
         let x8 = row("pool-x8");
         assert_eq!(
             x8,
@@ -788,12 +792,7 @@ mod tests {
     fn repeated_cells_show_their_spread_noise_and_instability() {
         let status = repeated_status();
         let md = render(&status, &[], &[], &Notes::default());
-        let row = |cell: &str| {
-            md.lines()
-                .find(|l| l.starts_with(&format!("| {cell} |")) && !l.contains("Succeeded"))
-                .unwrap_or_else(|| panic!("no row for {cell} in {md}"))
-                .to_owned()
-        };
+        let row = |cell: &str| figures_row(&md, cell);
         let x2 = row("pool-x2");
         // Five repetitions' CI is their range here: shown once.
         assert!(x2.contains("| 21.5 (19.5–24.0) |"), "{x2}");

@@ -74,6 +74,27 @@ pub struct Recommendation {
     pub sentence: String,
 }
 
+impl Recommendation {
+    /// Nothing recommended, `sentence` saying why; `service_level`: whether the run had
+    /// thresholds.
+    fn none(
+        service_level: bool,
+        passed_over: Vec<(String, String)>,
+        sentence: String,
+    ) -> Recommendation {
+        Recommendation {
+            cell: None,
+            reserved_cpu: None,
+            margin: None,
+            service_level,
+            thresholds_met: 0,
+            alternatives: Vec::new(),
+            passed_over,
+            sentence,
+        }
+    }
+}
+
 /// Target CPU seconds per 1,000 requests of a cell: information shown beside the rates the
 /// cell served (and compared by `benchmatrix compare` when the request mix is the same), never
 /// a ranking of cells, since it falls when a cell serves fewer of the expensive requests.
@@ -164,10 +185,15 @@ struct Candidate {
 }
 
 impl Candidate {
-    /// The reservation in whole millicores, so that equal configurations compare equal.
+    /// See [`millis`].
     fn millis(&self) -> i64 {
-        (self.reserved_cpu * 1000.0).round() as i64
+        millis(self.reserved_cpu)
     }
+}
+
+/// A reservation in whole millicores, so that equal configurations compare equal.
+fn millis(cores: f64) -> i64 {
+    (cores * 1000.0).round() as i64
 }
 
 /// The wider margin first; a cell without a measurable margin after one with a margin.
@@ -198,30 +224,9 @@ pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommend
     for cell in cells {
         let verdicts: Vec<&ThresholdResult> =
             results.iter().filter(|r| r.cell == cell.name).collect();
-        let why_not = if cell.phase != CellPhase::Succeeded {
-            Some(format!("it did not succeed ({})", cell.phase))
-        } else if verdicts.is_empty() {
-            Some("no threshold judges it".to_owned())
-        } else if let Some(failed) = verdicts.iter().find(|r| r.verdict == Verdict::Fail) {
-            Some(format!("it fails {}", failed.threshold))
-        } else if let Some(shaky) = verdicts.iter().find(|r| r.unstable) {
-            Some(format!(
-                "its figure for {} is unstable over the repetitions",
-                shaky.threshold
-            ))
-        } else if let Some(reserved_cpu) = cell.reserved_cpu {
-            qualified.push(Candidate {
-                cell: cell.name.clone(),
-                reserved_cpu,
-                margin: margin(&verdicts),
-                thresholds_met: verdicts.len(),
-            });
-            None
-        } else {
-            Some("its reserved CPU is not recorded (cells[].reservedCpu)".to_owned())
-        };
-        if let Some(why) = why_not {
-            passed_over.push((cell.name.clone(), why));
+        match qualify(cell, &verdicts) {
+            Ok(candidate) => qualified.push(candidate),
+            Err(why) => passed_over.push((cell.name.clone(), why)),
         }
     }
     // Stable sort: at an equal reservation and margin the earlier cell in the matrix wins.
@@ -230,22 +235,64 @@ pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommend
             .cmp(&b.millis())
             .then_with(|| by_margin(&a.margin, &b.margin))
     });
-    let Some(best) = qualified.first().cloned() else {
-        return Recommendation {
-            cell: None,
-            reserved_cpu: None,
-            margin: None,
-            service_level: true,
-            thresholds_met: 0,
-            alternatives: Vec::new(),
+    let Some((best, rest)) = qualified.split_first() else {
+        return Recommendation::none(
+            true,
             passed_over,
-            sentence: "No configuration meets every threshold with stable figures, so none is \
-                       recommended."
+            "No configuration meets every threshold with stable figures, so none is \
+             recommended."
                 .to_owned(),
-        };
+        );
     };
-    let alternatives: Vec<Alternative> = qualified[1..]
+    let alternatives = alternatives(best, rest);
+    let thresholds_in_run = results
         .iter()
+        .map(|r| r.index)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let sentence = sentence(best, rest, &alternatives, thresholds_in_run);
+    Recommendation {
+        cell: Some(best.cell.clone()),
+        reserved_cpu: Some(best.reserved_cpu),
+        margin: best.margin.clone(),
+        service_level: true,
+        thresholds_met: best.thresholds_met,
+        alternatives,
+        passed_over,
+        sentence,
+    }
+}
+
+/// `cell` as a candidate when it qualifies on its `verdicts` (see [`recommend`]), else why it
+/// does not.
+fn qualify(cell: &CellStatus, verdicts: &[&ThresholdResult]) -> Result<Candidate, String> {
+    if cell.phase != CellPhase::Succeeded {
+        Err(format!("it did not succeed ({})", cell.phase))
+    } else if verdicts.is_empty() {
+        Err("no threshold judges it".to_owned())
+    } else if let Some(failed) = verdicts.iter().find(|r| r.verdict == Verdict::Fail) {
+        Err(format!("it fails {}", failed.threshold))
+    } else if let Some(shaky) = verdicts.iter().find(|r| r.unstable) {
+        Err(format!(
+            "its figure for {} is unstable over the repetitions",
+            shaky.threshold
+        ))
+    } else if let Some(reserved_cpu) = cell.reserved_cpu {
+        Ok(Candidate {
+            cell: cell.name.clone(),
+            reserved_cpu,
+            margin: margin(verdicts),
+            thresholds_met: verdicts.len(),
+        })
+    } else {
+        Err("its reserved CPU is not recorded (cells[].reservedCpu)".to_owned())
+    }
+}
+
+/// The qualifying cells after `best`, as they rank (`rest`), each with how much less `best`
+/// reserves.
+fn alternatives(best: &Candidate, rest: &[Candidate]) -> Vec<Alternative> {
+    rest.iter()
         .map(|c| Alternative {
             cell: c.cell.clone(),
             reserved_cpu: c.reserved_cpu,
@@ -256,23 +303,7 @@ pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommend
             },
             margin: c.margin.clone(),
         })
-        .collect();
-    let thresholds_in_run = results
-        .iter()
-        .map(|r| r.index)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    let sentence = sentence(&best, &qualified[1..], &alternatives, thresholds_in_run);
-    Recommendation {
-        cell: Some(best.cell),
-        reserved_cpu: Some(best.reserved_cpu),
-        margin: best.margin,
-        service_level: true,
-        thresholds_met: best.thresholds_met,
-        alternatives,
-        passed_over,
-        sentence,
-    }
+        .collect()
 }
 
 /// The recommendation in one line: the cell, its reservation, the cells it ties with (and the

@@ -9,7 +9,7 @@
 //! endpoints competed, and says which cell reserves the least CPU when reservations differ, as
 //! a fact about the configuration, not as a recommendation.
 
-use super::{Recommendation, bounded, cpus};
+use super::{Recommendation, bounded, cpus, millis};
 use crate::resource::status::Percentile;
 use crate::resource::{CellPhase, CellResult, CellStatus};
 
@@ -34,16 +34,7 @@ pub(super) fn without_service_level(cells: &[CellStatus]) -> Recommendation {
     } else {
         sentence(&served)
     };
-    Recommendation {
-        cell: None,
-        reserved_cpu: None,
-        margin: None,
-        service_level: false,
-        thresholds_met: 0,
-        alternatives: Vec::new(),
-        passed_over,
-        sentence,
-    }
+    Recommendation::none(false, passed_over, sentence)
 }
 
 /// "No service level was given ...; <reservations>; what each cell traded: <cell>: <figures>;
@@ -53,27 +44,33 @@ fn sentence(served: &[&CellStatus]) -> String {
         .iter()
         .filter_map(|c| Some((c.name.as_str(), c.reserved_cpu?)))
         .collect();
-    let millis = |cores: f64| (cores * 1000.0).round() as i64;
     // A status from before reservations were recorded says nothing about them.
     let known = reserved.len() == served.len();
     let all_equal = reserved
         .windows(2)
         .all(|w| millis(w[0].1) == millis(w[1].1));
     let mut head = format!("{NO_SERVICE_LEVEL}; ");
-    match reserved.as_slice() {
-        _ if !known => {}
-        [] => {}
-        [(_, cores)] if served.len() == 1 => {
-            head.push_str(&format!(
-                "the one cell that succeeded reserves {}; ",
-                cpus(*cores)
-            ));
-        }
+    if known {
+        head.push_str(&reservations(&reserved, all_equal));
+    }
+    head.push_str(if served.len() == 1 {
+        "what it served: "
+    } else {
+        "what each cell traded: "
+    });
+    let parts = traded(served, known && !all_equal);
+    bounded(&head, &parts, "; ", ".")
+}
+
+/// What the cells that succeeded reserve, from the reservation of every one of them, ending in
+/// "; ": the one figure when they reserve the same, else which reserves the least and which the
+/// most.
+fn reservations(reserved: &[(&str, f64)], all_equal: bool) -> String {
+    match reserved {
+        [] => String::new(),
+        [(_, cores)] => format!("the one cell that succeeded reserves {}; ", cpus(*cores)),
         [(_, cores), ..] if all_equal => {
-            head.push_str(&format!(
-                "every cell that succeeded reserves {}; ",
-                cpus(*cores)
-            ));
+            format!("every cell that succeeded reserves {}; ", cpus(*cores))
         }
         _ => {
             // First of the smallest and first of the largest, in matrix order.
@@ -87,24 +84,24 @@ fn sentence(served: &[&CellStatus]) -> String {
                     reserved[0],
                     |a, &b| if millis(b.1) > millis(a.1) { b } else { a },
                 );
-            head.push_str(&format!(
+            format!(
                 "{} reserves the least CPU (CPU limit x replicas), {} (the most: {}, {}), which \
                  is cheaper to run but says nothing about how well it served; ",
                 least.0,
                 cpus(least.1),
                 most.0,
                 cpus(most.1)
-            ));
+            )
         }
     }
+}
+
+/// Each cell's figures on the [`traded_streams`], "<cell>: <figures>", the cell's reservation
+/// beside its name `with_reservation`. The first cell names each stream; the others follow in
+/// the same order.
+fn traded(served: &[&CellStatus], with_reservation: bool) -> Vec<String> {
     let streams = traded_streams(served);
-    head.push_str(if served.len() == 1 {
-        "what it served: "
-    } else {
-        "what each cell traded: "
-    });
-    let with_reservation = known && !all_equal;
-    let parts: Vec<String> = served
+    served
         .iter()
         .enumerate()
         .map(|(i, c)| {
@@ -112,7 +109,6 @@ fn sentence(served: &[&CellStatus]) -> String {
                 Some(cores) if with_reservation => format!("{} ({})", c.name, cpus(cores)),
                 _ => c.name.clone(),
             };
-            // The first cell names each stream; the others follow in the same order.
             let figures: Vec<String> = streams
                 .iter()
                 .map(|(phase, endpoint)| {
@@ -130,8 +126,7 @@ fn sentence(served: &[&CellStatus]) -> String {
                 .collect();
             format!("{name}: {}", figures.join(", "))
         })
-        .collect();
-    bounded(&head, &parts, "; ", ".")
+        .collect()
 }
 
 /// The streams to show: those of the phases that load more than one endpoint at once, where
