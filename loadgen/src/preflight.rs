@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn the_marker_starts_the_engine_error() {
-        let e = crate::load::EngineError::Unreachable("http://x:1 did not answer".into());
+        let e = crate::load::RunError::Unreachable("http://x:1 did not answer".into());
         assert!(e.to_string().starts_with(UNREACHABLE), "{e}");
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use benchmatrix_loadgen::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, EngineError, RunConfig};
+use benchmatrix_loadgen::load::{self, DEFAULT_OPEN_MAX_CONNECTIONS, RunConfig, RunError};
 use benchmatrix_loadgen::plan::{self, Preflight, Spread};
 use benchmatrix_loadgen::result::RunResult;
 use common::{Behaviour, TestServer, closed, closed_port};
@@ -44,15 +44,15 @@ fn config(
     }
 }
 
-fn run(cfg: &RunConfig) -> (Result<RunResult, EngineError>, Duration) {
+fn run(cfg: &RunConfig) -> (Result<RunResult, RunError>, Duration) {
     let started = Instant::now();
     let r = load::run(cfg, &mut |_| {});
     (r, started.elapsed())
 }
 
-fn unreachable(r: Result<RunResult, EngineError>) -> String {
+fn unreachable(r: Result<RunResult, RunError>) -> String {
     match r {
-        Err(e @ EngineError::Unreachable(_)) => e.to_string(),
+        Err(e @ RunError::Unreachable(_)) => e.to_string(),
         other => panic!("expected the check to fail, got {other:?}"),
     }
 }

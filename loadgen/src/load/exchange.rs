@@ -1,6 +1,7 @@
-//! One request on one connection, the same way in both loops: opening the connection when it is
-//! needed, sending the request with its deadline (its timeout or the phase's end, whichever
-//! comes first), and recording what came of it.
+//! One request on one connection, the same way in both loops: opening the connection when it
+//! is needed, sending the request with its deadline (its timeout or the phase's end, whichever
+//! comes first), and recording what came of it; and what a stream needs for that
+//! ([`StreamCtx`]).
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -9,11 +10,48 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use super::worker::StreamCtx;
 use crate::conn::{Conn, Response};
 use crate::recorder::{LATE_SEND_THRESHOLD, Recorder};
-use crate::request::SuccessSet;
+use crate::request::{Prepared, SuccessSet};
 use crate::result::ErrorKind;
+
+/// What one stream needs on a worker.
+pub(crate) struct StreamCtx {
+    /// Where this worker's connections of the stream go: one address per connection for a
+    /// closed-loop stream; for an open-loop stream, the order new connections take.
+    pub addrs: Vec<SocketAddr>,
+    /// How many connections have taken an address from `addrs` (open loop).
+    next_addr: std::cell::Cell<usize>,
+    /// The request, built once for the run and written as is for every send.
+    pub request: Vec<u8>,
+    /// The answer to `request` has no body (HEAD).
+    pub bodiless_answer: bool,
+    /// The statuses that count as success.
+    pub success: SuccessSet,
+    /// How long an answer is awaited.
+    pub timeout: Duration,
+}
+
+impl StreamCtx {
+    /// The stream sending `request` to `addrs`, each answer awaited at most `timeout`.
+    pub fn new(addrs: Vec<SocketAddr>, request: &Prepared, timeout: Duration) -> StreamCtx {
+        StreamCtx {
+            addrs,
+            next_addr: std::cell::Cell::new(0),
+            request: request.bytes.clone(),
+            bodiless_answer: request.bodiless_answer,
+            success: request.success,
+            timeout,
+        }
+    }
+
+    /// The address for the next new connection, taking `addrs` in turn.
+    pub fn take_addr(&self) -> SocketAddr {
+        let n = self.next_addr.get();
+        self.next_addr.set(n + 1);
+        self.addrs[n % self.addrs.len()]
+    }
+}
 
 /// Pause after a failed connect, so a closed port is not hammered in a busy loop.
 pub(crate) const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(10);

@@ -84,7 +84,7 @@ impl GeneratorShare {
 
 /// Why a run could not be carried out (as opposed to requests failing, which are results).
 #[derive(Debug, thiserror::Error)]
-pub enum EngineError {
+pub enum RunError {
     /// The target's host name did not resolve.
     #[error("cannot resolve target {0}: {1}")]
     Resolve(String, String),
@@ -102,10 +102,7 @@ pub enum EngineError {
 
 /// Runs the whole workload and returns the result document; `on_progress` gets one line per
 /// second per phase (warm-up included, under [`WARMUP_PHASE`]) and one as each phase ends.
-pub fn run(
-    cfg: &RunConfig,
-    on_progress: &mut dyn FnMut(&Progress),
-) -> Result<RunResult, EngineError> {
+pub fn run(cfg: &RunConfig, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunResult, RunError> {
     // Before anything else, so the check is outside the warm-up and every phase, and a name
     // that resolves only once the target is up is resolved after it.
     let preflight_seconds = match &cfg.preflight {
@@ -142,7 +139,7 @@ pub fn run(
 }
 
 /// Each endpoint's request, made here once; the connection loops only write its bytes.
-fn build_requests(cfg: &RunConfig) -> Result<Vec<Arc<Prepared>>, EngineError> {
+fn build_requests(cfg: &RunConfig) -> Result<Vec<Arc<Prepared>>, RunError> {
     cfg.workload
         .endpoints
         .iter()
@@ -154,7 +151,7 @@ fn build_requests(cfg: &RunConfig) -> Result<Vec<Arc<Prepared>>, EngineError> {
                 &cfg.header_values,
             )
             .map(Arc::new)
-            .map_err(EngineError::Request)
+            .map_err(RunError::Request)
         })
         .collect()
 }
@@ -170,22 +167,22 @@ fn load_authorities(cfg: &RunConfig) -> Vec<String> {
 
 /// Waits until every address of the load answers `p`; the seconds it took, rounded to
 /// milliseconds.
-fn check_addresses(cfg: &RunConfig, p: &Preflight) -> Result<f64, EngineError> {
+fn check_addresses(cfg: &RunConfig, p: &Preflight) -> Result<f64, RunError> {
     let check = preflight::Check {
         path: p.path.clone(),
         host_header: cfg.target.host_header(),
         timeout: p.timeout.get(),
     };
     let took =
-        preflight::wait_for(&load_authorities(cfg), &check).map_err(EngineError::Unreachable)?;
+        preflight::wait_for(&load_authorities(cfg), &check).map_err(RunError::Unreachable)?;
     Ok((took.as_secs_f64() * 1000.0).round() / 1000.0)
 }
 
 /// The first address `authority` ("HOST:PORT") resolves to.
-fn resolve(authority: &str) -> Result<SocketAddr, EngineError> {
+fn resolve(authority: &str) -> Result<SocketAddr, RunError> {
     authority
         .to_socket_addrs()
-        .map_err(|e| EngineError::Resolve(authority.to_owned(), e.to_string()))?
+        .map_err(|e| RunError::Resolve(authority.to_owned(), e.to_string()))?
         .next()
-        .ok_or_else(|| EngineError::Resolve(authority.to_owned(), "no address".into()))
+        .ok_or_else(|| RunError::Resolve(authority.to_owned(), "no address".into()))
 }

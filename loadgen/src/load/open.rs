@@ -19,8 +19,7 @@ use std::rc::Rc;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::exchange::{self, After, connect_until};
-use super::worker::StreamCtx;
+use super::exchange::{self, After, StreamCtx, connect_until};
 use crate::conn::Conn;
 use crate::recorder::Recorder;
 

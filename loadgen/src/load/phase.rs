@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::worker::{Msg, PhaseCmd, Worker, WorkerMode, WorkerStream};
-use super::{EngineError, GeneratorShare, RunConfig, WARMUP_PHASE, open, stats};
+use super::{GeneratorShare, RunConfig, RunError, WARMUP_PHASE, open, stats};
 use crate::histogram;
 use crate::plan::{LoadMode, Phase};
 use crate::recorder::StreamTotals;
@@ -117,7 +117,7 @@ impl PhaseCtx<'_> {
     pub fn run_all(
         &self,
         on_progress: &mut dyn FnMut(&Progress),
-    ) -> Result<Vec<PhaseResult>, EngineError> {
+    ) -> Result<Vec<PhaseResult>, RunError> {
         let w = &self.cfg.workload;
         if let Some(first) = w.phases.first()
             && !w.warmup.is_zero()
@@ -151,7 +151,7 @@ impl PhaseCtx<'_> {
         &self,
         phase: &Phase,
         on_progress: &mut dyn FnMut(&Progress),
-    ) -> Result<PhaseResult, EngineError> {
+    ) -> Result<PhaseResult, RunError> {
         // A short lead so every worker starts on the same instant.
         let start = Instant::now() + Duration::from_millis(20);
         let end = start + phase.duration.get();
@@ -168,7 +168,7 @@ impl PhaseCtx<'_> {
                     end,
                     streams,
                 })
-                .map_err(|_| EngineError::Worker("a worker thread has stopped".into()))?;
+                .map_err(|_| RunError::Worker("a worker thread has stopped".into()))?;
         }
         let (timeline, totals) = self.collect(phase, &names, &modes, end, on_progress)?;
         let duration_secs = (end - start).as_secs_f64();
@@ -189,7 +189,7 @@ impl PhaseCtx<'_> {
     }
 
     /// Each worker's share of `phase`'s streams, for a phase that starts at `start`.
-    fn deal(&self, phase: &Phase, start: Instant) -> Result<Dealt, EngineError> {
+    fn deal(&self, phase: &Phase, start: Instant) -> Result<Dealt, RunError> {
         let endpoints = &self.cfg.workload.endpoints;
         let mut dealer = Dealer {
             addrs: &self.addrs,
@@ -204,13 +204,11 @@ impl PhaseCtx<'_> {
             let ep = endpoints
                 .iter()
                 .position(|e| e.name == stream.endpoint)
-                .ok_or_else(|| {
-                    EngineError::Worker(format!("unknown endpoint {}", stream.endpoint))
-                })?;
+                .ok_or_else(|| RunError::Worker(format!("unknown endpoint {}", stream.endpoint)))?;
             names.push(stream.endpoint.clone());
             let mode = stream
                 .mode()
-                .ok_or_else(|| EngineError::Worker("stream without a mode".into()))?;
+                .ok_or_else(|| RunError::Worker("stream without a mode".into()))?;
             modes.push(mode);
             let request = &self.requests[ep];
             match mode {
@@ -236,7 +234,7 @@ impl PhaseCtx<'_> {
         modes: &[LoadMode],
         end: Instant,
         on_progress: &mut dyn FnMut(&Progress),
-    ) -> Result<(TimelineBuilder, Vec<StreamTotals>), EngineError> {
+    ) -> Result<(TimelineBuilder, Vec<StreamTotals>), RunError> {
         let threads = self.workers.len();
         let mut timeline = TimelineBuilder::new(&phase.name, names.to_vec(), threads);
         let mut totals: Vec<StreamTotals> = modes
@@ -260,13 +258,13 @@ impl PhaseCtx<'_> {
                     done += 1;
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(EngineError::Worker(format!(
+                    return Err(RunError::Worker(format!(
                         "workers did not finish phase {:?} in time",
                         phase.name
                     )));
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(EngineError::Worker("a worker thread has stopped".into()));
+                    return Err(RunError::Worker("a worker thread has stopped".into()));
                 }
             }
         }

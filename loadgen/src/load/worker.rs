@@ -11,34 +11,10 @@ use std::time::{Duration, Instant};
 
 use tokio::task::LocalSet;
 
-use super::{EngineError, closed, open};
+use super::exchange::StreamCtx;
+use super::{RunError, closed, open};
 use crate::recorder::{Recorder, SecondCounts, StreamTotals};
-use crate::request::{Prepared, SuccessSet};
-
-/// What one stream needs on a worker.
-pub(crate) struct StreamCtx {
-    /// Where this worker's connections of the stream go: one address per connection for a
-    /// closed-loop stream; for an open-loop stream, the order new connections take.
-    pub addrs: Vec<SocketAddr>,
-    /// How many connections have taken an address from `addrs` (open loop).
-    next_addr: std::cell::Cell<usize>,
-    /// The request, built once for the run and written as is for every send.
-    pub request: Vec<u8>,
-    /// The answer to `request` has no body (HEAD).
-    pub bodiless_answer: bool,
-    /// The statuses that count as success.
-    pub success: SuccessSet,
-    pub timeout: Duration,
-}
-
-impl StreamCtx {
-    /// The address for the next new connection, taking `addrs` in turn.
-    pub fn take_addr(&self) -> SocketAddr {
-        let n = self.next_addr.get();
-        self.next_addr.set(n + 1);
-        self.addrs[n % self.addrs.len()]
-    }
-}
+use crate::request::Prepared;
 
 /// How a worker runs its share of a stream.
 #[derive(Clone, Copy, Debug)]
@@ -83,7 +59,7 @@ pub(super) struct Worker {
 }
 
 /// Starts `threads` workers; their messages all come to the one receiver.
-pub(super) fn start(threads: usize) -> Result<(Vec<Worker>, Receiver<Msg>), EngineError> {
+pub(super) fn start(threads: usize) -> Result<(Vec<Worker>, Receiver<Msg>), RunError> {
     let (msg_tx, msg_rx) = mpsc::channel::<Msg>();
     let mut workers = Vec::with_capacity(threads);
     for id in 0..threads {
@@ -92,7 +68,7 @@ pub(super) fn start(threads: usize) -> Result<(Vec<Worker>, Receiver<Msg>), Engi
         let thread = std::thread::Builder::new()
             .name(format!("loadgen-{id}"))
             .spawn(move || worker_main(cmd_rx, tx))
-            .map_err(|e| EngineError::Worker(e.to_string()))?;
+            .map_err(|e| RunError::Worker(e.to_string()))?;
         workers.push(Worker {
             commands: cmd_tx,
             thread,
@@ -138,14 +114,7 @@ async fn run_worker_phase(cmd: PhaseCmd, msgs: &Sender<Msg>) -> Vec<(usize, Stre
     let mut recorders: Vec<(usize, Rc<RefCell<Recorder>>)> = Vec::new();
     let mut tasks = Vec::new();
     for ws in cmd.streams {
-        let ctx = Rc::new(StreamCtx {
-            addrs: ws.addrs,
-            next_addr: std::cell::Cell::new(0),
-            request: ws.request.bytes.clone(),
-            bodiless_answer: ws.request.bodiless_answer,
-            success: ws.request.success,
-            timeout: cmd.timeout,
-        });
+        let ctx = Rc::new(StreamCtx::new(ws.addrs, &ws.request, cmd.timeout));
         let open = matches!(ws.mode, WorkerMode::Open(_));
         let rec = Rc::new(RefCell::new(Recorder::new(open)));
         recorders.push((ws.index, rec.clone()));

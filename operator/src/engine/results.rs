@@ -9,7 +9,6 @@
 pub mod noise;
 pub mod precision;
 pub mod repeat;
-pub mod sources;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -17,11 +16,11 @@ use std::collections::BTreeMap;
 use benchmatrix_loadgen::result::{RunResult, StatsSnapshot};
 
 use crate::resource::status::Percentile;
+use crate::resource::status::SOURCE_TARGET;
 use crate::resource::{
     CellPhase, CellRatio, CellResult, CellStatus, Comparison, Interference, ReplicaPhaseShare,
     ReplicaShare, Summary, TargetStats,
 };
-use sources::SOURCE_TARGET;
 use trust::{Exclusion, RANKED};
 
 /// One status entry per phase and endpoint of the document, in document order.

@@ -91,10 +91,10 @@ macro_rules! status_word {
         }
 
         #[doc = concat!(
-                            "A status word compares equal to the [`",
-                            stringify!($word),
-                            "`] it was written from."
-                        )]
+                                    "A status word compares equal to the [`",
+                                    stringify!($word),
+                                    "`] it was written from."
+                                )]
         impl PartialEq<$word> for String {
             fn eq(&self, other: &$word) -> bool {
                 self == other.as_str()
@@ -343,15 +343,15 @@ mod tests {
 
     #[test]
     fn a_load_generator_error_is_target_unreachable_only_when_its_check_failed() {
-        use benchmatrix_loadgen::load::EngineError;
+        use benchmatrix_loadgen::load::RunError;
         // The words as the load generator prints them, read from its own error type.
-        let words = |e: EngineError| format!("error: {e}");
-        let unreachable = EngineError::Unreachable("http://10.0.0.1:8080 did not answer".into());
+        let words = |e: RunError| format!("error: {e}");
+        let unreachable = RunError::Unreachable("http://10.0.0.1:8080 did not answer".into());
         assert_eq!(
             Cause::of_loadgen_failure(&words(unreachable)),
             Cause::TargetUnreachable
         );
-        let other = EngineError::Worker("a worker thread has stopped".into());
+        let other = RunError::Worker("a worker thread has stopped".into());
         assert_eq!(
             Cause::of_loadgen_failure(&words(other)),
             Cause::LoadgenFailed

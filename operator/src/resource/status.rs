@@ -652,6 +652,13 @@ pub struct Interference {
     pub excluded: Option<String>,
 }
 
+/// `source` of figures read from the kubelets.
+pub const SOURCE_KUBELET: &str = "kubelet";
+/// `source` of figures the target reported itself (its `/stats`).
+pub const SOURCE_TARGET: &str = "target";
+/// `source` of figures the local runner read from its cgroups.
+pub const SOURCE_CGROUP: &str = "cgroup";
+
 /// The key of a stream in [`CellStatus::histograms`].
 pub fn histogram_key(phase: &str, endpoint: &str) -> String {
     format!("{phase}/{endpoint}")

@@ -11,7 +11,7 @@ use super::previous;
 use super::types::{Action, Observation};
 use crate::engine::machine::{self, Look, Ready, Seen};
 use crate::engine::{Measured, Step, results};
-use crate::executors::cluster::target_pods;
+use crate::executors::cluster::{kubelet, target_pods};
 use crate::resource::conditions::{self, Cause};
 use crate::resource::matrix::Cell;
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus, Enforcement, ValidatedRun};
@@ -253,7 +253,7 @@ fn measured(
     }
     Measured {
         results: results::cell_results(doc),
-        target: results::sources::with_kubelet(results::target_stats(doc), kubelet),
+        target: kubelet::join::with_kubelet(results::target_stats(doc), kubelet),
         enforcement: Some(Enforcement {
             target: "kubernetes".into(),
             loadgen: Some("kubernetes".into()),

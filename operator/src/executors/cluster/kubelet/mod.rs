@@ -26,6 +26,7 @@
 //! empty). A pod's own cgroup is never taken for one of its containers.
 
 pub mod figures;
+pub mod join;
 pub mod parse;
 pub mod reader;
 

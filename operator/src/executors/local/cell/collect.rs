@@ -79,7 +79,7 @@ pub fn target_stats(
     if let Some(each0) = cpu_at[0].clone() {
         let u0 = ReplicaSet::total(&each0);
         let cpu_end = ReplicaSet::total(&end.cpu_each);
-        target.source = Some(crate::engine::results::sources::SOURCE_CGROUP.into());
+        target.source = Some(crate::resource::status::SOURCE_CGROUP.into());
         target.cpu_seconds_used = Some(round3(cpu_end.usage_secs - u0.usage_secs));
         target.throttled_periods = Some(cpu_end.nr_throttled - u0.nr_throttled);
         target.cfs_periods = Some(cpu_end.nr_periods.saturating_sub(u0.nr_periods));

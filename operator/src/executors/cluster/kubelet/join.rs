@@ -8,15 +8,9 @@
 //! the same phases, so they should agree within a few percent, a check of each against the
 //! other. What only the target knows (the quota it detected, its mode and pool) stays its own.
 
-use crate::executors::cluster::kubelet::ContainerFigures;
+use super::ContainerFigures;
 use crate::resource::TargetStats;
-
-/// `source` of figures read from the kubelets.
-pub const SOURCE_KUBELET: &str = "kubelet";
-/// `source` of figures the target reported itself (its `/stats`).
-pub const SOURCE_TARGET: &str = "target";
-/// `source` of figures the local runner read from its cgroups.
-pub const SOURCE_CGROUP: &str = "cgroup";
+use crate::resource::status::SOURCE_KUBELET;
 
 /// The target's figures with the kubelet's joined in. `kubelet` is None when the operator
 /// does not read kubelets or sampled nothing for this repetition (it restarted meanwhile).
@@ -62,6 +56,7 @@ fn round3(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource::status::SOURCE_TARGET;
 
     fn kubelet(cpu: Option<f64>) -> ContainerFigures {
         ContainerFigures {
