@@ -500,18 +500,32 @@ fn running(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, out
         }
         return;
     }
-    if let Some((cause, message)) = seen.load_failed {
+    let failure = seen
+        .load_failed
+        .or_else(|| seen.target_oom.map(|m| (Cause::OomKilled, m)));
+    if let Some((cause, message)) = failure {
         fail(status, at, cause, message, ctx, out);
-        return;
-    }
-    if let Some(message) = seen.target_oom {
-        fail(status, at, Cause::OomKilled, message, ctx, out);
         return;
     }
     if seen.load_exited {
         out.commands.push(Command::Collect(at));
         return;
     }
+    load_goes_on(status, at, seen.load_missing, seen.ready, ctx, out);
+}
+
+/// The load runs on with no result yet: it fails at its deadline; a load generator whose
+/// objects vanished is made again (or, the target gone too, the step starts over); pods not
+/// yet recorded are; and the machine looks again when the load should be over, then every
+/// [`RESULT_POLL`].
+fn load_goes_on(
+    status: &mut BenchmarkRunStatus,
+    at: Step,
+    load_missing: bool,
+    ready: Option<Result<Ready, String>>,
+    ctx: &Ctx,
+    out: &mut Advance,
+) {
     let waited = seconds_since(status.cells[at.cell].load_start_time.as_ref(), ctx.now);
     let limit = ctx.limits.load_deadline.as_secs() as i64;
     if waited >= limit {
@@ -519,23 +533,21 @@ fn running(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, out
         fail(status, at, Cause::Timeout, message, ctx, out);
         return;
     }
-    if seen.load_missing {
-        match seen.ready {
+    if load_missing {
+        match ready {
             // The load generator's objects are made again under the same names, so never
             // twice; the new load measures afresh, against these pods, and has its own
             // deadline from now.
-            Some(Ok(ready)) => {
-                start_load(status, at, ready, ctx, out);
-                return;
-            }
+            Some(Ok(ready)) => start_load(status, at, ready, ctx, out),
             // The target went away too: the step starts again from its deployment.
             _ => {
                 out.happened(status, Event::StepLost { cell: at.cell }, ctx);
                 out.commands.push(Command::WakeIn(Duration::from_secs(1)));
-                return;
             }
         }
-    } else if let Some(Ok(ready)) = seen.ready
+        return;
+    }
+    if let Some(Ok(ready)) = ready
         && status.cells[at.cell].target_pods.is_empty()
     {
         // A step started by an executor that kept no record of its pods: record them now, so
@@ -546,8 +558,6 @@ fn running(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, out
         };
         out.happened(status, event, ctx);
     }
-    // Until the deadline, look again when the planned load should be over, then every
-    // RESULT_POLL.
     let planned = ctx.limits.planned_load.as_secs() as i64;
     let next = if waited < planned {
         planned - waited

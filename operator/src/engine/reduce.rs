@@ -1,5 +1,8 @@
-//! The reducer: each [`Event`] the machine records, written into the status. The only code
-//! that writes a run's phases, reasons, conditions, messages, repetitions and progress.
+//! The reducer: each [`Event`] the machine records, written into the status. Every change to
+//! a run's status goes through here, the end's summary, verdicts and conditions included
+//! (`verdict::end` and `verdict::judge` are called from [`Event::Finished`]). The one exception
+//! is the operator marking an object that does not parse as a BenchmarkRun at all
+//! (`executors::cluster::write::mark_malformed`): no engine can read such an object.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -285,6 +288,8 @@ fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
     );
 }
 
+/// A repetition of `cell` measured: the cell succeeds with its figures (a run that does not
+/// repeat), goes back in line for another repetition, or ends with its repetitions merged.
 fn measure_cell(
     status: &mut BenchmarkRunStatus,
     cell: usize,
@@ -295,23 +300,42 @@ fn measure_cell(
     let Some(c) = status.cells.get_mut(cell) else {
         return Vec::new();
     };
-    let name = c.name.clone();
     // The pods were recorded to check the measurement; it is over.
     c.target_pods.clear();
     if !ctx.repeat.is_repeated() {
-        c.phase = CellPhase::Succeeded;
-        c.reason = None;
-        c.message = Some(measured.message);
-        c.completion_time = Some(ctx.now.clone());
-        c.results = measured.results;
-        c.target = measured.target;
-        c.enforcement = measured.enforcement;
-        c.overhead_seconds = measured.overhead_seconds;
-        return vec![Note::normal(
-            "CellSucceeded",
-            format!("cell {name} measured"),
-        )];
+        return measured_once(c, measured, ctx);
     }
+    let message = measured.message.clone();
+    let repetition = add_repetition(c, measured, share, ctx);
+    let merged = results::repeat::merge(&c.repetitions, &c.histograms);
+    let (again, precision) = repeat_again(ctx, &c.name, repetition, &merged);
+    if again {
+        back_in_line(c, repetition, &message, precision, ctx)
+    } else {
+        all_measured(c, repetition, merged, precision, ctx)
+    }
+}
+
+/// The one measurement of a cell in a run that does not repeat.
+fn measured_once(c: &mut CellStatus, measured: Measured, ctx: &Ctx) -> Vec<Note> {
+    c.phase = CellPhase::Succeeded;
+    c.reason = None;
+    c.message = Some(measured.message);
+    c.completion_time = Some(ctx.now.clone());
+    c.results = measured.results;
+    c.target = measured.target;
+    c.enforcement = measured.enforcement;
+    c.overhead_seconds = measured.overhead_seconds;
+    vec![Note::normal(
+        "CellSucceeded",
+        format!("cell {} measured", c.name),
+    )]
+}
+
+/// Records the repetition `measured` in `c`: its entry, its histograms added to the cell's
+/// (within `share` characters a stream, `None`: none kept), the target's figures added up and
+/// the overhead summed. Returns its number.
+fn add_repetition(c: &mut CellStatus, measured: Measured, share: Option<usize>, ctx: &Ctx) -> u32 {
     let repetition = c.measured_repetitions() + 1;
     match share {
         Some(cap) => results::repeat::fold_histograms(
@@ -326,7 +350,7 @@ fn measure_cell(
         repetition,
         phase: CellPhase::Succeeded,
         reason: None,
-        message: Some(measured.message.clone()),
+        message: Some(measured.message),
         start_time: c.start_time.clone(),
         load_start_time: c.load_start_time.clone(),
         completion_time: Some(ctx.now.clone()),
@@ -342,27 +366,37 @@ fn measure_cell(
             .filter_map(|r| r.overhead_seconds)
             .sum(),
     ));
-    let merged = results::repeat::merge(&c.repetitions, &c.histograms);
-    let (again, precision) = repeat_again(ctx, &c.name, repetition, &merged);
-    if again {
-        // Back in line: the other cells measure their repetition before this one's next.
-        c.phase = CellPhase::Pending;
-        let why = precision
-            .map(|p| format!(" ({})", p.message))
-            .unwrap_or_default();
-        c.message = Some(format!(
-            "repetition {} measured{why}: {}",
-            ctx.repeat.round(repetition),
-            measured.message
-        ));
-        return vec![Note::normal(
-            "RepetitionMeasured",
-            format!(
-                "cell {name} repetition {} measured",
-                ctx.repeat.round(repetition)
-            ),
-        )];
-    }
+    repetition
+}
+
+/// Back in line: the other cells measure their repetition before this one's next.
+fn back_in_line(
+    c: &mut CellStatus,
+    repetition: u32,
+    message: &str,
+    precision: Option<CellPrecision>,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    c.phase = CellPhase::Pending;
+    let why = precision
+        .map(|p| format!(" ({})", p.message))
+        .unwrap_or_default();
+    let round = ctx.repeat.round(repetition);
+    c.message = Some(format!("repetition {round} measured{why}: {message}"));
+    vec![Note::normal(
+        "RepetitionMeasured",
+        format!("cell {} repetition {round} measured", c.name),
+    )]
+}
+
+/// The cell's last repetition: its figures are the repetitions' medians, merged.
+fn all_measured(
+    c: &mut CellStatus,
+    repetition: u32,
+    merged: Vec<CellResult>,
+    precision: Option<CellPrecision>,
+    ctx: &Ctx,
+) -> Vec<Note> {
     c.results = merged;
     // Merged into the results: the status keeps the figures, not the histograms.
     c.histograms.clear();
@@ -370,21 +404,18 @@ fn measure_cell(
     c.phase = CellPhase::Succeeded;
     c.reason = None;
     c.completion_time = Some(ctx.now.clone());
-    c.message = Some(match &precision {
-        Some(p) => format!(
-            "measured {repetition} repetitions, {}; figures are their medians, with the spread \
-             beside them",
-            p.message
-        ),
-        None => format!(
-            "measured {repetition} repetitions; figures are their medians, with the spread \
-             beside them"
-        ),
-    });
+    let how = precision
+        .as_ref()
+        .map(|p| format!(", {}", p.message))
+        .unwrap_or_default();
+    c.message = Some(format!(
+        "measured {repetition} repetitions{how}; figures are their medians, with the spread \
+         beside them"
+    ));
     c.precision = precision;
     vec![Note::normal(
         "CellSucceeded",
-        format!("cell {name} measured {repetition} times"),
+        format!("cell {} measured {repetition} times", c.name),
     )]
 }
 

@@ -91,10 +91,10 @@ macro_rules! status_word {
         }
 
         #[doc = concat!(
-                                    "A status word compares equal to the [`",
-                                    stringify!($word),
-                                    "`] it was written from."
-                                )]
+                                            "A status word compares equal to the [`",
+                                            stringify!($word),
+                                            "`] it was written from."
+                                        )]
         impl PartialEq<$word> for String {
             fn eq(&self, other: &$word) -> bool {
                 self == other.as_str()

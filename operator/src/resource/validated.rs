@@ -98,3 +98,36 @@ pub fn preflight(spec: &BenchmarkRunSpec) -> Preflight {
         timeout: spec.timeouts.ready,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{connections, phase};
+
+    /// A run with a 2 s warm-up and phases of 3 s and 4 s.
+    fn run() -> BenchmarkRun {
+        BenchmarkRun::sample()
+            .with_cell(crate::resource::Configuration::named("a"))
+            .with_warmup("2s")
+            .with_phases([
+                phase("first", "3s", [connections("fast", 1)]),
+                phase("second", "4s", [connections("fast", 1)]),
+            ])
+    }
+
+    #[test]
+    fn the_load_deadline_is_the_target_check_plus_warmup_plus_phases_plus_run_slack() {
+        let timed = ValidatedRun::new(run().with_ready_timeout("7s").with_run_slack("5s")).unwrap();
+        assert_eq!(timed.planned_load(), Duration::from_secs(2 + 3 + 4));
+        assert_eq!(
+            timed.load_deadline(),
+            Duration::from_secs(7 + 2 + 3 + 4 + 5)
+        );
+        // Without them the defaults apply: five minutes to be ready, two of slack.
+        let default = ValidatedRun::new(run()).unwrap();
+        assert_eq!(
+            default.load_deadline(),
+            Duration::from_secs(300 + 2 + 3 + 4 + 120)
+        );
+    }
+}

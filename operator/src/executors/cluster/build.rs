@@ -177,65 +177,15 @@ pub fn deployment(
     default_image: &str,
 ) -> Deployment {
     let at = cell_run(v, cell, repetition);
-    let run = v.run();
-    let spec = &run.spec;
+    let spec = &v.run().spec;
     let pod_labels = at.labels(ROLE_TARGET);
-    // The cell's own env comes last and wins, as in the local runner: a Node target's cell may
-    // set BENCH_MODE=cluster itself. Duplicate names would be refused by the API server.
-    let mut built_in = vec![
-        EnvVar::new("BENCH_MODE", cell.mode.as_str()),
-        EnvVar::new("BENCH_POOL_SIZE", cell.pool_size.env_value()),
-        EnvVar::new("PORT", spec.target.port.to_string()),
-    ];
-    let mut ports = vec![ContainerPort {
-        name: Some("http".into()),
-        container_port: i32::from(spec.target.port),
-        ..ContainerPort::default()
-    }];
-    if let Some(stats) = stats_port(run, cell) {
-        built_in.push(EnvVar::new(STATS_PORT_ENV, stats.to_string()));
-        ports.push(ContainerPort {
-            name: Some("stats".into()),
-            container_port: i32::from(stats),
-            ..ContainerPort::default()
-        });
-    }
-    let env_vars: Vec<K8sEnvVar> = merge_env(&built_in, &cell.env)
-        .into_iter()
-        .map(|v| env(&v.name, v.value))
-        .collect();
-    let port = i32::from(spec.target.port);
-    let container = Container {
-        name: target_container_name(run),
-        image: Some(
-            spec.target
-                .image
-                .clone()
-                .unwrap_or_else(|| default_image.into()),
-        ),
-        ports: Some(ports),
-        env: Some(env_vars),
-        resources: Some(resources(&cell.cpu, &cell.memory)),
-        readiness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some(spec.target.readiness_path.clone()),
-                port: IntOrString::Int(port),
-                ..HTTPGetAction::default()
-            }),
-            period_seconds: Some(1),
-            failure_threshold: Some(3),
-            ..Probe::default()
-        }),
-        security_context: Some(container_security()),
-        ..Container::default()
-    };
     // Validation parsed the template already; a run whose template does not parse never gets
     // this far.
     let template = template::merge(
         pod_template::of(&spec.target),
         OwnedPod {
             labels: pod_labels.clone(),
-            container,
+            container: target_container(v.run(), cell, default_image),
             security: pod_security(),
             node_selector: spec.placement.node_selector.clone(),
             tolerations: spec.placement.tolerations.clone(),
@@ -258,6 +208,61 @@ pub fn deployment(
             ..DeploymentSpec::default()
         },
         ..Deployment::default()
+    }
+}
+
+/// The target container of a cell's pods, as the operator owns it: image, ports, the
+/// environment that sets its mode, pool and port, its resources and readiness probe.
+fn target_container(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Container {
+    let spec = &run.spec;
+    let port = i32::from(spec.target.port);
+    // The cell's own env comes last and wins, as in the local runner: a Node target's cell may
+    // set BENCH_MODE=cluster itself. Duplicate names would be refused by the API server.
+    let mut built_in = vec![
+        EnvVar::new("BENCH_MODE", cell.mode.as_str()),
+        EnvVar::new("BENCH_POOL_SIZE", cell.pool_size.env_value()),
+        EnvVar::new("PORT", spec.target.port.to_string()),
+    ];
+    let mut ports = vec![container_port("http", port)];
+    if let Some(stats) = stats_port(run, cell) {
+        built_in.push(EnvVar::new(STATS_PORT_ENV, stats.to_string()));
+        ports.push(container_port("stats", i32::from(stats)));
+    }
+    let env_vars: Vec<K8sEnvVar> = merge_env(&built_in, &cell.env)
+        .into_iter()
+        .map(|v| env(&v.name, v.value))
+        .collect();
+    Container {
+        name: target_container_name(run),
+        image: Some(
+            spec.target
+                .image
+                .clone()
+                .unwrap_or_else(|| default_image.into()),
+        ),
+        ports: Some(ports),
+        env: Some(env_vars),
+        resources: Some(resources(&cell.cpu, &cell.memory)),
+        readiness_probe: Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some(spec.target.readiness_path.clone()),
+                port: IntOrString::Int(port),
+                ..HTTPGetAction::default()
+            }),
+            period_seconds: Some(1),
+            failure_threshold: Some(3),
+            ..Probe::default()
+        }),
+        security_context: Some(container_security()),
+        ..Container::default()
+    }
+}
+
+fn container_port(name: &str, port: i32) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: port,
+        ..ContainerPort::default()
     }
 }
 

@@ -1,9 +1,13 @@
 //! `benchmatrix operator`: the BenchmarkRun controller.
 //!
-//! Staged as observe (read the current cell's children) -> decide (pure) -> build (pure object
-//! builders) -> apply (server-side apply, one field manager) -> status. Watches: BenchmarkRuns
-//! (through `DeserializeGuard`, so one malformed object cannot stall the watch), the
-//! Deployments and Jobs they own, and pods labelled with a run (image pulls, readiness, OOM).
+//! Each reconcile (`reconcile.rs`) makes sure it decides from a fresh enough copy of the run,
+//! reads what the engine's machine names (`observe.rs`), takes one engine turn on it
+//! (`adapter`, pure, with the objects from `build`), writes the status by server-side apply,
+//! and only then applies and deletes the children it asked for (`write.rs`).
+//!
+//! Watches: BenchmarkRuns (through `DeserializeGuard`, so one malformed object cannot stall the
+//! watch), the Deployments and Jobs they own, and pods labelled with a run (image pulls,
+//! readiness, OOM).
 //!
 //! Scope: every namespace by default (one Controller over the cluster, which needs a
 //! ClusterRole), or the namespaces named with `--namespace` (one Controller per namespace, each
@@ -223,15 +227,7 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         ready: Default::default(),
     };
-    let listener = tokio::net::TcpListener::bind(args.admin_addr).await?;
-    let admin_addr = listener.local_addr().unwrap_or(args.admin_addr);
-    tracing::info!(addr = %admin_addr, "admin server listening");
-    let admin = tokio::spawn(
-        axum::serve(listener, admin::app(admin_state.clone()))
-            .with_graceful_shutdown(stop.clone().requested())
-            .into_future(),
-    );
-
+    let admin = serve_admin(args.admin_addr, admin_state.clone(), &stop).await?;
     let mut namespaces = args.namespaces.clone();
     namespaces.sort();
     namespaces.dedup();
@@ -241,11 +237,7 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         allowed_images: images::ImagePolicy::new(args.allowed_images.clone()),
     };
     warn_about_refused_defaults(&settings);
-    let Wiring {
-        controllers,
-        stores,
-        ctx,
-    } = wire(
+    let wiring = wire(
         &client,
         &namespaces,
         args.max_active_runs,
@@ -253,24 +245,56 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         settings,
         kubelet,
     );
-    tokio::spawn(ready_once_listed(stores.clone(), admin_state.ready.clone()));
+    tokio::spawn(ready_once_listed(
+        wiring.stores.clone(),
+        admin_state.ready.clone(),
+    ));
     tracing::info!(
         max_active_runs = args.max_active_runs,
         namespaces = %if namespaces.is_empty() { "all".to_owned() } else { namespaces.join(",") },
-        allowed_images = %if ctx.settings.allowed_images.allows_all() {
+        allowed_images = %if wiring.ctx.settings.allowed_images.allows_all() {
             "all".to_owned()
         } else {
-            ctx.settings.allowed_images.describe()
+            wiring.ctx.settings.allowed_images.describe()
         },
         "controller starting"
     );
+    run_until_stopped(wiring, &stop, args.shutdown_timeout.into()).await;
+    close_admin(admin).await;
+    tracing::info!("operator stopped");
+    Ok(())
+}
+
+/// Starts the admin server (`/healthz`, `/readyz`, `/metrics`) on `addr`; it begins its
+/// graceful shutdown with the first signal.
+async fn serve_admin(
+    addr: SocketAddr,
+    state: AdminState,
+    stop: &ShutdownSignals,
+) -> anyhow::Result<tokio::task::JoinHandle<std::io::Result<()>>> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    tracing::info!(addr = %bound, "admin server listening");
+    Ok(tokio::spawn(
+        axum::serve(listener, admin::app(state))
+            .with_graceful_shutdown(stop.clone().requested())
+            .into_future(),
+    ))
+}
+
+/// Runs every Controller until a shutdown signal, then drains each for at most `deadline`.
+async fn run_until_stopped(wiring: Wiring, stop: &ShutdownSignals, deadline: Duration) {
+    let Wiring {
+        controllers,
+        stores,
+        ctx,
+    } = wiring;
     let mut drains: FuturesUnordered<_> = controllers
         .into_iter()
         .zip(stores)
         .map(|(controller, store)| {
             let drive = drive(controller, ctx.clone(), stop.clone().requested());
             let stop = stop.clone();
-            let deadline = args.shutdown_timeout.into();
             async move { drain(drive, &store, &stop, deadline).await }
         })
         .collect();
@@ -284,10 +308,11 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
             break;
         }
     }
-    drop(drains);
-    // The admin server began its own graceful shutdown with the first signal; an idle
-    // keep-alive connection (a metrics scraper) must not hold the process either.
-    let mut admin = admin;
+}
+
+/// The admin server began its own graceful shutdown with the first signal; an idle keep-alive
+/// connection (a metrics scraper) must not hold the process either.
+async fn close_admin(mut admin: tokio::task::JoinHandle<std::io::Result<()>>) {
     if tokio::time::timeout(Duration::from_secs(1), &mut admin)
         .await
         .is_err()
@@ -295,8 +320,6 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         admin.abort();
         tracing::debug!("admin server connections closed without waiting");
     }
-    tracing::info!("operator stopped");
-    Ok(())
 }
 
 /// The operator's Controllers, their caches of runs, and the context they share.

@@ -1,4 +1,7 @@
-//! One reconcile: observe -> decide -> apply -> status, and the error policy.
+//! One reconcile, in this order: a copy of the run at least as new as the last status this
+//! operator wrote (`fresh`), the reads the engine's machine names (`observe`), one engine turn
+//! (`adapter::turn`), the status written, then the children applied and deleted and the
+//! Events published; and the error policy.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -188,7 +191,7 @@ enum Decided {
     Stale,
 }
 
-/// One observe -> decide -> status -> actions pass over `run`, a copy at least as new as the
+/// One observe -> turn -> status -> actions pass over `run`, a copy at least as new as the
 /// last status this operator wrote.
 ///
 /// The status is written first, conditional on the resourceVersion it was decided from, and the
