@@ -19,4 +19,5 @@ pub mod result;
 pub mod strict_yaml;
 pub mod summary;
 pub mod target_url;
+pub mod textual;
 pub mod timeline;

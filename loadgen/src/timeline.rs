@@ -47,6 +47,27 @@ pub struct StreamProgress {
     pub errors: u64,
 }
 
+impl StreamProgress {
+    /// A stream's figures over a whole phase: its requests and errors, its throughput and the
+    /// percentiles of its successful requests (`latency`, none without one).
+    pub fn over_phase(
+        endpoint: &str,
+        requests: u64,
+        errors: u64,
+        rps: f64,
+        latency: Option<crate::result::LatencyMs>,
+    ) -> StreamProgress {
+        StreamProgress {
+            endpoint: endpoint.to_owned(),
+            requests,
+            rps,
+            p50_ms: latency.map(|l| l.p50),
+            p99_ms: latency.map(|l| l.p99),
+            errors,
+        }
+    }
+}
+
 impl Progress {
     /// The last line of phase `r`: its figures over the whole phase.
     pub fn ended(r: &crate::result::PhaseResult) -> Progress {
@@ -57,13 +78,14 @@ impl Progress {
             streams: r
                 .streams
                 .iter()
-                .map(|s| StreamProgress {
-                    endpoint: s.endpoint.clone(),
-                    requests: s.requests,
-                    rps: s.rps,
-                    p50_ms: s.latency_ms.map(|l| l.p50),
-                    p99_ms: s.latency_ms.map(|l| l.p99),
-                    errors: s.errors,
+                .map(|s| {
+                    StreamProgress::over_phase(
+                        &s.endpoint,
+                        s.requests,
+                        s.errors,
+                        s.rps,
+                        s.latency_ms,
+                    )
                 })
                 .collect(),
         }

@@ -167,6 +167,16 @@ impl Stream {
 }
 
 impl Workload {
+    /// The phases' names, in order.
+    pub fn phase_names(&self) -> Vec<&str> {
+        self.phases.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    /// The endpoints' names, in order.
+    pub fn endpoint_names(&self) -> Vec<&str> {
+        self.endpoints.iter().map(|e| e.name.as_str()).collect()
+    }
+
     /// How long the load is planned to take: the warm-up and every phase.
     pub fn planned_load(&self) -> std::time::Duration {
         self.warmup.get()

@@ -84,23 +84,12 @@ impl Serialize for SuccessCode {
 
 impl<'de> Deserialize<'de> for SuccessCode {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = SuccessCode;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a status code (404), a class (\"2xx\") or a range (\"200-299\")")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SuccessCode, E> {
-                Ok(SuccessCode(v.to_owned()))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SuccessCode, E> {
-                Ok(SuccessCode(v.to_string()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SuccessCode, E> {
-                Ok(SuccessCode(v.to_string()))
-            }
-        }
-        d.deserialize_any(Visitor)
+        crate::textual::text_or_whole_number(
+            d,
+            "a status code (404), a class (\"2xx\") or a range (\"200-299\")",
+            |v| format!("{v} is no status code: write a whole number (404) or a class (\"2xx\")"),
+        )
+        .map(SuccessCode)
     }
 }
 

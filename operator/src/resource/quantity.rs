@@ -123,29 +123,17 @@ impl Serialize for Quantity {
 
 impl<'de> Deserialize<'de> for Quantity {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = Quantity;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a quantity such as \"500m\", \"2\" or \"256Mi\"")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Quantity, E> {
-                Ok(Quantity(v.to_owned()))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Quantity, E> {
-                Ok(Quantity(v.to_string()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Quantity, E> {
-                Ok(Quantity(v.to_string()))
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Quantity, E> {
-                Err(E::custom(format!(
+        benchmatrix_loadgen::textual::text_or_whole_number(
+            deserializer,
+            "a quantity such as \"500m\", \"2\" or \"256Mi\"",
+            |v| {
+                format!(
                     "a fractional quantity must be quoted (write \"{v}\"), as the Kubernetes API \
                      server refuses a bare float here"
-                )))
-            }
-        }
-        deserializer.deserialize_any(Visitor)
+                )
+            },
+        )
+        .map(Quantity)
     }
 }
 

@@ -48,14 +48,26 @@ pub async fn apply_actions(
     Ok(())
 }
 
-async fn ssa<K>(client: &kube::Client, ns: &str, obj: &K) -> Result<(), Error>
-where
+/// An object of a namespace that the operator reads, applies and deletes through `Api`.
+trait Namespaced:
+    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + std::fmt::Debug
+{
+}
+
+impl<K> Namespaced for K where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
         + Serialize
         + DeserializeOwned
-        + std::fmt::Debug,
+        + std::fmt::Debug
 {
+}
+
+async fn ssa<K: Namespaced>(client: &kube::Client, ns: &str, obj: &K) -> Result<(), Error> {
     let name = obj
         .meta()
         .name
@@ -71,13 +83,7 @@ where
     Ok(())
 }
 
-async fn delete<K>(client: &kube::Client, ns: &str, name: &str) -> Result<(), Error>
-where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
+async fn delete<K: Namespaced>(client: &kube::Client, ns: &str, name: &str) -> Result<(), Error> {
     // Background propagation: the Job's and Deployment's pods go too, without waiting here.
     match Api::<K>::namespaced(client.clone(), ns)
         .delete(name, &DeleteParams::background())

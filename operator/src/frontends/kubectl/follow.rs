@@ -232,14 +232,8 @@ impl Follower {
     fn phase_figures(&self, results: &[CellResult]) -> Vec<PhaseFigures> {
         let mut out: Vec<PhaseFigures> = Vec::new();
         for r in results {
-            let stream = StreamProgress {
-                endpoint: r.endpoint.clone(),
-                requests: r.requests,
-                rps: r.rps,
-                p50_ms: r.latency_ms.map(|l| l.p50),
-                p99_ms: r.latency_ms.map(|l| l.p99),
-                errors: r.errors,
-            };
+            let stream =
+                StreamProgress::over_phase(&r.endpoint, r.requests, r.errors, r.rps, r.latency_ms);
             match out.iter_mut().find(|p| p.phase == r.phase) {
                 Some(p) => p.streams.push(stream),
                 None => {

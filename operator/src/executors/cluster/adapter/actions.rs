@@ -6,7 +6,6 @@ use super::types::{Action, Child, ChildKind, Settings};
 use crate::engine::Step;
 use crate::engine::machine::Command;
 use crate::executors::cluster::build;
-use crate::resource::matrix::Cell;
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus, ValidatedRun};
 
 /// What one turn asks of the cluster.
@@ -33,14 +32,23 @@ pub fn carry_out(
     match *command {
         Command::Deploy(at) => {
             if let Some((v, cell)) = cell(at) {
-                out.actions
-                    .extend(deployment_and_service(v, cell, at, settings));
+                let r = at.repetition;
+                let deployment = build::deployment(v, cell, r, &settings.target_image);
+                out.actions.extend([
+                    Action::Apply(Child::Deployment(Box::new(deployment))),
+                    Action::Apply(Child::Service(Box::new(build::service(v, cell, r)))),
+                ]);
             }
         }
         Command::StartLoad(at) => {
             if let (Some((v, cell)), Some(ready)) = (cell(at), ready) {
-                out.actions
-                    .extend(plan_and_job(v, cell, at, ready, settings));
+                let r = at.repetition;
+                let plan = build::plan_config_map(v, cell, r, &ready.target, &ready.replicas);
+                let job = build::job(v, cell, r, &settings.loadgen_image);
+                out.actions.extend([
+                    Action::Apply(Child::ConfigMap(Box::new(plan))),
+                    Action::Apply(Child::Job(Box::new(job))),
+                ]);
             }
         }
         // The operator reads a result as soon as the load generator has ended (observe), so
@@ -66,49 +74,6 @@ pub fn carry_out(
             }
         }
     }
-}
-
-fn deployment_and_service(
-    v: &ValidatedRun,
-    cell: &Cell,
-    at: Step,
-    settings: &Settings,
-) -> [Action; 2] {
-    let r = at.repetition;
-    [
-        Action::Apply(Child::Deployment(Box::new(build::deployment(
-            v,
-            cell,
-            r,
-            &settings.target_image,
-        )))),
-        Action::Apply(Child::Service(Box::new(build::service(v, cell, r)))),
-    ]
-}
-
-fn plan_and_job(
-    v: &ValidatedRun,
-    cell: &Cell,
-    at: Step,
-    ready: &ReadyTarget,
-    settings: &Settings,
-) -> [Action; 2] {
-    let r = at.repetition;
-    [
-        Action::Apply(Child::ConfigMap(Box::new(build::plan_config_map(
-            v,
-            cell,
-            r,
-            &ready.target,
-            &ready.replicas,
-        )))),
-        Action::Apply(Child::Job(Box::new(build::job(
-            v,
-            cell,
-            r,
-            &settings.loadgen_image,
-        )))),
-    ]
 }
 
 /// The deletions of a step's objects, all named `name`.

@@ -85,12 +85,7 @@ pub fn target_stats(
         target.cfs_periods = Some(cpu_end.nr_periods.saturating_sub(u0.nr_periods));
         target.throttled_seconds = Some(round3(cpu_end.throttled_secs - u0.throttled_secs));
         if cell.replicas > 1 {
-            let phases: Vec<&str> = spec
-                .workload
-                .phases
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect();
+            let phases = spec.workload.phase_names();
             target.per_replica =
                 per_replica_shares(&end.replica_names, &phases, &cpu_at, &target.per_replica);
         }
