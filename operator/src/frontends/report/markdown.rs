@@ -297,6 +297,19 @@ fn target_resources(o: &mut String, status: &BenchmarkRunStatus, raw: &[RawCell]
             f1(lag)
         );
     }
+    // A `-` above is a figure that could not be had; the status says why, per cell, and so does
+    // the report.
+    let notes: Vec<(&str, &str)> = status
+        .cells
+        .iter()
+        .filter_map(|c| Some((c.name.as_str(), c.target.as_ref()?.note.as_deref()?)))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(o, "\nFigures missing above, and why:\n");
+        for (cell, note) in notes {
+            let _ = writeln!(o, "- {cell}: {note}");
+        }
+    }
 }
 
 /// `## Interference`, when some endpoint was measured both alone and mixed with others: its
@@ -537,7 +550,8 @@ const MEASUREMENT: &str = "
   cgroup (`cpuacct.usage` and `cpu.stat` on cgroup v1, `cpu.stat` on v2), summed over replicas,
   between the end of warm-up and the end of the last phase (sampled every 50 ms); in a cluster,
   from the kubelet of each target pod's node for any image (`/metrics/resource` every second for
-  CPU, `/metrics/cadvisor` for throttling, scaled from the span its 10-15 s samples covered),
+  CPU, `/metrics/cadvisor` for throttling, its counters weighed by the CPU used, as its samples
+  come only every 10-20 s),
   else from the target's `/stats`: `status.cells[].target.source` says which, and
   `cpuDifferencePercent` compares the kubelet's CPU seconds with the target's own when both
   exist. **avg cores** = CPU seconds / measured seconds.

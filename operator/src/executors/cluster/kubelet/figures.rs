@@ -73,13 +73,15 @@ pub struct Window {
 pub struct ContainerFigures {
     /// CPU time used in the window, core-seconds.
     pub cpu_seconds: Option<f64>,
-    /// CFS enforcement periods in the window (scaled from the cadvisor samples inside it).
+    /// CFS enforcement periods in the window (cadvisor's counters weighed by the CPU used).
     pub cfs_periods: Option<u64>,
     /// Of those, periods in which the container was throttled.
     pub throttled_periods: Option<u64>,
     /// Time spent throttled in the window, seconds (3 decimals).
     pub throttled_seconds: Option<f64>,
-    /// The span the throttling counters actually cover, seconds (the smallest over replicas).
+    /// How much of the window lies between the two cadvisor samples the throttling figures were
+    /// weighed from, seconds (the smallest over replicas); the rest is carried by the CPU
+    /// counter.
     pub throttle_covered_seconds: Option<f64>,
     /// Working set before the load: the last sample at or before the window's start.
     pub memory_idle_bytes: Option<u64>,
@@ -108,16 +110,22 @@ pub fn figures(samples: &Samples, w: Window) -> ContainerFigures {
         ));
         return f;
     }
-    match cpu_seconds(&samples.resource, w) {
-        Ok(v) => f.cpu_seconds = Some(v),
+    let cpu = cpu_seconds(&samples.resource, w);
+    match &cpu {
+        Ok(v) => f.cpu_seconds = Some(*v),
         Err(why) => f.missing.push(format!("cpuSeconds: {why}")),
     }
-    match throttling(&samples.cadvisor, w) {
-        Ok((periods, throttled, secs, covered)) => {
-            f.cfs_periods = Some(periods);
-            f.throttled_periods = Some(throttled);
-            f.throttled_seconds = Some(secs);
-            f.throttle_covered_seconds = Some(covered);
+    match throttling(
+        &samples.cadvisor,
+        &samples.resource,
+        w,
+        cpu.as_ref().ok().copied(),
+    ) {
+        Ok(t) => {
+            f.cfs_periods = Some(t.periods);
+            f.throttled_periods = Some(t.throttled);
+            f.throttled_seconds = Some(t.throttled_seconds);
+            f.throttle_covered_seconds = Some(t.covered_seconds);
         }
         Err(why) => f.missing.push(format!("throttling: {why}")),
     }
@@ -185,9 +193,49 @@ fn cpu_seconds(series: &VecDeque<Reading>, w: Window) -> Result<f64, String> {
     Ok(at(w.end_ms) - at(w.start_ms))
 }
 
-/// (periods, throttled periods, throttled seconds, covered seconds) from the cadvisor samples
-/// inside the window, scaled to the whole window.
-fn throttling(series: &VecDeque<Reading>, w: Window) -> Result<(u64, u64, f64, f64), String> {
+/// The throttling figures of a window.
+struct Throttling {
+    periods: u64,
+    throttled: u64,
+    throttled_seconds: f64,
+    covered_seconds: f64,
+}
+
+/// The CPU counter at `t`, interpolated between the fresh samples around it. Before the first
+/// sample and after the last it is taken as flat: the sampler starts with the load (before the
+/// load generator's warm-up) and ends with the result, and the target idles outside the load.
+fn cpu_at(pts: &[(i64, f64)], t: i64) -> Option<f64> {
+    let (first, last) = (pts.first()?, pts.last()?);
+    if t <= first.0 {
+        return Some(first.1);
+    }
+    if t >= last.0 {
+        return Some(last.1);
+    }
+    let i = pts.partition_point(|p| p.0 <= t);
+    let ((t0, v0), (t1, v1)) = (pts[i - 1], pts[i]);
+    Some(v0 + (v1 - v0) * (t - t0) as f64 / (t1 - t0) as f64)
+}
+
+/// The CFS counters over the window, from cadvisor's slow samples weighted by the fresh CPU
+/// counter.
+///
+/// cadvisor refreshes a container's stats every 10 to 20 s (its housekeeping interval with
+/// jitter), so a 25 s window often holds only one of its samples: differencing the samples inside
+/// the window, as this once did, left a cell without throttling figures about one time in three.
+/// Instead the counters' growth between the first and last cadvisor samples held (whose span
+/// takes in the window, or most of it: the first scrape, at the load's start, returns the
+/// container's last sample from before it) is divided by the CPU seconds used over that same
+/// span, and multiplied by the CPU seconds used in the window. The CFS counters advance only while
+/// the container runs, as its CPU counter does, so a span that runs into the idle time before or
+/// after the load, or a load that varies, weighs each second by the work done in it rather than
+/// by its length. The CPU counter comes from `/metrics/resource`, sampled every second.
+fn throttling(
+    series: &VecDeque<Reading>,
+    resource: &VecDeque<Reading>,
+    w: Window,
+    cpu_in_window: Option<f64>,
+) -> Result<Throttling, String> {
     let pts: Vec<(i64, u64, u64, f64)> = series
         .iter()
         .filter_map(|p| {
@@ -199,46 +247,60 @@ fn throttling(series: &VecDeque<Reading>, w: Window) -> Result<(u64, u64, f64, f
             ))
         })
         .collect();
-    let inside: Vec<_> = pts
-        .iter()
-        .filter(|p| (w.start_ms..=w.end_ms).contains(&p.0))
-        .collect();
-    let [a, .., b] = inside.as_slice() else {
-        let mut gaps: Vec<i64> = pts.windows(2).map(|p| p[1].0 - p[0].0).collect();
-        gaps.sort_unstable();
-        // The lower median: missed scrapes only lengthen gaps.
-        let Some(&gap) = gaps.get(gaps.len().saturating_sub(1) / 2) else {
-            return Err(format!(
-                "{} cadvisor sample(s) in all, two are needed within the window",
-                pts.len()
-            ));
-        };
-        let span = w.end_ms - w.start_ms;
-        let every = format!("every ~{:.0} s", gap as f64 / 1000.0);
-        // Two samples fall inside any window of twice their spacing; fewer in a longer window
-        // means the sampler missed some.
-        return Err(if span < 2 * gap {
-            format!(
-                "window shorter than the kubelet's cadvisor samples ({every}): {} inside it",
-                inside.len()
-            )
-        } else {
-            format!(
-                "{} cadvisor sample(s) within the window although the kubelet's come {every}",
-                inside.len()
-            )
-        });
+    let [a, .., b] = pts.as_slice() else {
+        return Err(format!(
+            "{} cadvisor sample(s) of the container while the load ran; two are needed (the \
+             kubelet refreshes them every 10-20 s, so the load was shorter than that, or \
+             /metrics/cadvisor could not be read)",
+            pts.len()
+        ));
     };
-    if b.1 < a.1 || b.2 < a.2 || b.3 < a.3 {
+    if pts
+        .windows(2)
+        .any(|p| p[1].1 < p[0].1 || p[1].2 < p[0].2 || p[1].3 < p[0].3)
+    {
         return Err("container restarted".into());
     }
-    let scale = (w.end_ms - w.start_ms) as f64 / (b.0 - a.0) as f64;
-    Ok((
-        ((b.1 - a.1) as f64 * scale).round() as u64,
-        ((b.2 - a.2) as f64 * scale).round() as u64,
-        ((b.3 - a.3) * scale * 1000.0).round() / 1000.0,
-        (b.0 - a.0) as f64 / 1000.0,
-    ))
+    let covered = (b.0.min(w.end_ms) - a.0.max(w.start_ms)).max(0);
+    if covered < 1000 {
+        return Err(format!(
+            "the cadvisor samples ({} ms to {} ms) do not reach into the window ({} ms to {} ms)",
+            a.0, b.0, w.start_ms, w.end_ms
+        ));
+    }
+    let Some(window_cpu) = cpu_in_window else {
+        return Err("it is weighted by the window's CPU seconds, which are missing".into());
+    };
+    let cpu: Vec<(i64, f64)> = resource
+        .iter()
+        .filter_map(|p| Some((p.at_ms, p.cpu_seconds?)))
+        .collect();
+    let (Some(cpu_a), Some(cpu_b)) = (cpu_at(&cpu, a.0), cpu_at(&cpu, b.0)) else {
+        return Err("no CPU samples from /metrics/resource to weigh the counters by".into());
+    };
+    let span_cpu = cpu_b - cpu_a;
+    let grew = (b.1 - a.1, b.2 - a.2, b.3 - a.3);
+    if span_cpu <= 1e-6 {
+        // No work between the samples: the counters cannot have moved either, unless the two
+        // sources disagree, which is said rather than divided by zero.
+        return if grew.0 == 0 {
+            Ok(Throttling {
+                periods: 0,
+                throttled: 0,
+                throttled_seconds: 0.0,
+                covered_seconds: covered as f64 / 1000.0,
+            })
+        } else {
+            Err("the CFS counters grew while the CPU counter did not".into())
+        };
+    }
+    let scale = window_cpu / span_cpu;
+    Ok(Throttling {
+        periods: (grew.0 as f64 * scale).round() as u64,
+        throttled: (grew.1 as f64 * scale).round() as u64,
+        throttled_seconds: (grew.2 * scale * 1000.0).round() / 1000.0,
+        covered_seconds: covered as f64 / 1000.0,
+    })
 }
 
 /// The figures of a cell's replicas together: CPU, periods, throttling and memory summed (memory
@@ -357,56 +419,88 @@ mod tests {
         assert!(figures(&s, window(0.7, 5.0)).cpu_seconds.is_some());
     }
 
-    fn cadvisor_every_10s() -> Samples {
+    /// A container that idles until 0 s, then works half a core and is throttled 9 periods of
+    /// its 10 a second until `load_ends` s, then idles again; CPU sampled every second from 0 s,
+    /// cadvisor at `cadvisor` (seconds, any order).
+    fn throttled_load(load_ends: i64, cadvisor: &[i64]) -> Samples {
+        let busy = |t_ms: i64| t_ms.clamp(0, load_ends * 1000);
         let mut s = Samples::default();
-        for t in [0, 10, 20, 30, 40] {
+        for t in 0..=(load_ends + 15) {
+            s.push(cpu(t * 1000, 100.0 + 0.5 * busy(t * 1000) as f64 / 1000.0));
+        }
+        for &t in cadvisor {
+            let b = busy(t * 1000) as u64;
             s.push(Reading {
-                cfs_periods: Some(100 * t),
-                throttled_periods: Some(10 * t),
-                throttled_seconds: Some(0.05 * t as f64),
+                cfs_periods: Some(5000 + 10 * b / 1000),
+                throttled_periods: Some(700 + 9 * b / 1000),
+                throttled_seconds: Some(3.0 + 0.45 * b as f64 / 1000.0),
                 cpu_limit_cores: Some(0.5),
-                ..Reading::new(Source::Cadvisor, t as i64 * 1000)
+                ..Reading::new(Source::Cadvisor, t * 1000)
             });
         }
         s
     }
 
     #[test]
-    fn throttling_is_scaled_from_the_samples_inside_the_window() {
-        // Inside 5-38 s: the samples at 10, 20, 30 s; first to last covers 20 s of the 33.
-        let f = figures(&cadvisor_every_10s(), window(5.0, 38.0));
-        assert_eq!(f.cfs_periods, Some(3300));
-        assert_eq!(f.throttled_periods, Some(330));
-        assert_eq!(f.throttled_seconds, Some(1.65));
-        assert_eq!(f.throttle_covered_seconds, Some(20.0));
+    fn throttling_of_a_25_s_phase_with_one_cadvisor_sample_inside_is_there() {
+        // What a real cluster showed: cadvisor 19 s apart, so the 25 s window (5-30 s, after
+        // a 5 s warm-up) holds one sample (at 16 s); the one before comes from the first
+        // scrape, taken as the load starts.
+        let s = throttled_load(30, &[-3, 16]);
+        let f = figures(&s, window(5.0, 30.0));
+        assert_eq!(f.cpu_seconds, Some(12.5), "{f:?}");
+        assert_eq!(f.cfs_periods, Some(250), "{f:?}");
+        assert_eq!(f.throttled_periods, Some(225), "{f:?}");
+        assert_eq!(f.throttled_seconds, Some(11.25), "{f:?}");
+        assert_eq!(f.throttle_covered_seconds, Some(11.0));
         assert_eq!(f.cpu_limit_cores, Some(0.5));
+        assert!(
+            !f.missing.iter().any(|m| m.starts_with("throttling")),
+            "{f:?}"
+        );
     }
 
     #[test]
-    fn throttling_needs_two_samples_in_the_window() {
-        let f = figures(&cadvisor_every_10s(), window(12.0, 25.0));
-        assert_eq!(
-            (f.cfs_periods, f.throttled_periods, f.throttled_seconds),
-            (None, None, None)
-        );
-        assert!(f.missing.contains(&"throttling: window shorter than the kubelet's cadvisor samples (every ~10 s): 1 inside it".to_string()), "{f:?}");
-        let mut gappy = cadvisor_every_10s();
-        gappy
-            .cadvisor
-            .retain(|p| p.at_ms != 20_000 && p.at_ms != 30_000);
-        let f = figures(&gappy, window(5.0, 38.0));
-        assert!(
+    fn idle_time_around_the_load_does_not_dilute_throttling() {
+        // Samples from the idle time before the load to 12 s after it: scaled by time, the
+        // 45 s between them would give 25/45 of the growth; weighed by CPU, all of it.
+        let s = throttled_load(30, &[-3, 42]);
+        let f = figures(&s, window(5.0, 30.0));
+        assert_eq!(f.throttled_periods, Some(225), "{f:?}");
+        assert_eq!(f.throttle_covered_seconds, Some(25.0));
+        // Several samples inside: the same figure.
+        let f = figures(&throttled_load(30, &[-3, 8, 19, 29, 41]), window(5.0, 30.0));
+        assert_eq!(f.throttled_periods, Some(225), "{f:?}");
+    }
+
+    #[test]
+    fn throttling_says_why_it_is_missing() {
+        let why = |s: &Samples, w: Window| {
+            let f = figures(s, w);
+            assert_eq!((f.cfs_periods, f.throttled_periods), (None, None));
             f.missing
-                .iter()
-                .any(|m| m.contains("1 cadvisor sample(s) within the window although")),
-            "{f:?}"
-        );
-        let f = figures(&Samples::default(), window(0.0, 60.0));
+                .into_iter()
+                .find(|m| m.starts_with("throttling: "))
+                .expect("a reason")
+        };
+        let one = why(&throttled_load(30, &[16]), window(5.0, 30.0));
+        assert!(one.contains("1 cadvisor sample(s)"), "{one}");
+        let before = why(&throttled_load(30, &[-9, -3]), window(5.0, 30.0));
+        assert!(before.contains("do not reach into the window"), "{before}");
+        let mut restarted = throttled_load(30, &[-3, 16]);
+        restarted.push(Reading {
+            cfs_periods: Some(3),
+            throttled_periods: Some(1),
+            throttled_seconds: Some(0.0),
+            ..Reading::new(Source::Cadvisor, 25_000)
+        });
+        assert!(why(&restarted, window(5.0, 30.0)).contains("container restarted"));
+        let mut no_cpu = throttled_load(30, &[-3, 16]);
+        no_cpu.resource.clear();
+        let no_cpu = why(&no_cpu, window(5.0, 30.0));
         assert!(
-            f.missing
-                .iter()
-                .any(|m| m.starts_with("throttling: 0 cadvisor sample(s)")),
-            "{f:?}"
+            no_cpu.contains("CPU seconds, which are missing"),
+            "{no_cpu}"
         );
     }
 
@@ -470,7 +564,7 @@ mod tests {
 
     #[test]
     fn replicas_are_summed_and_any_missing_figure_is_missing() {
-        let mut a = figures(&cadvisor_every_10s(), window(5.0, 38.0));
+        let mut a = figures(&throttled_load(30, &[-3, 16]), window(5.0, 30.0));
         a.cpu_seconds = Some(1.25);
         a.memory_idle_bytes = Some(10);
         a.memory_peak_bytes = Some(20);
@@ -480,7 +574,7 @@ mod tests {
         let sum = sum_replicas(&[a.clone(), b]);
         assert_eq!(
             (sum.cpu_seconds, sum.cfs_periods, sum.throttled_seconds),
-            (Some(2.5), Some(6600), Some(3.3))
+            (Some(2.5), Some(500), Some(22.5))
         );
         assert_eq!(
             (sum.memory_idle_bytes, sum.memory_peak_bytes),
@@ -490,16 +584,16 @@ mod tests {
             (sum.throttle_covered_seconds, sum.cpu_limit_cores),
             (Some(10.0), Some(1.0))
         );
-        let c = figures(&cadvisor_every_10s(), window(12.0, 25.0));
+        let c = figures(&throttled_load(30, &[16]), window(5.0, 30.0));
         let sum = sum_replicas(&[a, c]);
         assert_eq!(
             (sum.cpu_seconds, sum.cfs_periods, sum.cpu_limit_cores),
-            (None, None, Some(1.0))
+            (Some(13.75), None, Some(1.0))
         );
         assert!(
             sum.missing
                 .iter()
-                .any(|m| m.starts_with("replica 1: throttling: window shorter")),
+                .any(|m| m.starts_with("replica 1: throttling: 1 cadvisor sample(s)")),
             "{sum:?}"
         );
         assert_eq!(sum_replicas(&[]).missing, ["all: no replicas"]);

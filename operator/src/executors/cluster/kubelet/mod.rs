@@ -10,11 +10,13 @@
 //!   is refused rather than extrapolated, and a counter going down (the container restarted) is
 //!   refused too.
 //! - **Throttling** (CFS periods, throttled periods and seconds): only `/metrics/cadvisor` has
-//!   them, and cadvisor refreshes its stats in housekeeping, every ~10-15 s; scraping faster
-//!   returns the same sample (deduplicated by its timestamp). So the counters are differenced
-//!   between the first and last samples *inside* the window and scaled to the window's length,
-//!   with the span they really cover reported beside them (`throttleCoveredSeconds`). A window
-//!   holding fewer than two samples has no throttling figure, and says so.
+//!   them, and cadvisor refreshes its stats in housekeeping, every 10-20 s (10 s with jitter);
+//!   scraping faster returns the same sample (deduplicated by its timestamp). A 25 s window often
+//!   holds only one sample, so the counters' growth between the first and last samples held is
+//!   weighed by the CPU seconds used over the same span (the CFS counters move only while the
+//!   container runs) and carried over to the window's CPU seconds; `throttleCoveredSeconds` says
+//!   how much of the window lay between those samples. Fewer than two samples while the load ran
+//!   give no throttling figure, and say so.
 //! - **Memory idle** is the working set just before the window (the target idles before the
 //!   load), **memory peak** the highest working set sampled in it. cadvisor's
 //!   `container_memory_max_usage_bytes` is not used: it counts page cache and is a high-water mark
