@@ -1192,6 +1192,110 @@ fn the_operator_accepts_the_flags_the_chart_renders() {
     }
 }
 
+/// One replica by default, Recreate and no election; `replicas: 2` elects a leader through a
+/// Lease that a Role in the release namespace (never a ClusterRole) lets it hold, and the
+/// operator accepts the flags.
+#[test]
+fn two_replicas_elect_a_leader_through_a_lease_in_their_own_namespace() {
+    use clap::Parser;
+    let Some(helm) =
+        helm_or_skip("two_replicas_elect_a_leader_through_a_lease_in_their_own_namespace")
+    else {
+        return;
+    };
+    let lease_calls: Vec<Call> = benchmatrix::executors::cluster::calls::LEASE_CALLS
+        .iter()
+        .map(|c| call(c.verb, c.group, &c.rbac_resource()))
+        .collect();
+    let single = parse_objects("helm template", &render(helm, &[]));
+    let deployment = the_deployment(&single);
+    let spec = &deployment.spec;
+    assert_eq!(spec.replicas, Some(1));
+    assert_eq!(
+        spec.strategy.as_ref().and_then(|s| s.type_.as_deref()),
+        Some("Recreate")
+    );
+    assert!(
+        !operator_args(deployment)
+            .iter()
+            .any(|a| a.starts_with("--leader")),
+        "no election with one replica"
+    );
+    assert!(roles(&single).is_empty(), "no Role for a Lease");
+    for rule in cluster_role_rules(&single) {
+        assert!(
+            !rule
+                .api_groups
+                .iter()
+                .flatten()
+                .any(|g| g == "coordination.k8s.io"),
+            "leases are never granted cluster-wide: {rule:?}"
+        );
+    }
+
+    let two = parse_objects(
+        "replicas=2",
+        &render(
+            helm,
+            &["--set", "replicas=2,leaderElection.leaseSeconds=20"],
+        ),
+    );
+    let deployment = the_deployment(&two);
+    let spec = &deployment.spec;
+    assert_eq!(spec.replicas, Some(2));
+    assert_eq!(
+        spec.strategy.as_ref().and_then(|s| s.type_.as_deref()),
+        Some("RollingUpdate")
+    );
+    let args = operator_args(deployment);
+    for want in [
+        "--leader-elect=true",
+        "--leader-lease=benchmatrix",
+        "--leader-lease-seconds=20",
+    ] {
+        assert!(args.iter().any(|a| a == want), "missing {want} in {args:?}");
+    }
+    let env: Vec<&str> = pod_spec(deployment).containers[0]
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert!(
+        env.contains(&"POD_NAME") && env.contains(&"POD_NAMESPACE"),
+        "{env:?}"
+    );
+    let line = std::iter::once("benchmatrix".to_string()).chain(args.clone());
+    let parsed = OperatorCommandLine::try_parse_from(line)
+        .unwrap_or_else(|err| panic!("the operator refuses {args:?}:\n{err}"));
+    let OperatorSubcommand::Operator(parsed) = parsed.command;
+    assert!(parsed.leader_elect);
+    assert_eq!(parsed.leader_lease_seconds, 20);
+
+    let roles = roles(&two);
+    assert_eq!(roles.len(), 1, "one Role, for the Lease");
+    let role = roles[0];
+    assert_eq!(
+        role.metadata.namespace.as_deref(),
+        Some("benchmatrix-system")
+    );
+    let rules = role.rules.clone().unwrap_or_default();
+    let (missing, extra) = missing_and_extra(&rules, &lease_calls);
+    assert!(missing.is_empty(), "the Role does not allow {missing:?}");
+    assert!(extra.is_empty(), "least privilege: {extra:?}");
+    let bound = role_bindings(&two).iter().any(|b| {
+        b.role_ref.name == role.metadata.name.clone().unwrap_or_default()
+            && b.subjects
+                .iter()
+                .flatten()
+                .any(|s| s.kind == "ServiceAccount")
+    });
+    assert!(bound, "the Role is bound to the operator's ServiceAccount");
+
+    let err = render_result(helm, &["--set", "leaderElection.leaseSeconds=1"]).unwrap_err();
+    assert!(err.contains("leaseSeconds must be 2 to 300"), "{err}");
+}
+
 const WATCHED: [&str; 2] = ["bench-a", "bench-b"];
 
 #[test]

@@ -70,6 +70,13 @@ Call with (dict "image" .Values.image.operator "root" .)
 {{- if lt (int .Values.operator.maxActiveRuns) 1 }}
 {{- fail "operator.maxActiveRuns must be at least 1" }}
 {{- end }}
+{{- if lt (int .Values.replicas) 1 }}
+{{- fail "replicas must be at least 1" }}
+{{- end }}
+{{- $lease := int .Values.leaderElection.leaseSeconds }}
+{{- if or (lt $lease 2) (gt $lease 300) }}
+{{- fail (printf "leaderElection.leaseSeconds must be 2 to 300, not %v" .Values.leaderElection.leaseSeconds) }}
+{{- end }}
 {{- range .Values.watchNamespaces }}
 {{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (toString .)) }}
 {{- fail (printf "watchNamespaces: %q is not a namespace name (lower-case letters, digits and '-', at most 63)" (toString .)) }}

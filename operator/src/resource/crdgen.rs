@@ -23,7 +23,66 @@ pub fn crd_yaml() -> String {
 pub fn crd_value() -> Value {
     let mut crd = serde_json::to_value(BenchmarkRun::crd()).expect("a CRD always serializes");
     tidy(&mut crd);
+    let hash = schema_hash(&crd["spec"]);
+    let mut annotations = serde_json::Map::new();
+    annotations.insert(SCHEMA_HASH_ANNOTATION.into(), Value::String(hash));
+    crd["metadata"]["annotations"] = Value::Object(annotations);
     crd
+}
+
+/// The annotation on the CRD that names the schema it carries: the operator compares it with
+/// its own [`schema_hash`] at start-up and refuses to reconcile with a CRD of another schema
+/// (its status writes would be refused, or silently pruned).
+pub const SCHEMA_HASH_ANNOTATION: &str = "benchmatrix.dev/schema-hash";
+
+/// This build's schema hash, the one its CRD carries in [`SCHEMA_HASH_ANNOTATION`].
+pub fn own_schema_hash() -> String {
+    crd_value()["metadata"]["annotations"][SCHEMA_HASH_ANNOTATION]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A short fingerprint of a CRD's `spec`: FNV-1a (64 bits) over its JSON with object keys in
+/// sorted order, as 16 hex digits. A change detector between two builds, not a security
+/// measure, so no cryptographic hash is needed.
+pub fn schema_hash(spec: &Value) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    canonical(spec, &mut feed);
+    format!("{h:016x}")
+}
+
+/// Feeds `value` as JSON with sorted keys, whatever order the map keeps them in.
+fn canonical(value: &Value, feed: &mut impl FnMut(&[u8])) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            feed(b"{");
+            for k in keys {
+                feed(Value::String(k.clone()).to_string().as_bytes());
+                feed(b":");
+                canonical(&map[k], feed);
+                feed(b",");
+            }
+            feed(b"}");
+        }
+        Value::Array(items) => {
+            feed(b"[");
+            for v in items {
+                canonical(v, feed);
+                feed(b",");
+            }
+            feed(b"]");
+        }
+        other => feed(other.to_string().as_bytes()),
+    }
 }
 
 /// Integer formats of OpenAPI that the API server recognises; schemars also writes Rust's
@@ -96,6 +155,24 @@ fn whole_sentences(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_crd_carries_the_hash_of_its_own_spec_and_any_change_moves_it() {
+        let crd = crd_value();
+        let hash = own_schema_hash();
+        assert_eq!(hash.len(), 16, "{hash}");
+        assert_eq!(hash, schema_hash(&crd["spec"]));
+        // Key order does not matter; a changed field does.
+        let reordered: Value =
+            serde_json::from_str(r#"{"b": [1, {"y": 2, "x": 1}], "a": "s"}"#).unwrap();
+        let sorted: Value =
+            serde_json::from_str(r#"{"a": "s", "b": [1, {"x": 1, "y": 2}]}"#).unwrap();
+        assert_eq!(schema_hash(&reordered), schema_hash(&sorted));
+        let mut changed = crd["spec"].clone();
+        changed["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+            ["extra"] = serde_json::json!({"type": "string"});
+        assert_ne!(schema_hash(&changed), hash);
+    }
 
     #[test]
     fn the_crd_names_the_resource_as_designed() {

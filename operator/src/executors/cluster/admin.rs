@@ -19,6 +19,9 @@ pub struct AdminState {
     pub metrics: Arc<Metrics>,
     /// Set once the controller runs (its watches started).
     pub ready: Arc<AtomicBool>,
+    /// Whether this replica may reconcile (the CRD check and the leader Lease): a CRD of
+    /// another schema makes it not ready; a standby is ready, and says so.
+    pub gate: Arc<crate::executors::cluster::gate::Gate>,
 }
 
 /// The admin router.
@@ -31,10 +34,20 @@ pub fn app(state: AdminState) -> Router {
 }
 
 async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
-    if state.ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ready")
+    if let Some(problem) = state.gate.crd_problem() {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {problem}"),
+        )
+    } else if !state.ready.load(Ordering::Relaxed) {
+        (StatusCode::SERVICE_UNAVAILABLE, "starting".to_owned())
+    } else if !state.gate.is_leading() {
+        (
+            StatusCode::OK,
+            "ready: standby, another replica holds the leader Lease".to_owned(),
+        )
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "starting")
+        (StatusCode::OK, "ready".to_owned())
     }
 }
 
@@ -80,5 +93,31 @@ mod tests {
         let (status, body) = get(app, "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert!(body.contains("benchmatrix_reconciles_total"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn readyz_says_why_the_gate_is_closed() {
+        use crate::executors::cluster::gate::Gate;
+        let state = AdminState {
+            gate: Arc::new(Gate::closed(true)),
+            ..AdminState::default()
+        };
+        state.ready.store(true, Ordering::Relaxed);
+        let app = app(state.clone());
+        let (status, body) = get(app.clone(), "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.contains("not been checked"), "{body}");
+        state
+            .gate
+            .set_crd_problem(Some("the installed CRD differs".into()));
+        let (status, body) = get(app.clone(), "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "not ready: the installed CRD differs");
+        state.gate.set_crd_problem(None);
+        let (status, body) = get(app.clone(), "/readyz").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.contains("standby"), "{body}");
+        state.gate.set_leading(true);
+        assert_eq!(get(app, "/readyz").await, (StatusCode::OK, "ready".into()));
     }
 }

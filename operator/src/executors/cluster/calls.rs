@@ -146,6 +146,36 @@ pub const API_CALLS: &[ApiCall] = &[
     // series (kube-runtime's events.rs; no test repeats an event within its cache window).
     call("create", "events.k8s.io", "events", "", true),
     call("patch", "events.k8s.io", "events", "", true),
+    // gate.rs: the installed BenchmarkRun CRD, read at start-up and every few seconds, so an
+    // operator whose schema is not the CRD's reconciles nothing (see GATE_CALLS).
+    call(
+        "get",
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "",
+        false,
+    ),
+];
+
+/// The calls of [`API_CALLS`] made by the gate (`gate.rs`), not by a reconcile: the faked API's
+/// reconciles never make them.
+pub const GATE_CALLS: &[ApiCall] = &[call(
+    "get",
+    "apiextensions.k8s.io",
+    "customresourcedefinitions",
+    "",
+    false,
+)];
+
+/// The calls of leader election (`leader.rs`, through kube-lease-manager), made on one Lease in
+/// the operator's own namespace only when it runs with `--leader-elect`: the chart grants them
+/// by a Role in its release namespace when `replicas` is above 1, never cluster-wide (a
+/// ClusterRole could patch every node's heartbeat Lease). Not in [`API_CALLS`], whose rules go
+/// to every watched namespace.
+pub const LEASE_CALLS: &[ApiCall] = &[
+    call("get", "coordination.k8s.io", "leases", "", true),
+    call("create", "coordination.k8s.io", "leases", "", true),
+    call("patch", "coordination.k8s.io", "leases", "", true),
 ];
 
 /// The calls of [`API_CALLS`] that the kubelets authorize (with a SubjectAccessReview), not the

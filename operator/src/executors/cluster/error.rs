@@ -27,6 +27,20 @@ pub enum Error {
     /// A pod log stream broke off while it was read (the connection, not the log's content).
     #[error("reading a pod log failed: {0}")]
     ReadLog(#[source] std::io::Error),
+
+    /// The API server refused the status write with something other than a conflict (a 500
+    /// from a CRD whose schema no longer has a field the operator writes, a 422, RBAC). It is
+    /// retried with backoff, never left waiting for a change: the run cannot move until its
+    /// status is stored, and nobody would notice a run that waits in silence.
+    #[error("the status write was refused: {code} {reason}: {message}")]
+    StatusRefused {
+        /// The HTTP status code.
+        code: u16,
+        /// The API's reason (`InternalError`, `Invalid`, `Forbidden`...).
+        reason: String,
+        /// The API's message, as it said it.
+        message: String,
+    },
 }
 
 impl Error {
@@ -39,7 +53,7 @@ impl Error {
                 // request, forbidden by RBAC, invalid) will be refused again.
                 !(status.code == 409 || status.code == 429 || status.code >= 500)
             }
-            Error::Kube(_) | Error::ReadLog(_) => false,
+            Error::Kube(_) | Error::ReadLog(_) | Error::StatusRefused { .. } => false,
             Error::Malformed(_) | Error::Serialize { .. } | Error::MissingObjectKey(_) => true,
         }
     }
@@ -61,6 +75,26 @@ impl Error {
         }
     }
 
+    /// A failed status write as the refusal it is: an answer of the API other than a conflict
+    /// (decided again at once), a 404 (the run is gone) or a proxy's 502-504 (an outage,
+    /// handled as one) becomes [`Error::StatusRefused`]; anything else is kept as it is.
+    pub fn into_status_refusal(self) -> Self {
+        match self {
+            Error::Kube(kube::Error::Api(s)) if !matches!(s.code, 404 | 409 | 502..=504) => {
+                Error::StatusRefused {
+                    code: s.code,
+                    reason: if s.reason.is_empty() {
+                        format!("HTTP{}", s.code)
+                    } else {
+                        s.reason.clone()
+                    },
+                    message: s.message.clone(),
+                }
+            }
+            other => other,
+        }
+    }
+
     /// A short stable label for the `benchmatrix_reconcile_errors_total` metric.
     pub fn metric_label(&self) -> &'static str {
         match self {
@@ -73,6 +107,7 @@ impl Error {
             Error::Serialize { .. } => "serialize",
             Error::MissingObjectKey(_) => "missing_key",
             Error::ReadLog(_) => "read_log",
+            Error::StatusRefused { .. } => "status_refused",
         }
     }
 }

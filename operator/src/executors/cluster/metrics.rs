@@ -52,6 +52,9 @@ pub struct Metrics {
     cells: Family<OutcomeLabel, Histogram, fn() -> Histogram>,
     /// Reconciles started, readable without encoding (the counter's own value is not).
     started: AtomicU64,
+    /// Robustness against what clusters do (issue 31): refused status writes, the CRD check,
+    /// leadership, API requests. Kept in one struct of its own so other metrics merge beside it.
+    pub robustness: super::robustness_metrics::RobustnessMetrics,
 }
 
 impl Default for Metrics {
@@ -89,7 +92,9 @@ impl Default for Metrics {
             "Time from a cell's deploy to its end, by outcome",
             cells.clone(),
         );
+        let robustness = super::robustness_metrics::RobustnessMetrics::register(&mut registry);
         Metrics {
+            robustness,
             registry,
             reconciles,
             reconcile_duration,

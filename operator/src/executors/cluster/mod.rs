@@ -21,13 +21,16 @@ pub mod build;
 pub mod calls;
 pub mod error;
 pub mod fit;
+pub mod gate;
 pub mod images;
 pub mod kubelet;
+pub mod leader;
 pub mod metrics;
 pub mod observe;
 pub mod outage;
 pub mod queue;
 pub mod reconcile;
+pub mod robustness_metrics;
 pub mod target_pods;
 pub mod telemetry;
 pub mod template;
@@ -149,6 +152,40 @@ pub struct OperatorArgs {
     /// reports.
     #[arg(long, env = "BENCHMATRIX_KUBELET_INSECURE_TLS")]
     pub kubelet_insecure_tls: bool,
+    /// Take part in leader election through a coordination.k8s.io Lease, so that of several
+    /// replicas only the holder reconciles (the others stand by with warm caches and take over
+    /// when the Lease expires, or at once when the leader shuts down). Needs get, create and
+    /// patch on leases in the operator's namespace.
+    #[arg(
+        long,
+        env = "BENCHMATRIX_LEADER_ELECT",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub leader_elect: bool,
+    /// The leader Lease's name (in the operator's own namespace, or --leader-lease-namespace).
+    #[arg(
+        long,
+        env = "BENCHMATRIX_LEADER_LEASE",
+        default_value = "benchmatrix-operator",
+        value_parser = parse_namespace
+    )]
+    pub leader_lease: String,
+    /// The leader Lease's namespace. Not given: the operator's own (the POD_NAMESPACE variable,
+    /// else the service account's namespace, else the kubeconfig's).
+    #[arg(long, env = "POD_NAMESPACE", value_parser = parse_namespace)]
+    pub leader_lease_namespace: Option<String>,
+    /// How long the leader Lease holds without renewal, in seconds (2 to 300): a standby takes
+    /// over at most this long after a leader dies without releasing it. The leader renews a
+    /// third of it before expiry.
+    #[arg(
+        long,
+        env = "BENCHMATRIX_LEADER_LEASE_SECONDS",
+        default_value_t = 15,
+        value_parser = clap::value_parser!(u64).range(2..=300)
+    )]
+    pub leader_lease_seconds: u64,
 }
 
 /// `--shutdown-timeout`: a duration written like "20s", "500ms" or "1m".
@@ -218,14 +255,19 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     // start-up is not lost.
     let stop = ShutdownSignals::install();
     let config = kube::Config::infer().await?;
-    let client = kube::Client::try_from(config.clone())?;
-    let kubelet = args
-        .kubelet_metrics
-        .then(|| Arc::new(KubeletReader::new(config, args.kubelet_insecure_tls)));
     let metrics = Arc::new(Metrics::default());
+    let client = counted_client(config.clone(), metrics.clone())?;
+    let kubelet = args.kubelet_metrics.then(|| {
+        Arc::new(KubeletReader::new(
+            config.clone(),
+            args.kubelet_insecure_tls,
+        ))
+    });
+    let gate = Arc::new(gate::Gate::closed(args.leader_elect));
     let admin_state = AdminState {
         metrics: metrics.clone(),
         ready: Default::default(),
+        gate: gate.clone(),
     };
     let admin = serve_admin(args.admin_addr, admin_state.clone(), &stop).await?;
     let mut namespaces = args.namespaces.clone();
@@ -241,14 +283,52 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         &client,
         &namespaces,
         args.max_active_runs,
-        metrics,
+        metrics.clone(),
         settings,
         kubelet,
+        gate.clone(),
     );
     tokio::spawn(ready_once_listed(
         wiring.stores.clone(),
         admin_state.ready.clone(),
     ));
+    let wake_all = {
+        let ctx = wiring.ctx.clone();
+        move || ctx.queue.wake_all(&ctx.runs)
+    };
+    tokio::spawn(watch_crd(
+        client.clone(),
+        gate.clone(),
+        metrics.clone(),
+        wake_all.clone(),
+    ));
+    let (release_lease, released) = tokio::sync::oneshot::channel::<()>();
+    let election = if args.leader_elect {
+        let election = leader::Election {
+            namespace: args
+                .leader_lease_namespace
+                .clone()
+                .unwrap_or_else(|| config.default_namespace.clone()),
+            lease: args.leader_lease.clone(),
+            identity: leader_identity(),
+            duration: args.leader_lease_seconds,
+        };
+        tracing::info!(identity = %election.identity, lease = %election.lease, namespace = %election.namespace, "leader election: waiting for the Lease");
+        let lease_client = election.client(config.clone())?;
+        Some(tokio::spawn(leader::take_part(
+            election,
+            lease_client,
+            gate.clone(),
+            metrics.clone(),
+            wake_all,
+            async move {
+                let _ = released.await;
+            },
+        )))
+    } else {
+        metrics.robustness.set_leader(true);
+        None
+    };
     tracing::info!(
         max_active_runs = args.max_active_runs,
         namespaces = %if namespaces.is_empty() { "all".to_owned() } else { namespaces.join(",") },
@@ -260,9 +340,107 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         "controller starting"
     );
     run_until_stopped(wiring, &stop, args.shutdown_timeout.into()).await;
+    // Only once nothing reconciles any more: the standby may take over at once.
+    if let Some(task) = election {
+        let _ = release_lease.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+    }
     close_admin(admin).await;
     tracing::info!("operator stopped");
     Ok(())
+}
+
+/// The API client of the reconciles and watches, counting each request it sends in
+/// `benchmatrix_api_requests_total` (requests per reconcile is that over
+/// `benchmatrix_reconciles_total`).
+fn counted_client(config: kube::Config, metrics: Arc<Metrics>) -> anyhow::Result<kube::Client> {
+    let count =
+        tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+            let watch = request
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|kv| kv == "watch=true" || kv == "watch=1"));
+            let verb = if watch {
+                "WATCH"
+            } else {
+                request.method().as_str()
+            };
+            metrics.robustness.api_request(verb);
+            request
+        });
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&count)
+        .build())
+}
+
+/// This replica's name in the leader Lease: its pod's name (the chart passes POD_NAME), else
+/// the host's name, which is the pod's name in a pod.
+fn leader_identity() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| format!("benchmatrix-operator-{}", std::process::id()))
+}
+
+/// Checks the installed CRD at once and then every [`gate::CRD_CHECK_EVERY`], keeping the gate
+/// closed while it differs from this build's (logged once per installed version, with what
+/// differs) and waking every run when it opens.
+async fn watch_crd(
+    client: kube::Client,
+    gate: Arc<gate::Gate>,
+    metrics: Arc<Metrics>,
+    wake_all: impl Fn(),
+) {
+    let mut said = None::<String>;
+    loop {
+        match gate::check_crd(&client).await {
+            gate::CrdState::Matches => {
+                metrics.robustness.set_crd_schema_matches(true);
+                if gate.crd_problem().is_some() {
+                    tracing::info!(
+                        crd = gate::CRD_NAME,
+                        "the installed CRD carries this operator's schema"
+                    );
+                }
+                said = None;
+                if gate.set_crd_problem(None) {
+                    wake_all();
+                }
+            }
+            gate::CrdState::Differs(why) => {
+                metrics.robustness.set_crd_schema_matches(false);
+                if said.as_deref() != Some(why.as_str()) {
+                    tracing::error!(crd = gate::CRD_NAME, "{why}");
+                    said = Some(why.clone());
+                }
+                gate.set_crd_problem(Some(why));
+            }
+            gate::CrdState::Unknown {
+                why,
+                forbidden: true,
+            } => {
+                // An older chart's RBAC: going on unchecked beats stopping every run.
+                if said.as_deref() != Some(why.as_str()) {
+                    tracing::warn!(error = %why, "may not read the BenchmarkRun CRD (the chart's ClusterRole needs get on customresourcedefinitions); reconciling without checking its schema");
+                    said = Some(why);
+                }
+                if gate.set_crd_problem(None) {
+                    wake_all();
+                }
+            }
+            gate::CrdState::Unknown { why, .. } => {
+                // Unreachable for now: the last verdict stands (at start-up, closed).
+                tracing::debug!(error = %why, "could not read the BenchmarkRun CRD; checking again");
+            }
+        }
+        tokio::time::sleep(gate::CRD_CHECK_EVERY).await;
+    }
 }
 
 /// Starts the admin server (`/healthz`, `/readyz`, `/metrics`) on `addr`; it begins its
@@ -334,7 +512,7 @@ pub struct Wiring {
 }
 
 /// Builds the Controllers for `namespaces` (every namespace when empty, see [`controllers`])
-/// and the context they share.
+/// and the context they share. Their reconciles pass `gate` first (`gate.rs`).
 pub fn wire(
     client: &kube::Client,
     namespaces: &[String],
@@ -342,6 +520,7 @@ pub fn wire(
     metrics: Arc<Metrics>,
     settings: adapter::Settings,
     kubelet: Option<Arc<KubeletReader>>,
+    gate: Arc<gate::Gate>,
 ) -> Wiring {
     let mut queue = queue::Queue::default();
     let outage = Arc::new(outage::Outage::default());
@@ -365,6 +544,7 @@ pub fn wire(
     ctx.queue = queue;
     ctx.outage = outage;
     ctx.kubelet = kubelet;
+    ctx.gate = gate;
     Wiring {
         controllers,
         stores,

@@ -65,6 +65,16 @@ impl Queue {
     /// Asks the Controllers to reconcile every waiting run now, oldest first, so the first in
     /// line takes a freed slot at once and the others update their place in the queue.
     pub fn wake_waiting(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) {
+        self.wake_in_line(caches, usize::MAX);
+    }
+
+    /// Asks the Controllers to reconcile the first `n` waiting runs now: those that may take
+    /// the slots a run just freed (when one starts, it wakes the rest, whose places moved).
+    pub fn wake_first_waiting(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>], n: usize) {
+        self.wake_in_line(caches, n);
+    }
+
+    fn wake_in_line(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>], n: usize) {
         // Entries the caches have caught up with (or whose run is gone) are dropped, so the
         // table stays small.
         if let Ok(mut written) = self.written.lock() {
@@ -84,7 +94,7 @@ impl Queue {
             })
             .collect();
         waiting.sort();
-        for key in waiting {
+        for key in waiting.into_iter().take(n) {
             self.wake(key.reference());
         }
     }
@@ -102,6 +112,20 @@ impl Queue {
             })
             .collect();
         for run in unfinished {
+            self.wake(run);
+        }
+    }
+
+    /// Asks the Controllers to reconcile every run they hold, now: when this replica's gate
+    /// opens (it took the leader Lease, or the CRD was upgraded), the runs its closed gate
+    /// turned away are looked at at once, finished ones too (a TTL may be due).
+    pub fn wake_all(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) {
+        let all: Vec<RunRef> = caches
+            .iter()
+            .flat_map(Store::state)
+            .map(|g| ObjectRef::from_obj(g.as_ref()))
+            .collect();
+        for run in all {
             self.wake(run);
         }
     }
@@ -246,6 +270,43 @@ mod tests {
         }
         woken.sort();
         assert_eq!(woken, ["measuring", "new", "queued"]);
+    }
+
+    /// A freed slot wakes the first in line only (its start then wakes the others, whose places
+    /// moved); an opened gate wakes every run, finished ones too.
+    #[test]
+    fn a_freed_slot_wakes_the_first_in_line_and_an_opened_gate_wakes_every_run() {
+        let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
+        for r in [
+            run("w-b", Some(RunPhase::Pending)),
+            run("w-a", None),
+            run("w-c", Some(RunPhase::Pending)),
+            run("measuring", Some(RunPhase::Running)),
+            run("done", Some(RunPhase::Succeeded)),
+        ] {
+            writer.apply_watcher_event(&Event::Apply(r));
+        }
+        let (tx, mut rx) = futures::channel::mpsc::unbounded();
+        let mut queue = Queue::default();
+        queue.add_waker(None, tx);
+        let woken = |rx: &mut futures::channel::mpsc::UnboundedReceiver<RunRef>| {
+            let mut names = Vec::new();
+            while let Ok(r) = rx.try_recv() {
+                names.push(r.name);
+            }
+            names
+        };
+        let caches = [writer.as_reader()];
+        queue.wake_first_waiting(&caches, 1);
+        assert_eq!(woken(&mut rx), ["w-a"]);
+        queue.wake_first_waiting(&caches, 2);
+        assert_eq!(woken(&mut rx), ["w-a", "w-b"]);
+        queue.wake_waiting(&caches);
+        assert_eq!(woken(&mut rx), ["w-a", "w-b", "w-c"]);
+        queue.wake_all(&caches);
+        let mut all = woken(&mut rx);
+        all.sort();
+        assert_eq!(all, ["done", "measuring", "w-a", "w-b", "w-c"]);
     }
 
     /// A waiting run that the cluster's rules refuse (here a name too long for a label value,

@@ -53,6 +53,9 @@ pub struct Context {
     /// Reads the target containers' CPU, throttling and memory from the kubelets; `None` when
     /// the operator runs with `--kubelet-metrics=false` (and in tests of the faked API).
     pub kubelet: Option<Arc<crate::executors::cluster::kubelet::reader::KubeletReader>>,
+    /// Whether this replica may reconcile: it leads, and the installed CRD is its own
+    /// (`gate.rs`). Open by default (one replica, tests).
+    pub gate: Arc<super::gate::Gate>,
 }
 
 /// A source of the current time.
@@ -85,6 +88,7 @@ impl Context {
             outage: Arc::default(),
             written: Mutex::new(HashMap::new()),
             kubelet: None,
+            gate: Arc::default(),
         }
     }
 }
@@ -104,6 +108,11 @@ pub async fn reconcile(
     guard: Arc<DeserializeGuard<BenchmarkRun>>,
     ctx: Arc<Context>,
 ) -> Result<Requeue, Error> {
+    if !ctx.gate.is_open() {
+        // A standby, or a CRD of another schema: nothing is read or written. The run is woken
+        // when the gate opens (`gate.rs`).
+        return Ok(Requeue::await_change());
+    }
     let metrics = ctx.metrics.clone();
     let _timer = metrics.reconcile();
     let span = info_span!(
@@ -222,23 +231,38 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
         .iter()
         .any(|a| matches!(a, adapter::Action::DeleteRun));
     let old = run.status.clone().unwrap_or_default();
+    if !ctx.gate.is_open() {
+        // The Lease was lost (or the CRD changed) while this turn was decided: another replica
+        // may lead by now, and only one may write.
+        return Ok(Decided::Done(Requeue::await_change()));
+    }
     if !deleted && turn.status != old {
         match write::write_status(&ctx.client, run, &turn.status).await {
             Ok(version) => ctx.note_written(run, version),
             Err(e) if e.is_conflict() => return Ok(Decided::Stale),
-            Err(e) => return Err(e),
+            Err(e) => return Err(status_refused(ctx, run, e).await),
         }
         record_cells(&ctx.metrics, &old, &turn.status);
         log_transitions(&old, &turn.status);
         if turn.status.phase != old.phase {
-            // A run that leaves phase Running frees a slot; one that starts moves the others
-            // up a place. Either way the waiting runs look again now, not on a timer.
             ctx.queue.note_phase(run, turn.status.phase);
-            ctx.queue.wake_waiting(&ctx.runs);
+            if old.phase == RunPhase::Running {
+                // A slot freed: the first in line takes it now, not on a timer. The others keep
+                // their place until it starts, and then it wakes them (below): each waiting
+                // run's status is written once per run that starts, not twice.
+                ctx.queue
+                    .wake_first_waiting(&ctx.runs, ctx.max_active.max(1));
+            } else {
+                // A run started (the others moved up a place) or left the queue.
+                ctx.queue.wake_waiting(&ctx.runs);
+            }
         }
     }
     ctx.metrics
         .set_active_runs(queue.active + usize::from(turn.status.phase == RunPhase::Running));
+    if !ctx.gate.is_open() {
+        return Ok(Decided::Done(Requeue::await_change()));
+    }
     write::apply_actions(&ctx.client, run, &turn.actions).await?;
     if deleted {
         ctx.forget_written(run);
@@ -248,6 +272,44 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
         Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
         None => Requeue::await_change(),
     }))
+}
+
+/// A status write the API server refused is said out loud, once per try: logged with the API's
+/// own words, a Warning Event on the run (Events are another resource, so they are stored when
+/// the run's status is not) and a metric by cause; then the reconcile fails as a transient
+/// error, retried with backoff until the write is taken (a CRD that no longer matches the
+/// operator, say, until it is upgraded).
+async fn status_refused(ctx: &Context, run: &BenchmarkRun, e: Error) -> Error {
+    let e = e.into_status_refusal();
+    if let Error::StatusRefused {
+        code,
+        reason,
+        message,
+    } = &e
+    {
+        ctx.metrics.robustness.status_refused(reason);
+        tracing::warn!(code, reason = %reason, api_message = %message, "the API server refused the run's status");
+        let mut note = format!(
+            "the operator could not write this run's status ({code} {reason}): {message}. \
+             It retries with backoff; if the CRD is older or newer than the operator, upgrade \
+             them together (CRD first)"
+        );
+        // An Event's note holds at most 1 KiB.
+        if note.len() > 1000 {
+            let mut cut = 1000;
+            while !note.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            note.truncate(cut);
+        }
+        let warning = crate::engine::Note {
+            warning: true,
+            reason: "StatusWriteFailed".into(),
+            note,
+        };
+        write::publish_events(&ctx.recorder, run, std::slice::from_ref(&warning)).await;
+    }
+    e
 }
 
 /// `cached` when it is the version of the run this operator last wrote; otherwise the run as
@@ -261,7 +323,7 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
 /// else has changed since) is read once more; the usual case, the cache holding the operator's
 /// own last write, costs nothing.
 async fn fresh(cached: &BenchmarkRun, ctx: &Context) -> Result<Option<BenchmarkRun>, Error> {
-    if ctx.is_last_written(cached) {
+    if ctx.is_last_written(cached) || ctx.is_new(cached) {
         return Ok(Some(cached.clone()));
     }
     read_run(cached, ctx).await
@@ -287,6 +349,19 @@ impl Context {
         self.written
             .lock()
             .is_ok_and(|w| w.get(uid) == Some(version))
+    }
+
+    /// A run with no status that this process never wrote: nothing was decided for it yet, so
+    /// there is no step to replay, and a copy older than the API server's is still refused by
+    /// the status write's resourceVersion precondition. A burst of new runs then costs no read
+    /// each.
+    fn is_new(&self, run: &BenchmarkRun) -> bool {
+        run.status.is_none()
+            && run
+                .metadata
+                .uid
+                .as_ref()
+                .is_some_and(|uid| self.written.lock().is_ok_and(|w| !w.contains_key(uid)))
     }
 
     fn note_written(&self, run: &BenchmarkRun, version: Option<String>) {

@@ -600,7 +600,9 @@ fn handle(
     let (ns, resource, name, sub) = match rest {
         [resource] if method == http::Method::GET => (None, *resource, None, None),
         // A cluster-scoped object by name (nodes), stored under the namespace "".
-        [resource @ "nodes", name] => (Some(""), *resource, Some(*name), None),
+        [resource @ ("nodes" | "customresourcedefinitions"), name] => {
+            (Some(""), *resource, Some(*name), None)
+        }
         ["namespaces", ns, resource] => (Some(*ns), *resource, None, None),
         ["namespaces", ns, resource, name] => (Some(*ns), *resource, Some(*name), None),
         ["namespaces", ns, resource, name, sub] => (Some(*ns), *resource, Some(*name), Some(*sub)),

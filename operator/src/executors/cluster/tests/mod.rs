@@ -5,6 +5,7 @@
 //! through the fake, and checks objects, status, and the calls made. Every test has a timeout.
 
 pub(crate) mod fake;
+mod gate;
 mod images;
 mod namespaces;
 mod repeat;
@@ -851,7 +852,10 @@ async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
         let mut run = sample("all", &["a", "b"]);
         run["spec"]["ttlAfterFinished"] = json!("1m");
         h.fake.insert("benchmarkruns", run);
+        let stale = h.guard("all");
         h.drive("all", &healthy).await;
+        // A copy the cache may still hold after this operator's writes: read again (get).
+        h.reconcile_from(&stale).await.unwrap();
         h.advance(61);
         h.reconcile("all").await.unwrap();
         assert!(h.fake.get("benchmarkruns", NS, "all").is_none());
@@ -884,10 +888,12 @@ async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
             crate::executors::cluster::API_CALLS
                 .iter()
                 .filter(|c| !c.namespaced
-                    && !crate::executors::cluster::calls::KUBELET_CALLS.contains(c))
+                    && !crate::executors::cluster::calls::KUBELET_CALLS.contains(c)
+                    && !crate::executors::cluster::calls::GATE_CALLS.contains(c))
                 .all(|c| ["list", "watch"].contains(&c.verb)),
             "only the Controller's watch streams and the node list are made cluster-wide \
-             (and the kubelets' reads, which the kubelets authorize)"
+             (and the kubelets' reads, which the kubelets authorize, and the gate's read of \
+             the CRD)"
         );
     })
     .await;
@@ -993,6 +999,59 @@ async fn a_conflict_is_retried_with_backoff_and_a_denial_waits_for_a_change() {
         let text = h.ctx.metrics.render();
         assert!(text.contains("error=\"conflict\"} 2"), "{text}");
         assert!(text.contains("error=\"forbidden\"} 1"), "{text}");
+    })
+    .await;
+}
+
+/// The CRD-skew case seen on a real cluster: every status write answered 500 (a field the
+/// installed CRD no longer has). The run must not wait in silence: a Warning Event with the API's
+/// words, a metric by cause, and a retry with backoff, until a write is taken.
+#[tokio::test]
+async fn a_refused_status_write_is_retried_and_said_out_loud() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("refused", &["a"]));
+        let guard = Arc::new(h.guard("refused"));
+        for attempt in 1..=2u64 {
+            h.fake.fail_next("PATCH", "benchmarkruns", 500);
+            let err = h.reconcile("refused").await.unwrap_err();
+            assert!(!err.is_permanent(), "{err}");
+            assert_eq!(err.metric_label(), "status_refused");
+            assert!(err.to_string().contains("injected failure"), "{err}");
+            assert_eq!(
+                error_policy(guard.clone(), &err, h.ctx.clone()),
+                Requeue::requeue(Duration::from_secs(1 << (attempt - 1))),
+                "retried with a growing delay, never left to wait for a change"
+            );
+            assert!(
+                h.fake.list("deployments").is_empty(),
+                "nothing applied without a status"
+            );
+        }
+        let warnings: Vec<Value> = h
+            .fake
+            .list("events")
+            .into_iter()
+            .filter(|e| e["reason"] == "StatusWriteFailed")
+            .collect();
+        assert!(!warnings.is_empty(), "a Warning Event on the run");
+        let event = &warnings[0];
+        assert_eq!(event["type"], "Warning");
+        assert_eq!(event["regarding"]["name"], "refused");
+        let note = event["note"].as_str().unwrap();
+        assert!(
+            note.contains("500 InternalError") && note.contains("injected failure"),
+            "{note}"
+        );
+        let text = h.ctx.metrics.render();
+        assert!(
+            text.contains("benchmatrix_status_write_refused_total{cause=\"InternalError\"} 2"),
+            "{text}"
+        );
+        // The write is taken again: the run goes on.
+        h.reconcile("refused").await.unwrap();
+        assert_eq!(h.phase("refused"), RunPhase::Running);
+        assert_eq!(h.fake.list("deployments").len(), 1);
     })
     .await;
 }
@@ -1283,20 +1342,26 @@ async fn a_finished_run_wakes_the_waiting_runs_in_queue_order_without_a_timer() 
         );
         assert!(wakes.try_recv().is_err(), "nothing woken while first runs");
 
-        // The first run finishes: the reconcile that writes its end wakes both, in order.
+        // The first run finishes: the reconcile that writes its end wakes the first in line
+        // (one slot freed), not the others, whose place stays the same until it starts.
         let phases = h.drive("first", &healthy).await;
         assert_eq!(phases.last(), Some(&RunPhase::Succeeded));
-        let mut woken = Vec::new();
-        while let Ok(r) = wakes.try_recv() {
-            woken.push(r.name);
-        }
-        assert_eq!(woken, ["second", "third"], "woken at once, oldest first");
+        let mut woken = || {
+            let mut names = Vec::new();
+            while let Ok(r) = wakes.try_recv() {
+                names.push(r.name);
+            }
+            names
+        };
+        assert_eq!(woken(), ["second"], "the first in line, at once");
 
-        // The woken second run is admitted at once, though the cache still says first runs.
+        // The woken second run is admitted at once, though the cache still says first runs;
+        // its start wakes those behind it, whose place moved.
         reconcile(Arc::new(load("second")), ctx.clone())
             .await
             .unwrap();
         assert_eq!(h.phase("second"), RunPhase::Running);
+        assert_eq!(woken(), ["third"], "the runs still waiting");
         // Its start moves the third up; the third still waits, now first in line.
         reconcile(Arc::new(load("third")), ctx.clone())
             .await

@@ -39,6 +39,7 @@ fn start(
         Arc::new(Metrics::default()),
         Settings::default(),
         None,
+        Arc::default(),
     );
     controllers
         .into_iter()
