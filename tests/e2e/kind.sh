@@ -25,6 +25,7 @@
 #   CLUSTER=existing tests/e2e/kind.sh       use the current kubeconfig context (k3d, minikube,
 #                                            a cluster of your own): no create, load or delete
 #   E2E_RESTART_CONTROL_PLANE=1 tests/e2e/kind.sh   ... with the API server outage check
+#   E2E_CHAOS=1 tests/e2e/kind.sh            ... with the chaos step (tests/e2e/chaos.py)
 #
 # Environment (defaults in brackets):
 #   CLUSTER           kind | existing                                   [kind]
@@ -54,6 +55,13 @@
 #   CONTROL_PLANE_STOP, CONTROL_PLANE_START   instead of CONTROL_PLANE_EXEC, for a control plane
 #                        that is not static pods: shell commands that stop the API server and
 #                        etcd, and start them again                                       [unset]
+#   E2E_CHAOS         1: the chaos step (deletes the operator's pod, a Job; restarts the kubelet) [unset]
+#   CHAOS_SEED        the chaos step's random seed, to replay a run it printed           [random]
+#   CHAOS_REPEAT      repetitions of each of the chaos step's two cells                  [10]
+#   CHAOS_KUBELET_RESTART  shell command that restarts the kubelet (only the kubelet: its pods
+#                     keep running) of the node running the benchmark, e.g. "docker exec
+#                     mykind-control-plane systemctl restart kubelet"; unset: the chaos step
+#                     skips the kubelet restart and says so                               [unset]
 #   RESTART_OUTAGE_SECONDS   how long the control plane stays down                [20]
 #   RESTART_RECOVERY_BOUND   most seconds from the API's return to the run's next status change
 #                            (the operator aims at 10; the rest is slack for the kubelet) [20]
@@ -98,6 +106,10 @@ else
   readonly KUBELET_INSECURE_TLS="${KUBELET_INSECURE_TLS:-false}"
 fi
 readonly RESTART_CONTROL_PLANE="${E2E_RESTART_CONTROL_PLANE:-}"
+readonly CHAOS="${E2E_CHAOS:-}"
+readonly CHAOS_SEED="${CHAOS_SEED:-}"
+readonly CHAOS_REPEAT="${CHAOS_REPEAT:-10}"
+readonly CHAOS_KUBELET_RESTART="${CHAOS_KUBELET_RESTART:-}"
 readonly RESTART_OUTAGE_SECONDS="${RESTART_OUTAGE_SECONDS:-20}"
 readonly RESTART_RECOVERY_BOUND="${RESTART_RECOVERY_BOUND:-20}"
 readonly OVERHEAD_BOUND="${OVERHEAD_BOUND:-4}"
@@ -682,6 +694,21 @@ PY
   wait_complete "${RESTART}"
   kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${RESTART}" -o json >"${work}/restart.json"
   python3 tests/e2e/check_results.py "${work}/restart.json"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 11. Opt-in: chaos during a run. Two cells x repeat ${CHAOS_REPEAT}; at seeded random moments
+# (the seed is printed; CHAOS_SEED replays it) the operator's pod is deleted 5 times, the load
+# generator's Job once, and the kubelet restarted once (CHAOS_KUBELET_RESTART). No finished
+# repetition may be lost or changed, and none may fail (tests/e2e/chaos.py).
+
+if [[ "${CHAOS}" == "1" ]]; then
+  log "chaos: two cells x repeat ${CHAOS_REPEAT} while the operator's pod, a Job and the kubelet go"
+  chaos_args=(--namespace "${RUN_NAMESPACE}" --release-namespace "${RELEASE_NAMESPACE}"
+    --operator-selector "app.kubernetes.io/name=${RELEASE}" --repeat "${CHAOS_REPEAT}"
+    --kubelet-restart "${CHAOS_KUBELET_RESTART}")
+  if [[ -n "${CHAOS_SEED}" ]]; then chaos_args+=(--seed "${CHAOS_SEED}"); fi
+  python3 tests/e2e/chaos.py "${chaos_args[@]}" || die "chaos: see the lines above (replay with the printed seed)"
 fi
 
 log "PASSED"

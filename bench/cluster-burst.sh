@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A burst on a real cluster: RUNS BenchmarkRuns applied at once (one cell, a 1 s warm-up and one
+# 2 s phase on /healthz each, so the operator's queue does the work), then: how many ended
+# Succeeded, and the operator's own figures over the burst, read from its /metrics before and
+# after (through the API server's service proxy): reconciles, their duration's p50 and p99 (from
+# the histogram's buckets, interpolated within one), API requests per reconcile
+# (benchmatrix_api_requests_total over benchmatrix_reconciles_total, when the operator has that
+# counter), and refused status writes. Beside the operator's own count it reads the API server's
+# requests on benchmarkruns (apiserver_request_total, group benchmatrix.dev: only the operator,
+# and this script's applies, call it), which an operator without the counter can be measured by.
+# Needs the operator installed (charts/benchmatrix, e.g. tests/e2e/kind.sh) and kubectl pointed at
+# the cluster, with get on the API server's /metrics.
+#
+#   bench/cluster-burst.sh                     50 runs in namespace bench-burst
+#   RUNS=10 NAMESPACE=ops-burst bench/cluster-burst.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${RUNS:-50}" ns="${NAMESPACE:-bench-burst}"
+release_ns="${RELEASE_NAMESPACE:-benchmatrix-system}" svc="${METRICS_SERVICE:-benchmatrix-metrics:metrics}"
+timeout="${TIMEOUT:-1800}"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+operator_metrics() {
+  kubectl get --raw "/api/v1/namespaces/${release_ns}/services/${svc}/proxy/metrics"
+}
+apiserver_runs_requests() {
+  kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ && /group="benchmatrix.dev"/ {
+    sub(/.*\} /, ""); n += $1 } END { printf "%d\n", n }'
+}
+
+kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl delete benchmarkrun -n "$ns" --all --wait=true >/dev/null
+operator_metrics >"$out/before.txt"
+apiserver_runs_requests >"$out/api-before.txt"
+for i in $(seq 1 "$runs"); do
+  cat <<EOF
+---
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: burst-$i
+spec:
+  configurations:
+    - {name: a, mode: single, replicas: 1, cpu: 250m, memory: 64Mi}
+  workload:
+    endpoints: [{name: healthz, path: /healthz}]
+    warmup: 1s
+    phases: [{name: p, duration: 2s, load: [{endpoint: healthz, connections: 1}]}]
+  loadgen: {cpu: 250m, memory: 64Mi}
+  timeouts: {ready: 120s, runSlack: 60s}
+  cleanup: Always
+EOF
+done >"$out/runs.yaml"
+start=$(date +%s)
+kubectl apply -n "$ns" -f "$out/runs.yaml" >/dev/null
+echo "applied $runs runs at $(date -u +%H:%M:%S)"
+while :; do
+  phases="$(kubectl get benchmarkrun -n "$ns" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')"
+  finished=$(grep -cE '^(Succeeded|Failed)$' <<<"$phases" || true)
+  if ((finished >= runs)); then break; fi
+  if (($(date +%s) - start > timeout)); then echo "not finished within ${timeout}s" >&2; break; fi
+  sleep 10
+done
+wall=$(($(date +%s) - start))
+operator_metrics >"$out/after.txt"
+apiserver_runs_requests >"$out/api-after.txt"
+kubectl get benchmarkrun -n "$ns" -o json >"$out/runs.json"
+python3 - "$out" "$runs" "$wall" <<'PY'
+import json, re, sys
+out, runs, wall = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+def metrics(path):
+    m = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        key, value = line.rsplit(" ", 1)
+        m[key] = float(value)
+    return m
+
+a, b = metrics(f"{out}/before.txt"), metrics(f"{out}/after.txt")
+d = lambda k: b.get(k, 0.0) - a.get(k, 0.0)
+items = json.load(open(f"{out}/runs.json"))["items"]
+ok = sum(1 for r in items if r.get("status", {}).get("phase") == "Succeeded")
+print(f"runs Succeeded: {ok} of {runs} (wall {wall} s)")
+for r in items:
+    s = r.get("status", {})
+    if s.get("phase") != "Succeeded":
+        print(f"  {r['metadata']['name']}: {s.get('phase')}: {s.get('message')}")
+reconciles = d("benchmatrix_reconciles_total")
+buckets = sorted(
+    (float(re.search(r'le="([^"]+)"', k).group(1)), d(k))
+    for k in b if k.startswith("benchmatrix_reconcile_duration_seconds_bucket")
+)
+count = d("benchmatrix_reconcile_duration_seconds_count")
+
+def quantile(q):
+    want, prev_le, prev_n = q * count, 0.0, 0.0
+    for le, n in buckets:
+        if n >= want:
+            if le == float("inf"):
+                return prev_le
+            return prev_le + (le - prev_le) * (want - prev_n) / max(n - prev_n, 1e-9)
+        prev_le, prev_n = le, n
+    return float("nan")
+
+over = lambda t: count - next((n for le, n in buckets if le >= t), count)
+print(f"reconciles: {reconciles:.0f}; duration p50 {quantile(0.5) * 1000:.1f} ms, "
+      f"p99 {quantile(0.99) * 1000:.1f} ms (interpolated within a bucket); "
+      f"over 256 ms: {over(0.256) / max(count, 1) * 100:.1f}%, over 64 ms: {over(0.064) / max(count, 1) * 100:.1f}%")
+requests = sum(d(k) for k in b if k.startswith("benchmatrix_api_requests_total"))
+if requests:
+    by = {re.search(r'method="([^"]+)"', k).group(1): d(k) for k in b if k.startswith("benchmatrix_api_requests_total")}
+    print(f"operator API requests: {requests:.0f}, {requests / max(reconciles, 1):.2f} per reconcile "
+          f"({', '.join(f'{m} {n:.0f}' for m, n in sorted(by.items()))})")
+api = int(open(f"{out}/api-after.txt").read()) - int(open(f"{out}/api-before.txt").read())
+print(f"API server requests on group benchmatrix.dev: {api} ({api / max(reconciles, 1):.2f} per reconcile; "
+      f"includes this script's {runs} applies and its polling)")
+refused = sum(d(k) for k in b if k.startswith("benchmatrix_status_write_refused_total"))
+print(f"refused status writes: {refused:.0f}")
+PY

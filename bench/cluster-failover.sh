@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Leader failover on a real cluster: with the operator installed at `replicas: 2` (charts/
+# benchmatrix, --set replicas=2), TRIES times: apply a run of two cells x repeat 2 with a 3 s
+# phase, wait until a repetition's load is running, kill the leader's pod (the Lease's
+# holderIdentity) at once (--grace-period=0 --force: it cannot release the Lease, so the standby
+# waits out the Lease's duration), and measure from the kill to the Lease's new holder and to the
+# run's next status change, against the Lease's duration; then wait for the run to end and check
+# that every repetition was measured. KILL=graceful deletes the pod normally instead (it releases
+# the Lease on SIGTERM).
+#
+#   bench/cluster-failover.sh                 3 tries in namespace bench-failover
+#   TRIES=1 KILL=graceful bench/cluster-failover.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tries="${TRIES:-3}" ns="${NAMESPACE:-bench-failover}" kill="${KILL:-force}"
+release_ns="${RELEASE_NAMESPACE:-benchmatrix-system}" lease="${LEASE:-benchmatrix}"
+kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+duration="$(kubectl get lease -n "$release_ns" "$lease" -o jsonpath='{.spec.leaseDurationSeconds}')"
+echo "Lease ${release_ns}/${lease}: ${duration} s; kill: ${kill}"
+now() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
+snapshot() {
+  kubectl get benchmarkrun -n "$ns" failover -o jsonpath='{.metadata.resourceVersion}' 2>/dev/null
+}
+holder() { kubectl get lease -n "$release_ns" "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+for i in $(seq 1 "$tries"); do
+  kubectl delete benchmarkrun -n "$ns" failover --ignore-not-found --wait=true >/dev/null
+  kubectl apply -n "$ns" -f - >/dev/null <<'EOF'
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: failover
+spec:
+  repeat: 2
+  configurations:
+    - {name: a, mode: single, replicas: 1, cpu: 500m, memory: 128Mi}
+    - {name: b, mode: pool, replicas: 1, cpu: 500m, memory: 128Mi}
+  workload:
+    endpoints: [{name: healthz, path: /healthz}]
+    warmup: 1s
+    phases: [{name: p, duration: 3s, load: [{endpoint: healthz, connections: 2}]}]
+  loadgen: {cpu: 500m, memory: 128Mi}
+  timeouts: {ready: 120s, runSlack: 120s}
+  cleanup: Always
+EOF
+  # Mid-measurement: the second step's load has started.
+  until [[ "$(kubectl get benchmarkrun -n "$ns" failover -o jsonpath='{.status.cells[1].phase}' 2>/dev/null)" == Running ]]; do
+    sleep 0.2
+  done
+  leader="$(holder)"
+  before="$(snapshot)"
+  t0="$(now)"
+  if [[ "$kill" == force ]]; then
+    kubectl delete pod -n "$release_ns" "$leader" --grace-period=0 --force --wait=false >/dev/null 2>&1
+  else
+    kubectl delete pod -n "$release_ns" "$leader" --wait=false >/dev/null
+  fi
+  new_holder="" t_holder="" t_status=""
+  while [[ -z "$t_holder" || -z "$t_status" ]]; do
+    if [[ -z "$t_holder" ]]; then
+      h="$(holder)"
+      if [[ -n "$h" && "$h" != "$leader" ]]; then new_holder="$h" t_holder="$(now)"; fi
+    fi
+    if [[ -z "$t_status" && "$(snapshot)" != "$before" ]]; then t_status="$(now)"; fi
+    sleep 0.1
+  done
+  kubectl wait -n "$ns" benchmarkrun/failover --for=condition=Complete --timeout=600s >/dev/null
+  kubectl get benchmarkrun -n "$ns" failover -o json | python3 -c '
+import json, sys
+t0, th, ts, dur, old, new = sys.argv[1:7]
+run = json.load(sys.stdin)
+reps = [r for c in run["status"]["cells"] for r in c.get("repetitions") or []]
+ok = sum(1 for r in reps if r.get("phase") == "Succeeded")
+print(f"try: killed {old}; new leader {new} after {float(th) - float(t0):.1f} s, next status change "
+      f"after {float(ts) - float(t0):.1f} s (Lease {dur} s); run {run[\"status\"][\"phase\"]}, "
+      f"{ok} of {len(reps)} repetitions measured (of 4)")
+' "$t0" "$t_holder" "$t_status" "$duration" "$leader" "$new_holder"
+  kubectl -n "$release_ns" rollout status deployment/benchmatrix --timeout=120s >/dev/null
+done
