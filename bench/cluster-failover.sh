@@ -70,8 +70,9 @@ t0, th, ts, dur, old, new = sys.argv[1:7]
 run = json.load(sys.stdin)
 reps = [r for c in run["status"]["cells"] for r in c.get("repetitions") or []]
 ok = sum(1 for r in reps if r.get("phase") == "Succeeded")
+phase = run["status"]["phase"]
 print(f"try: killed {old}; new leader {new} after {float(th) - float(t0):.1f} s, next status change "
-      f"after {float(ts) - float(t0):.1f} s (Lease {dur} s); run {run[\"status\"][\"phase\"]}, "
+      f"after {float(ts) - float(t0):.1f} s (Lease {dur} s); run {phase}, "
       f"{ok} of {len(reps)} repetitions measured (of 4)")
 ' "$t0" "$t_holder" "$t_status" "$duration" "$leader" "$new_holder"
   kubectl -n "$release_ns" rollout status deployment/benchmatrix --timeout=120s >/dev/null

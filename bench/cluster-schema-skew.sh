@@ -15,8 +15,16 @@ port="${ADMIN_PORT:-8080}" selector="${SELECTOR:-app.kubernetes.io/name=benchmat
 now() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
 since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 readyz() {
-  # A 503 makes kubectl exit non-zero and print the body inside its error.
+  # A 503 makes kubectl exit non-zero with "ServiceUnavailable" and without the body.
   kubectl get --raw "/api/v1/namespaces/${release_ns}/pods/$1:${port}/proxy/readyz" 2>&1 || true
+}
+readyz_body() {
+  # The body of a 503 too, through a port-forward.
+  kubectl port-forward -n "$release_ns" "pod/$1" 18089:"$port" >/dev/null 2>&1 &
+  local pf=$!
+  sleep 1.5
+  curl -s -w ' (HTTP %{http_code})' http://127.0.0.1:18089/readyz || true
+  kill "$pf" 2>/dev/null || true
 }
 pods=($(kubectl get pods -n "$release_ns" -l "$selector" -o jsonpath='{.items[*].metadata.name}'))
 echo "operator pods: ${pods[*]}"
@@ -32,12 +40,12 @@ said=""
 while [[ -z "$said" ]]; do
   for p in "${pods[@]}"; do
     body="$(readyz "$p")"
-    if [[ "$body" == *"not ready"* ]]; then said="$p"; t_said="$(now)"; break; fi
+    if [[ "$body" == *ServiceUnavailable* || "$body" == *"not ready"* ]]; then said="$p"; t_said="$(now)"; break; fi
   done
   if (($(date +%s) - ${t0%.*} > 60)); then echo "no operator said anything within 60 s" >&2; exit 1; fi
   sleep 0.2
 done
-echo "after $(since "$t0" "$t_said") s, $said /readyz: $body"
+echo "after $(since "$t0" "$t_said") s, $said /readyz: $(readyz_body "$said" | cut -c1-700)"
 kubectl logs -n "$release_ns" "$said" --since=2m | grep -m1 "does not carry" | cut -c1-600 || true
 kubectl apply -n "$ns" -f - >/dev/null <<'EOF'
 apiVersion: benchmatrix.dev/v1alpha1

@@ -33,13 +33,9 @@ run["spec"]["workload"]["phases"][0]["duration"] = sys.argv[2]
 run["spec"].pop("thresholds", None)
 print(yaml.safe_dump(run, sort_keys=False))
 PY
-for i in $(seq 1 "$runs"); do
-  kubectl delete benchmarkrun -n "$ns" throttling --ignore-not-found --wait=true >/dev/null
-  kubectl apply -n "$ns" -f "$out/run.yaml" >/dev/null
-  kubectl wait -n "$ns" benchmarkrun/throttling --for=condition=Complete --timeout=600s >/dev/null
-  kubectl get benchmarkrun -n "$ns" throttling -o json >"$out/run-$i.json"
-done
-python3 - "$out" "$runs" <<'PY'
+report() {
+  # Per cell of the runs so far; the last line counts the cells with throttling figures.
+  python3 - "$out" "$1" <<'PY'
 import json, sys
 present = cells = 0
 for i in range(1, int(sys.argv[2]) + 1):
@@ -49,9 +45,19 @@ for i in range(1, int(sys.argv[2]) + 1):
         cells += 1
         has = t.get("throttledPeriods") is not None and t.get("cfsPeriods") is not None
         present += has
-        print(f"run {i} {c['name']}: {c.get('phase')}, CPU {t.get('cpuSecondsUsed')} s, "
-              f"throttled {t.get('throttledPeriods')} of {t.get('cfsPeriods')} periods "
-              f"({t.get('throttledSeconds')} s), cadvisor samples covered "
-              f"{t.get('throttleCoveredSeconds')} s" + (f"; note: {t['note']}" if t.get("note") else ""))
-print(f"throttling present in {present} of {cells} cells")
+        if i == int(sys.argv[2]):
+            print(f"run {i} {c['name']}: {c.get('phase')}, CPU {t.get('cpuSecondsUsed')} s, "
+                  f"throttled {t.get('throttledPeriods')} of {t.get('cfsPeriods')} periods "
+                  f"({t.get('throttledSeconds')} s), cadvisor samples covered "
+                  f"{t.get('throttleCoveredSeconds')} s" + (f"; note: {t['note']}" if t.get("note") else ""),
+                  flush=True)
+print(f"after {sys.argv[2]} run(s): throttling present in {present} of {cells} cells", flush=True)
 PY
+}
+for i in $(seq 1 "$runs"); do
+  kubectl delete benchmarkrun -n "$ns" throttling --ignore-not-found --wait=true >/dev/null
+  kubectl apply -n "$ns" -f "$out/run.yaml" >/dev/null
+  kubectl wait -n "$ns" benchmarkrun/throttling --for=condition=Complete --timeout=600s >/dev/null
+  kubectl get benchmarkrun -n "$ns" throttling -o json >"$out/run-$i.json"
+  report "$i"
+done
