@@ -33,6 +33,9 @@ pub struct RunArgs {
     /// before anything starts; a missing one is refused (exit 2).
     #[arg(long, value_name = "DIR")]
     pub secrets: Option<std::path::PathBuf>,
+    /// JUnit XML and benchmark JSON for CI, on request.
+    #[command(flatten)]
+    pub ci: crate::frontends::report::ci::CiFiles,
 }
 
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
@@ -76,13 +79,27 @@ pub fn run(args: RunArgs) -> ExitCode {
         eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
         return ExitCode::from(2);
     }
+    if let Err(e) = args.ci.check() {
+        eprintln!("benchmatrix run: {e}");
+        return ExitCode::from(2);
+    }
+    let name = run_name(&run, &args.file);
     // First, while this process has one thread: the guard that ends every child should the
     // runner be killed. Then the handlers, before the first child exists, so no Ctrl-C can
     // orphan one.
     guard::start();
     signals::install();
     let code = match runner::Runner::new(run, args.file.clone(), args.out.clone(), header_values) {
-        Ok(r) => r.run_all().exit_code(),
+        Ok(r) => {
+            let status = r.run_to_end();
+            for line in args.ci.write(&name, &status) {
+                match line {
+                    Ok(wrote) => println!("{wrote}"),
+                    Err(e) => eprintln!("benchmatrix run: {e}"),
+                }
+            }
+            crate::engine::verdict::outcome::Outcome::of(&status).exit_code()
+        }
         Err(e) => {
             eprintln!(
                 "benchmatrix run: --out {}: cannot prepare it: {e}",
@@ -93,4 +110,16 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     guard::finish();
     code
+}
+
+/// The run's name for the CI files: its `metadata.name`, else the file's name without its
+/// extension (a local run needs no name).
+fn run_name(run: &crate::resource::ValidatedRun, file: &std::path::Path) -> String {
+    run.run()
+        .metadata
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .or_else(|| file.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "benchmatrix".into())
 }

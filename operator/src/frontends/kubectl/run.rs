@@ -59,6 +59,9 @@ pub struct RunArgs {
     /// to start.
     #[arg(long)]
     pub replace: bool,
+    /// JUnit XML and benchmark JSON for CI, on request.
+    #[command(flatten)]
+    pub ci: crate::frontends::report::ci::CiFiles,
 }
 
 /// What to do with the run on the cluster when following it stops before its end.
@@ -184,6 +187,16 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         extra: Vec::new(),
     };
     write_outputs(&args.out, &last, &notes, &mut display);
+    // Only a run that ended has verdicts to report; a timeout or an interrupt is the step's
+    // failure, said by the exit code.
+    if matches!(end, End::Finished) {
+        for line in args.ci.write(&ours.name, &last) {
+            match line {
+                Ok(wrote) => display.line(&wrote),
+                Err(e) => eprintln!("{COMMAND}: {e}"),
+            }
+        }
+    }
     code
 }
 
@@ -227,6 +240,10 @@ fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
     };
     if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
+        return Err(EXIT_BAD_INPUT);
+    }
+    if let Err(e) = args.ci.check() {
+        eprintln!("{COMMAND}: {e}");
         return Err(EXIT_BAD_INPUT);
     }
     Ok(Checked {
