@@ -42,6 +42,9 @@ enum Command {
     Kubectl(crate::frontends::kubectl::KubectlArgs),
     /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
     Crd,
+    /// Print the Grafana dashboard of the figures `metrics` and the operator export (JSON) to
+    /// stdout: the chart's charts/benchmatrix/dashboards/benchmatrix.json.
+    Dashboard,
     /// Run the Kubernetes operator that reconciles BenchmarkRuns.
     Operator(crate::executors::cluster::OperatorArgs),
     /// Run the built-in target service (the same program as `benchmatrix-target`).
@@ -87,6 +90,13 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Command::Metrics(args) => crate::executors::cluster::run_metrics::serve::run(args),
         Command::Operator(args) => crate::executors::cluster::main(args),
         Command::Kubectl(args) => crate::frontends::kubectl::main(args),
+        Command::Dashboard => {
+            print!(
+                "{}",
+                crate::executors::cluster::run_metrics::dashboard::dashboard_json()
+            );
+            ExitCode::SUCCESS
+        }
         Command::Crd => {
             print!("{}", crate::resource::crdgen::crd_yaml());
             ExitCode::SUCCESS

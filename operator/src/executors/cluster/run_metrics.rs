@@ -15,6 +15,7 @@
 //! Names follow the Prometheus conventions: base units (seconds), `_total` for counts (the
 //! requests of a finished measurement never go down), `_per_second` for a rate.
 
+pub mod dashboard;
 pub mod serve;
 
 use std::collections::BTreeMap;
