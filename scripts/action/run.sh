@@ -27,6 +27,9 @@
 #                   separated: loaded into kind, or given to LOAD_IMAGES_CMD  [none]
 #   KIND_NODE_IMAGE kindest/node image for `kind create` (the Kubernetes version) [kind's default]
 #   ARTIFACT_NAME   name of the artifact the action uploads OUT as, for the summary [benchmatrix]
+#   PR_COMMENT      true: also post the summary as a comment on the pull request, and update
+#                   that comment (found by a hidden marker) on later pushes   [false]
+#   GITHUB_TOKEN    the token PR_COMMENT posts with (pull-requests: write)     [none]
 #
 # Outside GitHub (the names of tests/e2e/kind.sh, defaults in brackets):
 #   CLUSTER           kind | existing (the current kubeconfig context: no create, load or delete;
@@ -74,6 +77,8 @@ readonly IMAGES="${IMAGES:-build}"
 readonly LOAD_IMAGES="${LOAD_IMAGES:-}"
 readonly KIND_NODE_IMAGE="${KIND_NODE_IMAGE:-}"
 readonly ARTIFACT_NAME="${ARTIFACT_NAME:-benchmatrix}"
+readonly PR_COMMENT="${PR_COMMENT:-false}"
+readonly GITHUB_TOKEN="${GITHUB_TOKEN:-}"
 readonly CLUSTER="${CLUSTER:-kind}"
 readonly KIND_CLUSTER="${KIND_CLUSTER:-benchmatrix-action}"
 readonly KEEP_CLUSTER="${KEEP_CLUSTER:-}"
@@ -106,6 +111,7 @@ final_code=""
 final_verdict=""
 run_code=""
 compare_code=""
+comment_ready=""
 
 # The summary's closing sentence on where the files are.
 files_sentence() {
@@ -138,12 +144,32 @@ write_results() {
   if [[ -n "${GITHUB_OUTPUT:-}" ]]; then
     local out_dir
     out_dir="$(cd "${OUT}" 2>/dev/null && pwd || echo "${OUT}")"
+    # The CI files' paths, each only when the run wrote it (none after a timeout, say).
+    local junit="" smaller="" bigger=""
+    if [[ -f "${OUT}/junit.xml" ]]; then junit="${out_dir}/junit.xml"; fi
+    if [[ -f "${OUT}/benchmark.smaller.json" ]]; then smaller="${out_dir}/benchmark.smaller.json"; fi
+    if [[ -f "${OUT}/benchmark.bigger.json" ]]; then bigger="${out_dir}/benchmark.bigger.json"; fi
     {
       echo "exit-code=${code}"
       echo "run-exit-code=${run_code}"
       echo "compare-exit-code=${compare_code}"
       echo "out-dir=${out_dir}"
+      echo "junit=${junit}"
+      echo "benchmark-smaller=${smaller}"
+      echo "benchmark-bigger=${bigger}"
     } >>"${GITHUB_OUTPUT}"
+  fi
+  if [[ -n "${comment_ready}" ]]; then
+    # One comment per spec on the pull request, found again by this marker on each push.
+    local marker
+    marker="<!-- benchmatrix-pr-comment $(printf '%s' "${SPEC}" | tr -c 'A-Za-z0-9._/' '_') -->"
+    if ! bash "${ACTION_ROOT}/scripts/action/comment.sh" "${summary}" "${marker}"; then
+      if in_github; then
+        echo "::warning title=benchmatrix::could not comment on the pull request (the token needs pull-requests: write)"
+      else
+        log "could not comment on the pull request"
+      fi
+    fi
   fi
   if [[ "${code}" -eq 0 ]]; then
     log "${verdict}"
@@ -206,6 +232,12 @@ step() {
 # ---------------------------------------------------------------------------------------------
 # 1. Inputs and tools, all checked before anything is built or created
 
+case "${PR_COMMENT}" in true | false) ;; *) bad_input "pr-comment must be true or false, not '${PR_COMMENT}'" ;; esac
+if [[ "${PR_COMMENT}" == "true" ]]; then
+  [[ -n "${GITHUB_TOKEN}" ]] || bad_input "pr-comment needs github-token (the workflow's github.token, with permissions pull-requests: write)"
+  command -v jq >/dev/null 2>&1 || bad_input "pr-comment needs jq (GitHub's ubuntu runners have it)"
+  comment_ready=1
+fi
 [[ -n "${SPEC}" ]] || bad_input "SPEC (the action's input spec) is empty: name the BenchmarkRun file"
 [[ -f "${SPEC}" && -r "${SPEC}" ]] || bad_input "the BenchmarkRun file '${SPEC}' is not a readable file (paths are relative to $(pwd))"
 if [[ -n "${BASELINE}" ]]; then
@@ -344,9 +376,10 @@ env HELM="${helm}" CHART="${CHART}" RELEASE="${RELEASE}" RELEASE_NAMESPACE="${RE
 
 doing="creating the out folder ${OUT}"
 mkdir -p "${OUT}"
-log "kubectl benchmatrix run ${SPEC} --out ${OUT} --timeout ${TIMEOUT}"
+log "kubectl benchmatrix run ${SPEC} --out ${OUT} --timeout ${TIMEOUT} --junit ${OUT}/junit.xml --benchmark-json ${OUT}/benchmark.json"
 set +e
-kubectl benchmatrix run "${SPEC}" --out "${OUT}" --timeout "${TIMEOUT}"
+kubectl benchmatrix run "${SPEC}" --out "${OUT}" --timeout "${TIMEOUT}" \
+  --junit "${OUT}/junit.xml" --benchmark-json "${OUT}/benchmark.json"
 run_code=$?
 set -e
 
