@@ -157,6 +157,8 @@ pub struct Measured {
 pub struct Admission {
     /// The cell's name.
     pub name: String,
+    /// With variants: the cell's configuration and variant.
+    pub variant_of: Option<(String, String)>,
     /// Its CPU limit times its replicas, in cores (`CellStatus.reservedCpu`).
     pub reserved_cpu: Option<f64>,
 }
@@ -170,6 +172,10 @@ impl Event {
                 .iter()
                 .map(|c| Admission {
                     name: c.name.clone(),
+                    variant_of: c
+                        .variant
+                        .as_ref()
+                        .map(|v| (c.configuration.clone(), v.name.clone())),
                     reserved_cpu: c.reserved_cpu(),
                 })
                 .collect(),

@@ -181,6 +181,8 @@ fn admitted(status: &mut BenchmarkRunStatus, cells: Vec<Admission>, ctx: &Ctx) -
         .into_iter()
         .map(|a| CellStatus {
             name: a.name,
+            configuration: a.variant_of.as_ref().map(|v| v.0.clone()),
+            variant: a.variant_of.map(|v| v.1),
             reserved_cpu: a.reserved_cpu,
             ..CellStatus::default()
         })
@@ -300,13 +302,16 @@ fn measure_cell(
     let Some(c) = status.cells.get_mut(cell) else {
         return Vec::new();
     };
-    // The pods were recorded to check the measurement; it is over.
-    c.target_pods.clear();
+    let nodes = take_nodes(c);
     if !ctx.repeat.is_repeated() {
-        return measured_once(c, measured, ctx);
+        return measured_once(c, measured, nodes, ctx);
     }
     let message = measured.message.clone();
-    let repetition = add_repetition(c, measured, share, ctx);
+    let repetition = add_repetition(c, measured, nodes, share, ctx);
+    if c.variant.is_some() {
+        return variant_measured(status, cell, repetition, &message, ctx);
+    }
+    let c = &mut status.cells[cell];
     let merged = results::repeat::merge(&c.repetitions, &c.histograms);
     let (again, precision) = repeat_again(ctx, &c.name, repetition, &merged);
     if again {
@@ -316,9 +321,31 @@ fn measure_cell(
     }
 }
 
+/// The nodes the cell's measurement ran on, from the target pods recorded to check it, which
+/// go: the measurement is over. At most [`bound::NODES_MAX`] names, each whole (a name longer
+/// than [`bound::NODE_NAME_MAX`] is left out).
+fn take_nodes(c: &mut CellStatus) -> Vec<String> {
+    let mut nodes: Vec<String> = Vec::new();
+    for node in c.target_pods.drain(..).filter_map(|p| p.node) {
+        if nodes.len() < bound::NODES_MAX
+            && bound::json_len(&node) <= bound::NODE_NAME_MAX
+            && !nodes.contains(&node)
+        {
+            nodes.push(node);
+        }
+    }
+    nodes
+}
+
 /// The one measurement of a cell in a run that does not repeat.
-fn measured_once(c: &mut CellStatus, measured: Measured, ctx: &Ctx) -> Vec<Note> {
+fn measured_once(
+    c: &mut CellStatus,
+    measured: Measured,
+    nodes: Vec<String>,
+    ctx: &Ctx,
+) -> Vec<Note> {
     c.phase = CellPhase::Succeeded;
+    c.nodes = nodes;
     c.reason = None;
     c.message = Some(measured.message);
     c.completion_time = Some(ctx.now.clone());
@@ -335,7 +362,13 @@ fn measured_once(c: &mut CellStatus, measured: Measured, ctx: &Ctx) -> Vec<Note>
 /// Records the repetition `measured` in `c`: its entry, its histograms added to the cell's
 /// (within `share` characters a stream, `None`: none kept), the target's figures added up and
 /// the overhead summed. Returns its number.
-fn add_repetition(c: &mut CellStatus, measured: Measured, share: Option<usize>, ctx: &Ctx) -> u32 {
+fn add_repetition(
+    c: &mut CellStatus,
+    measured: Measured,
+    nodes: Vec<String>,
+    share: Option<usize>,
+    ctx: &Ctx,
+) -> u32 {
     let repetition = c.measured_repetitions() + 1;
     match share {
         Some(cap) => results::repeat::fold_histograms(
@@ -357,6 +390,7 @@ fn add_repetition(c: &mut CellStatus, measured: Measured, share: Option<usize>, 
         cpu_seconds_used: measured.target.as_ref().and_then(|t| t.cpu_seconds_used),
         overhead_seconds: measured.overhead_seconds,
         results: measured.results,
+        nodes,
     });
     c.target = results::repeat::add_target(c.target.take(), measured.target);
     c.enforcement = measured.enforcement;
@@ -435,51 +469,162 @@ fn repeat_again(
     };
     let judged = crate::engine::verdict::judge::figures_judged(ctx.thresholds, cell, merged);
     let assessment = results::precision::assess(merged, &judged);
-    let precise = assessment.within(precision);
-    let widest = assessment.widest();
-    let widest_text = match widest {
-        Some(w) => match w.width_percent {
-            Some(pct) => format!("widest {} at {pct:.1}%", w.figure),
-            None => format!("{} has no interval (a value of 0)", w.figure),
-        },
-        None => "no figure is ranked or judged".into(),
+    let widest = assessment
+        .widest()
+        .map(|w| (w.figure.clone(), w.width_percent));
+    let width = Width {
+        precise: assessment.within(precision),
+        widest,
+        what: "ranked or judged figure's 95% CI",
+        without_interval: "has no interval (a value of 0)",
+        nothing: "no figure is ranked or judged",
     };
-    let (again, message) = if done < ctx.repeat.min_rounds() {
-        (
-            true,
-            format!(
-                "{widest_text} after {done}; every cell runs {} first",
-                ctx.repeat.min_rounds()
-            ),
-        )
-    } else if precise {
-        let message = if widest.is_some() {
-            format!(
-                "precise after {done}: every ranked or judged figure's 95% CI within \
-                 {precision}% ({widest_text})"
+    let (again, status) = width.decide(ctx, done, precision);
+    (again, Some(status))
+}
+
+/// How precise a cell's (or a configuration's variants') deciding figures are after some
+/// repetitions, in the words of its status.
+struct Width<'a> {
+    precise: bool,
+    /// The widest figure and its interval's width in percent (`None`: no interval yet).
+    widest: Option<(String, Option<f64>)>,
+    /// What is measured, e.g. "ranked or judged figure's 95% CI".
+    what: &'a str,
+    /// Why a figure has no interval.
+    without_interval: &'a str,
+    /// What it means that there is no figure at all.
+    nothing: &'a str,
+}
+
+impl Width<'_> {
+    /// Again, or stop, after `done` repetitions of `repeat: {min, max, precision}`, and why.
+    fn decide(&self, ctx: &Ctx, done: u32, precision: f64) -> (bool, CellPrecision) {
+        let widest_text = match &self.widest {
+            Some((figure, Some(pct))) => format!("widest {figure} at {pct:.1}%"),
+            Some((figure, None)) => format!("{figure} {}", self.without_interval),
+            None => self.nothing.to_owned(),
+        };
+        let (again, message) = if done < ctx.repeat.min_rounds() {
+            (
+                true,
+                format!(
+                    "{widest_text} after {done}; every cell runs {} first",
+                    ctx.repeat.min_rounds()
+                ),
+            )
+        } else if self.precise {
+            let message = if self.widest.is_some() {
+                format!(
+                    "precise after {done}: every {} within {precision}% ({widest_text})",
+                    self.what
+                )
+            } else {
+                format!("stopped after {done}: {widest_text}, so more repetitions decide nothing")
+            };
+            (false, message)
+        } else if done >= ctx.repeat.max_rounds() {
+            (
+                false,
+                format!(
+                    "max of {done} reached and still spread: {widest_text}, wanted {precision}%"
+                ),
             )
         } else {
-            format!("stopped after {done}: {widest_text}, so more repetitions decide nothing")
+            (
+                true,
+                format!("not yet precise: {widest_text}, wanted {precision}%"),
+            )
         };
-        (false, message)
-    } else if done >= ctx.repeat.max_rounds() {
-        (
-            false,
-            format!("max of {done} reached and still spread: {widest_text}, wanted {precision}%"),
-        )
-    } else {
-        (
-            true,
-            format!("not yet precise: {widest_text}, wanted {precision}%"),
-        )
+        let status = CellPrecision {
+            precise: self.precise && done >= ctx.repeat.min_rounds(),
+            repetitions: done,
+            widest_figure: self.widest.as_ref().map(|w| w.0.clone()),
+            widest_percent: self.widest.as_ref().and_then(|w| w.1).map(round2),
+            message,
+        };
+        (again, status)
+    }
+}
+
+/// A variant's repetition measured. Until every variant of its configuration has measured this
+/// round, the cell waits for them (they go next: a round's variants run back to back). Once
+/// the round is complete, the configuration's cells repeat or stop together: a fixed count
+/// until it is reached; `{min, max, precision}` until every candidate's ratios to the base have
+/// a 95% interval narrower than `precision` percent (from `min` rounds on), and never beyond
+/// `max`.
+fn variant_measured(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    round: u32,
+    message: &str,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let group = results::variants::groups(&status.cells)
+        .into_iter()
+        .find(|g| g.contains(&cell))
+        .unwrap_or_else(|| vec![cell]);
+    let waiting_for: Vec<String> = group
+        .iter()
+        .filter(|&&i| {
+            let c = &status.cells[i];
+            i != cell && !c.phase.is_finished() && c.measured_repetitions() < round
+        })
+        .map(|&i| status.cells[i].variant.clone().unwrap_or_default())
+        .collect();
+    if !waiting_for.is_empty() {
+        let c = &mut status.cells[cell];
+        c.phase = CellPhase::Pending;
+        let r = ctx.repeat.round(round);
+        c.message = Some(format!(
+            "repetition {r} measured; {} next in this round: {message}",
+            waiting_for.join(", ")
+        ));
+        return vec![Note::normal(
+            "RepetitionMeasured",
+            format!("cell {} repetition {r} measured", c.name),
+        )];
+    }
+    let (again, precision) = pair_again(status, &group, round, ctx);
+    let mut notes = Vec::new();
+    for &i in &group {
+        let c = &mut status.cells[i];
+        if c.phase.is_finished() {
+            continue;
+        }
+        notes.extend(if again {
+            back_in_line(c, round, message, precision.clone(), ctx)
+        } else {
+            let merged = results::repeat::merge(&c.repetitions, &c.histograms);
+            all_measured(c, round, merged, precision.clone(), ctx)
+        });
+    }
+    notes
+}
+
+/// Whether the configuration `group` is measured for another round after `done` rounds.
+fn pair_again(
+    status: &BenchmarkRunStatus,
+    group: &[usize],
+    done: u32,
+    ctx: &Ctx,
+) -> (bool, Option<CellPrecision>) {
+    let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
+        return (done < ctx.repeat.max_rounds(), None);
     };
-    let status = CellPrecision {
-        precise: precise && done >= ctx.repeat.min_rounds(),
-        repetitions: done,
-        widest_figure: widest.map(|w| w.figure.clone()),
-        widest_percent: widest.and_then(|w| w.width_percent).map(round2),
-        message,
+    let comparisons = results::variants::compare_group(&status.cells, group);
+    let widest = results::variants::widest(&comparisons);
+    let precise = widest
+        .as_ref()
+        .is_none_or(|(_, w)| w.is_some_and(|w| w <= precision));
+    let width = Width {
+        precise,
+        widest,
+        what: "candidate/base ratio's 95% CI",
+        without_interval: "has no interval yet (it takes 3 rounds)",
+        nothing: "no figure is compared",
     };
+    let (again, status) = width.decide(ctx, done, precision);
     (again, Some(status))
 }
 
@@ -495,11 +640,12 @@ fn fail_cell(
         return Vec::new();
     };
     let name = c.name.clone();
-    c.target_pods.clear();
+    let nodes = take_nodes(c);
     c.histograms.clear();
     let message = if ctx.repeat.is_repeated() {
         let repetition = c.measured_repetitions() + 1;
         c.repetitions.push(RepetitionStatus {
+            nodes,
             repetition,
             phase: CellPhase::Failed,
             reason: Some(cause.to_string()),
@@ -513,6 +659,7 @@ fn fail_cell(
         c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
         format!("repetition {}: {message}", ctx.repeat.round(repetition))
     } else {
+        c.nodes = nodes;
         message
     };
     c.phase = CellPhase::Failed;

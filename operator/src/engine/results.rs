@@ -7,9 +7,11 @@
 //! Which figures may be ranked is decided in [`trust`].
 
 pub mod noise;
+pub mod paired;
 pub mod precision;
 pub mod repeat;
 pub mod trust;
+pub mod variants;
 
 use std::collections::BTreeMap;
 

@@ -27,8 +27,9 @@ impl Step {
 }
 
 /// The step a running run is at, or `None` when no cell is left. A cell being deployed or
-/// measured stays current until it ends; otherwise the unfinished cell with the fewest
-/// repetitions measured goes next, the first in matrix order among equals.
+/// measured stays current until it ends. Otherwise, without variants, the unfinished cell with
+/// the fewest repetitions measured goes next, the first in matrix order among equals; with
+/// variants, see [`next_paired_step`].
 pub fn next_step(status: &BenchmarkRunStatus) -> Option<Step> {
     let step = |(cell, c): (usize, &CellStatus)| Step {
         cell,
@@ -41,10 +42,104 @@ pub fn next_step(status: &BenchmarkRunStatus) -> Option<Step> {
     {
         return Some(step(active));
     }
+    if status.cells.iter().any(|c| c.variant.is_some()) {
+        return next_paired_step(status);
+    }
     cells
         .filter(|(_, c)| !c.phase.is_finished())
         .min_by_key(|(i, c)| (c.measured_repetitions(), *i))
         .map(step)
+}
+
+/// With variants, a round of a configuration measures its variants back to back: a round one
+/// variant has started is finished before any other configuration goes on. Otherwise the
+/// configuration with the fewest rounds goes next, the first in matrix order among equals.
+/// Within a round the order alternates: the matrix's (base first) in odd rounds, reversed in
+/// even ones (A B, B A, A B ...), so that over each two rounds every variant's average place in
+/// the round is the same and a drift within rounds (a cache warming, a machine heating) favours
+/// none.
+pub fn next_paired_step(status: &BenchmarkRunStatus) -> Option<Step> {
+    let mut best: Option<(bool, u32, usize, Step)> = None;
+    for (g, group) in crate::engine::results::variants::groups(&status.cells)
+        .iter()
+        .enumerate()
+    {
+        let cells = &status.cells;
+        let unfinished: Vec<usize> = group
+            .iter()
+            .copied()
+            .filter(|&i| !cells[i].phase.is_finished())
+            .collect();
+        let Some(round) = unfinished
+            .iter()
+            .map(|&i| attempts(&cells[i]) as u32 + 1)
+            .min()
+        else {
+            continue;
+        };
+        let open = group.iter().any(|&i| attempts(&cells[i]) as u32 >= round);
+        let mut order = group.clone();
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        let Some(&cell) = order
+            .iter()
+            .find(|&&i| unfinished.contains(&i) && attempts(&cells[i]) as u32 + 1 == round)
+        else {
+            continue;
+        };
+        let step = Step {
+            cell,
+            repetition: cells[cell].measured_repetitions() + 1,
+        };
+        // An open round first, then the fewest rounds, then matrix order.
+        let better = match &best {
+            None => true,
+            Some((best_open, best_round, best_group, _)) => {
+                (!open, round, g) < (!best_open, *best_round, *best_group)
+            }
+        };
+        if better {
+            best = Some((open, round, g, step));
+        }
+    }
+    best.map(|(_, _, _, step)| step)
+}
+
+/// The nodes on which the other variants of `step`'s configuration ran in `step`'s round, so
+/// that the round's variants share them (on one node, or a set, all alike); empty when none has
+/// run in it yet or the executor records no nodes.
+pub fn round_nodes(status: &BenchmarkRunStatus, step: Step) -> Vec<String> {
+    let Some(me) = status.cells.get(step.cell) else {
+        return Vec::new();
+    };
+    let Some(configuration) = me.configuration.as_ref().filter(|_| me.variant.is_some()) else {
+        return Vec::new();
+    };
+    let mut nodes: Vec<String> = Vec::new();
+    for (i, c) in status.cells.iter().enumerate() {
+        if i == step.cell || c.configuration.as_ref() != Some(configuration) {
+            continue;
+        }
+        let ran = if c.repetitions.is_empty() {
+            if step.repetition == 1 {
+                &c.nodes[..]
+            } else {
+                &[][..]
+            }
+        } else {
+            c.repetitions
+                .iter()
+                .find(|r| r.repetition == step.repetition)
+                .map_or(&[][..], |r| &r.nodes[..])
+        };
+        for n in ran {
+            if !nodes.contains(n) {
+                nodes.push(n.clone());
+            }
+        }
+    }
+    nodes
 }
 
 /// How many measurements (cell repetitions) a run has made, and how many it will make in all,

@@ -87,6 +87,7 @@ fn admitted(cells: &[&str], repeat: impl Into<Repeat>) -> BenchmarkRunStatus {
         .iter()
         .map(|c| Admission {
             name: c.to_string(),
+            variant_of: None,
             reserved_cpu: Some(2.0),
         })
         .collect();
@@ -327,6 +328,7 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
     let mut status = admitted(&["a", "b"], 1);
     let pods = vec![RecordedPod {
         name: "a-0".into(),
+        node: Some("n1".into()),
         uid: "u".into(),
         restarts: 0,
     }];
@@ -581,4 +583,141 @@ fn a_load_generator_made_again_has_a_deadline_of_its_own() {
         c.reason,
         c.message
     );
+}
+
+/// Configurations `configs`, each crossed with variants `base` and `cand`.
+fn admitted_with_variants(configs: &[&str], repeat: impl Into<Repeat>) -> BenchmarkRunStatus {
+    let now = time_from_secs(1_000);
+    let mut status = BenchmarkRunStatus::default();
+    let cells = configs
+        .iter()
+        .flat_map(|c| {
+            ["base", "cand"].map(|v| Admission {
+                name: format!("{c}-{v}"),
+                variant_of: Some((c.to_string(), v.to_string())),
+                reserved_cpu: Some(1.0),
+            })
+        })
+        .collect();
+    reduce(
+        &mut status,
+        Event::Admitted { cells },
+        &ctx(&now, repeat, false),
+    );
+    status
+}
+
+#[test]
+fn a_rounds_variants_run_back_to_back_in_an_order_that_alternates() {
+    let mut status = admitted_with_variants(&["a", "b"], 3);
+    let order = drive(&mut status, 3, |cell, _| measured(cell, 10.0, 100, 1.0));
+    // a-base 0, a-cand 1, b-base 2, b-cand 3: round 1 A B, round 2 B A, round 3 A B, and a
+    // configuration's round is never split by another's.
+    let cells: Vec<usize> = order.iter().map(|(c, _)| *c).collect();
+    assert_eq!(cells, [0, 1, 2, 3, 1, 0, 3, 2, 0, 1, 2, 3]);
+    let rounds: Vec<u32> = order.iter().map(|(_, r)| *r).collect();
+    assert_eq!(rounds, [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+    assert!(status.cells.iter().all(|c| c.phase == CellPhase::Succeeded));
+    // Each candidate against its base, over the 3 rounds.
+    let names: Vec<(&str, &str, &str, u32)> = status
+        .variants
+        .iter()
+        .map(|v| {
+            (
+                v.configuration.as_str(),
+                v.base.as_str(),
+                v.candidate.as_str(),
+                v.rounds,
+            )
+        })
+        .collect();
+    assert_eq!(names, [("a", "base", "cand", 3), ("b", "base", "cand", 3)]);
+}
+
+#[test]
+fn the_ratio_of_each_round_carries_the_verdict_and_drift_between_rounds_cancels() {
+    // The machine slows down 10% a round, both variants alike; the candidate is 8% slower.
+    let mut status = admitted_with_variants(&["a"], 6);
+    drive(&mut status, 6, |cell, round| {
+        let machine = 1.0 + 0.1 * f64::from(round);
+        let p99 = if cell == 1 { 20.0 * 1.08 } else { 20.0 } * machine;
+        measured(cell, p99, 1000, 1.0)
+    });
+    let p99 = status.variants[0]
+        .figures
+        .iter()
+        .find(|f| f.figure == "p99")
+        .unwrap();
+    assert_eq!(p99.ratios.len(), 6);
+    assert!((p99.ratio - 1.08).abs() < 1e-9, "{p99:?}");
+    assert_eq!(p99.p_worse, 1.0 / 64.0, "every round worse");
+    assert_eq!(
+        p99.verdict,
+        crate::resource::status::ChangeVerdict::Regression
+    );
+    // The base's own figures spread 50% over the rounds; the ratio's interval does not.
+    assert!(
+        p99.ratio_high.unwrap() - p99.ratio_low.unwrap() < 1e-9,
+        "{p99:?}"
+    );
+    // Throughput is equal, round by round: within noise.
+    let rps = status.variants[0]
+        .figures
+        .iter()
+        .find(|f| f.figure == "rps")
+        .unwrap();
+    assert_eq!(
+        rps.verdict,
+        crate::resource::status::ChangeVerdict::WithinNoise
+    );
+}
+
+#[test]
+fn variants_repeat_until_their_ratios_are_precise_and_stop_together() {
+    use crate::resource::Repeat;
+    let repeat = Repeat::UntilPrecise {
+        min: 3,
+        max: 10,
+        precision: 5.0,
+    };
+    // Noisy figures (each round 0-30% off), but the same in both variants of a round: the
+    // ratios are exactly 1.03, precise from the third round on.
+    let mut status = admitted_with_variants(&["a"], repeat);
+    let order = drive(&mut status, repeat, |cell, round| {
+        let noise = 1.0 + 0.1 * f64::from(round % 4);
+        let p99 = if cell == 1 { 20.6 } else { 20.0 } * noise;
+        measured(cell, p99, 1000, 1.0)
+    });
+    assert_eq!(order.len(), 6, "3 rounds of 2 variants: {order:?}");
+    for c in &status.cells {
+        let p = c.precision.as_ref().unwrap();
+        assert!(
+            p.precise && p.message.starts_with("precise after 3"),
+            "{p:?}"
+        );
+        assert!(p.message.contains("candidate/base ratio"), "{p:?}");
+    }
+}
+
+#[test]
+fn a_variant_that_fails_ends_alone_and_its_partner_measures_on() {
+    let mut status = admitted_with_variants(&["a"], 3);
+    let order = drive(&mut status, 3, |cell, round| {
+        if cell == 1 && round == 2 {
+            Event::CellFailed {
+                cell,
+                cause: Cause::ReplicaExited,
+                message: "exited".into(),
+                overhead_seconds: None,
+                enforcement: None,
+            }
+        } else {
+            measured(cell, 10.0, 100, 1.0)
+        }
+    });
+    assert_eq!(order, [(0, 1), (1, 1), (1, 2), (0, 2), (0, 3)]);
+    assert_eq!(status.cells[0].phase, CellPhase::Succeeded);
+    assert_eq!(status.cells[1].phase, CellPhase::Failed);
+    // The one round both measured is compared.
+    assert_eq!(status.variants[0].rounds, 1);
 }

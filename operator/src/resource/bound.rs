@@ -26,6 +26,14 @@ pub const EXCLUDED_MAX: usize = 128;
 /// One word: reasons, enforcement mechanisms, the figure a threshold judges, a replica's label.
 pub const WORD_MAX: usize = 64;
 
+/// The longest node name a measurement records (a DNS label's length; the rare longer name is
+/// not recorded, see [`NODES_MAX`]).
+pub const NODE_NAME_MAX: usize = 63;
+
+/// The most nodes one measurement records. A measurement spread over more keeps the first
+/// ones, and its variants are not pinned to them (see `engine::schedule::round_nodes`).
+pub const NODES_MAX: usize = 8;
+
 /// Lines naming cells, a phase and an endpoint (needsLongerPhase, each threshold's words and
 /// verdict message) may be this much longer than the names: see [`line_max`].
 pub const LINE_BEYOND_NAMES: usize = 192;

@@ -3,7 +3,7 @@
 //! Pure: the operator and the local runner expand a spec the same way, and the operator finds
 //! a cell's Deployment, Service and Job again after a restart by recomputing their names.
 
-use crate::resource::{Axes, BenchmarkRunSpec, EnvVar, Mode, PoolSize, Quantity};
+use crate::resource::{Axes, BenchmarkRunSpec, EnvVar, Mode, PoolSize, Quantity, Variant};
 
 /// Longest child object name. Job pods are named `<job>-<5 chars>` and Jobs label their pods
 /// with their own name (a 63-character label value), so 52 leaves room everywhere.
@@ -18,8 +18,12 @@ pub const MAX_CELL_NAME: usize = 40;
 pub struct Cell {
     /// Position in the matrix (0-based); `status.cells[index]` describes it.
     pub index: usize,
-    /// The cell's name.
+    /// The cell's name: its configuration's, or `<configuration>-<variant>` with variants.
     pub name: String,
+    /// The name of the configuration it measures.
+    pub configuration: String,
+    /// The variant of the target it measures (with `spec.variants`).
+    pub variant: Option<Variant>,
     /// Concurrency mode (env BENCH_MODE).
     pub mode: Mode,
     /// Replica count.
@@ -30,8 +34,8 @@ pub struct Cell {
     pub memory: Quantity,
     /// Worker pool size (env BENCH_POOL_SIZE).
     pub pool_size: PoolSize,
-    /// Environment for the target: `spec.target.env`, then the cell's own (a cell's value wins
-    /// over the target's for the same name).
+    /// Environment for the target: `spec.target.env`, then the cell's own, then its variant's
+    /// (a later value wins for the same name).
     pub env: Vec<EnvVar>,
 }
 
@@ -54,6 +58,8 @@ pub fn cells(spec: &BenchmarkRunSpec) -> Vec<Cell> {
         .map(|c| Cell {
             index: 0,
             name: c.name.clone(),
+            configuration: c.name.clone(),
+            variant: None,
             mode: c.mode,
             replicas: c.replicas,
             cpu: c.cpu.clone(),
@@ -65,11 +71,32 @@ pub fn cells(spec: &BenchmarkRunSpec) -> Vec<Cell> {
     if let Some(axes) = &spec.axes {
         out.extend(axes_cells(axes));
     }
-    for (i, cell) in out.iter_mut().enumerate() {
-        cell.index = i;
+    for cell in &mut out {
         cell.env = merge_env(&spec.target.env, &cell.env);
     }
+    if !spec.variants.is_empty() {
+        out = crossed_with_variants(out, &spec.variants);
+    }
+    for (i, cell) in out.iter_mut().enumerate() {
+        cell.index = i;
+    }
     out
+}
+
+/// Every configuration's cell once per variant, variants together: `a-base, a-candidate,
+/// b-base, ...`, so a configuration's variants are neighbours in the matrix as in the rounds.
+fn crossed_with_variants(configurations: Vec<Cell>, variants: &[Variant]) -> Vec<Cell> {
+    configurations
+        .into_iter()
+        .flat_map(|c| {
+            variants.iter().map(move |v| Cell {
+                name: format!("{}-{}", c.configuration, v.name),
+                env: merge_env(&c.env, &v.env),
+                variant: Some(v.clone()),
+                ..c.clone()
+            })
+        })
+        .collect()
 }
 
 /// The cross product modes x replicas x cpu of an axes block, named `<mode>-x<replicas>` plus
@@ -97,7 +124,9 @@ pub fn axes_cells(axes: &Axes) -> Vec<Cell> {
                 }
                 out.push(Cell {
                     index: 0,
+                    configuration: name.clone(),
                     name,
+                    variant: None,
                     mode: *mode,
                     replicas,
                     cpu,

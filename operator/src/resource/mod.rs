@@ -41,7 +41,7 @@ pub use quantity::Quantity;
 pub use repeat::Repeat;
 pub use spec::{
     Axes, BenchmarkRun, BenchmarkRunSpec, CleanupPolicy, Configuration, Duration, EnvVar,
-    LoadgenSpec, Mode, Placement, PoolSize, TargetSpec, Timeouts, Workload,
+    LoadgenSpec, Mode, Placement, PoolSize, TargetOf, TargetSpec, Timeouts, Variant, Workload,
 };
 pub use status::{
     BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio, CellResult, CellStatus, Comparison,

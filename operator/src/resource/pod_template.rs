@@ -108,10 +108,10 @@ fn under_field(path: &str) -> String {
     out
 }
 
-/// The parsed template of a run's target, if it has one that parses (validation has refused
+/// The parsed template of a cell's target, if it has one that parses (validation has refused
 /// the runs whose template does not).
-pub fn of(target: &crate::resource::TargetSpec) -> Option<PodTemplateSpec> {
-    target.pod_template.as_ref().and_then(|t| t.parse().ok())
+pub fn of(target: &crate::resource::TargetOf) -> Option<PodTemplateSpec> {
+    target.pod_template.and_then(|t| t.parse().ok())
 }
 
 /// Every container of a pod with the list it is in (`containers` or `initContainers`) and its

@@ -18,9 +18,11 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::resource::bound::{
-    self, EXCLUDED_MAX, NOTE_MAX, SENTENCE_MAX, WORD_MAX, api_len, json_len,
+    self, EXCLUDED_MAX, NODE_NAME_MAX, NODES_MAX, NOTE_MAX, SENTENCE_MAX, WORD_MAX, api_len,
+    json_len,
 };
 use crate::resource::conditions::{self, time_from_secs};
+use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
 use crate::resource::status::{FIGURES, histogram_key};
 use crate::resource::status::{Percentile, RecordedPod};
 use crate::resource::{
@@ -45,11 +47,18 @@ const POD_NAME: usize = 63;
 /// A pod UID.
 const UID: usize = 36;
 
+/// The figures each candidate variant is compared with the base on, per stream.
+const RATIO_FIGURES: usize = 3;
+
 /// What the size of a run's status depends on, read from its spec.
 #[derive(Debug, Clone)]
 pub struct Shape {
     /// Each cell's name and replicas, in matrix order.
     pub cells: Vec<(String, u32)>,
+    /// With spec.variants: each cell's configuration and variant names, in matrix order.
+    pub variants_of: Vec<(String, String)>,
+    /// With spec.variants: each configuration that is compared, and each candidate's name.
+    pub comparisons: Vec<(String, Vec<String>)>,
     /// Phase names, in order.
     pub phases: Vec<String>,
     /// Every stream as (phase, endpoint), in order.
@@ -69,10 +78,27 @@ pub struct Shape {
 impl Shape {
     /// The shape of a valid spec.
     pub fn of(spec: &BenchmarkRunSpec) -> Self {
-        let cells: Vec<(String, u32)> = crate::resource::matrix::cells(spec)
-            .into_iter()
-            .map(|c| (c.name, c.replicas))
+        let matrix = crate::resource::matrix::cells(spec);
+        let cells: Vec<(String, u32)> = matrix
+            .iter()
+            .map(|c| (c.name.clone(), c.replicas))
             .collect();
+        let variants_of: Vec<(String, String)> = matrix
+            .iter()
+            .filter_map(|c| Some((c.configuration.clone(), c.variant.as_ref()?.name.clone())))
+            .collect();
+        let candidates: Vec<String> = spec
+            .variants
+            .iter()
+            .skip(1)
+            .map(|v| v.name.clone())
+            .collect();
+        let mut comparisons: Vec<(String, Vec<String>)> = Vec::new();
+        for (configuration, _) in &variants_of {
+            if !comparisons.iter().any(|(c, _)| c == configuration) {
+                comparisons.push((configuration.clone(), candidates.clone()));
+            }
+        }
         let phases = &spec.workload.phases;
         let thresholds = spec
             .thresholds
@@ -107,6 +133,8 @@ impl Shape {
         }
         Shape {
             cells,
+            variants_of,
+            comparisons,
             phases: phases.iter().map(|p| p.name.clone()).collect(),
             streams: phases
                 .iter()
@@ -124,6 +152,9 @@ impl Shape {
     fn first_cells(&self, n: usize) -> Self {
         let mut s = self.clone();
         s.cells.truncate(n);
+        s.variants_of.truncate(n);
+        let kept: Vec<&String> = s.variants_of.iter().map(|(c, _)| c).collect();
+        s.comparisons.retain(|(c, _)| kept.contains(&c));
         for t in &mut s.thresholds {
             t.retain(|&i| i < n);
         }
@@ -272,6 +303,24 @@ fn spread_of(shape: &Shape) -> Option<u32> {
     (shape.repeat > 1).then_some(shape.repeat)
 }
 
+/// The most nodes a measurement of a cell of `replicas` replicas records.
+fn node_count(replicas: u32) -> usize {
+    (replicas as usize).min(NODES_MAX)
+}
+
+/// The nodes a cell of `replicas` replicas can have run on, each at the longest name.
+fn nodes(replicas: u32) -> Vec<String> {
+    (0..node_count(replicas))
+        .map(|_| text(NODE_NAME_MAX))
+        .collect()
+}
+
+/// The size [`nodes`] adds to an object as its `nodes` field.
+fn nodes_len(replicas: u32) -> usize {
+    let n = node_count(replicas);
+    list_field("nodes", n, n * (NODE_NAME_MAX + 2))
+}
+
 /// A repetition, succeeded (a note about its timing, its results) or failed (a sentence, no
 /// results; only a cell's last repetition can fail).
 fn repetition(failed: bool, results: Vec<CellResult>) -> RepetitionStatus {
@@ -290,6 +339,7 @@ fn repetition(failed: bool, results: Vec<CellResult>) -> RepetitionStatus {
         results,
         cpu_seconds_used: Some(NUMBER),
         overhead_seconds: Some(NUMBER),
+        nodes: Vec::new(),
     }
 }
 
@@ -337,6 +387,7 @@ fn target(per_replica: Vec<ReplicaShare>) -> TargetStats {
 fn pod() -> RecordedPod {
     RecordedPod {
         name: text(POD_NAME),
+        node: Some(text(253)),
         uid: text(UID),
         restarts: i32::MIN,
     }
@@ -352,6 +403,7 @@ fn recorded_pods(replicas: u32) -> usize {
 /// counting them apart).
 fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
     let (name, replicas) = &shape.cells[i];
+    let (configuration, variant) = shape.variants_of.get(i).cloned().unzip();
     let running = moment == Moment::Running;
     let rep_results = || {
         shape
@@ -369,6 +421,9 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
             repetition(false, rep_results()),
             repetition(true, Vec::new()),
         ));
+        for r in &mut repetitions {
+            r.nodes = nodes(*replicas);
+        }
     }
     let histograms = match shape.histogram_share() {
         Some(share) if full && running => shape
@@ -381,6 +436,8 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
     let with_pods = full && running && shape.cell_with_most_pods() == Some(i);
     CellStatus {
         name: name.clone(),
+        configuration,
+        variant,
         reserved_cpu: Some(NUMBER),
         phase: CellPhase::Succeeded,
         reason: Some(text(WORD_MAX)),
@@ -408,6 +465,11 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
             detail: Some(text(SENTENCE_MAX)),
         }),
         overhead_seconds: Some(NUMBER),
+        nodes: if full && shape.repeat <= 1 {
+            nodes(*replicas)
+        } else {
+            Vec::new()
+        },
         target_pods: if with_pods {
             (0..recorded_pods(*replicas)).map(|_| pod()).collect()
         } else {
@@ -431,6 +493,10 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
     let streams = shape.streams.len();
     let running = moment == Moment::Running;
     let mut n = parts.cell_base + json_len(name);
+    if let Some((configuration, variant)) = shape.variants_of.get(i) {
+        n += field("configuration", json_len(configuration) + 2)
+            + field("variant", json_len(variant) + 2);
+    }
     n += list_field(
         "perReplica",
         *replicas as usize,
@@ -443,8 +509,10 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
         n += list_field(
             "repetitions",
             repeat,
-            (repeat - 1) * parts.repetition_ok + last,
+            (repeat - 1) * parts.repetition_ok + last + repeat * nodes_len(*replicas),
         );
+    } else {
+        n += nodes_len(*replicas);
     }
     if running && let Some(share) = shape.histogram_share() {
         let entries: usize = shape
@@ -488,6 +556,7 @@ impl Parts {
         };
         let mut probe = shape.clone();
         probe.cells = vec![(String::new(), 1)];
+        probe.variants_of.clear();
         let ok_base = len(&repetition(false, Vec::new()));
         Parts {
             cell_base: len(&cell(&probe, 0, moment, false)),
@@ -607,6 +676,55 @@ fn threshold_result(shape: &Shape, cell: &str) -> ThresholdResult {
     }
 }
 
+/// A candidate's comparison with the base in one configuration, at its longest: a ratio per
+/// round for every figure of every stream.
+fn variant_comparison(shape: &Shape, configuration: &str, candidate: &str) -> VariantComparison {
+    let base = shape
+        .variants_of
+        .first()
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    VariantComparison {
+        configuration: configuration.to_owned(),
+        base,
+        candidate: candidate.to_owned(),
+        rounds: u32::MAX,
+        figures: shape
+            .streams
+            .iter()
+            .flat_map(|(p, e)| {
+                (0..RATIO_FIGURES).map(move |_| RatioFigure {
+                    phase: p.clone(),
+                    endpoint: e.clone(),
+                    figure: text(4),
+                    base: NUMBER,
+                    candidate: NUMBER,
+                    ratios: vec![NUMBER; shape.repeat as usize],
+                    ratio: NUMBER,
+                    ratio_low: Some(NUMBER),
+                    ratio_high: Some(NUMBER),
+                    p_worse: NUMBER,
+                    p_better: NUMBER,
+                    verdict: ChangeVerdict::WithinNoise,
+                })
+            })
+            .collect(),
+    }
+}
+
+/// Every candidate's comparison in every configuration.
+fn variant_comparisons(shape: &Shape) -> Vec<VariantComparison> {
+    shape
+        .comparisons
+        .iter()
+        .flat_map(|(configuration, candidates)| {
+            candidates
+                .iter()
+                .map(|c| variant_comparison(shape, configuration, c))
+        })
+        .collect()
+}
+
 /// The run-level fields of the largest status at `moment`, without cells, summary lists or
 /// verdicts.
 fn status_base(shape: &Shape, moment: Moment) -> BenchmarkRunStatus {
@@ -636,6 +754,7 @@ fn status_base(shape: &Shape, moment: Moment) -> BenchmarkRunStatus {
             ..Summary::default()
         }),
         thresholds: Vec::new(),
+        variants: Vec::new(),
     }
 }
 
@@ -672,6 +791,7 @@ pub fn worst_status(shape: &Shape, moment: Moment) -> BenchmarkRunStatus {
                     .map(|&i| threshold_result(shape, &shape.cells[i].0))
             })
             .collect();
+        status.variants = variant_comparisons(shape);
     }
     status
 }
@@ -722,6 +842,9 @@ pub fn status_bound(shape: &Shape, moment: Moment) -> usize {
             verdict_bytes += verdict_base + json_len(&shape.cells[i].0);
         }
         n += list_field("thresholds", verdicts, verdict_bytes);
+        let comparisons = variant_comparisons(shape);
+        let bytes: usize = comparisons.iter().map(len).sum();
+        n += list_field("variants", comparisons.len(), bytes);
     }
     n
 }

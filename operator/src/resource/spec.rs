@@ -163,6 +163,17 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub axes: Option<Axes>,
 
+    /// Two or more variants of the target (an image, a command, env or a pod template each),
+    /// crossed with every configuration: a cell is one configuration x one variant, named
+    /// `<configuration>-<variant>`. The first variant is the base the others are compared with.
+    /// In every round the variants of a configuration are measured back to back, on the same
+    /// nodes, in an order that alternates (A B, then B A): each round's ratio candidate / base
+    /// is the evidence, so drift of the machine between rounds cancels out of it
+    /// (status.variants).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub variants: Vec<Variant>,
+
     /// The load: endpoints, warm-up and the measured phases, identical for every cell.
     #[schemars(transform = bound_workload_lists)]
     pub workload: Workload,
@@ -413,6 +424,104 @@ pub struct Configuration {
     /// Environment variables of this cell only (after `target.env`), e.g. WEB_CONCURRENCY.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
+}
+
+/// What a cell runs as its target: its variant's image, command and pod template where the
+/// variant sets them, else the target's; each with the field it came from, for messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetOf<'a> {
+    /// The image (cluster), unset for the operator's default.
+    pub image: Option<&'a str>,
+    /// `spec.target.image` or `spec.variants[i].image`.
+    pub image_field: String,
+    /// The pod template (cluster).
+    pub pod_template: Option<&'a PodTemplate>,
+    /// `spec.target.podTemplate` or `spec.variants[i].podTemplate`.
+    pub template_field: String,
+    /// The program (local); empty for the built-in target.
+    pub command: &'a [String],
+}
+
+impl BenchmarkRunSpec {
+    /// The target of `variant`'s cells, or of every cell when `None` (a run without variants).
+    pub fn target_of(&self, variant: Option<&Variant>) -> TargetOf<'_> {
+        let t = &self.target;
+        // The spec's own variant of that name, whose fields the result borrows.
+        let own = variant.and_then(|v| {
+            self.variants
+                .iter()
+                .enumerate()
+                .find(|(_, w)| w.name == v.name)
+        });
+        let at = |i: usize, field: &str| format!("spec.variants[{i}].{field}");
+        let (image, image_field) = match own {
+            Some((i, v)) if v.image.is_some() => (v.image.as_deref(), at(i, "image")),
+            _ => (t.image.as_deref(), "spec.target.image".to_owned()),
+        };
+        let (pod_template, template_field) = match own {
+            Some((i, v)) if v.pod_template.is_some() => {
+                (v.pod_template.as_ref(), at(i, "podTemplate"))
+            }
+            _ => (
+                t.pod_template.as_ref(),
+                "spec.target.podTemplate".to_owned(),
+            ),
+        };
+        let command = match own {
+            Some((_, v)) if !v.command.is_empty() => &v.command[..],
+            _ => &t.command[..],
+        };
+        TargetOf {
+            image,
+            image_field,
+            pod_template,
+            template_field,
+            command,
+        }
+    }
+
+    /// The target of each variant in order, or the target alone without variants.
+    pub fn targets(&self) -> Vec<TargetOf<'_>> {
+        if self.variants.is_empty() {
+            vec![self.target_of(None)]
+        } else {
+            self.variants
+                .iter()
+                .map(|v| self.target_of(Some(v)))
+                .collect()
+        }
+    }
+}
+
+/// A variant of the target: what differs from `target` for its cells. Unset fields take the
+/// target's.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Variant {
+    /// Name of the variant, unique in the run; a DNS label of at most 20 characters (it ends
+    /// the cells' names). The first variant is the base.
+    #[schemars(
+        length(min = 1, max = 20),
+        regex(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub name: String,
+
+    /// Cluster only: this variant's target image, in place of `target.image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+
+    /// Local runner only: the argv of this variant's program, in place of `target.command`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+
+    /// Environment variables of this variant's cells, after `target.env` and the
+    /// configuration's own (a variant's value wins for the same name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+
+    /// Cluster only: this variant's pod template, in place of `target.podTemplate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 pub(crate) fn default_replicas() -> u32 {

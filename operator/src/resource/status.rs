@@ -59,6 +59,11 @@ pub struct BenchmarkRunStatus {
     /// run finished.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<super::thresholds::ThresholdResult>,
+
+    /// With spec.variants: each candidate variant against the base in each configuration,
+    /// round by round, written when the run finished.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantComparison>,
 }
 
 /// Phase of a whole run.
@@ -140,8 +145,17 @@ impl std::fmt::Display for CellPhase {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CellStatus {
-    /// The configuration's name.
+    /// The cell's name: its configuration's, or with spec.variants
+    /// `<configuration>-<variant>`.
     pub name: String,
+
+    /// With spec.variants: the configuration this cell measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<String>,
+
+    /// With spec.variants: the variant this cell measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 
     /// The CPU the cell reserves, in cores: its CPU limit per replica times its replicas, as
     /// configured. What a cluster schedules and bills, and what the recommendation ranks
@@ -192,6 +206,11 @@ pub struct CellStatus {
     /// collection, cleanup).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_seconds: Option<f64>,
+
+    /// The nodes the target ran on (cluster only): a cell measured once records them here, a
+    /// repeated cell in each repetition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
 
     /// The target pods the load was started against (cluster only), recorded when the load
     /// generator starts and cleared when the measurement ends. A pod that is gone, replaced or
@@ -283,6 +302,9 @@ pub struct RepetitionStatus {
     /// Seconds spent on this repetition outside warm-up and phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_seconds: Option<f64>,
+    /// The nodes this repetition's target ran on (cluster only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
 }
 
 impl RepetitionStatus {
@@ -338,6 +360,9 @@ pub struct Spread {
 pub struct RecordedPod {
     /// The pod's name.
     pub name: String,
+    /// The node it runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// The pod's UID: a pod replaced under the same name has a new one.
     pub uid: String,
     /// Container restarts of the pod, summed over its containers.
@@ -650,6 +675,71 @@ pub struct Interference {
     /// Why there is no ratio, e.g. "solo: 30 samples; p99 needs 100". Absent when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded: Option<String>,
+}
+
+/// A candidate variant against the base in one configuration (spec.variants), over the rounds
+/// in which both were measured. In each round the two ran back to back on the same nodes, and
+/// the round's ratio candidate / base of each figure is one piece of evidence.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantComparison {
+    /// The configuration.
+    pub configuration: String,
+    /// The base variant (the first of spec.variants).
+    pub base: String,
+    /// The variant compared with it.
+    pub candidate: String,
+    /// Rounds in which both were measured: the number of ratios behind each figure.
+    pub rounds: u32,
+    /// One entry per phase, endpoint and figure (p50, p99, rps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<RatioFigure>,
+}
+
+/// One figure of a candidate against the base, round by round.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RatioFigure {
+    /// Phase name.
+    pub phase: String,
+    /// Endpoint name.
+    pub endpoint: String,
+    /// `p50` or `p99` (milliseconds, lower is better) or `rps` (higher is better).
+    pub figure: String,
+    /// The base's median over the rounds.
+    pub base: f64,
+    /// The candidate's median over the rounds.
+    pub candidate: f64,
+    /// candidate / base in each round both measured, in round order.
+    pub ratios: Vec<f64>,
+    /// The median ratio: above 1 the candidate's figure is higher.
+    pub ratio: f64,
+    /// Low end of the 95% bootstrap confidence interval of the median ratio (from 3 rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_low: Option<f64>,
+    /// High end of that interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_high: Option<f64>,
+    /// One-sided exact Wilcoxon signed-rank p-value, over the rounds' log ratios, that the
+    /// candidate is worse (higher latency, lower throughput).
+    pub p_worse: f64,
+    /// The same, that the candidate is better.
+    pub p_better: f64,
+    /// Regression or Improvement when significant at 5% and beyond a 5% change; else
+    /// WithinNoise.
+    pub verdict: ChangeVerdict,
+}
+
+/// How a candidate's figure compares with the base's.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ChangeVerdict {
+    /// Worse, significantly and beyond the practical change.
+    Regression,
+    /// Better, significantly and beyond the practical change.
+    Improvement,
+    /// No difference the rounds support.
+    #[default]
+    WithinNoise,
 }
 
 /// `source` of figures read from the kubelets.

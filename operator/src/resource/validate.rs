@@ -17,7 +17,7 @@ use benchmatrix_loadgen::strict_yaml;
 use crate::resource::repeat::MIN_ADAPTIVE_ROUNDS;
 use crate::resource::{
     BenchmarkRun, BenchmarkRunSpec, Configuration, Duration, EnvVar, LoadgenSpec, PoolSize,
-    Quantity, Repeat, RunPhase, TargetSpec, Workload,
+    Quantity, Repeat, RunPhase, TargetSpec, Variant, Workload,
 };
 use crate::resource::{matrix, thresholds};
 use kube::ResourceExt;
@@ -166,6 +166,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     check_target(&spec.target, &mut errors);
     let configured = check_configurations(spec, &mut errors);
     check_axes(spec, &configured, &mut errors);
+    check_variants(spec, &mut errors);
     check_workload(&spec.workload, &mut errors);
     check_loadgen(&spec.loadgen, &mut errors);
     check_timeouts(spec, &mut errors);
@@ -325,6 +326,113 @@ fn check_axes(
             }
         }
     }
+}
+
+/// The most variants a run compares.
+pub const MAX_VARIANTS: usize = 8;
+
+/// `spec.variants`: none, or from two (a base and a candidate) to [`MAX_VARIANTS`], each
+/// named once, with what it changes well formed; and the matrix they cross (every
+/// configuration once per variant) within [`MAX_CELLS`] cells of distinct names.
+fn check_variants(spec: &BenchmarkRunSpec, errors: &mut Vec<FieldError>) {
+    let variants = &spec.variants;
+    match variants.len() {
+        0 => return,
+        1 => errors.push(FieldError::new(
+            "spec.variants",
+            "give at least two variants (the base first, then what it is compared with), or none",
+        )),
+        n if n > MAX_VARIANTS => errors.push(FieldError::new(
+            "spec.variants",
+            format!("{n} variants; at most {MAX_VARIANTS} are allowed"),
+        )),
+        _ => {}
+    }
+    for (i, v) in variants.iter().enumerate() {
+        let at = format!("spec.variants[{i}]");
+        if let Some(first) = variants[..i].iter().position(|w| w.name == v.name) {
+            errors.push(FieldError::new(
+                format!("{at}.name"),
+                format!(
+                    "duplicate name {:?} (also spec.variants[{first}].name)",
+                    v.name
+                ),
+            ));
+        }
+        check_variant(spec, v, &at, errors);
+    }
+    let configurations = matrix::cells(&BenchmarkRunSpec {
+        variants: Vec::new(),
+        ..spec.clone()
+    })
+    .len();
+    if configurations * variants.len() > MAX_CELLS {
+        errors.push(FieldError::new(
+            "spec.variants",
+            format!(
+                "{configurations} configurations x {} variants make {} cells; at most \
+                 {MAX_CELLS} are allowed",
+                variants.len(),
+                configurations * variants.len()
+            ),
+        ));
+        return;
+    }
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    for cell in matrix::cells(spec) {
+        if seen.insert(cell.name.clone(), ()).is_some() {
+            errors.push(FieldError::new(
+                "spec.variants",
+                format!(
+                    "two cells would be named {:?} (a configuration's name, '-', a variant's); \
+                     rename one",
+                    cell.name
+                ),
+            ));
+        }
+    }
+}
+
+/// One variant: an image that is not empty, a command of non-empty words, its env, and its pod
+/// template as `spec.target.podTemplate` is checked.
+fn check_variant(spec: &BenchmarkRunSpec, v: &Variant, at: &str, errors: &mut Vec<FieldError>) {
+    if v.image.as_ref().is_some_and(|i| i.trim().is_empty()) {
+        errors.push(FieldError::new(
+            format!("{at}.image"),
+            "must not be empty (leave it out for the target's image)",
+        ));
+    }
+    if v.command.iter().any(|a| a.trim().is_empty()) {
+        errors.push(FieldError::new(
+            format!("{at}.command"),
+            "the program and its arguments must not be empty strings",
+        ));
+    }
+    check_env(&v.env, &format!("{at}.env"), errors);
+    if let Some(template) = &v.pod_template {
+        match template.parse() {
+            Ok(parsed) => errors.extend(
+                crate::resource::pod_template::check(
+                    &parsed,
+                    v.image.as_deref().or(spec.target.image.as_deref()),
+                    spec.target.port,
+                )
+                .into_iter()
+                .map(|e| at_variant(e, at)),
+            ),
+            Err(problems) => errors.extend(problems.into_iter().map(|e| at_variant(e, at))),
+        }
+    }
+}
+
+/// A pod template's error, said of the variant's template at `at` (the checks name the
+/// target's).
+fn at_variant(mut e: FieldError, at: &str) -> FieldError {
+    let field = crate::resource::pod_template::FIELD;
+    if let Some(rest) = e.path.strip_prefix(field) {
+        e.path = format!("{at}.podTemplate{rest}");
+    }
+    e
 }
 
 /// `spec.workload`: the load generator's own rules, prefixed with `spec.`, and where header

@@ -104,6 +104,11 @@ fn median_of_sorted(v: &[f64]) -> f64 {
     }
 }
 
+/// 95% percentile bootstrap interval of the median of `values` (in any order).
+pub fn bootstrap_median_interval(values: &[f64]) -> (f64, f64) {
+    bootstrap_ci(&sorted(values))
+}
+
 /// 95% percentile bootstrap interval of the median of `sorted`.
 fn bootstrap_ci(sorted: &[f64]) -> (f64, f64) {
     let n = sorted.len();

@@ -78,7 +78,8 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
     }
 }
 
-/// Ends the run in `status`: the summary and headline, the completion time, and
+/// Ends the run in `status`: the summary and headline, each candidate variant against the
+/// base, the completion time, and
 /// the phase, message and conditions of [`run_end`] (`Progressing` False, `Complete` True with
 /// its reason). The operator and the local runner both end a run through this, so the two
 /// status documents agree field by field. `generation` is the spec generation it is about
@@ -93,6 +94,7 @@ pub fn finish_run(
     let summary = results::summarize(&status.cells);
     status.headline = results::headline(&summary);
     status.summary = Some(summary);
+    status.variants = results::variants::compare(&status.cells);
     // The verdicts, the ThresholdsMet condition and the recommendation, in the same status
     // write as Complete, so `kubectl wait --for=condition=Complete` sees them all.
     crate::engine::verdict::judge::judge_run(thresholds, status, generation, now);

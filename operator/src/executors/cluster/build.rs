@@ -30,7 +30,7 @@ use crate::resource::labels::{
     ROLE_TARGET, RUN_LABEL,
 };
 use crate::resource::matrix::{Cell, merge_env, repetition_child_name};
-use crate::resource::{BenchmarkRun, EnvVar, Quantity, pod_template};
+use crate::resource::{BenchmarkRun, EnvVar, Quantity, Variant, pod_template};
 
 /// Name of the target container.
 pub const TARGET_CONTAINER: &str = "target";
@@ -169,12 +169,14 @@ fn env(name: &str, value: impl Into<String>) -> K8sEnvVar {
     }
 }
 
-/// The target Deployment of a cell.
+/// The target Deployment of a cell, its pods on `pin_to_nodes` when given (a round's later
+/// variants, on the nodes of its first).
 pub fn deployment(
     v: &ValidatedRun,
     cell: &Cell,
     repetition: u32,
     default_image: &str,
+    pin_to_nodes: Vec<String>,
 ) -> Deployment {
     let at = cell_run(v, cell, repetition);
     let spec = &v.run().spec;
@@ -182,13 +184,14 @@ pub fn deployment(
     // Validation parsed the template already; a run whose template does not parse never gets
     // this far.
     let template = template::merge(
-        pod_template::of(&spec.target),
+        pod_template::of(&spec.target_of(cell.variant.as_ref())),
         OwnedPod {
             labels: pod_labels.clone(),
             container: target_container(v.run(), cell, default_image),
             security: pod_security(),
             node_selector: spec.placement.node_selector.clone(),
             tolerations: spec.placement.tolerations.clone(),
+            pin_to_nodes,
         },
     );
     Deployment {
@@ -233,12 +236,12 @@ fn target_container(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Con
         .map(|v| env(&v.name, v.value))
         .collect();
     Container {
-        name: target_container_name(run),
+        name: target_container_name(run, cell.variant.as_ref()),
         image: Some(
-            spec.target
+            spec.target_of(cell.variant.as_ref())
                 .image
-                .clone()
-                .unwrap_or_else(|| default_image.into()),
+                .unwrap_or(default_image)
+                .to_owned(),
         ),
         ports: Some(ports),
         env: Some(env_vars),
@@ -268,18 +271,20 @@ fn container_port(name: &str, port: i32) -> ContainerPort {
 
 /// The name of a run's target container in its pods: the template's target container's (the
 /// one named `target`, else its first), else [`TARGET_CONTAINER`].
-pub fn target_container_name(run: &BenchmarkRun) -> String {
-    let template = pod_template::of(&run.spec.target);
+pub fn target_container_name(run: &BenchmarkRun, variant: Option<&Variant>) -> String {
+    let template = pod_template::of(&run.spec.target_of(variant));
     pod_template::target_container_name(template.as_ref(), TARGET_CONTAINER)
 }
 
-/// Whether a run deploys the built-in target: it names no image of its own, neither in
-/// `spec.target.image` nor on its template's target container.
-pub fn runs_built_in_target(run: &BenchmarkRun) -> bool {
-    if run.spec.target.image.is_some() {
+/// Whether a variant's cells (or, `None`, every cell of a run without variants) deploy the
+/// built-in target: they name no image of their own, neither as an image nor on their
+/// template's target container.
+pub fn runs_built_in_target(run: &BenchmarkRun, variant: Option<&Variant>) -> bool {
+    let target = run.spec.target_of(variant);
+    if target.image.is_some() {
         return false;
     }
-    let template = pod_template::of(&run.spec.target);
+    let template = pod_template::of(&target);
     let own_image = template
         .as_ref()
         .and_then(|t| t.spec.as_ref())
@@ -317,7 +322,7 @@ pub fn service(v: &ValidatedRun, cell: &Cell, repetition: u32) -> Service {
 /// for the built-in target, unless the cell sets BENCH_STATS_PORT itself; `None` for a custom
 /// image, which is read on its main port as before.
 pub fn stats_port(run: &BenchmarkRun, cell: &Cell) -> Option<u16> {
-    let built_in = runs_built_in_target(run);
+    let built_in = runs_built_in_target(run, cell.variant.as_ref());
     let own = cell.env.iter().any(|e| e.name == STATS_PORT_ENV);
     (built_in && !own && run.spec.target.port != STATS_PORT).then_some(STATS_PORT)
 }
@@ -598,7 +603,7 @@ mod tests {
             .values()
             .map(|t| benchmatrix_loadgen::plan::parse_plan_file(t).unwrap())
             .collect();
-        let dep = deployment(&v, cell, 1, "default-image");
+        let dep = deployment(&v, cell, 1, "default-image", Vec::new());
         let container = dep.spec.template.spec.unwrap().containers[0].clone();
         (plans, container)
     }
@@ -691,7 +696,7 @@ mod tests {
             );
         let v = ValidatedRun::for_cluster(run).expect("the spec is valid");
         let cell = &v.cells()[0];
-        let dep = deployment(&v, cell, 1, "default-image");
+        let dep = deployment(&v, cell, 1, "default-image", Vec::new());
         let env = dep.spec.template.spec.unwrap().containers[0]
             .env
             .clone()

@@ -32,7 +32,7 @@ mod reference;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::resource::BenchmarkRun;
+use crate::resource::{BenchmarkRun, TargetOf};
 
 pub use reference::{ImageReference, ReferenceError};
 
@@ -305,20 +305,40 @@ pub fn image_uses(
     default_loadgen: &str,
 ) -> Vec<ImageUse> {
     let mut uses = Vec::new();
-    // Every container and init container of a pod template names its image itself, the
-    // target's included; a target container without one gets spec.target.image or the default.
-    let template = crate::resource::pod_template::of(&run.spec.target);
+    for target in run.spec.targets() {
+        for image in target_images(&target, default_target) {
+            // Variants that leave a field to the target name the same image twice.
+            if !uses.contains(&image) {
+                uses.push(image);
+            }
+        }
+    }
+    uses.push(ImageUse::named_or_default(
+        "spec.loadgen.image",
+        run.spec.loadgen.image.as_deref(),
+        default_loadgen,
+        "--loadgen-image",
+    ));
+    uses
+}
+
+/// The images one variant's target (or the run's one target) names: every container and init
+/// container of its pod template names its image itself, the target's included; a target
+/// container without one gets the target's image or the default.
+fn target_images(target: &TargetOf, default_target: &str) -> Vec<ImageUse> {
+    let mut uses = Vec::new();
+    let template = crate::resource::pod_template::of(target);
     let pod = template.as_ref().and_then(|t| t.spec.as_ref());
     let mut target_named_in_template = false;
     if let Some(pod) = pod {
-        let target = crate::resource::pod_template::target_index(&pod.containers);
+        let target_index = crate::resource::pod_template::target_index(&pod.containers);
         for (list, i, c) in crate::resource::pod_template::all_containers(pod) {
             let Some(image) = &c.image else { continue };
-            if list == "containers" && Some(i) == target {
+            if list == "containers" && Some(i) == target_index {
                 target_named_in_template = true;
             }
             uses.push(ImageUse {
-                field: format!("spec.target.podTemplate.spec.{list}[{i}].image"),
+                field: format!("{}.spec.{list}[{i}].image", target.template_field),
                 image: image.clone(),
                 default_flag: None,
             });
@@ -328,19 +348,13 @@ pub fn image_uses(
         uses.insert(
             0,
             ImageUse::named_or_default(
-                "spec.target.image",
-                run.spec.target.image.as_deref(),
+                target.image_field.clone(),
+                target.image,
                 default_target,
                 "--target-image",
             ),
         );
     }
-    uses.push(ImageUse::named_or_default(
-        "spec.loadgen.image",
-        run.spec.loadgen.image.as_deref(),
-        default_loadgen,
-        "--loadgen-image",
-    ));
     uses
 }
 

@@ -152,7 +152,13 @@ async fn read_load(
         return Ok(());
     }
     if let Some(k) = kubelet {
-        start_sampling(client, k, run, name, &obs.target_pods).await;
+        // The cell's variant may have a template of its own, naming its target container.
+        let variant = crate::resource::matrix::cells(&run.spec)
+            .into_iter()
+            .find(|c| c.name == at.cell)
+            .and_then(|c| c.variant);
+        let container = build::target_container_name(run, variant.as_ref());
+        start_sampling(client, k, run, &container, name, &obs.target_pods).await;
     }
     // The result is read as soon as every load generator container has ended well, not when
     // the Job controller gets round to marking the Job complete (a second or more later on a
@@ -232,15 +238,15 @@ async fn start_sampling(
     client: &kube::Client,
     kubelet: &Arc<KubeletReader>,
     run: &BenchmarkRun,
+    container: &str,
     key: &str,
     pods: &[Pod],
 ) {
     if kubelet.is_sampling(key) || pods.is_empty() {
         return;
     }
-    let container = build::target_container_name(run);
     let nodes: Api<Node> = Api::all(client.clone());
-    match reader::targets_of(&nodes, pods, &container).await {
+    match reader::targets_of(&nodes, pods, container).await {
         Ok(targets) => kubelet.start(key, targets, run.spec.workload.planned_load()),
         Err(why) => tracing::warn!(
             run = %run.name_any(),

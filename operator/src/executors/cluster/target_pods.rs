@@ -17,6 +17,7 @@ pub fn recorded(pods: &[&Pod]) -> Vec<RecordedPod> {
     pods.iter()
         .map(|p| RecordedPod {
             name: p.name_any(),
+            node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
             uid: p.metadata.uid.clone().unwrap_or_default(),
             restarts: restarts(p),
         })

@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, PodSecurityContext, PodTemplateSpec, ResourceRequirements,
-    Toleration,
+    Container, ContainerPort, EnvVar, NodeSelectorRequirement, NodeSelectorTerm,
+    PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -32,6 +32,9 @@ pub struct OwnedPod {
     pub node_selector: BTreeMap<String, String>,
     /// `spec.placement.tolerations`.
     pub tolerations: Vec<Toleration>,
+    /// Nodes the pods must run on (a round's later variants, on the nodes of its first); none:
+    /// anywhere the scheduler likes.
+    pub pin_to_nodes: Vec<String>,
 }
 
 /// The target pod template: the operator's own without a template, else the template with what
@@ -65,6 +68,9 @@ pub fn merge(template: Option<PodTemplateSpec>, owned: OwnedPod) -> PodTemplateS
             .get_or_insert_with(Vec::new)
             .extend(owned.tolerations);
     }
+    if !owned.pin_to_nodes.is_empty() {
+        pin(&mut spec, owned.pin_to_nodes);
+    }
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: meta.labels,
@@ -72,6 +78,34 @@ pub fn merge(template: Option<PodTemplateSpec>, owned: OwnedPod) -> PodTemplateS
             ..ObjectMeta::default()
         }),
         spec: Some(spec),
+    }
+}
+
+/// Requires the pods on `nodes` by name, in addition to what the template requires: the
+/// hostname condition joins every node selector term the template has (terms are alternatives,
+/// the expressions of one term all hold), or is the only term.
+fn pin(spec: &mut PodSpec, nodes: Vec<String>) {
+    let on_nodes = NodeSelectorRequirement {
+        key: "kubernetes.io/hostname".into(),
+        operator: "In".into(),
+        values: Some(nodes),
+    };
+    let required = spec
+        .affinity
+        .get_or_insert_with(Default::default)
+        .node_affinity
+        .get_or_insert_with(Default::default)
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Default::default);
+    if required.node_selector_terms.is_empty() {
+        required
+            .node_selector_terms
+            .push(NodeSelectorTerm::default());
+    }
+    for term in &mut required.node_selector_terms {
+        term.match_expressions
+            .get_or_insert_with(Vec::new)
+            .push(on_nodes.clone());
     }
 }
 
@@ -177,9 +211,9 @@ spec:
     #[test]
     fn a_template_keeps_what_the_user_wrote_and_gets_what_the_operator_owns() {
         let run = crate::resource::validate::parse_benchmark_run(RUN).expect("valid");
-        assert_eq!(target_container_name(&run), "target");
+        assert_eq!(target_container_name(&run, None), "target");
         let v = ValidatedRun::for_cluster(run).expect("valid");
-        let dep = deployment(&v, &v.cells()[0], 1, "default-image");
+        let dep = deployment(&v, &v.cells()[0], 1, "default-image", Vec::new());
         let spec = dep.spec;
         let selector = spec.selector.match_labels.unwrap();
         let meta = spec.template.metadata.unwrap();
@@ -288,14 +322,65 @@ spec:
             "",
         );
         let run = crate::resource::validate::parse_benchmark_run(&yaml).expect("valid");
-        assert_eq!(target_container_name(&run), "app");
+        assert_eq!(target_container_name(&run, None), "app");
         let v = ValidatedRun::for_cluster(run).expect("valid");
-        let dep = deployment(&v, &v.cells()[0], 1, "default-image");
+        let dep = deployment(&v, &v.cells()[0], 1, "default-image", Vec::new());
         let pod = dep.spec.template.spec.unwrap();
         let probe = pod.containers[0].readiness_probe.clone().unwrap();
         assert!(
             probe.tcp_socket.is_some() && probe.http_get.is_none(),
             "{probe:?}"
+        );
+    }
+
+    #[test]
+    fn a_pinned_pod_must_run_on_those_nodes_and_on_what_its_template_requires() {
+        use super::{OwnedPod, merge};
+        use k8s_openapi::api::core::v1::PodTemplateSpec;
+        let owned = |pin: Vec<String>| OwnedPod {
+            labels: Default::default(),
+            container: Default::default(),
+            security: Default::default(),
+            node_selector: Default::default(),
+            tolerations: Vec::new(),
+            pin_to_nodes: pin,
+        };
+        let terms = |t: &PodTemplateSpec| {
+            serde_json::to_value(t).unwrap()["spec"]["affinity"]["nodeAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                .clone()
+        };
+        let on_n1 = serde_json::json!(
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]});
+        // No template: one term, the nodes.
+        let plain = merge(None, owned(vec!["n1".into()]));
+        assert_eq!(
+            terms(&plain),
+            serde_json::json!([{"matchExpressions": [on_n1]}])
+        );
+        // A template requiring one zone or another: each alternative gains the nodes.
+        let zoned: PodTemplateSpec = serde_json::from_value(serde_json::json!({"spec": {
+        "containers": [],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}
+            ]}}}}}))
+        .unwrap();
+        let pinned = merge(Some(zoned), owned(vec!["n1".into()]));
+        let t = terms(&pinned);
+        for term in t.as_array().unwrap() {
+            let exprs = term["matchExpressions"].as_array().unwrap();
+            assert_eq!(exprs.len(), 2, "{t}");
+            assert_eq!(exprs[1], on_n1);
+        }
+        // Not pinned: no affinity is added.
+        assert!(
+            merge(None, owned(Vec::new()))
+                .spec
+                .unwrap()
+                .affinity
+                .is_none()
         );
     }
 }

@@ -101,6 +101,15 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
     // Names the API server writes longer than serde_json does, in every list.
     let odd = Shape {
         cells: vec![("a".into(), 3), ("b-<&>".into(), 1), ("é".into(), 2)],
+        variants_of: vec![
+            ("c<".into(), "base".into()),
+            ("c<".into(), "cand&".into()),
+            ("é".into(), "base".into()),
+        ],
+        comparisons: vec![
+            ("c<".into(), vec!["cand&".into()]),
+            ("é".into(), vec!["cand&".into()]),
+        ],
         phases: vec!["solo<".into(), "mixed\u{8}".into()],
         streams: vec![
             ("solo<".into(), "fast&".into()),
@@ -172,6 +181,19 @@ fn the_largest_status_sets_every_field_of_the_schema() {
         ..Summary::default()
     };
     docs.push(serde_json::json!({"summary": both}));
+    // With variants (cells name their configuration and variant; the finished run compares
+    // them), and measured once (a cell records its nodes itself).
+    let mut variants = shape.with_repeat(1);
+    variants.variants_of = shape
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.clone(), format!("v{}", i % 2)))
+        .collect();
+    variants.comparisons = vec![(shape.cells[0].0.clone(), vec!["v1".into()])];
+    for m in [Moment::Running, Moment::Finished] {
+        docs.push(serde_json::to_value(worst_status(&variants, m)).unwrap());
+    }
     let mut missing = Vec::new();
     unset_fields(
         schema,
@@ -390,6 +412,7 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
         let pods = (0..2 * cell.replicas)
             .map(|i| RecordedPod {
                 name: format!("{}-{i:05}", "p".repeat(57)),
+                node: Some("n".repeat(253)),
                 uid: "0123456789abcdef0123456789abcdef0123".into(),
                 restarts: i32::MAX,
             })
@@ -490,7 +513,7 @@ fn the_largest_accepted_runs_fit_and_one_more_is_refused() {
     assert!(
         refused.contains("(64 cells x 6 repetitions x 1 streams)")
             && refused.contains(
-                "it fits with spec.repeat 5 (now 6), or with only the first 60 of its 64 cells; \
+                "it fits with spec.repeat 5 (now 6), or with only the first 58 of its 64 cells; \
                  or fewer streams in spec.workload.phases[].load"
             ),
         "{refused}"
@@ -499,11 +522,12 @@ fn the_largest_accepted_runs_fit_and_one_more_is_refused() {
     assert_eq!(largest_accepted(1, |s| spec(64, 1, 1, s)).0, 9);
     // One cell repeated 20 times: 6 phases of 8 streams (48 streams).
     assert_eq!(largest_accepted(1, |p| spec(1, 20, p, 8)).0, 6);
-    // The quickstart's 3 streams, repeated 5 times: 35 cells.
-    assert_eq!(largest_accepted(1, |c| spec(c, 5, 1, 3)).0, 35);
-    // 64 cells of 3 streams measured once: 33 replicas each (a share of every phase apiece).
+    // The quickstart's 3 streams, repeated 5 times: 34 cells.
+    assert_eq!(largest_accepted(1, |c| spec(c, 5, 1, 3)).0, 34);
+    // 64 cells of 3 streams measured once: 31 replicas each (a share of every phase apiece, and
+    // the nodes they ran on).
     let (replicas, refused) = largest_accepted(1, |r| spec_with_replicas(64, r as u32, 1, 1, 3));
-    assert_eq!(replicas, 33);
+    assert_eq!(replicas, 31);
     assert!(refused.ends_with(", or fewer replicas"), "{refused}");
 }
 

@@ -480,3 +480,91 @@ fn repeat_is_a_count_or_min_max_precision_each_part_checked_by_name() {
         "unknown field `within` in repeat",
     );
 }
+
+#[test]
+fn variants_are_two_or_more_named_once_and_cross_into_cells_of_distinct_names() {
+    use crate::resource::{BenchmarkRun, Configuration, Variant};
+    let run = |variants: Vec<Variant>| {
+        let mut run = BenchmarkRun::sample()
+            .with_cell(Configuration::named("a"))
+            .with_cell(Configuration::named("a-b"));
+        run.spec.variants = variants;
+        run
+    };
+    let errors = |r: &BenchmarkRun| -> Vec<String> {
+        validate_spec(&r.spec)
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect()
+    };
+    let fine = run(vec![
+        Variant::named("base"),
+        Variant::named("next").image("x:2"),
+    ]);
+    assert_eq!(errors(&fine), Vec::<String>::new());
+    let cells: Vec<String> = matrix::cells(&fine.spec)
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(cells, ["a-base", "a-next", "a-b-base", "a-b-next"]);
+
+    let one = errors(&run(vec![Variant::named("base")]));
+    assert!(one[0].contains("give at least two variants"), "{one:?}");
+    let twice = errors(&run(vec![Variant::named("v"), Variant::named("v")]));
+    assert!(
+        twice
+            .iter()
+            .any(|e| e.starts_with("spec.variants[1].name") && e.contains("duplicate name \"v\"")),
+        "{twice:?}"
+    );
+    // a + "b-c" and a-b + "c" would both be cell a-b-c.
+    let clash = errors(&run(vec![Variant::named("b-c"), Variant::named("c")]));
+    assert!(
+        clash
+            .iter()
+            .any(|e| e.contains("two cells would be named \"a-b-c\"")),
+        "{clash:?}"
+    );
+    let empty = errors(&run(vec![
+        Variant::named("base").image(" "),
+        Variant::named("next").command(["node", ""]),
+    ]));
+    assert!(
+        empty
+            .iter()
+            .any(|e| e.starts_with("spec.variants[0].image")),
+        "{empty:?}"
+    );
+    assert!(
+        empty
+            .iter()
+            .any(|e| e.starts_with("spec.variants[1].command")),
+        "{empty:?}"
+    );
+}
+
+#[test]
+fn a_variants_pod_template_is_checked_at_its_own_path() {
+    let yaml = r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: v}
+spec:
+  configurations: [{name: a, cpu: "1"}]
+  variants:
+    - name: base
+    - name: next
+      podTemplate:
+        spec:
+          containers: [{name: target, image: x:1, env: [{name: BENCH_MODE, value: single}]}]
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    phases: [{name: p, duration: 1s, load: [{endpoint: fast, connections: 1}]}]
+"#;
+    let errs = errors_of(yaml);
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with("spec.variants[1].podTemplate")),
+        "{errs:#?}"
+    );
+}

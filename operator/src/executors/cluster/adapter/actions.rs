@@ -33,7 +33,9 @@ pub fn carry_out(
         Command::Deploy(at) => {
             if let Some((v, cell)) = cell(at) {
                 let r = at.repetition;
-                let deployment = build::deployment(v, cell, r, &settings.target_image);
+                // A round's variants share the nodes its first one ran on.
+                let pin = crate::engine::schedule::round_nodes(status, at);
+                let deployment = build::deployment(v, cell, r, &settings.target_image, pin);
                 out.actions.extend([
                     Action::Apply(Child::Deployment(Box::new(deployment))),
                     Action::Apply(Child::Service(Box::new(build::service(v, cell, r)))),

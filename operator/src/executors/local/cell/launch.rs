@@ -40,7 +40,7 @@ pub fn spawn_replicas(ctx: &mut CellContext, cell: &Cell) -> Result<(ReplicaSet,
     let launch = Launch {
         cell: cell.name.clone(),
         program: ctx.program.to_path_buf(),
-        command: spec.target.command.clone(),
+        command: spec.target_of(cell.variant.as_ref()).command.to_vec(),
         mode: cell.mode.as_str().to_string(),
         pool_size: cell.pool_size.env_value(),
         env: cell
