@@ -1,7 +1,10 @@
 //! A real Prometheus (Debian's `prometheus` package: .ci/run installs it) scrapes the figures
 //! of a finished run and answers PromQL through its HTTP API:
 //!
-//! - the p99 it returns is the p99 the status holds (in seconds);
+//! - the p99 it returns is the p99 the status holds (in seconds), also for a variant's cell
+//!   selected by its `variant` label;
+//! - a run with variants: the ratio of each candidate figure to the base's, and its interval
+//!   and p-value, are those status.variants holds;
 //! - every query of the chart's Grafana dashboard returns series;
 //! - promtool's lint of the exposition finds nothing but the classic text parser's view of
 //!   OpenMetrics counters (see [`promtool_lint_is_clean`]).
@@ -26,6 +29,11 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/finished/ci-gate.yaml")
 }
 
+/// A real local run with two variants (base and candidate), the comment at its top says how.
+fn paired_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/finished/paired.yaml")
+}
+
 /// A child process killed (and reaped) when dropped, so a failing test leaves none behind.
 struct Killed(Child);
 
@@ -36,11 +44,11 @@ impl Drop for Killed {
     }
 }
 
-/// `benchmatrix metrics --listen 127.0.0.1:0 FILE`, and the address it serves on.
-fn exporter(file: &Path) -> (Killed, SocketAddr) {
+/// `benchmatrix metrics --listen 127.0.0.1:0 FILE...`, and the address it serves on.
+fn exporter(files: &[PathBuf]) -> (Killed, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_benchmatrix"))
         .args(["metrics", "--listen", "127.0.0.1:0"])
-        .arg(file)
+        .args(files)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -158,7 +166,7 @@ fn value(series: &serde_json::Value) -> f64 {
 #[test]
 fn prometheus_scrapes_the_p99_the_status_holds_and_every_dashboard_query_finds_series() {
     let dir = tempfile::tempdir().unwrap();
-    let (_exporter, target) = exporter(&fixture());
+    let (_exporter, target) = exporter(&[fixture(), paired_fixture()]);
     let (_prometheus, api) = prometheus(dir.path(), target);
     let log = dir.path().join("prometheus.log");
 
@@ -208,6 +216,69 @@ fn prometheus_scrapes_the_p99_the_status_holds_and_every_dashboard_query_finds_s
         .unwrap();
     // 30 of 130 periods throttled.
     assert!((value(single) - 30.0 / 130.0).abs() < 1e-9, "{single}");
+
+    // The run with variants: a cell found by its variant label, and each ratio figure.
+    let paired = benchmatrix::frontends::report::read_status_file(&paired_fixture()).unwrap();
+    let candidate = paired
+        .cells
+        .iter()
+        .find(|c| c.variant.as_deref() == Some("candidate"))
+        .unwrap();
+    let p99_ms = candidate.results[0].latency_ms.as_ref().unwrap().p99;
+    let found = query(
+        api,
+        r#"benchmatrix_run_latency_seconds{run="paired",configuration="threads",variant="candidate",percentile="p99"}"#,
+    )
+    .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        (value(&found[0]) - p99_ms / 1000.0).abs() < 1e-12,
+        "{found:?}"
+    );
+    let comparison = &paired.variants[0];
+    assert_eq!(comparison.figures.len(), 3, "p50, p99, rps");
+    for figure in &comparison.figures {
+        let at = format!(
+            r#"{{run="paired",configuration="{}",base="{}",candidate="{}",phase="{}",endpoint="{}",figure="{}"}}"#,
+            comparison.configuration,
+            comparison.base,
+            comparison.candidate,
+            figure.phase,
+            figure.endpoint,
+            figure.figure
+        );
+        let one = |family: &str| {
+            let found = query(api, &format!("{family}{at}")).unwrap();
+            assert_eq!(found.len(), 1, "{family}{at}: {found:?}");
+            value(&found[0])
+        };
+        let same = |family: &str, want: f64| {
+            let got = one(family);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{family}{at}: {got}, status {want}"
+            );
+        };
+        same("benchmatrix_run_variant_ratio", figure.ratio);
+        same(
+            "benchmatrix_run_variant_ratio_interval_low",
+            figure.ratio_low.unwrap(),
+        );
+        same(
+            "benchmatrix_run_variant_ratio_interval_high",
+            figure.ratio_high.unwrap(),
+        );
+        same("benchmatrix_run_variant_p_worse", figure.p_worse);
+        same("benchmatrix_run_variant_p_better", figure.p_better);
+        let verdict = query(api, &format!("benchmatrix_run_variant_verdict{at} == 1")).unwrap();
+        assert_eq!(verdict.len(), 1, "{verdict:?}");
+        let word = match figure.verdict {
+            benchmatrix::resource::status::ChangeVerdict::Regression => "regression",
+            benchmatrix::resource::status::ChangeVerdict::Improvement => "improvement",
+            benchmatrix::resource::status::ChangeVerdict::WithinNoise => "within_noise",
+        };
+        assert_eq!(verdict[0]["metric"]["verdict"], word, "{verdict:?}");
+    }
 }
 
 /// promtool's lint (`promtool check metrics`) of what the exporter serves. It reads the
@@ -216,7 +287,7 @@ fn prometheus_scrapes_the_p99_the_status_holds_and_every_dashboard_query_finds_s
 /// a real breach of the naming conventions.
 #[test]
 fn promtool_lint_is_clean() {
-    let (_exporter, target) = exporter(&fixture());
+    let (_exporter, target) = exporter(&[fixture(), paired_fixture()]);
     let text = String::from_utf8(
         benchmatrix_quota::http::get(target, "/metrics", Duration::from_secs(5))
             .unwrap()

@@ -7,10 +7,15 @@
 //! Cardinality is bounded: only the [`RunMetrics::limit`] runs that finished last are kept (one
 //! per namespace and name: a run created again under its name replaces the earlier one), and
 //! no label takes a value from outside the run's own spec (namespace, run, cell, phase,
-//! endpoint, a percentile of four, a verdict of two). Repetitions are not a label: a cell's
-//! figures are the medians over its repetitions, the figures the report, the ranking and the
-//! thresholds use, and a label per repetition would multiply every series by up to 20 for
-//! values that status.yaml and report.md already show with their spread.
+//! endpoint, configuration and variant, a percentile of four, a figure of three, a verdict of
+//! two or three). Repetitions are not a label: a cell's figures are the medians over its
+//! repetitions, the figures the report, the ranking and the thresholds use, and a label per
+//! repetition would multiply every series by up to 20 for values that status.yaml and
+//! report.md already show with their spread. Variants are a label (`variant`, with the cell's
+//! `configuration`): a variant is a cell of its own, so the label adds no series, it only lets
+//! a query put a configuration's variants side by side. Each candidate's ratios to the base
+//! (status.variants) are families of their own, labelled by configuration, base, candidate,
+//! phase, endpoint and figure.
 //!
 //! Names follow the Prometheus conventions: base units (seconds), `_total` for counts (the
 //! requests of a finished measurement never go down), `_per_second` for a rate.
@@ -30,7 +35,7 @@ use prometheus_client::registry::Unit;
 
 use crate::engine::verdict::outcome::Outcome;
 use crate::resource::conditions::secs_of;
-use crate::resource::status::Percentile;
+use crate::resource::status::{ChangeVerdict, Percentile, VariantComparison};
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus, Verdict};
 
 /// Runs kept by default (`benchmatrix operator --exported-runs`).
@@ -134,6 +139,20 @@ families! {
         "Runs this process saw finish, by outcome (runs finished before it started are not counted)";
     Exported = "benchmatrix_exported_runs", false, Gauge,
         "Finished runs whose figures are exported now (at most --exported-runs)";
+    VariantRounds = "benchmatrix_run_variant_rounds", false, Gauge,
+        "Rounds in which a candidate variant and the base were both measured: the ratios behind each of its figures";
+    VariantRatio = "benchmatrix_run_variant_ratio", false, Gauge,
+        "Median over the rounds of a candidate variant's figure divided by the base's (p50, p99: above 1 is slower; rps: above 1 is faster)";
+    VariantRatioLow = "benchmatrix_run_variant_ratio_interval_low", false, Gauge,
+        "Low end of the 95% bootstrap confidence interval of the median ratio (from 3 rounds)";
+    VariantRatioHigh = "benchmatrix_run_variant_ratio_interval_high", false, Gauge,
+        "High end of the 95% bootstrap confidence interval of the median ratio (from 3 rounds)";
+    VariantPWorse = "benchmatrix_run_variant_p_worse", false, Gauge,
+        "One-sided exact Wilcoxon signed-rank p-value over the rounds' log ratios that the candidate's figure is worse than the base's";
+    VariantPBetter = "benchmatrix_run_variant_p_better", false, Gauge,
+        "One-sided exact Wilcoxon signed-rank p-value over the rounds' log ratios that the candidate's figure is better than the base's";
+    VariantVerdict = "benchmatrix_run_variant_verdict", false, Gauge,
+        "1 for the verdict a candidate variant's figure got against the base (regression, improvement, within_noise), 0 for the others";
 }
 
 /// Labels of one sample: fixed names, values from the run.
@@ -282,11 +301,16 @@ fn run_labels(namespace: Option<&str>, name: &str) -> Labels {
 }
 
 /// The labels of a cell of the run labelled `run`. A cell of a run with variants (a
-/// configuration x variant) adds a `variant` label here, and only where it has one: every
-/// family of a cell, its streams' included, takes its labels from this one place.
+/// configuration x variant) adds its `configuration` and `variant` labels here, and only where
+/// it has them: every family of a cell, its streams' included, takes its labels from this one
+/// place.
 fn cell_labels(run: &Labels, cell: &CellStatus) -> Labels {
     let mut labels = run.clone();
     labels.push(("cell", cell.name.clone()));
+    if let (Some(configuration), Some(variant)) = (&cell.configuration, &cell.variant) {
+        labels.push(("configuration", configuration.clone()));
+        labels.push(("variant", variant.clone()));
+    }
     labels
 }
 
@@ -369,8 +393,48 @@ fn samples(namespace: Option<&str>, name: &str, status: &BenchmarkRunStatus) -> 
             push(F::LatencyMax, &stream, latency.max / 1000.0);
         }
     }
+    for comparison in &status.variants {
+        variant_samples(&run, comparison, &mut push);
+    }
     out
 }
+
+/// The samples of one candidate against the base (status.variants): its rounds, and per
+/// figure the median ratio, its interval where it has one, both p-values and the verdict.
+fn variant_samples(run: &Labels, c: &VariantComparison, push: &mut impl FnMut(F, &Labels, f64)) {
+    let mut pair = run.clone();
+    pair.push(("configuration", c.configuration.clone()));
+    pair.push(("base", c.base.clone()));
+    pair.push(("candidate", c.candidate.clone()));
+    push(F::VariantRounds, &pair, f64::from(c.rounds));
+    for figure in &c.figures {
+        let mut labels = pair.clone();
+        labels.push(("phase", figure.phase.clone()));
+        labels.push(("endpoint", figure.endpoint.clone()));
+        labels.push(("figure", figure.figure.clone()));
+        push(F::VariantRatio, &labels, figure.ratio);
+        if let Some(low) = figure.ratio_low {
+            push(F::VariantRatioLow, &labels, low);
+        }
+        if let Some(high) = figure.ratio_high {
+            push(F::VariantRatioHigh, &labels, high);
+        }
+        push(F::VariantPWorse, &labels, figure.p_worse);
+        push(F::VariantPBetter, &labels, figure.p_better);
+        for (verdict, word) in VERDICTS {
+            let held = if figure.verdict == verdict { 1.0 } else { 0.0 };
+            push(F::VariantVerdict, &with(&labels, "verdict", word), held);
+        }
+    }
+}
+
+/// The verdicts of a ratio figure, with their `verdict` label: all three are written, 1 for
+/// the one held (the OpenMetrics state set), so a query can count regressions with `sum`.
+const VERDICTS: [(ChangeVerdict, &str); 3] = [
+    (ChangeVerdict::Regression, "regression"),
+    (ChangeVerdict::Improvement, "improvement"),
+    (ChangeVerdict::WithinNoise, "within_noise"),
+];
 
 /// The percentiles exported, with their `percentile` label: the names the spec's thresholds
 /// and the report use. Not `quantile`, which Prometheus keeps for the summary type.

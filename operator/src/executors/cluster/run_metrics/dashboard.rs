@@ -7,7 +7,8 @@
 //! It shows, for the runs chosen in its `namespace` and `run` variables: the runs over time
 //! (each run's verdict from when it finished, and a table of the recent ones), the p99 per
 //! cell, phase and endpoint with the target's CPU throttling beside it, the throughput and
-//! error ratio, and CPU seconds per 1,000 requests.
+//! error ratio, CPU seconds per 1,000 requests, and for runs with variants each candidate's
+//! ratio to the base with its interval, p-value and verdict.
 
 use serde_json::{Value, json};
 
@@ -79,15 +80,15 @@ fn variable(name: &str, query: &str) -> Value {
 /// One query of a panel.
 struct Query {
     expr: String,
-    legend: &'static str,
+    legend: String,
     /// An instant query in table form (for a table panel), else a range query.
     table: bool,
 }
 
-fn range(expr: String, legend: &'static str) -> Query {
+fn range(expr: String, legend: &str) -> Query {
     Query {
         expr,
-        legend,
+        legend: legend.to_owned(),
         table: false,
     }
 }
@@ -95,7 +96,7 @@ fn range(expr: String, legend: &'static str) -> Query {
 fn instant(expr: String) -> Query {
     Query {
         expr,
-        legend: "",
+        legend: String::new(),
         table: true,
     }
 }
@@ -240,6 +241,40 @@ fn panels() -> Vec<Value> {
                 "{{run}} {{cell}} {{phase}}/{{endpoint}}",
             )],
         ),
+        panel(
+            9,
+            "timeseries",
+            "Candidate / base: p99 ratio with its 95% interval",
+            (0, 33, 12, 9),
+            "none",
+            "Runs with spec.variants: the median over the rounds of each candidate's p99 divided by the base's, measured back to back in each round, with the low and high ends of its 95% bootstrap interval. Above 1 the candidate is slower; an interval wholly above 1 is a slowdown the rounds support.",
+            [
+                (F::VariantRatio, ""),
+                (F::VariantRatioLow, " low"),
+                (F::VariantRatioHigh, " high"),
+            ]
+            .into_iter()
+            .map(|(family, end)| Query {
+                expr: format!(r#"{}{{{RUNS},figure="p99"}}"#, m(family)),
+                legend: format!("{{{{run}}}} {{{{configuration}}}} {{{{candidate}}}} {{{{phase}}}}/{{{{endpoint}}}}{end}"),
+                table: false,
+            })
+            .collect(),
+        ),
+        panel(
+            10,
+            "table",
+            "Candidate / base: every figure",
+            (12, 33, 12, 9),
+            "none",
+            "Runs with spec.variants: per configuration, candidate, phase, endpoint and figure (p50, p99, rps), the median ratio to the base and the one-sided Wilcoxon signed-rank p-value that the candidate is worse, and the verdict (a regression is significant at 5% and beyond a 5% change).",
+            vec![
+                instant(format!("{}{{{RUNS}}}", m(F::VariantRatio))),
+                instant(format!("{}{{{RUNS}}}", m(F::VariantPWorse))),
+                // The verdict held: one series per figure, its `verdict` label the answer.
+                instant(format!("{}{{{RUNS}}} == 1", m(F::VariantVerdict))),
+            ],
+        ),
     ]
 }
 
@@ -325,6 +360,21 @@ mod tests {
         for title in ["Runs over time", "Recent runs", "Throughput", "Error ratio"] {
             panel(title);
         }
+        // The variants' ratio is drawn with both ends of its interval.
+        let ratio: Vec<String> = panel("Candidate / base: p99 ratio")["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["expr"].as_str().unwrap().to_owned())
+            .collect();
+        for family in [F::VariantRatio, F::VariantRatioLow, F::VariantRatioHigh] {
+            let name = m(family);
+            assert!(
+                ratio.iter().any(|e| metric_names(e) == [name.as_str()]),
+                "{name} not drawn: {ratio:?}"
+            );
+        }
+        panel("Candidate / base: every figure");
         // No two panels overlap on Grafana's grid.
         let boxes: Vec<(u64, u64, u64, u64)> = d["panels"]
             .as_array()

@@ -116,6 +116,7 @@ fn every_family_written_is_listed_with_the_name_queries_use() {
         &BenchmarkRunStatus::default(),
         &finished(),
     );
+    m.record(Some("bench"), "paired", &with_variants());
     let text = m.render();
     let written: std::collections::BTreeSet<&str> = text
         .lines()
@@ -192,4 +193,116 @@ fn a_local_status_has_no_namespace_label() {
         "{text}"
     );
     assert!(!text.contains("namespace="));
+}
+
+/// The fixture as a run with variants: single-x1 and pool-x1 stand for the base and the
+/// candidate of configuration `web`, with one comparison of them in status.variants.
+fn with_variants() -> BenchmarkRunStatus {
+    use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
+    let mut s = finished();
+    for (cell, variant) in s.cells.iter_mut().zip(["base", "candidate"]) {
+        cell.configuration = Some("web".to_owned());
+        cell.variant = Some(variant.to_owned());
+    }
+    let figure = |figure: &str, ratio, low, high, verdict| RatioFigure {
+        phase: "mixed".to_owned(),
+        endpoint: "fast".to_owned(),
+        figure: figure.to_owned(),
+        base: 30.0,
+        candidate: 30.0 * ratio,
+        ratios: vec![ratio; 5],
+        ratio,
+        ratio_low: low,
+        ratio_high: high,
+        p_worse: 0.03125,
+        p_better: 1.0,
+        verdict,
+    };
+    s.variants = vec![VariantComparison {
+        configuration: "web".to_owned(),
+        base: "base".to_owned(),
+        candidate: "candidate".to_owned(),
+        rounds: 5,
+        figures: vec![
+            figure(
+                "p99",
+                1.108,
+                Some(1.07),
+                Some(1.15),
+                ChangeVerdict::Regression,
+            ),
+            // Too few rounds for an interval: no interval series, never a made-up one.
+            figure("rps", 0.99, None, None, ChangeVerdict::WithinNoise),
+        ],
+    }];
+    s
+}
+
+#[test]
+fn a_variant_cell_is_labelled_with_its_configuration_and_variant() {
+    let m = Arc::new(RunMetrics::default());
+    m.record(Some("bench"), "paired", &with_variants());
+    let text = m.render();
+    let base =
+        r#"namespace="bench",run="paired",cell="single-x1",configuration="web",variant="base""#;
+    let candidate =
+        r#"namespace="bench",run="paired",cell="pool-x1",configuration="web",variant="candidate""#;
+    for want in [
+        format!(
+            "benchmatrix_run_latency_seconds{{{candidate},phase=\"mixed\",endpoint=\"fast\",percentile=\"p99\"}} 0.0316"
+        ),
+        format!("benchmatrix_run_requests_total{{{base},phase=\"mixed\",endpoint=\"fast\"}} 110"),
+        format!("benchmatrix_run_target_cpu_seconds_total{{{base}}} 12.5"),
+        format!("benchmatrix_run_cell_measured{{{candidate}}} 1.0"),
+    ] {
+        assert!(text.contains(&want), "{want} missing:\n{text}");
+    }
+    // A cell without a variant keeps today's labels; no repetition label anywhere.
+    assert!(
+        text.contains(
+            r#"benchmatrix_run_cell_measured{namespace="bench",run="paired",cell="pool-x2"} 0.0"#
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("repetition="), "{text}");
+}
+
+#[test]
+fn each_ratio_figure_is_exported_with_its_interval_p_values_and_verdict() {
+    let m = Arc::new(RunMetrics::default());
+    m.record(Some("bench"), "paired", &with_variants());
+    let text = m.render();
+    let pair =
+        r#"namespace="bench",run="paired",configuration="web",base="base",candidate="candidate""#;
+    let p99 = format!(r#"{pair},phase="mixed",endpoint="fast",figure="p99""#);
+    let rps = format!(r#"{pair},phase="mixed",endpoint="fast",figure="rps""#);
+    for want in [
+        format!("benchmatrix_run_variant_rounds{{{pair}}} 5.0"),
+        format!("benchmatrix_run_variant_ratio{{{p99}}} 1.108"),
+        format!("benchmatrix_run_variant_ratio_interval_low{{{p99}}} 1.07"),
+        format!("benchmatrix_run_variant_ratio_interval_high{{{p99}}} 1.15"),
+        format!("benchmatrix_run_variant_p_worse{{{p99}}} 0.03125"),
+        format!("benchmatrix_run_variant_p_better{{{p99}}} 1.0"),
+        format!("benchmatrix_run_variant_verdict{{{p99},verdict=\"regression\"}} 1.0"),
+        format!("benchmatrix_run_variant_verdict{{{p99},verdict=\"improvement\"}} 0.0"),
+        format!("benchmatrix_run_variant_verdict{{{p99},verdict=\"within_noise\"}} 0.0"),
+        format!("benchmatrix_run_variant_ratio{{{rps}}} 0.99"),
+        format!("benchmatrix_run_variant_verdict{{{rps},verdict=\"within_noise\"}} 1.0"),
+    ] {
+        assert!(text.contains(&want), "{want} missing:\n{text}");
+    }
+    assert!(!text.contains(&format!("interval_low{{{rps}}}")), "{text}");
+    assert!(
+        text.contains("# TYPE benchmatrix_run_variant_ratio gauge"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_run_without_variants_writes_no_variant_family() {
+    let m = Arc::new(RunMetrics::default());
+    m.record(Some("bench"), "ci-gate", &finished());
+    let text = m.render();
+    assert!(!text.contains("benchmatrix_run_variant"), "{text}");
+    assert!(!text.contains("variant="), "{text}");
 }
