@@ -8,7 +8,9 @@
 #
 #   SPEC=bench.yaml scripts/action/run.sh                           kind: create, run, delete
 #   SPEC=bench.yaml CLUSTER=existing IMAGES=pull scripts/action/run.sh   your cluster, as it is
-#   SPEC=bench.yaml BASELINE=main/status.yaml scripts/action/run.sh      ... and compare
+#   SPEC=bench.yaml BASE_IMAGE=shop:main CANDIDATE_IMAGE=shop:pr scripts/action/run.sh
+#                                     base and candidate side by side in one run (paired)
+#   SPEC=bench.yaml BASELINE=main/status.yaml scripts/action/run.sh      ... or against a saved run
 #
 # The action passes each input as the variable of the same name in capitals, `-` as `_`
 # (defaults in brackets, the same as the action's):
@@ -17,8 +19,22 @@
 #                                                                       [benchmatrix-out]
 #   TIMEOUT         longest the run may take, as `kubectl benchmatrix run --timeout` reads it
 #                   (e.g. 30m, 1h30m)                                   [30m]
-#   BASELINE        a saved status.yaml or BenchmarkRun to compare with  [none: no comparison]
-#   MAX_REGRESSION  percent a figure may get worse before the comparison fails (exit 3) [10]
+#   BASE_IMAGE      the base variant's target image: with CANDIDATE_IMAGE, both run as variants
+#                   of one run (kubectl benchmatrix run --base --candidate), measured back to
+#                   back in each round on the same nodes; loaded into the cluster as LOAD_IMAGES
+#                   are                                                 [none]
+#   CANDIDATE_IMAGE the candidate variant's target image                 [none]
+#   BUILD_COMMAND   a bash command that builds the image named by $IMAGE from the current folder;
+#                   run once in a checkout of BASE_REF (IMAGE=BASE_IMAGE) and once in the
+#                   workspace (IMAGE=CANDIDATE_IMAGE), with BENCHMATRIX_VARIANT=base|candidate
+#                                                                       [none: images exist]
+#   BASE_REF        the commit BUILD_COMMAND builds the base from, checked out with `git worktree`
+#                   (fetched from origin when the workspace lacks it)
+#                                                     [a pull_request event's base.sha]
+#   BASELINE        a saved status.yaml or BenchmarkRun to compare with (the two-run flow,
+#                   weaker than BASE_IMAGE/CANDIDATE_IMAGE)              [none: no comparison]
+#   MAX_REGRESSION  percent a figure may get worse than the base or the baseline before the
+#                   step fails (exit 3)                                 [10]
 #   CHART_VERSION   the chart version the workflow expects; the chart installed is always this
 #                   checkout's, so a different version is refused (exit 2) [this checkout's]
 #   IMAGES          build: docker build the three images from this checkout; pull: the
@@ -71,6 +87,10 @@ readonly SPEC="${SPEC:-}"
 readonly OUT="${OUT:-benchmatrix-out}"
 readonly TIMEOUT="${TIMEOUT:-30m}"
 readonly BASELINE="${BASELINE:-}"
+readonly BASE_IMAGE="${BASE_IMAGE:-}"
+readonly CANDIDATE_IMAGE="${CANDIDATE_IMAGE:-}"
+readonly BUILD_COMMAND="${BUILD_COMMAND:-}"
+readonly BASE_REF="${BASE_REF:-}"
 readonly MAX_REGRESSION="${MAX_REGRESSION:-10}"
 readonly CHART_VERSION="${CHART_VERSION:-}"
 readonly IMAGES="${IMAGES:-build}"
@@ -112,6 +132,9 @@ final_verdict=""
 run_code=""
 compare_code=""
 comment_ready=""
+paired=""
+base_ref=""
+base_tree=""
 
 # The summary's closing sentence on where the files are.
 files_sentence() {
@@ -128,7 +151,9 @@ files_sentence() {
 write_results() {
   local code="$1" verdict="$2"
   local compare_args=(--compare-note "No baseline given: nothing compared.")
-  if [[ -n "${compare_code}" ]]; then
+  if [[ -n "${paired}" ]]; then
+    compare_args=(--no-compare)
+  elif [[ -n "${compare_code}" ]]; then
     compare_args=(--compare "${OUT}/compare/compare.md")
   elif [[ -n "${BASELINE}" ]]; then
     compare_args=(--compare-note "Not compared: the run wrote no status.yaml.")
@@ -218,6 +243,7 @@ finish() {
   elif [[ -n "${cluster_created}" ]]; then
     log "KEEP_CLUSTER=1: kind cluster ${KIND_CLUSTER} stays (kubectl --context kind-${KIND_CLUSTER})"
   fi
+  if [[ -n "${base_tree}" ]]; then git worktree remove --force "${base_tree}" >/dev/null 2>&1 || true; fi
   rm -rf "${work}"
   exit "${status}"
 }
@@ -243,6 +269,23 @@ fi
 if [[ -n "${BASELINE}" ]]; then
   [[ -f "${BASELINE}" && -r "${BASELINE}" ]] || bad_input "the baseline '${BASELINE}' is not a readable file"
 fi
+if [[ -n "${BASE_IMAGE}" || -n "${CANDIDATE_IMAGE}" ]]; then
+  [[ -n "${BASE_IMAGE}" && -n "${CANDIDATE_IMAGE}" ]] || bad_input "base-image and candidate-image go together: give both, or neither"
+  [[ "${BASE_IMAGE}" != "${CANDIDATE_IMAGE}" ]] || bad_input "base-image and candidate-image are both '${BASE_IMAGE}': one image cannot be compared with itself (give each build its own tag)"
+  [[ -z "${BASELINE}" ]] || bad_input "baseline and base-image/candidate-image are two ways to compare: give one (base and candidate side by side is the stronger)"
+  paired=1
+fi
+if [[ -n "${BUILD_COMMAND}" ]]; then
+  [[ -n "${paired}" ]] || bad_input "build-command needs base-image and candidate-image: the tags it builds (it gets each as \$IMAGE)"
+  base_ref="${BASE_REF}"
+  if [[ -z "${base_ref}" && -n "${GITHUB_EVENT_PATH:-}" && -f "${GITHUB_EVENT_PATH}" ]] && command -v jq >/dev/null 2>&1; then
+    base_ref="$(jq -r '.pull_request.base.sha // empty' "${GITHUB_EVENT_PATH}")"
+  fi
+  [[ -n "${base_ref}" ]] || bad_input "build-command needs base-ref, the commit to build the base from (a pull_request event gives its base branch's)"
+  # A ref, never an option of git's.
+  [[ "${base_ref}" != -* ]] || bad_input "base-ref '${base_ref}' is not a commit or branch name"
+  git rev-parse --is-inside-work-tree >/dev/null 2>&1 || bad_input "build-command builds the base from a git checkout, but $(pwd) is none (actions/checkout first)"
+fi
 [[ "${MAX_REGRESSION}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad_input "max-regression '${MAX_REGRESSION}' is not a percentage (a number, 0 or more)"
 # Durations as the plugin's --timeout takes them (30m, 1h30m, 90s): the same pattern, so a
 # number without a unit is refused here, before anything is built.
@@ -253,6 +296,13 @@ read -r -d '' -a extra_images <<<"${LOAD_IMAGES}" || true
 if [[ "${CLUSTER}" == "existing" && ${#extra_images[@]} -gt 0 && -z "${LOAD_IMAGES_CMD}" ]]; then
   bad_input "LOAD_IMAGES in existing mode needs LOAD_IMAGES_CMD, the command that loads an image into your cluster"
 fi
+if [[ "${CLUSTER}" == "existing" && -n "${BUILD_COMMAND}" && -z "${LOAD_IMAGES_CMD}" ]]; then
+  bad_input "build-command in existing mode needs LOAD_IMAGES_CMD, the command that loads the images it builds into your cluster"
+fi
+# The variants' images go where LOAD_IMAGES go: into kind, or through LOAD_IMAGES_CMD (without
+# it, an existing cluster pulls them from their registry).
+variant_images=()
+if [[ -n "${paired}" ]]; then variant_images=("${BASE_IMAGE}" "${CANDIDATE_IMAGE}"); fi
 if [[ -e "${OUT}" && ! -d "${OUT}" ]]; then bad_input "out '${OUT}' exists and is not a folder"; fi
 
 chart_field() { sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\}$/\1/p" "${CHART}/Chart.yaml"; }
@@ -301,6 +351,23 @@ elif [[ "${CLUSTER}" == "kind" ]]; then
   done
 fi
 
+# The base and the candidate: BUILD_COMMAND in a checkout of BASE_REF, then in the workspace.
+if [[ -n "${BUILD_COMMAND}" ]]; then
+  step "checking out the base ${base_ref}"
+  # actions/checkout leaves a clone of depth 1: the base is fetched from origin when missing.
+  base_commit="$(git rev-parse --verify --quiet "${base_ref}^{commit}" || true)"
+  if [[ -z "${base_commit}" ]]; then
+    git fetch --no-tags --depth=1 origin "${base_ref}"
+    base_commit="$(git rev-parse --verify "FETCH_HEAD^{commit}")"
+  fi
+  base_tree="${work}/base"
+  git worktree add --detach "${base_tree}" "${base_commit}"
+  step "building the base image ${BASE_IMAGE} (build-command in the checkout of ${base_ref})"
+  (cd "${base_tree}" && IMAGE="${BASE_IMAGE}" BENCHMATRIX_VARIANT=base bash -euo pipefail -c "${BUILD_COMMAND}")
+  step "building the candidate image ${CANDIDATE_IMAGE} (build-command in $(pwd))"
+  IMAGE="${CANDIDATE_IMAGE}" BENCHMATRIX_VARIANT=candidate bash -euo pipefail -c "${BUILD_COMMAND}"
+fi
+
 # ---------------------------------------------------------------------------------------------
 # 3. Cluster and images in it
 
@@ -319,12 +386,12 @@ if [[ "${CLUSTER}" == "kind" ]]; then
   export KUBECONFIG="${work}/kubeconfig"
   cluster_ready=1
   step "loading the images into kind"
-  kind load docker-image --name "${KIND_CLUSTER}" "${IMAGE_LIST[@]}" "${extra_images[@]}"
+  kind load docker-image --name "${KIND_CLUSTER}" "${IMAGE_LIST[@]}" "${extra_images[@]}" "${variant_images[@]}"
 else
   step "using the current context $(kubectl config current-context)"
   cluster_ready=1
-  to_load=("${extra_images[@]}")
-  if [[ "${IMAGES}" == "build" ]]; then to_load=("${IMAGE_LIST[@]}" "${extra_images[@]}"); fi
+  to_load=("${extra_images[@]}" "${variant_images[@]}")
+  if [[ "${IMAGES}" == "build" ]]; then to_load=("${IMAGE_LIST[@]}" "${extra_images[@]}" "${variant_images[@]}"); fi
   if [[ -n "${LOAD_IMAGES_CMD}" ]]; then
     read -r -a load_cmd <<<"${LOAD_IMAGES_CMD}"
     for image in "${to_load[@]}"; do
@@ -376,10 +443,13 @@ env HELM="${helm}" CHART="${CHART}" RELEASE="${RELEASE}" RELEASE_NAMESPACE="${RE
 
 doing="creating the out folder ${OUT}"
 mkdir -p "${OUT}"
-log "kubectl benchmatrix run ${SPEC} --out ${OUT} --timeout ${TIMEOUT} --junit ${OUT}/junit.xml --benchmark-json ${OUT}/benchmark.json"
+run_args=(--out "${OUT}" --timeout "${TIMEOUT}" --junit "${OUT}/junit.xml" --benchmark-json "${OUT}/benchmark.json")
+if [[ -n "${paired}" ]]; then
+  run_args+=(--base "${BASE_IMAGE}" --candidate "${CANDIDATE_IMAGE}" --max-regression "${MAX_REGRESSION}")
+fi
+log "kubectl benchmatrix run ${SPEC} ${run_args[*]}"
 set +e
-kubectl benchmatrix run "${SPEC}" --out "${OUT}" --timeout "${TIMEOUT}" \
-  --junit "${OUT}/junit.xml" --benchmark-json "${OUT}/benchmark.json"
+kubectl benchmatrix run "${SPEC}" "${run_args[@]}"
 run_code=$?
 set -e
 
@@ -398,10 +468,19 @@ fi
 # 7. The verdict: the run's, else the comparison's
 
 case "${run_code}" in
-  0) run_says="every cell measured" ;;
+  0)
+    run_says="every cell measured"
+    if [[ -n "${paired}" ]]; then run_says+="; no regression of the candidate beyond ${MAX_REGRESSION}% against the base"; fi
+    ;;
   1) run_says="a cell failed (report.md's Cells say which and why)" ;;
   2) run_says="kubectl benchmatrix run refused the BenchmarkRun or its --out (its message is in the log)" ;;
-  3) run_says="a threshold failed (report.md's Thresholds say which)" ;;
+  3)
+    if [[ -n "${paired}" ]]; then
+      run_says="a threshold failed, or the candidate regressed beyond ${MAX_REGRESSION}% against the base (report.md's Thresholds and Variants say which)"
+    else
+      run_says="a threshold failed (report.md's Thresholds say which)"
+    fi
+    ;;
   4) run_says="the run did not finish within ${TIMEOUT} (the plugin deleted it; raise timeout)" ;;
   5) run_says="kubectl benchmatrix run could not reach the cluster or the operator, or the run was deleted under it (its message is in the log)" ;;
   130) run_says="kubectl benchmatrix run was interrupted (the job was cancelled; the plugin deleted the run)" ;;

@@ -10,7 +10,8 @@
 # inputs that hold shell syntax staying data; the JUnit and benchmark JSON outputs; and the pull
 # request comment, against a stand-in of GitHub's API: created once, then updated on each push
 # (found by its marker, on a later page too), never duplicated, never without a token, and a
-# refusal of the API only a warning.
+# refusal of the API only a warning; base and candidate as variants of one run: the flags, the
+# images loaded, the summary's ratio table, and build-command in a checkout of the base.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -30,11 +31,17 @@ echo "kubectl-benchmatrix[${STUB_ORIGIN:-path}] $*" >>"${STUB_LOG}"
 # The exact spellings the script must use; a word split apart (an unquoted path) shows here.
 case "$1" in
   run)
-    [[ "$3 $5 $7 $9" == "--out --timeout --junit --benchmark-json" && $# -eq 10 ]] || {
-      echo "kubectl-benchmatrix: want run SPEC --out DIR --timeout D --junit FILE --benchmark-json PATH, got $# arguments: $*" >&2
+    # Paired: --base IMAGE --candidate IMAGE --max-regression PCT after the rest.
+    [[ "$3 $5 $7 $9" == "--out --timeout --junit --benchmark-json" ]] &&
+      [[ $# -eq 10 || ($# -eq 16 && "${11} ${13} ${15}" == "--base --candidate --max-regression") ]] || {
+      echo "kubectl-benchmatrix: want run SPEC --out DIR --timeout D --junit FILE --benchmark-json PATH [--base IMAGE --candidate IMAGE --max-regression PCT], got $# arguments: $*" >&2
       exit 64
     }
     out="$4"
+    variants=""
+    if [[ $# -eq 16 ]]; then
+      variants="$(printf '## Variants\n\nEach candidate against the base over the rounds, measured back to back (base `%s`, candidate `%s`).\n\n| configuration | figure | base | candidate | ratio | 95%% interval | p | verdict |\n|---|---|---:|---:|---:|---|---:|---|\n| pool-x1 | mixed/fast p99 ms | 30.1 | 33.4 | 1.109 | 1.071-1.152 | 0.031 | regression |\n' "${12}" "${14}")"
+    fi
     mkdir -p "${out}"
     if [[ "${STUB_RUN_EXIT:-0}" != 2 && "${STUB_RUN_EXIT:-0}" != 4 ]]; then
       echo '<testsuites/>' >"$8"
@@ -43,12 +50,14 @@ case "$1" in
     fi
     if [[ "${STUB_RUN_EXIT:-0}" != 2 ]]; then
       printf 'phase: Succeeded\ncells: []\n' >"${out}/status.yaml"
-      cat >"${out}/report.md" <<'MD'
+      cat >"${out}/report.md" <<MD
 # Benchmark report
 
-- run: `ci-gate`
+- run: \`ci-gate\`
 - outcome: Succeeded
 - headline: mixed/fast: pool-x1 p99 31.6ms (single-x1 25.0x)
+
+${variants}
 
 ## Thresholds
 
@@ -199,8 +208,26 @@ chmod +x "${stubs}"/*
 # BenchmarkRun file is there as bench.yaml, and also as $extra_spec when that is set.
 ws="${tmp}/ws"
 extra_spec=""
+# ws_git=1: the workspace is what actions/checkout leaves, a clone of depth 1 of $origin's
+# head (VERSION holds "candidate"); its parent, the base (VERSION "base", also the branch
+# release), is not in it, and
+# ${tmp}/pr-base-event.json is a pull_request event naming that parent as its base.
+ws_git=""
+origin="${tmp}/origin"
+git_q() { git -c user.name=selftest -c user.email=selftest@example.invalid -c init.defaultBranch=main "$@" >/dev/null 2>&1; }
 run_action() {
-  rm -rf "${ws}" && mkdir -p "${ws}"
+  rm -rf "${ws}"
+  if [[ -n "${ws_git}" ]]; then
+    if [[ ! -d "${origin}" ]]; then
+      git_q init "${origin}"
+      echo base >"${origin}/VERSION" && git_q -C "${origin}" add VERSION && git_q -C "${origin}" commit -m base
+      git_q -C "${origin}" branch release
+      echo candidate >"${origin}/VERSION" && git_q -C "${origin}" commit -am candidate
+    fi
+    git_q clone --depth 1 "file://${origin}" "${ws}"
+    printf '{"pull_request": {"number": 7, "base": {"sha": "%s"}}}' "$(git -C "${origin}" rev-parse HEAD~1)" >"${tmp}/pr-base-event.json"
+  fi
+  mkdir -p "${ws}"
   printf 'apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\n' >"${ws}/bench.yaml"
   if [[ -n "${extra_spec}" ]]; then cp "${ws}/bench.yaml" "${ws}/${extra_spec}"; fi
   printf 'phase: Succeeded\ncells: []\n' >"${ws}/main-status.yaml"
@@ -539,6 +566,97 @@ check has_line "exit-code=0" "${outputs}"
 end_case
 bad "pr-comment without a token" "pr-comment needs github-token" PR_COMMENT=true
 bad "pr-comment neither true nor false" "pr-comment must be true or false, not 'yes'" PR_COMMENT=yes
+
+# 17. Base and candidate side by side in one run (paired): both images loaded with the rest,
+# passed as --base/--candidate with --max-regression, the Variants table in the summary.
+# in_order over the summary instead of the recorded calls.
+summary_in_order() {
+  local log="${summary}"
+  in_order "$@"
+}
+paired_env=(BASE_IMAGE=shop:base CANDIDATE_IMAGE="registry.example/shop:pr-7" MAX_REGRESSION=5)
+run_action "${paired_env[@]}"
+begin "paired: both images loaded into kind, run with --base --candidate --max-regression, no compare"
+check exit_is 0
+check in_order "^kind create cluster" \
+  "^kind load docker-image --name benchmatrix-action ${img}-operator:${tag} ${img}-target:${tag} ${img}-loadgen:${tag} shop:base registry.example/shop:pr-7$" \
+  "^kubectl-benchmatrix\[image\] run bench.yaml --out benchmatrix-out --timeout 30m --junit benchmatrix-out/junit.xml --benchmark-json benchmatrix-out/benchmark.json --base shop:base --candidate registry.example/shop:pr-7 --max-regression 5$" \
+  "^kind delete cluster"
+refute has "compare" "${log}"
+refute has "^docker build .* shop:\|git" "${log}"
+check has_line "exit-code=0" "${outputs}"
+end_case
+begin "paired: the job summary shows the ratio table with its intervals, and no baseline section"
+check has_line "**every cell measured; no regression of the candidate beyond 5% against the base (exit 0)**" "${summary}"
+check has_line "### Variants" "${summary}"
+check has_line "| configuration | figure | base | candidate | ratio | 95% interval | p | verdict |" "${summary}"
+check has_line "| pool-x1 | mixed/fast p99 ms | 30.1 | 33.4 | 1.109 | 1.071-1.152 | 0.031 | regression |" "${summary}"
+check has "(base \`shop:base\`, candidate \`registry.example/shop:pr-7\`)" "${summary}"
+check summary_in_order "^### Variants" "^### Thresholds" "^### Cells"
+refute has "Against the baseline\|No baseline given" "${summary}"
+end_case
+run_action "${paired_env[@]}" STUB_RUN_EXIT=3
+begin "paired, the plugin's regression (exit 3): passed on, the Variants table named"
+check exit_is 3
+check has "the candidate regressed beyond 5% against the base (report.md's Thresholds and Variants say which)" "${out}"
+check has_line "| configuration | figure | base | candidate | ratio | 95% interval | p | verdict |" "${summary}"
+end_case
+run_action "${paired_env[@]}" CLUSTER=existing LOAD_IMAGES_CMD="stubload --into mine"
+begin "paired, existing cluster: LOAD_IMAGES_CMD loads both images after the project's"
+check exit_is 0
+check in_order "^stubload --into mine ${img}-loadgen:${tag}$" "^stubload --into mine shop:base$" \
+  "^stubload --into mine registry.example/shop:pr-7$" "^kubectl-benchmatrix\[image\] run .* --base shop:base --candidate registry.example/shop:pr-7 --max-regression 5$"
+end_case
+
+# 18. build-command: the base built in a checkout of the pull request's base (fetched: the
+# workspace is a clone of depth 1), the candidate in the workspace, each as $IMAGE, before any
+# cluster exists; the base's checkout removed afterwards.
+ws_git=1
+# shellcheck disable=SC2016 # expanded by the bash that runs build-command
+build='echo "build ${BENCHMATRIX_VARIANT} ${IMAGE} $(cat VERSION) in $(basename "$(pwd)")" >>"${STUB_LOG}"'
+run_action "${paired_env[@]}" BUILD_COMMAND="${build}" GITHUB_EVENT_PATH="${tmp}/pr-base-event.json"
+begin "build-command: base from the pull request's base commit, candidate from the workspace, then the cluster"
+check exit_is 0
+check in_order "^build base shop:base base in base$" "^build candidate registry.example/shop:pr-7 candidate in ws$" \
+  "^kind create cluster" "^kind load docker-image .* shop:base registry.example/shop:pr-7$" \
+  "^kubectl-benchmatrix\[image\] run .* --base shop:base --candidate registry.example/shop:pr-7 --max-regression 5$"
+check test "$(git -C "${ws}" worktree list | wc -l)" -eq 1
+end_case
+run_action "${paired_env[@]}" BUILD_COMMAND="${build}" BASE_REF="$(git -C "${origin}" rev-parse HEAD)"
+begin "build-command with base-ref: that commit, no event needed"
+check exit_is 0
+check has "^build base shop:base candidate in base$" "${log}"
+end_case
+# shellcheck disable=SC2016 # expanded by the bash that runs build-command
+run_action "${paired_env[@]}" BUILD_COMMAND='[[ ${BENCHMATRIX_VARIANT} == base ]] || exit 9' GITHUB_EVENT_PATH="${tmp}/pr-base-event.json"
+begin "build-command failing for the candidate: exit 5 naming the step, no cluster, the base's checkout gone"
+check exit_is 5
+check has "setup failed while building the candidate image registry.example/shop:pr-7 (build-command in " "${out}"
+refute has "^kind" "${log}"
+check test "$(git -C "${ws}" worktree list | wc -l)" -eq 1
+end_case
+run_action "${paired_env[@]}" BUILD_COMMAND=true BASE_REF=0123456789abcdef0123456789abcdef01234567
+begin "build-command with a base-ref origin lacks: exit 5 naming the checkout"
+check exit_is 5
+check has "setup failed while checking out the base 0123456789abcdef0123456789abcdef01234567" "${out}"
+end_case
+run_action "${paired_env[@]}" BUILD_COMMAND="${build}" BASE_REF=release
+begin "build-command with a branch name as base-ref that the clone lacks: fetched, its head built"
+check exit_is 0
+check has "^build base shop:base base in base$" "${log}"
+end_case
+bad "a base-ref that is a git option" "base-ref '--upload-pack=touch pwned' is not a commit or branch name" \
+  "${paired_env[@]}" BUILD_COMMAND=true BASE_REF="--upload-pack=touch pwned"
+ws_git=""
+bad "base-image without candidate-image" "base-image and candidate-image go together" BASE_IMAGE=shop:base
+bad "one image as both" "base-image and candidate-image are both 'shop:x'" BASE_IMAGE=shop:x CANDIDATE_IMAGE=shop:x
+bad "a baseline and paired images" "baseline and base-image/candidate-image are two ways to compare" \
+  "${paired_env[@]}" BASELINE=main-status.yaml
+bad "build-command without the images" "build-command needs base-image and candidate-image" BUILD_COMMAND=true
+bad "build-command outside a pull request without base-ref" "build-command needs base-ref" \
+  "${paired_env[@]}" BUILD_COMMAND=true GITHUB_EVENT_PATH="${tmp}/push-event.json"
+bad "build-command outside a git checkout" "build-command builds the base from a git checkout" \
+  "${paired_env[@]}" BUILD_COMMAND=true BASE_REF=main
 
 if [[ ${failures} -gt 0 ]]; then
   echo "action self-test: ${failures} failed"
