@@ -51,6 +51,7 @@ fn every_shape_of_junit_output_validates_against_the_schema() {
     let mut skipped = finished.clone();
     skipped.cells[2].phase = CellPhase::Skipped;
     let repeated = fixture("operator/tests/fixtures/compare/base.yaml");
+    let paired = fixture("operator/tests/fixtures/finished/paired.yaml");
     let refused = BenchmarkRunStatus {
         phase: RunPhase::Failed,
         message: Some("spec.configurations: at least one & <none> given".into()),
@@ -60,6 +61,7 @@ fn every_shape_of_junit_output_validates_against_the_schema() {
         ("verdicts and a failed cell", &finished),
         ("a skipped cell", &skipped),
         ("repeated cells without times", &repeated),
+        ("variants, two candidate figures regressed", &paired),
         ("a run that never reached a cell", &refused),
     ] {
         let xml = junit::junit_xml("ci-gate", status);
@@ -163,6 +165,7 @@ fn benchmark_json_holds_the_trackers_documented_fields_only() {
     for status in [
         fixture("operator/tests/fixtures/finished/ci-gate.yaml"),
         fixture("operator/tests/fixtures/compare/base.yaml"),
+        fixture("operator/tests/fixtures/finished/paired.yaml"),
     ] {
         let (smaller, bigger) =
             benchmark_json::write_benchmark_json(&dir.path().join("bench.json"), &status).unwrap();

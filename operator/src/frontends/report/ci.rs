@@ -9,7 +9,8 @@ use crate::resource::BenchmarkRunStatus;
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CiFiles {
     /// Also write the verdicts as JUnit XML into FILE, for CI test reports: each threshold
-    /// verdict and each cell a test case (a failed cell or threshold a failure).
+    /// verdict, each cell and, with variants, each candidate figure against the base a test
+    /// case (a failed cell or threshold, or a regression, a failure).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Also write the headline figures for github-action-benchmark into PATH.smaller.json

@@ -3,7 +3,10 @@
 //! `artifacts:reports:junit`, Jenkins). Each threshold verdict is a test case of the suite
 //! `thresholds`, and each cell one of the suite `cells`: a measured cell passes, a failed one
 //! fails with its reason, a skipped one is skipped. A run refused before any cell (an invalid
-//! spec) is one failed case of the suite `run`.
+//! spec) is one failed case of the suite `run`. A run with variants adds the suite `variants`:
+//! each candidate figure against the base (status.variants) is a case, failed when its verdict
+//! is Regression (worse, significant at 5% and beyond the 5% minimum change), with the ratio,
+//! its interval and the p-value. The exit code's gate, `--max-regression`, may allow more.
 //!
 //! The elements and attributes are those of the Surefire/Jenkins JUnit format, which every
 //! reader of JUnit XML accepts; `tests/junit.xsd` describes them, and a test validates the
@@ -13,6 +16,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::resource::conditions::{self, secs_of};
+use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, ThresholdResult, Verdict};
 
 /// One test case.
@@ -159,7 +163,61 @@ fn suites(status: &BenchmarkRunStatus) -> Vec<Suite> {
             cases: status.cells.iter().map(cell_case).collect(),
         });
     }
+    if !status.variants.is_empty() {
+        suites.push(Suite {
+            name: "variants",
+            cases: status
+                .variants
+                .iter()
+                .flat_map(|c| c.figures.iter().map(move |f| variant_case(c, f)))
+                .collect(),
+        });
+    }
     suites
+}
+
+/// A candidate's figure against the base's: failed on a regression.
+fn variant_case(c: &VariantComparison, f: &RatioFigure) -> Case {
+    let change = |ratio: f64| format!("{:+.1}%", (ratio - 1.0) * 100.0);
+    let interval = match (f.ratio_low, f.ratio_high) {
+        (Some(low), Some(high)) => format!(", 95% interval {} to {}", change(low), change(high)),
+        _ => String::new(),
+    };
+    let evidence = format!(
+        "{} {} {}: base {} candidate {}, ratio {:.3} ({}{interval}) over {} rounds, p(worse)={:.3}",
+        c.configuration,
+        f.phase,
+        f.endpoint,
+        f.base,
+        f.candidate,
+        f.ratio,
+        change(f.ratio),
+        c.rounds,
+        f.p_worse
+    );
+    let outcome = match f.verdict {
+        ChangeVerdict::Regression => CaseOutcome::Failed {
+            kind: "Regression".into(),
+            message: format!(
+                "{} {} of {}: {}{interval}, p={:.3}",
+                c.candidate,
+                f.figure,
+                c.configuration,
+                change(f.ratio),
+                f.p_worse
+            ),
+            detail: evidence,
+        },
+        ChangeVerdict::Improvement | ChangeVerdict::WithinNoise => CaseOutcome::Passed,
+    };
+    Case {
+        name: format!(
+            "{}: {} vs {} {}/{} {}",
+            c.configuration, c.candidate, c.base, f.phase, f.endpoint, f.figure
+        ),
+        seconds: 0.0,
+        outcome,
+    }
 }
 
 fn threshold_case(t: &ThresholdResult) -> Case {

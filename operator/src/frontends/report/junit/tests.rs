@@ -93,3 +93,35 @@ fn text_is_escaped_and_characters_xml_cannot_hold_are_dropped() {
     assert!(xml.contains("exit &lt;1&gt; &amp; [31mred"), "{xml}");
     assert!(xml.contains("classname=\"a&amp;b.cells\""), "{xml}");
 }
+
+/// The real paired run of the shared fixtures: base and candidate of configuration threads.
+fn paired() -> BenchmarkRunStatus {
+    let text = include_str!("../../../../tests/fixtures/finished/paired.yaml");
+    crate::frontends::report::parse_status(text).unwrap()
+}
+
+#[test]
+fn each_candidate_figure_is_a_case_failed_on_a_regression() {
+    let xml = junit_xml("paired", &paired());
+    // p50 (+9.8%, every round slower) and rps (-8.3%) regressed; p99 was within noise.
+    assert_eq!(
+        attr(&xml, "<testsuite name=\"variants\"", "tests"),
+        "3",
+        "{xml}"
+    );
+    assert_eq!(attr(&xml, "<testsuite name=\"variants\"", "failures"), "2");
+    assert!(
+        xml.contains(
+            "<testcase classname=\"paired.variants\" name=\"threads: candidate vs base steady/fast p99\" time=\"0.000\"/>"
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(
+            "<failure type=\"Regression\" message=\"candidate p50 of threads: +9.8%, 95% interval +9.6% to +10.0%, p=0.031\">"
+        ),
+        "{xml}"
+    );
+    // A run without variants has no such suite.
+    assert!(!junit_xml("ci-gate", &finished()).contains("variants"));
+}
