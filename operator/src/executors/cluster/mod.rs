@@ -31,6 +31,7 @@ pub mod outage;
 pub mod queue;
 pub mod reconcile;
 pub mod robustness_metrics;
+pub mod run_metrics;
 pub mod target_pods;
 pub mod telemetry;
 pub mod template;
@@ -186,6 +187,17 @@ pub struct OperatorArgs {
         value_parser = clap::value_parser!(u64).range(2..=300)
     )]
     pub leader_lease_seconds: u64,
+    /// Export the figures of this many finished runs on /metrics (the ones that finished last;
+    /// 0 to 100): each run adds a few series per cell, phase and endpoint, so the bound keeps
+    /// the number of series bounded.
+    #[arg(
+        long,
+        env = "BENCHMATRIX_EXPORTED_RUNS",
+        default_value_t = run_metrics::DEFAULT_EXPORTED_RUNS,
+        value_parser = run_metrics::parse_limit,
+        value_name = "N"
+    )]
+    pub exported_runs: usize,
 }
 
 /// `--shutdown-timeout`: a duration written like "20s", "500ms" or "1m".
@@ -255,7 +267,9 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     // start-up is not lost.
     let stop = ShutdownSignals::install();
     let config = kube::Config::infer().await?;
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Arc::new(Metrics::exporting(run_metrics::RunMetrics::new(
+        args.exported_runs,
+    )));
     let client = counted_client(config.clone(), metrics.clone())?;
     let kubelet = args.kubelet_metrics.then(|| {
         Arc::new(KubeletReader::new(
