@@ -28,6 +28,7 @@ pub mod observe;
 pub mod outage;
 pub mod queue;
 pub mod reconcile;
+pub mod slots;
 pub mod target_pods;
 pub mod telemetry;
 pub mod template;
