@@ -6,6 +6,7 @@
 mod charts;
 pub mod files;
 pub mod markdown;
+pub mod node_effect;
 pub mod recommendation;
 pub mod svg;
 mod table;
