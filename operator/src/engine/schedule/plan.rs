@@ -161,3 +161,105 @@ pub fn times_on(c: &CellStatus, nodes: &[String]) -> usize {
         c.repetitions.iter().filter(|r| on(&r.nodes)).count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::status::{ParallelismStatus, RepetitionStatus};
+
+    fn variant(configuration: &str, variant: &str, phase: CellPhase) -> CellStatus {
+        CellStatus {
+            name: format!("{configuration}-{variant}"),
+            configuration: Some(configuration.into()),
+            variant: Some(variant.into()),
+            phase,
+            ..CellStatus::default()
+        }
+    }
+
+    fn two_nodes(cells: Vec<CellStatus>) -> BenchmarkRunStatus {
+        BenchmarkRunStatus {
+            parallelism: Some(ParallelismStatus {
+                asked: "2".into(),
+                slots: 2,
+                node_sets: vec![vec!["n1".into()], vec!["n2".into()]],
+                message: String::new(),
+            }),
+            cells,
+            ..BenchmarkRunStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_begun_round_waits_for_its_own_node_set_and_a_busy_configuration_waits_its_turn() {
+        let mut base = variant("a", "base", CellPhase::Pending);
+        base.repetitions.push(RepetitionStatus {
+            repetition: 1,
+            phase: CellPhase::Succeeded,
+            nodes: vec!["n1".into()],
+            ..RepetitionStatus::default()
+        });
+        let mut running = variant("b", "base", CellPhase::Running);
+        running.slot = Some(0);
+        let mut status = two_nodes(vec![
+            base,
+            variant("a", "next", CellPhase::Pending),
+            running,
+            variant("b", "next", CellPhase::Pending),
+        ]);
+        // a's round 1 began on n1, busy with b; b's next variant waits for b-base: slot 1 idles.
+        let flying = Placed {
+            step: Step {
+                cell: 2,
+                repetition: 1,
+            },
+            slot: Some(0),
+        };
+        assert_eq!(plan(&status), [flying]);
+        // b-base done: a-next goes to n1, where its round began (before b, in matrix order).
+        status.cells[2].phase = CellPhase::Pending;
+        status.cells[2].slot = None;
+        status.cells[2].repetitions.push(RepetitionStatus {
+            repetition: 1,
+            phase: CellPhase::Succeeded,
+            nodes: vec!["n1".into()],
+            ..RepetitionStatus::default()
+        });
+        // b's round began on n1 too: b-next waits for n1 rather than go to n2.
+        assert_eq!(
+            plan(&status),
+            [Placed {
+                step: Step {
+                    cell: 1,
+                    repetition: 1
+                },
+                slot: Some(0)
+            }]
+        );
+    }
+
+    #[test]
+    fn without_node_sets_the_plan_is_the_one_next_step() {
+        let status = BenchmarkRunStatus {
+            cells: vec![
+                CellStatus {
+                    name: "a".into(),
+                    ..CellStatus::default()
+                },
+                CellStatus {
+                    name: "b".into(),
+                    ..CellStatus::default()
+                },
+            ],
+            ..BenchmarkRunStatus::default()
+        };
+        assert_eq!(
+            plan(&status),
+            [Placed {
+                step: next_step(&status).unwrap(),
+                slot: None
+            }]
+        );
+        assert_eq!(slots(&status), 1);
+    }
+}
