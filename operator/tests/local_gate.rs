@@ -231,3 +231,81 @@ fn timing_adaptive_repetitions_stop_early_when_precise() {
         Some(format!("{taken}/{taken}").as_str())
     );
 }
+
+/// Base and candidate of known cost, side by side: /fast burns 4 ms of CPU per request in the
+/// base and 12 ms in the candidate, so every round's ratio is near 3. Five rounds, measured in
+/// ABBA order; the candidate must be caught by `--max-regression` (exit 3) and by a threshold
+/// relative to the base variant, and neither a lax gate nor the base's own cells may be.
+#[test]
+fn a_candidate_three_times_slower_is_caught_by_the_paired_gate_and_its_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: paired}
+spec:
+  repeat: 5
+  configurations: [{name: threads, mode: threads, cpu: "1"}]
+  variants:
+    - {name: base, env: [{name: BENCH_FAST_MS, value: "4"}]}
+    - {name: candidate, env: [{name: BENCH_FAST_MS, value: "12"}]}
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+    warmup: 0s
+    phases: [{name: steady, duration: 1s, load: [{endpoint: fast, connections: 1}]}]
+  thresholds:
+    - {variant: candidate, p50: {atMost: 1.5, ofVariant: base}}
+"#;
+    let file = dir.path().join("run.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let gate = |pct: &str, out: &str| {
+        std::process::Command::new(local_common::exe())
+            .args(["run", file.to_str().unwrap(), "--out"])
+            .arg(dir.path().join(out))
+            .args(["--max-regression", pct])
+            .output()
+            .expect("start benchmatrix run")
+    };
+    let o = gate("20", "strict");
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("figure(s) regressed beyond 20% (--max-regression): exit 3"),
+        "{t}"
+    );
+    let st = status(&dir.path().join("strict"));
+    let variants = st["variants"].as_sequence().expect("status.variants");
+    assert_eq!(variants.len(), 1, "{variants:?}");
+    assert_eq!(variants[0]["rounds"].as_u64(), Some(5));
+    let p50 = variants[0]["figures"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|f| f["figure"].as_str() == Some("p50"))
+        .expect("a p50 ratio");
+    let ratio = p50["ratio"].as_f64().unwrap();
+    assert!((2.0..4.0).contains(&ratio), "12 ms over 4 ms: {p50:?}");
+    assert_eq!(p50["verdict"].as_str(), Some("Regression"), "{p50:?}");
+    assert!(p50["pWorse"].as_f64().unwrap() < 0.05, "{p50:?}");
+    // The threshold judged the candidate only, on the ratio, and failed.
+    let verdicts = st["thresholds"].as_sequence().expect("status.thresholds");
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0]["cell"].as_str(), Some("threads-candidate"));
+    assert_eq!(verdicts[0]["verdict"].as_str(), Some("Fail"));
+    assert!(verdicts[0]["ratio"].as_f64().unwrap() > 1.5, "{verdicts:?}");
+    // Rounds alternate: base first in odd rounds, the candidate first in even ones.
+    let started = |cell: &str, round: usize| {
+        local_common::cell(&st, cell)["repetitions"][round]["startTime"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(started("threads-base", 0) <= started("threads-candidate", 0));
+    assert!(started("threads-candidate", 1) <= started("threads-base", 1));
+    let md = std::fs::read_to_string(dir.path().join("strict/report.md")).unwrap();
+    assert!(md.contains("## Variants"), "{md}");
+    assert!(
+        md.contains("| threads | candidate vs base steady/fast p50 |"),
+        "{md}"
+    );
+}

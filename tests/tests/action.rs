@@ -293,7 +293,7 @@ fn the_summary_keeps_the_tables_of_a_real_report_and_comparison_without_images()
     let compare =
         benchmatrix::frontends::compare::run(benchmatrix::frontends::compare::CompareArgs {
             base: fixtures.join("base.yaml"),
-            new: fixtures.join("new-regression.yaml"),
+            new: Some(fixtures.join("new-regression.yaml")),
             options: benchmatrix::frontends::compare::CompareOptions {
                 out: Some(out.join("compare")),
                 max_regression: 10.0,

@@ -9,6 +9,10 @@
 //! - Neither side repeated: no spread is known, so a change counts only beyond
 //!   [`SINGLE_RUN_NOISE`] (10%), and the row says "single run: no spread known".
 //!
+//! With one run, `benchmatrix compare RUN` shows its variants side by side instead
+//! ([`crate::frontends::variants`]): paired rounds, the stronger evidence, where two runs
+//! compared afterwards carry all the noise between them.
+//!
 //! Exit codes: 0 no regression beyond `--max-regression`, 2 bad input, 3 a regression beyond
 //! `--max-regression` (default 0: any regression that the rules above call one).
 
@@ -36,8 +40,9 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 pub struct CompareArgs {
     /// The baseline: a status.yaml, or a whole BenchmarkRun (`kubectl get bmr NAME -o yaml`).
     pub base: PathBuf,
-    /// The run to judge against the baseline, in the same forms.
-    pub new: PathBuf,
+    /// The run to judge against the baseline, in the same forms. Left out: BASE's own
+    /// variants (spec.variants) side by side, each candidate against the base.
+    pub new: Option<PathBuf>,
     /// How to judge, and where to write.
     #[command(flatten)]
     pub options: CompareOptions,
@@ -610,7 +615,17 @@ pub fn run(args: CompareArgs) -> ExitCode {
                 ExitCode::from(EXIT_BAD_INPUT)
             })
     };
-    match (read(&args.base), read(&args.new)) {
+    let Some(new) = &args.new else {
+        return match read(&args.base) {
+            Ok(run) => crate::frontends::variants::compare_within(
+                &run,
+                &args.options,
+                "benchmatrix compare",
+            ),
+            Err(code) => code,
+        };
+    };
+    match (read(&args.base), read(new)) {
         (Ok(base), Ok(new)) => run_on(&base, &new, &args.options, "benchmatrix compare"),
         (Err(code), _) | (_, Err(code)) => code,
     }

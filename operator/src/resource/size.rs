@@ -678,6 +678,7 @@ fn threshold_result(shape: &Shape, cell: &str) -> ThresholdResult {
         endpoint: text(longest(&mut shape.streams.iter().map(|(_, e)| e))),
         measured: Some(NUMBER),
         limit: Some(NUMBER),
+        ratio: Some(NUMBER),
         verdict: Verdict::Fail,
         message: text(line),
         unstable: true,

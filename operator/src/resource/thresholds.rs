@@ -31,6 +31,12 @@ pub struct Threshold {
     #[schemars(length(min = 1, max = 63), regex(pattern = "^[-a-z0-9*?]+$"))]
     pub cell: Option<String>,
 
+    /// With spec.variants: the variant whose cells this threshold applies to (an exact name).
+    /// Unset: every variant's cells (with `ofVariant`: every variant but that one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 20))]
+    pub variant: Option<String>,
+
     /// The measured phase whose figures are judged. Required unless the workload has only one
     /// phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,8 +78,9 @@ pub struct Threshold {
     pub error_rate: Option<ErrorRateLimit>,
 }
 
-/// A latency limit: absolute (`below`) or relative to another cell of the run (`atMost` and
-/// `of`).
+/// A latency limit: absolute (`below`), relative to another cell of the run (`atMost` and
+/// `of`), or relative to another variant of the same configuration (`atMost` and `ofVariant`),
+/// judged on the median of the per-round ratios of the paired rounds.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -82,8 +89,12 @@ pub struct Threshold {
         "message": "set either below (absolute) or atMost with of (relative to another cell)",
     },
     {
-        "rule": "has(self.atMost) == has(self.of)",
-        "message": "atMost and of go together: atMost is a factor of the latency of the cell named in of",
+        "rule": "has(self.atMost) == (has(self.of) || has(self.ofVariant))",
+        "message": "atMost goes with of (a cell) or ofVariant (a variant): it is a factor of that one's latency",
+    },
+    {
+        "rule": "!(has(self.of) && has(self.ofVariant))",
+        "message": "set either of (a cell) or ofVariant (a variant), not both",
     },
     {
         "rule": "!has(self.below) || duration(self.below) > duration('0s')",
@@ -106,10 +117,17 @@ pub struct LatencyLimit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     pub of: Option<String>,
+
+    /// The variant (of spec.variants) the relative limit refers to: each judged cell against
+    /// the cell of the same configuration in that variant, on the median of the per-round
+    /// ratios, e.g. `{atMost: 1.05, ofVariant: base}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 20))]
+    pub of_variant: Option<String>,
 }
 
-/// A throughput limit: absolute (`above`, requests per second) or relative to another cell of
-/// the run (`atLeast` and `of`).
+/// A throughput limit: absolute (`above`, requests per second), relative to another cell of
+/// the run (`atLeast` and `of`), or relative to another variant (`atLeast` and `ofVariant`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -118,8 +136,12 @@ pub struct LatencyLimit {
         "message": "set either above (absolute) or atLeast with of (relative to another cell)",
     },
     {
-        "rule": "has(self.atLeast) == has(self.of)",
-        "message": "atLeast and of go together: atLeast is a factor of the throughput of the cell named in of",
+        "rule": "has(self.atLeast) == (has(self.of) || has(self.ofVariant))",
+        "message": "atLeast goes with of (a cell) or ofVariant (a variant): it is a factor of that one's throughput",
+    },
+    {
+        "rule": "!(has(self.of) && has(self.ofVariant))",
+        "message": "set either of (a cell) or ofVariant (a variant), not both",
     },
 ]))]
 pub struct RpsLimit {
@@ -138,6 +160,11 @@ pub struct RpsLimit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     pub of: Option<String>,
+
+    /// The variant the relative limit refers to, as in a latency limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 20))]
+    pub of_variant: Option<String>,
 }
 
 /// An error-rate limit.
@@ -210,29 +237,79 @@ pub enum Bound {
     Below(f64),
     /// Pass when the figure is above this value (requests per second).
     Above(f64),
-    /// Pass when the figure is at most `factor` times the same figure of cell `of`.
+    /// Pass when the figure is at most `factor` times the same figure of `of`.
     AtMostOf {
         /// The factor.
         factor: f64,
-        /// The reference cell.
-        of: String,
+        /// The reference.
+        of: Reference,
     },
-    /// Pass when the figure is at least `factor` times the same figure of cell `of`.
+    /// Pass when the figure is at least `factor` times the same figure of `of`.
     AtLeastOf {
         /// The factor.
         factor: f64,
-        /// The reference cell.
-        of: String,
+        /// The reference.
+        of: Reference,
     },
 }
 
+/// What a relative bound is relative to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reference {
+    /// Another cell of the run (`of`): its median over the repetitions.
+    Cell(String),
+    /// The same configuration's cell in another variant (`ofVariant`): the bound is on the
+    /// median of the per-round ratios.
+    Variant(String),
+}
+
+impl std::fmt::Display for Reference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reference::Cell(cell) => f.write_str(cell),
+            Reference::Variant(variant) => write!(f, "variant {variant}"),
+        }
+    }
+}
+
 impl Bound {
-    /// The reference cell of a relative bound.
+    /// The reference cell of a bound relative to a cell.
     pub fn reference(&self) -> Option<&str> {
         match self {
-            Bound::AtMostOf { of, .. } | Bound::AtLeastOf { of, .. } => Some(of),
-            Bound::Below(_) | Bound::Above(_) => None,
+            Bound::AtMostOf {
+                of: Reference::Cell(of),
+                ..
+            }
+            | Bound::AtLeastOf {
+                of: Reference::Cell(of),
+                ..
+            } => Some(of),
+            _ => None,
         }
+    }
+
+    /// The reference variant of a bound relative to a variant.
+    pub fn reference_variant(&self) -> Option<&str> {
+        match self {
+            Bound::AtMostOf {
+                of: Reference::Variant(v),
+                ..
+            }
+            | Bound::AtLeastOf {
+                of: Reference::Variant(v),
+                ..
+            } => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The reference of a relative limit that sets exactly one of `of` and `ofVariant`.
+fn reference(of: &Option<String>, of_variant: &Option<String>) -> Option<Reference> {
+    match (of, of_variant) {
+        (Some(cell), None) => Some(Reference::Cell(cell.clone())),
+        (None, Some(variant)) => Some(Reference::Variant(variant.clone())),
+        _ => None,
     }
 }
 
@@ -240,14 +317,14 @@ impl Threshold {
     /// Every metric this threshold sets, with its bound; exactly one for a valid threshold. A
     /// limit that sets neither or both of its absolute and relative forms yields no bound.
     pub fn limits(&self) -> Vec<(Metric, Option<Bound>)> {
-        let latency = |l: &LatencyLimit| match (&l.below, l.at_most, &l.of) {
-            (Some(d), None, None) => Some(Bound::Below(d.get().as_secs_f64() * 1000.0)),
-            (None, Some(factor), Some(of)) => Some(Bound::AtMostOf {
-                factor,
-                of: of.clone(),
-            }),
-            _ => None,
-        };
+        let latency =
+            |l: &LatencyLimit| match (&l.below, l.at_most, reference(&l.of, &l.of_variant)) {
+                (Some(d), None, None) if l.of.is_none() && l.of_variant.is_none() => {
+                    Some(Bound::Below(d.get().as_secs_f64() * 1000.0))
+                }
+                (None, Some(factor), Some(of)) => Some(Bound::AtMostOf { factor, of }),
+                _ => None,
+            };
         let mut out = Vec::new();
         for (metric, limit) in [
             (Metric::P50, &self.p50),
@@ -261,12 +338,11 @@ impl Threshold {
             }
         }
         if let Some(r) = &self.rps {
-            let bound = match (r.above, r.at_least, &r.of) {
-                (Some(v), None, None) => Some(Bound::Above(v)),
-                (None, Some(factor), Some(of)) => Some(Bound::AtLeastOf {
-                    factor,
-                    of: of.clone(),
-                }),
+            let bound = match (r.above, r.at_least, reference(&r.of, &r.of_variant)) {
+                (Some(v), None, None) if r.of.is_none() && r.of_variant.is_none() => {
+                    Some(Bound::Above(v))
+                }
+                (None, Some(factor), Some(of)) => Some(Bound::AtLeastOf { factor, of }),
                 _ => None,
             };
             out.push((Metric::Rps, bound));
@@ -331,6 +407,10 @@ pub struct ThresholdResult {
     /// figure. Absent when the reference cell's figure could not be measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<f64>,
+    /// With `ofVariant`: the median of the per-round ratios (this cell's figure over the
+    /// reference variant's, round by round) that the verdict rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
     /// Pass or Fail.
     pub verdict: Verdict,
     /// One line: the comparison made, or why the figure is missing.
@@ -446,13 +526,13 @@ pub fn check<C: AsRef<str>, P: AsRef<str>, E: AsRef<str>>(
             match bound {
                 None if metric == Metric::Rps => errors.push(FieldError::new(
                     here,
-                    "set either above (requests per second) or atLeast with of (a factor of \
-                     another cell's throughput)",
+                    "set either above (requests per second) or atLeast with of or ofVariant (a \
+                     factor of another cell's or variant's throughput)",
                 )),
                 None => errors.push(FieldError::new(
                     here,
-                    "set either below (a duration such as \"100ms\") or atMost with of (a factor \
-                     of another cell's latency)",
+                    "set either below (a duration such as \"100ms\") or atMost with of or \
+                     ofVariant (a factor of another cell's or variant's latency)",
                 )),
                 Some(bound) => check_bound(&mut errors, &here, metric, &bound, cell_names),
             }
@@ -532,7 +612,9 @@ fn check_bound<S: AsRef<str>>(
                     format!("{factor} is not a factor above 0 and at most 1000"),
                 );
             }
-            if !cell_names.iter().any(|c| c.as_ref() == of) {
+            if let Reference::Cell(of) = of
+                && !cell_names.iter().any(|c| c.as_ref() == of)
+            {
                 refuse(
                     "of",
                     format!(
@@ -543,6 +625,77 @@ fn check_bound<S: AsRef<str>>(
             }
         }
     }
+}
+
+/// One cell of the matrix as a threshold sees it: its name and its variant.
+pub struct CellOfVariant<'a> {
+    /// The cell's name.
+    pub name: &'a str,
+    /// Its variant's name, in a run with spec.variants.
+    pub variant: Option<&'a str>,
+}
+
+/// Everything wrong with the variants `thresholds` name, for a run whose variants are
+/// `variants` (empty without spec.variants) and whose cells are `cells`: `variant` and
+/// `ofVariant` name a variant of the run, a threshold is not relative to the variant it
+/// judges, and `cell` with `variant` still selects a cell.
+pub fn check_variants(
+    thresholds: &[Threshold],
+    cells: &[CellOfVariant<'_>],
+    variants: &[&str],
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let unknown = |name: &str| {
+        if variants.is_empty() {
+            format!("the run has no spec.variants, so there is no variant {name:?}")
+        } else {
+            format!(
+                "no variant is named {name:?}; the variants are {}",
+                listed(variants)
+            )
+        }
+    };
+    for (i, t) in thresholds.iter().enumerate() {
+        let at = format!("spec.thresholds[{i}]");
+        if let Some(v) = &t.variant
+            && !variants.contains(&v.as_str())
+        {
+            errors.push(FieldError::new(format!("{at}.variant"), unknown(v)));
+            continue;
+        }
+        let Some((metric, bound)) = t.limit() else {
+            continue;
+        };
+        let Some(of) = bound.reference_variant() else {
+            continue;
+        };
+        let here = format!("{at}.{}.ofVariant", metric.key());
+        if !variants.contains(&of) {
+            errors.push(FieldError::new(here, unknown(of)));
+            continue;
+        }
+        if t.variant.as_deref() == Some(of) {
+            errors.push(FieldError::new(
+                here,
+                format!("the threshold judges variant {of:?} against itself; name another"),
+            ));
+            continue;
+        }
+        let judged = cells.iter().any(|c| {
+            c.variant.is_some_and(|v| v != of)
+                && t.variant
+                    .as_deref()
+                    .is_none_or(|want| c.variant == Some(want))
+                && t.cell.as_deref().is_none_or(|p| glob_match(p, c.name))
+        });
+        if !judged {
+            errors.push(FieldError::new(
+                at.clone(),
+                format!("selects no cell of a variant other than {of:?}"),
+            ));
+        }
+    }
+    errors
 }
 
 /// The threshold in words, without its cells: "mixed/fast p99 below 100ms".

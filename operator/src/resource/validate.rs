@@ -713,17 +713,33 @@ fn check_env(env: &[EnvVar], at: &str, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// [`thresholds::check`] for a whole spec: its thresholds against the cells of its matrix
-/// (`configurations` and `axes`) and the phases and endpoints of its workload.
+/// [`thresholds::check`] and [`thresholds::check_variants`] for a whole spec: its thresholds
+/// against the cells of its matrix (`configurations` and `axes`, crossed with `variants`) and
+/// the phases and endpoints of its workload.
 pub fn check_thresholds(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
-    let cells: Vec<String> = matrix::cells(spec).into_iter().map(|c| c.name).collect();
+    let matrix = matrix::cells(spec);
+    let cells: Vec<&str> = matrix.iter().map(|c| c.name.as_str()).collect();
     let w = &spec.workload;
-    thresholds::check(
+    let mut errors = thresholds::check(
         &spec.thresholds,
         &cells,
         &w.phase_names(),
         &w.endpoint_names(),
-    )
+    );
+    let of_variants: Vec<thresholds::CellOfVariant<'_>> = matrix
+        .iter()
+        .map(|c| thresholds::CellOfVariant {
+            name: &c.name,
+            variant: c.variant.as_ref().map(|v| v.name.as_str()),
+        })
+        .collect();
+    let variants: Vec<&str> = spec.variants.iter().map(|v| v.name.as_str()).collect();
+    errors.extend(thresholds::check_variants(
+        &spec.thresholds,
+        &of_variants,
+        &variants,
+    ));
+    errors
 }
 
 #[cfg(test)]

@@ -161,7 +161,7 @@ fn verdict(p: &Paired, lower_is_better: bool) -> ChangeVerdict {
 
 /// A cell's measured rounds, by number: each successful repetition's results, or for a cell
 /// measured once, its results as round 1.
-fn rounds(c: &CellStatus) -> Vec<(u32, &[CellResult])> {
+pub fn rounds(c: &CellStatus) -> Vec<(u32, &[CellResult])> {
     if c.repetitions.is_empty() {
         return if c.phase == CellPhase::Succeeded {
             vec![(1, c.results.as_slice())]

@@ -7,9 +7,10 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::engine::results::{noise, paired, variants};
 use crate::resource::conditions::{self, Reason, status};
 use crate::resource::status::Percentile;
-use crate::resource::thresholds::{describe, figure_text, glob_match, selected};
+use crate::resource::thresholds::{Reference, describe, figure_text, glob_match, selected};
 use crate::resource::{
     BenchmarkRunStatus, Bound, CellPhase, CellResult, CellStatus, Metric, Threshold,
     ThresholdResult, Verdict,
@@ -210,6 +211,9 @@ pub fn evaluate(thresholds: &[Threshold], cells: &[CellStatus]) -> Vec<Threshold
         };
         for name in selected(t.cell.as_deref(), &names) {
             let cell = cells.iter().find(|c| c.name == name).expect("selected");
+            if !judges_variant(t, &bound, cell) {
+                continue;
+            }
             let mut result = ThresholdResult {
                 index: index as u32,
                 threshold: threshold.clone(),
@@ -224,6 +228,7 @@ pub fn evaluate(thresholds: &[Threshold], cells: &[CellStatus]) -> Vec<Threshold
                 Ok(j) => {
                     result.measured = Some(j.measured);
                     result.limit = Some(j.limit);
+                    result.ratio = j.ratio;
                     result.verdict = if j.pass { Verdict::Pass } else { Verdict::Fail };
                     result.unstable = j.unstable;
                     result.message = j.message;
@@ -240,9 +245,22 @@ pub fn evaluate(thresholds: &[Threshold], cells: &[CellStatus]) -> Vec<Threshold
     out
 }
 
+/// True when threshold `t` (of bound `bound`) judges `cell` as far as variants go: of its
+/// `variant` if it names one, and not the variant a bound is relative to.
+fn judges_variant(t: &Threshold, bound: &Bound, cell: &CellStatus) -> bool {
+    let variant = cell.variant.as_deref();
+    t.variant
+        .as_deref()
+        .is_none_or(|want| variant == Some(want))
+        && bound
+            .reference_variant()
+            .is_none_or(|of| variant.is_some_and(|v| v != of))
+}
+
 struct Judged {
     measured: f64,
     limit: f64,
+    ratio: Option<f64>,
     pass: bool,
     unstable: bool,
     message: String,
@@ -256,6 +274,14 @@ fn judge(
     metric: Metric,
     bound: &Bound,
 ) -> Result<Judged, (Option<f64>, String)> {
+    if let Some(of) = bound.reference_variant() {
+        let (at_most, factor) = match bound {
+            Bound::AtMostOf { factor, .. } => (true, *factor),
+            Bound::AtLeastOf { factor, .. } => (false, *factor),
+            _ => unreachable!("only relative bounds have a reference variant"),
+        };
+        return judge_paired(cell, cells, phase, endpoint, metric, (at_most, factor, of));
+    }
     let (measured, mut unstable) =
         cell_figure(cell, phase, endpoint, metric).map_err(|why| (None, why))?;
     let key = metric.key();
@@ -281,7 +307,10 @@ fn judge(
         }
         Bound::AtMostOf { factor, of } | Bound::AtLeastOf { factor, of } => {
             let at_most = matches!(bound, Bound::AtMostOf { .. });
-            let reference = cells.iter().find(|c| &c.name == of).ok_or_else(|| {
+            let reference = cells
+                .iter()
+                .find(|c| of == &Reference::Cell(c.name.clone()));
+            let reference = reference.ok_or_else(|| {
                 (
                     Some(measured),
                     format!("reference cell {of} is not in the run"),
@@ -321,9 +350,98 @@ fn judge(
     Ok(Judged {
         measured,
         limit,
+        ratio: None,
         pass,
         unstable,
         message,
+    })
+}
+
+/// A bound relative to a variant: `cell` against the cell of its configuration in variant
+/// `of`, round by round, judged on the median of the per-round ratios (drift between rounds
+/// cancels out of each ratio). `limit` is (at most?, factor, variant). The measured figure and
+/// the limit reported are the medians over the rounds, for reading; the verdict is the ratio's.
+fn judge_paired(
+    cell: &CellStatus,
+    cells: &[CellStatus],
+    phase: &str,
+    endpoint: &str,
+    metric: Metric,
+    (at_most, factor, of): (bool, f64, &str),
+) -> Result<Judged, (Option<f64>, String)> {
+    let reference = cells
+        .iter()
+        .find(|c| c.configuration == cell.configuration && c.variant.as_deref() == Some(of))
+        .ok_or_else(|| (None, format!("{} has no cell in variant {of}", cell.name)))?;
+    for c in [cell, reference] {
+        if let Some(why) = not_measured(c) {
+            return Err((None, why));
+        }
+    }
+    let per_round = |c: &CellStatus| -> Vec<(u32, Option<f64>)> {
+        variants::rounds(c)
+            .into_iter()
+            .map(|(n, results)| {
+                let value = results
+                    .iter()
+                    .find(|r| r.phase == phase && r.endpoint == endpoint)
+                    .and_then(|r| figure(r, metric).ok())
+                    .map(|(v, _)| v);
+                (n, value)
+            })
+            .collect()
+    };
+    let theirs = per_round(reference);
+    let (base, candidate): (Vec<f64>, Vec<f64>) = per_round(cell)
+        .into_iter()
+        .filter_map(|(n, mine)| {
+            let (_, base) = theirs.iter().find(|(m, _)| *m == n)?;
+            Some(((*base)?, mine?))
+        })
+        .unzip();
+    let key = metric.key();
+    let paired =
+        paired::paired(&base, &candidate, !metric.higher_is_better()).ok_or_else(|| {
+            (
+                None,
+                format!(
+                    "no round measured {phase}/{endpoint} {key} above 0 in both {} and {}",
+                    cell.name, reference.name
+                ),
+            )
+        })?;
+    let (measured, base_median) = (noise::median(&candidate), noise::median(&base));
+    let pass = if at_most {
+        paired.ratio <= factor
+    } else {
+        paired.ratio >= factor
+    };
+    let word = match (at_most, pass) {
+        (true, true) => "at most",
+        (true, false) => "more than",
+        (false, true) => "at least",
+        (false, false) => "less than",
+    };
+    let interval = paired
+        .interval
+        .map(|(low, high)| format!(", 95% interval {low:.3}–{high:.3}"))
+        .unwrap_or_default();
+    Ok(Judged {
+        measured,
+        limit: factor * base_median,
+        ratio: Some(paired.ratio),
+        pass,
+        unstable: false,
+        message: format!(
+            "{key} median ratio {:.3} over {} round(s){interval}, {word} {factor} x variant \
+             {of} ({} {}, {} {})",
+            paired.ratio,
+            paired.ratios.len(),
+            reference.name,
+            figure_text(metric, base_median),
+            cell.name,
+            figure_text(metric, measured)
+        ),
     })
 }
 

@@ -590,6 +590,50 @@ mod tests {
         }
     }
 
+    /// Each variant's cells run its image and environment; a round's later variant is pinned
+    /// to the nodes of its first.
+    #[test]
+    fn a_variants_cells_run_its_image_and_env_on_the_rounds_nodes() {
+        use crate::resource::Variant;
+        let run = BenchmarkRun::sample()
+            .with_uid("0000-1111")
+            .with_cell(Configuration::named("c"))
+            .with_variant(Variant::named("base").image("app:main"))
+            .with_variant(
+                Variant::named("next")
+                    .image("app:pr")
+                    .env("BENCH_FAST_MS", "22"),
+            );
+        let v = ValidatedRun::for_cluster(run).expect("the spec is valid");
+        let names: Vec<&str> = v.cells().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["c-base", "c-next"]);
+        let container = |i: usize, pin: Vec<String>| {
+            let dep = deployment(&v, &v.cells()[i], 1, "default-image", pin);
+            let pod = dep.spec.template.spec.unwrap();
+            (pod.containers[0].clone(), pod.affinity)
+        };
+        let (base, free) = container(0, Vec::new());
+        assert_eq!(base.image.as_deref(), Some("app:main"));
+        assert!(
+            free.is_none(),
+            "the round's first variant goes where it is scheduled"
+        );
+        let (next, pinned) = container(1, vec!["node-2".into()]);
+        assert_eq!(next.image.as_deref(), Some("app:pr"));
+        let env = next.env.unwrap_or_default();
+        assert!(
+            env.iter()
+                .any(|e| e.name == "BENCH_FAST_MS" && e.value.as_deref() == Some("22")),
+            "{env:?}"
+        );
+        let affinity = serde_json::to_string(&pinned.expect("pinned")).unwrap();
+        assert!(
+            affinity.contains("requiredDuringSchedulingIgnoredDuringExecution"),
+            "{affinity}"
+        );
+        assert!(affinity.contains("node-2"), "{affinity}");
+    }
+
     /// The plans of `run`'s first cell for two pods, read back as the load generator reads
     /// them, and the cell's target container.
     fn plans_and_container(run: BenchmarkRun) -> (Vec<PlanFile>, Container) {

@@ -33,12 +33,20 @@ pub struct RunArgs {
     /// before anything starts; a missing one is refused (exit 2).
     #[arg(long, value_name = "DIR")]
     pub secrets: Option<std::path::PathBuf>,
+    /// The regression gate over spec.variants.
+    #[command(flatten)]
+    pub gate: crate::frontends::variants::GateArgs,
 }
 
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
 /// cell failed (the others still ran), 2 for an unreadable or invalid file or an `--out` that
-/// is not a writable folder, 3 when every cell ran and a threshold failed, 130 on Ctrl-C.
+/// is not a writable folder, 3 when a threshold failed or a candidate variant regressed beyond
+/// `--max-regression`, 130 on Ctrl-C.
 pub fn run(args: RunArgs) -> ExitCode {
+    if let Some(problem) = args.gate.problem() {
+        eprintln!("benchmatrix run: {problem}");
+        return ExitCode::from(2);
+    }
     let text = match std::fs::read_to_string(&args.file) {
         Ok(t) => t,
         Err(e) => {
@@ -82,7 +90,15 @@ pub fn run(args: RunArgs) -> ExitCode {
     guard::start();
     signals::install();
     let code = match runner::Runner::new(run, args.file.clone(), args.out.clone(), header_values) {
-        Ok(r) => r.run_all().exit_code(),
+        Ok(r) => {
+            let status = r.run_to_end();
+            let code = crate::engine::verdict::outcome::Outcome::of(&status).code();
+            let (code, lines) = crate::frontends::variants::gated_code(code, &status, &args.gate);
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::from(code)
+        }
         Err(e) => {
             eprintln!(
                 "benchmatrix run: --out {}: cannot prepare it: {e}",

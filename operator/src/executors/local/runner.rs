@@ -25,7 +25,6 @@ use crate::engine::Step;
 use crate::engine::drive::{self, Executor, Waits};
 use crate::engine::machine::{Command, Look, Seen};
 use crate::engine::schedule::Measurements;
-use crate::engine::verdict::outcome::Outcome;
 use crate::frontends::progress::{self, Display, Plan};
 use crate::frontends::report::markdown::{self, Notes};
 use crate::frontends::report::{self, RawCell};
@@ -131,11 +130,6 @@ impl Runner {
         drive::run_to_end(&mut status, &run, &mut self);
         self.finish(&status);
         status
-    }
-
-    /// [`Runner::run_to_end`], as the exit code's verdict.
-    pub fn run_all(self) -> Outcome {
-        Outcome::of(&self.run_to_end())
     }
 
     /// What the step `step` of a cell needs of the run.

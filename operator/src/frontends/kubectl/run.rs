@@ -59,6 +59,16 @@ pub struct RunArgs {
     /// to start.
     #[arg(long)]
     pub replace: bool,
+    /// Measure this image as the variant `base` against --candidate, side by side in paired
+    /// rounds (spec.variants written for you; the file must not set its own).
+    #[arg(long, value_name = "IMAGE", requires = "candidate")]
+    pub base: Option<String>,
+    /// The image measured as the variant `candidate` against --base.
+    #[arg(long, value_name = "IMAGE", requires = "base")]
+    pub candidate: Option<String>,
+    /// The regression gate over spec.variants.
+    #[command(flatten)]
+    pub gate: crate::frontends::variants::GateArgs,
 }
 
 /// What to do with the run on the cluster when following it stops before its end.
@@ -153,7 +163,14 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
     } = shown;
     display.show(progress::Update::Finished);
     let code = match end {
-        End::Finished => Outcome::of(&last).code(),
+        End::Finished => {
+            let code = Outcome::of(&last).code();
+            let (code, lines) = crate::frontends::variants::gated_code(code, &last, &args.gate);
+            for line in lines {
+                display.line(&line);
+            }
+            code
+        }
         End::TimedOut => {
             display.line(&format!(
                 "timed out: {what} did not finish within {} (--timeout); it is {} with {} \
@@ -201,10 +218,20 @@ struct Checked {
 /// valid as the operator will find it, and named, and `--out` a writable folder. The exit code
 /// (2) once the error is said.
 fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
-    let text = std::fs::read_to_string(&args.file).map_err(|e| {
+    if let Some(problem) = args.gate.problem() {
+        eprintln!("{COMMAND}: {problem}");
+        return Err(EXIT_BAD_INPUT);
+    }
+    let mut text = std::fs::read_to_string(&args.file).map_err(|e| {
         eprintln!("{COMMAND}: cannot read {file}: {e}");
         EXIT_BAD_INPUT
     })?;
+    if let (Some(base), Some(candidate)) = (&args.base, &args.candidate) {
+        text = crate::frontends::variants::with_images(&text, base, candidate).map_err(|e| {
+            eprintln!("{COMMAND}: {file} {e}");
+            EXIT_BAD_INPUT
+        })?;
+    }
     let validated = crate::resource::validate::parse_benchmark_run(&text)
         .and_then(ValidatedRun::for_cluster)
         .map_err(|e| {

@@ -36,9 +36,10 @@ pub struct CompareArgs {
     /// The baseline: a run on the cluster (its name) or a saved file.
     #[arg(value_name = "BASE")]
     pub base: String,
-    /// The run to judge against it, in the same forms.
+    /// The run to judge against it, in the same forms. Left out: BASE's own variants side
+    /// by side, each candidate against the base (as `benchmatrix compare RUN`).
     #[arg(value_name = "NEW")]
-    pub new: String,
+    pub new: Option<String>,
     /// How to judge, and where to write (as `benchmatrix compare`).
     #[command(flatten)]
     pub options: CompareOptions,
@@ -192,11 +193,11 @@ pub async fn report(args: ReportArgs, connection: &mut Connection) -> ExitCode {
     }
 }
 
-/// `kubectl benchmatrix compare BASE NEW`: as `benchmatrix compare`.
+/// `kubectl benchmatrix compare BASE [NEW]`: as `benchmatrix compare`.
 pub async fn compare(args: CompareArgs, connection: &mut Connection) -> ExitCode {
     const COMMAND: &str = "kubectl benchmatrix compare";
     let mut sides = Vec::new();
-    for arg in [&args.base, &args.new] {
+    for arg in std::iter::once(&args.base).chain(args.new.as_ref()) {
         let side = load(arg, connection).await.and_then(|l| {
             compare::with_cells(l.status, &l.label)
                 .map(|status| Compared {
@@ -213,5 +214,9 @@ pub async fn compare(args: CompareArgs, connection: &mut Connection) -> ExitCode
             }
         }
     }
-    compare::run_on(&sides[0], &sides[1], &args.options, COMMAND)
+    match sides.as_slice() {
+        [run] => crate::frontends::variants::compare_within(run, &args.options, COMMAND),
+        [base, new] => compare::run_on(base, new, &args.options, COMMAND),
+        _ => unreachable!("one or two sides were loaded"),
+    }
 }

@@ -94,6 +94,9 @@ fn run_args(file: PathBuf, out: PathBuf) -> RunArgs {
         timeout: "1m".parse().unwrap(),
         keep: false,
         replace: false,
+        base: None,
+        candidate: None,
+        gate: Default::default(),
     }
 }
 
@@ -213,6 +216,46 @@ async fn run_follows_the_operator_to_the_end_and_writes_what_benchmatrix_run_wri
                 .to_string_lossy()
                 .ends_with(".svg"))
         );
+    })
+    .await;
+}
+
+/// `--base IMAGE --candidate IMAGE`: the run is created with those two variants, a cell each,
+/// the status compares them, and the gate over identical figures passes.
+#[tokio::test]
+async fn base_and_candidate_images_run_as_variants_of_one_run() {
+    with_timeout(async {
+        let h = Harness::new();
+        let dir = tempfile::tempdir().unwrap();
+        let file = run_file(dir.path(), &sample("pair", &["b"]));
+        let mut args = run_args(file, dir.path().join("out"));
+        args.base = Some("app:main".into());
+        args.candidate = Some("app:pr-7".into());
+        args.gate.max_regression = Some(5.0);
+        let (code, shown) = run_with_operator(&h, args, "pair", &healthy).await;
+        assert_eq!(code, 0, "{shown}");
+        let created = h.fake.get("benchmarkruns", NS, "pair").unwrap();
+        assert_eq!(
+            created["spec"]["variants"],
+            json!([{"name": "base", "image": "app:main"}, {"name": "candidate", "image": "app:pr-7"}])
+        );
+        // The images themselves reach the Deployments as cluster::build's tests show.
+        let st = &h.fake.get("benchmarkruns", NS, "pair").unwrap()["status"];
+        let cells: Vec<&str> = st["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(cells, ["b-base", "b-candidate"]);
+        assert_eq!(st["variants"][0]["candidate"], "candidate", "{st}");
+        assert!(shown.contains("variants (candidate / base, paired rounds):"), "{shown}");
+        assert!(
+            shown.contains("no candidate regressed beyond 5% (--max-regression)"),
+            "{shown}"
+        );
+        let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+        assert!(md.contains("## Variants"), "{md}");
     })
     .await;
 }
@@ -768,7 +811,7 @@ async fn report_and_compare_read_runs_from_the_cluster_and_from_files() {
         // compare FILE NAME: the same figures, no regression.
         let compare = |base: String, new: String, out: Option<PathBuf>| CompareArgs {
             base,
-            new,
+            new: Some(new),
             options: CompareOptions {
                 out,
                 max_regression: 0.0,
@@ -828,7 +871,7 @@ async fn report_and_compare_exit_5_when_the_cluster_cannot_be_asked() {
         };
         let compare_args = |base: &str, new: &str| CompareArgs {
             base: base.into(),
-            new: new.into(),
+            new: Some(new.into()),
             options: CompareOptions {
                 out: None,
                 max_regression: 0.0,

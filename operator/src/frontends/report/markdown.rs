@@ -72,6 +72,7 @@ pub fn render(
     let mut o = String::new();
     overview(&mut o, status, &summary, notes);
     o.push_str(&super::verdicts::render(&status.thresholds));
+    o.push_str(&crate::frontends::variants::report_section(status));
     o.push_str(&super::recommendation::render(status));
     cells_table(&mut o, status);
     latency_tables(&mut o, status, &summary, charts);

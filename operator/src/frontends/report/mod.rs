@@ -120,6 +120,7 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
     if let Some(line) = repetitions_line(status) {
         lines.push(wrapped(line));
     }
+    lines.extend(crate::frontends::variants::closing_lines(status));
     if let Some(gate) = crate::resource::conditions::find(
         &status.conditions,
         crate::resource::conditions::THRESHOLDS_MET,

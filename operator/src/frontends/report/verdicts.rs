@@ -96,6 +96,7 @@ mod tests {
             endpoint: "fast".into(),
             measured,
             limit: Some(limit),
+            ratio: None,
             verdict: if pass { Verdict::Pass } else { Verdict::Fail },
             message: if pass {
                 "ok".into()

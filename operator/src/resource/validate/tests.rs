@@ -588,3 +588,66 @@ spec:
         "{errs:#?}"
     );
 }
+
+#[test]
+fn thresholds_name_known_variants_and_judge_one_against_another() {
+    use crate::resource::{BenchmarkRun, Configuration, Variant};
+    let run = |thresholds: &str, variants: Vec<Variant>| {
+        let mut run = BenchmarkRun::sample().with_cell(Configuration::named("a"));
+        run.spec.variants = variants;
+        run.spec.thresholds = serde_yaml::from_str(thresholds).unwrap();
+        run
+    };
+    let errors = |r: &BenchmarkRun| -> Vec<String> {
+        check_thresholds(&r.spec)
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect()
+    };
+    let two = || vec![Variant::named("base"), Variant::named("next")];
+    let fine = run(
+        "[{variant: next, p99: {atMost: 1.05, ofVariant: base}}, \
+          {p50: {atMost: 1.1, ofVariant: base}}, {rps: {atLeast: 0.95, ofVariant: base}}]",
+        two(),
+    );
+    assert_eq!(errors(&fine), Vec::<String>::new());
+    let (metric, bound) = fine.spec.thresholds[0].limit().unwrap();
+    assert_eq!(metric, crate::resource::Metric::P99);
+    assert_eq!(bound.reference_variant(), Some("base"));
+    assert_eq!(bound.reference(), None);
+
+    let bad = errors(&run(
+        "[{variant: nxt, p99: {below: 1s}}, {p99: {atMost: 1.05, ofVariant: bse}}, \
+          {variant: base, p99: {atMost: 1.05, ofVariant: base}}, \
+          {cell: a-base, p99: {atMost: 1.05, ofVariant: base}}, \
+          {p99: {atMost: 1.05, of: a-base, ofVariant: base}}]",
+        two(),
+    ));
+    assert_eq!(bad.len(), 5, "{bad:?}");
+    assert!(
+        bad.iter().any(|e| e.starts_with(
+            "spec.thresholds[0].variant: no variant is named \"nxt\"; the variants are base, next"
+        )),
+        "{bad:?}"
+    );
+    assert!(bad.iter().any(|e| e.starts_with("spec.thresholds[1].p99.ofVariant: no variant is named \"bse\"")), "{bad:?}");
+    assert!(
+        bad.iter()
+            .any(|e| e.starts_with("spec.thresholds[2].p99.ofVariant")
+                && e.contains("against itself")),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter().any(|e| e
+            .starts_with("spec.thresholds[3]: selects no cell of a variant other than \"base\"")),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter()
+            .any(|e| e.starts_with("spec.thresholds[4].p99: set either below")),
+        "{bad:?}"
+    );
+
+    let none = errors(&run("[{p99: {atMost: 1.05, ofVariant: base}}]", Vec::new()));
+    assert!(none[0].contains("the run has no spec.variants"), "{none:?}");
+}

@@ -313,3 +313,73 @@ fn thresholds_met_names_the_failed_verdicts_and_is_absent_without_thresholds() {
     assert_eq!((status, reason), ("True", Reason::ThresholdsPassed));
     assert_eq!(message, "all 2 threshold verdicts passed");
 }
+
+/// A cell of configuration `threads`, variant `variant`, one round per p99 in `p99s`.
+fn rounds_of(variant: &str, p99s: &[f64]) -> CellStatus {
+    let mut cell = CellStatus::succeeded(&format!("threads-{variant}"));
+    cell.configuration = Some("threads".into());
+    cell.variant = Some(variant.into());
+    cell.repetitions = p99s
+        .iter()
+        .enumerate()
+        .map(|(i, &p99)| crate::resource::RepetitionStatus {
+            repetition: i as u32 + 1,
+            phase: CellPhase::Succeeded,
+            results: vec![stream("mixed", "fast", p99, 1000.0 / p99, 0)],
+            ..Default::default()
+        })
+        .collect();
+    cell
+}
+
+#[test]
+fn a_threshold_of_variant_is_judged_on_the_median_paired_ratio_not_on_the_medians() {
+    // The rounds drift (the base moves from 20 to 40 ms) and the candidate is 4% slower in
+    // every round: its median over the rounds (31.2) is 4% above the base's (30), and the
+    // median per-round ratio is 1.04.
+    let base = [20.0, 40.0, 30.0, 25.0, 35.0];
+    let cells = vec![
+        rounds_of("base", &base),
+        rounds_of("candidate", &base.map(|b| b * 1.04)),
+    ];
+    let t = thresholds(
+        "[{variant: candidate, phase: mixed, endpoint: fast, p99: {atMost: 1.05, ofVariant: base}},
+          {phase: mixed, endpoint: fast, p99: {atMost: 1.03, ofVariant: base}},
+          {phase: mixed, endpoint: fast, rps: {atLeast: 0.99, ofVariant: base}}]",
+    );
+    let results = evaluate(&t, &cells);
+    let messages: Vec<&str> = results.iter().map(|r| r.message.as_str()).collect();
+    // Each threshold judges the candidate only: never the base against itself.
+    assert_eq!(
+        verdicts(&results),
+        [
+            ("threads-candidate".to_string(), Verdict::Pass),
+            ("threads-candidate".to_string(), Verdict::Fail),
+            ("threads-candidate".to_string(), Verdict::Fail),
+        ],
+        "{messages:?}"
+    );
+    let r = &results[0];
+    assert!((r.ratio.unwrap() - 1.04).abs() < 1e-9, "{r:?}");
+    assert!((r.measured.unwrap() - 31.2).abs() < 1e-9, "{r:?}");
+    assert!((r.limit.unwrap() - 31.5).abs() < 1e-9, "{r:?}");
+    assert_eq!(r.threshold, "mixed/fast p99 at most 1.05 x variant base");
+    assert!(
+        r.message.starts_with(
+            "p99 median ratio 1.040 over 5 round(s), 95% interval 1.040–1.040, at most 1.05 x variant base (threads-base 30.0 ms, threads-candidate 31.2 ms)"
+        ),
+        "{}",
+        r.message
+    );
+    assert!(results[1].message.contains("more than 1.03 x variant base"));
+    // A failed base fails the verdict, with its reason.
+    let mut failed = cells.clone();
+    failed[0].phase = CellPhase::Failed;
+    let results = evaluate(&t[..1], &failed);
+    assert_eq!(results[0].verdict, Verdict::Fail);
+    assert!(
+        results[0].message.starts_with("cell threads-base failed"),
+        "{}",
+        results[0].message
+    );
+}

@@ -1,0 +1,223 @@
+use super::*;
+use crate::resource::{CellPhase, CellResult, CellStatus, LatencyMs, RepetitionStatus};
+
+/// A cell of configuration `threads` and variant `variant`, measured in one round per value
+/// of `p50s` (milliseconds; p99 twice that, rps a fixed 100 over it).
+fn cell(variant: &str, p50s: &[f64]) -> CellStatus {
+    let repetitions = p50s
+        .iter()
+        .enumerate()
+        .map(|(i, &p50)| RepetitionStatus {
+            repetition: i as u32 + 1,
+            phase: CellPhase::Succeeded,
+            results: vec![CellResult {
+                phase: "mixed".into(),
+                endpoint: "fast".into(),
+                requests: 5000,
+                samples: 5000,
+                rps: 1000.0 / p50,
+                latency_ms: Some(LatencyMs {
+                    p50,
+                    p99: 2.0 * p50,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+        .collect();
+    CellStatus {
+        name: format!("threads-{variant}"),
+        configuration: Some("threads".into()),
+        variant: Some(variant.into()),
+        phase: CellPhase::Succeeded,
+        repetitions,
+        ..Default::default()
+    }
+}
+
+/// The status the engine writes for a base and a candidate measured in the same rounds.
+fn status(base: &[f64], candidate: &[f64]) -> BenchmarkRunStatus {
+    let cells = vec![cell("base", base), cell("candidate", candidate)];
+    BenchmarkRunStatus {
+        variants: crate::engine::results::variants::compare(&cells),
+        cells,
+        ..Default::default()
+    }
+}
+
+/// Six rounds with drift between them (the base moves 30% from round to round) and the
+/// candidate 8% slower in every one.
+fn eight_percent_slower() -> BenchmarkRunStatus {
+    let base = [20.0, 26.0, 21.0, 24.0, 19.5, 25.0];
+    let candidate: Vec<f64> = base.iter().map(|b| b * 1.08).collect();
+    status(&base, &candidate)
+}
+
+#[test]
+fn a_consistent_slowdown_fails_the_gate_below_it_and_passes_above_it() {
+    let s = eight_percent_slower();
+    let (code, lines) = gated_code(
+        0,
+        &s,
+        &GateArgs {
+            max_regression: Some(3.0),
+        },
+    );
+    assert_eq!(code, EXIT_REGRESSION, "{lines:?}");
+    // p50 and p99 are 8% higher, throughput 8% lower (measured as latency is).
+    assert!(
+        lines[0].starts_with("3 figure(s) regressed beyond 3%"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].contains("threads: candidate vs base mixed/fast p50 +8.0% (ratio 1.080"),
+        "{lines:?}"
+    );
+    let (code, lines) = gated_code(
+        0,
+        &s,
+        &GateArgs {
+            max_regression: Some(10.0),
+        },
+    );
+    assert_eq!(code, 0, "{lines:?}");
+    assert_eq!(
+        lines,
+        ["no candidate regressed beyond 10% (--max-regression)"]
+    );
+}
+
+#[test]
+fn without_the_option_or_after_an_interrupt_the_code_stands() {
+    let s = eight_percent_slower();
+    assert_eq!(gated_code(0, &s, &GateArgs::default()), (0, Vec::new()));
+    let gate = GateArgs {
+        max_regression: Some(0.0),
+    };
+    assert_eq!(gated_code(130, &s, &gate).0, 130);
+    assert_eq!(gated_code(2, &s, &gate).0, 2);
+    // A failed cell elsewhere: the regression is still what the gate answers.
+    assert_eq!(gated_code(1, &s, &gate).0, EXIT_REGRESSION);
+}
+
+#[test]
+fn noise_without_a_direction_is_not_a_regression() {
+    // The candidate is as often faster as slower: the median ratio is near 1, p is large.
+    let base = [20.0, 20.0, 20.0, 20.0, 20.0, 20.0];
+    let candidate = [21.0, 19.0, 20.8, 19.2, 21.5, 18.8];
+    let s = status(&base, &candidate);
+    let (code, _) = gated_code(
+        0,
+        &s,
+        &GateArgs {
+            max_regression: Some(0.0),
+        },
+    );
+    assert_eq!(code, 0);
+    // Five rounds all in one direction (p = 1/32) is enough evidence; four (p = 1/16) is not.
+    let five = status(&[20.0; 5], &[21.0; 5]);
+    let four = status(&[20.0; 4], &[21.0; 4]);
+    let gate = GateArgs {
+        max_regression: Some(3.0),
+    };
+    assert_eq!(gated_code(0, &five, &gate).0, EXIT_REGRESSION);
+    assert_eq!(gated_code(0, &four, &gate).0, 0);
+}
+
+#[test]
+fn a_run_without_variants_says_the_gate_had_nothing_to_judge() {
+    let (code, lines) = gated_code(
+        0,
+        &BenchmarkRunStatus::default(),
+        &GateArgs {
+            max_regression: Some(5.0),
+        },
+    );
+    assert_eq!(code, 0);
+    assert!(lines[0].contains("compared no variants"), "{lines:?}");
+}
+
+#[test]
+fn the_table_shows_both_sides_the_ratio_its_interval_and_the_verdict() {
+    let table = table(&eight_percent_slower().variants);
+    let p99 = table
+        .lines()
+        .find(|l| l.contains("mixed/fast p99"))
+        .unwrap();
+    assert!(
+        p99.starts_with("| threads | candidate vs base mixed/fast p99 | 45.00 ms | 48.60 ms | 1.080 (+8.0%) | 1.080–1.080 | 0.016 | regression |"),
+        "{p99}"
+    );
+    let rps = table.lines().find(|l| l.contains("rps")).unwrap();
+    assert!(rps.contains("(+8.0%)"), "{rps}");
+    assert!(report_section(&BenchmarkRunStatus::default()).is_empty());
+    assert!(report_section(&eight_percent_slower()).contains("## Variants"));
+}
+
+#[test]
+fn base_and_candidate_images_become_the_specs_variants() {
+    let text = "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: gate}\nspec:\n  target: {image: app:latest}\n";
+    let out = with_images(text, "app:main", "app:pr-12").unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&out).unwrap();
+    let variants = &doc["spec"]["variants"];
+    assert_eq!(variants[0]["name"], "base");
+    assert_eq!(variants[0]["image"], "app:main");
+    assert_eq!(variants[1]["name"], "candidate");
+    assert_eq!(variants[1]["image"], "app:pr-12");
+    assert_eq!(doc["spec"]["target"]["image"], "app:latest");
+
+    let already = format!("{text}  variants: [{{name: a}}, {{name: b}}]\n");
+    assert!(
+        with_images(&already, "x", "y")
+            .unwrap_err()
+            .contains("already sets spec.variants")
+    );
+    assert!(
+        with_images(text, "app main", "y")
+            .unwrap_err()
+            .contains("--base \"app main\" is not an image reference")
+    );
+    assert!(
+        with_images("kind: X\n", "x", "y")
+            .unwrap_err()
+            .contains("no spec")
+    );
+}
+
+#[test]
+fn compare_with_one_run_gates_its_variants_and_writes_the_table() {
+    use crate::frontends::compare::{CompareOptions, Compared};
+    let dir = tempfile::tempdir().unwrap();
+    let options = |max_regression: f64, out: Option<std::path::PathBuf>| CompareOptions {
+        out,
+        max_regression,
+        min_change: 5.0,
+    };
+    let run = Compared {
+        label: "pr/status.yaml".into(),
+        status: eight_percent_slower(),
+    };
+    let code = compare_within(&run, &options(0.0, Some(dir.path().into())), "test");
+    assert_eq!(code, ExitCode::from(EXIT_REGRESSION));
+    let md = std::fs::read_to_string(dir.path().join("compare.md")).unwrap();
+    assert!(
+        md.starts_with("# Variants\n\n- run: `pr/status.yaml`"),
+        "{md}"
+    );
+    assert!(md.contains("**3 figure(s) regressed beyond 5%**"), "{md}");
+    // +8% passes a 10% gate.
+    assert_eq!(
+        compare_within(&run, &options(10.0, None), "test"),
+        ExitCode::SUCCESS
+    );
+    // A run without variants has nothing to show: bad input, as two runs are needed then.
+    let plain = Compared {
+        label: "x".into(),
+        status: BenchmarkRunStatus::default(),
+    };
+    assert_eq!(
+        compare_within(&plain, &options(0.0, None), "test"),
+        ExitCode::from(EXIT_BAD_INPUT)
+    );
+}
