@@ -29,7 +29,8 @@ for set in \
   "metrics.service.enabled=false,rbac.create=false" \
   "createNamespace=true" \
   "watchNamespaces={bench-a,bench-b},operator.allowedImages={ghcr.io/acme/*}" \
-  "watchNamespaces={bench-a},rbac.nodeRead=false"; do
+  "watchNamespaces={bench-a},rbac.nodeRead=false" \
+  "metrics.serviceMonitor.enabled=true,grafana.dashboard.enabled=true"; do
   args=()
   if [[ -n "${set}" ]]; then args=(--set "${set}"); fi
   "${HELM}" template benchmatrix "${chart}" --namespace benchmatrix-system --include-crds \

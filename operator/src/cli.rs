@@ -32,12 +32,19 @@ enum Command {
     /// phase and endpoint the change in p50, p99, rps and CPU, marked regression, improvement
     /// or within noise. Exit 3 on a regression beyond --max-regression, 2 on bad input.
     Compare(crate::frontends::compare::CompareArgs),
+    /// Print (or serve on /metrics with --listen) the figures of saved, finished runs as the
+    /// operator exports them for Prometheus: latency quantiles, rps, errors, target CPU and
+    /// throttling per cell, phase and endpoint.
+    Metrics(crate::executors::cluster::run_metrics::serve::MetricsArgs),
     /// The kubectl plugin (`kubectl benchmatrix`, when installed as `kubectl-benchmatrix`):
     /// run a BenchmarkRun on the cluster and follow it to its verdict; report, compare and
     /// read the logs of runs there.
     Kubectl(crate::frontends::kubectl::KubectlArgs),
     /// Print the BenchmarkRun CustomResourceDefinition (YAML) to stdout.
     Crd,
+    /// Print the Grafana dashboard of the figures `metrics` and the operator export (JSON) to
+    /// stdout: the chart's charts/benchmatrix/dashboards/benchmatrix.json.
+    Dashboard,
     /// Run the Kubernetes operator that reconciles BenchmarkRuns.
     Operator(crate::executors::cluster::OperatorArgs),
     /// Run the built-in target service (the same program as `benchmatrix-target`).
@@ -80,8 +87,16 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Command::Run(run) => crate::executors::local::run(run),
         Command::Report(report) => crate::frontends::report::run(report),
         Command::Compare(args) => crate::frontends::compare::run(args),
+        Command::Metrics(args) => crate::executors::cluster::run_metrics::serve::run(args),
         Command::Operator(args) => crate::executors::cluster::main(args),
         Command::Kubectl(args) => crate::frontends::kubectl::main(args),
+        Command::Dashboard => {
+            print!(
+                "{}",
+                crate::executors::cluster::run_metrics::dashboard::dashboard_json()
+            );
+            ExitCode::SUCCESS
+        }
         Command::Crd => {
             print!("{}", crate::resource::crdgen::crd_yaml());
             ExitCode::SUCCESS

@@ -6,7 +6,7 @@ mod local_common;
 
 use benchmatrix::fixtures::{connections, phase};
 use benchmatrix::resource::{BenchmarkRun, Configuration, Mode, Repeat, Threshold};
-use local_common::{cell, quickstart, run, status, text};
+use local_common::{assert_valid_junit, cell, quickstart, run, run_with, status, text};
 
 /// /fast burns about 12 ms of CPU per request: no p50 can be below a millisecond, while one
 /// request a second is easily served. One threshold must fail, the other pass.
@@ -25,7 +25,18 @@ fn a_failed_threshold_exits_3_names_itself_and_the_passing_one_holds() {
                 .in_phase("fast-only")
                 .on_endpoint("fast"),
         );
-    let (o, out) = run(dir.path(), &gated.to_yaml());
+    let junit = dir.path().join("ci/junit.xml");
+    let bench = dir.path().join("ci/bench.json");
+    let (o, out) = run_with(
+        dir.path(),
+        &gated.to_yaml(),
+        &[
+            "--junit".as_ref(),
+            junit.as_os_str(),
+            "--benchmark-json".as_ref(),
+            bench.as_os_str(),
+        ],
+    );
     let t = text(&o);
     assert_eq!(
         o.status.code(),
@@ -59,6 +70,42 @@ fn a_failed_threshold_exits_3_names_itself_and_the_passing_one_holds() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Thresholds"), "{md}");
     assert!(t.contains("thresholds:"), "the verdict is printed: {t}");
+    // The CI files: the failed threshold a failed test case, the figures for the tracker.
+    assert_valid_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuites name=\"benchmatrix t\" tests=\"3\" failures=\"1\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("name=\"fast-only/fast p50 below 1ms [single-x1]\""),
+        "{xml}"
+    );
+    assert!(t.contains(&format!("wrote {}", junit.display())), "{t}");
+    let smaller: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("ci/bench.smaller.json")).unwrap(),
+    )
+    .unwrap();
+    let p50 = smaller
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "fast-only/fast single-x1 p50")
+        .expect("the p50 entry");
+    assert_eq!(p50["unit"], "ms");
+    assert!(p50["value"].as_f64().unwrap() > 1.0, "{p50}");
+    let bigger: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("ci/bench.bigger.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        bigger
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "fast-only/fast single-x1 rps"),
+        "{bigger}"
+    );
 }
 
 /// Two cells, three repetitions each: measured a b a b a b (checked by when each repetition's

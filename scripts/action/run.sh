@@ -8,7 +8,9 @@
 #
 #   SPEC=bench.yaml scripts/action/run.sh                           kind: create, run, delete
 #   SPEC=bench.yaml CLUSTER=existing IMAGES=pull scripts/action/run.sh   your cluster, as it is
-#   SPEC=bench.yaml BASELINE=main/status.yaml scripts/action/run.sh      ... and compare
+#   SPEC=bench.yaml BASE_IMAGE=shop:main CANDIDATE_IMAGE=shop:pr scripts/action/run.sh
+#                                     base and candidate side by side in one run (paired)
+#   SPEC=bench.yaml BASELINE=main/status.yaml scripts/action/run.sh      ... or against a saved run
 #
 # The action passes each input as the variable of the same name in capitals, `-` as `_`
 # (defaults in brackets, the same as the action's):
@@ -17,8 +19,22 @@
 #                                                                       [benchmatrix-out]
 #   TIMEOUT         longest the run may take, as `kubectl benchmatrix run --timeout` reads it
 #                   (e.g. 30m, 1h30m)                                   [30m]
-#   BASELINE        a saved status.yaml or BenchmarkRun to compare with  [none: no comparison]
-#   MAX_REGRESSION  percent a figure may get worse before the comparison fails (exit 3) [10]
+#   BASE_IMAGE      the base variant's target image: with CANDIDATE_IMAGE, both run as variants
+#                   of one run (kubectl benchmatrix run --base --candidate), measured back to
+#                   back in each round on the same nodes; loaded into the cluster as LOAD_IMAGES
+#                   are                                                 [none]
+#   CANDIDATE_IMAGE the candidate variant's target image                 [none]
+#   BUILD_COMMAND   a bash command that builds the image named by $IMAGE from the current folder;
+#                   run once in a checkout of BASE_REF (IMAGE=BASE_IMAGE) and once in the
+#                   workspace (IMAGE=CANDIDATE_IMAGE), with BENCHMATRIX_VARIANT=base|candidate
+#                                                                       [none: images exist]
+#   BASE_REF        the commit BUILD_COMMAND builds the base from, checked out with `git worktree`
+#                   (fetched from origin when the workspace lacks it)
+#                                                     [a pull_request event's base.sha]
+#   BASELINE        a saved status.yaml or BenchmarkRun to compare with (the two-run flow,
+#                   weaker than BASE_IMAGE/CANDIDATE_IMAGE)              [none: no comparison]
+#   MAX_REGRESSION  percent a figure may get worse than the base or the baseline before the
+#                   step fails (exit 3)                                 [10]
 #   CHART_VERSION   the chart version the workflow expects; the chart installed is always this
 #                   checkout's, so a different version is refused (exit 2) [this checkout's]
 #   IMAGES          build: docker build the three images from this checkout; pull: the
@@ -27,6 +43,9 @@
 #                   separated: loaded into kind, or given to LOAD_IMAGES_CMD  [none]
 #   KIND_NODE_IMAGE kindest/node image for `kind create` (the Kubernetes version) [kind's default]
 #   ARTIFACT_NAME   name of the artifact the action uploads OUT as, for the summary [benchmatrix]
+#   PR_COMMENT      true: also post the summary as a comment on the pull request, and update
+#                   that comment (found by a hidden marker) on later pushes   [false]
+#   GITHUB_TOKEN    the token PR_COMMENT posts with (pull-requests: write)     [none]
 #
 # Outside GitHub (the names of tests/e2e/kind.sh, defaults in brackets):
 #   CLUSTER           kind | existing (the current kubeconfig context: no create, load or delete;
@@ -68,12 +87,18 @@ readonly SPEC="${SPEC:-}"
 readonly OUT="${OUT:-benchmatrix-out}"
 readonly TIMEOUT="${TIMEOUT:-30m}"
 readonly BASELINE="${BASELINE:-}"
+readonly BASE_IMAGE="${BASE_IMAGE:-}"
+readonly CANDIDATE_IMAGE="${CANDIDATE_IMAGE:-}"
+readonly BUILD_COMMAND="${BUILD_COMMAND:-}"
+readonly BASE_REF="${BASE_REF:-}"
 readonly MAX_REGRESSION="${MAX_REGRESSION:-10}"
 readonly CHART_VERSION="${CHART_VERSION:-}"
 readonly IMAGES="${IMAGES:-build}"
 readonly LOAD_IMAGES="${LOAD_IMAGES:-}"
 readonly KIND_NODE_IMAGE="${KIND_NODE_IMAGE:-}"
 readonly ARTIFACT_NAME="${ARTIFACT_NAME:-benchmatrix}"
+readonly PR_COMMENT="${PR_COMMENT:-false}"
+readonly GITHUB_TOKEN="${GITHUB_TOKEN:-}"
 readonly CLUSTER="${CLUSTER:-kind}"
 readonly KIND_CLUSTER="${KIND_CLUSTER:-benchmatrix-action}"
 readonly KEEP_CLUSTER="${KEEP_CLUSTER:-}"
@@ -106,6 +131,10 @@ final_code=""
 final_verdict=""
 run_code=""
 compare_code=""
+comment_ready=""
+paired=""
+base_ref=""
+base_tree=""
 
 # The summary's closing sentence on where the files are.
 files_sentence() {
@@ -122,7 +151,9 @@ files_sentence() {
 write_results() {
   local code="$1" verdict="$2"
   local compare_args=(--compare-note "No baseline given: nothing compared.")
-  if [[ -n "${compare_code}" ]]; then
+  if [[ -n "${paired}" ]]; then
+    compare_args=(--no-compare)
+  elif [[ -n "${compare_code}" ]]; then
     compare_args=(--compare "${OUT}/compare/compare.md")
   elif [[ -n "${BASELINE}" ]]; then
     compare_args=(--compare-note "Not compared: the run wrote no status.yaml.")
@@ -138,12 +169,32 @@ write_results() {
   if [[ -n "${GITHUB_OUTPUT:-}" ]]; then
     local out_dir
     out_dir="$(cd "${OUT}" 2>/dev/null && pwd || echo "${OUT}")"
+    # The CI files' paths, each only when the run wrote it (none after a timeout, say).
+    local junit="" smaller="" bigger=""
+    if [[ -f "${OUT}/junit.xml" ]]; then junit="${out_dir}/junit.xml"; fi
+    if [[ -f "${OUT}/benchmark.smaller.json" ]]; then smaller="${out_dir}/benchmark.smaller.json"; fi
+    if [[ -f "${OUT}/benchmark.bigger.json" ]]; then bigger="${out_dir}/benchmark.bigger.json"; fi
     {
       echo "exit-code=${code}"
       echo "run-exit-code=${run_code}"
       echo "compare-exit-code=${compare_code}"
       echo "out-dir=${out_dir}"
+      echo "junit=${junit}"
+      echo "benchmark-smaller=${smaller}"
+      echo "benchmark-bigger=${bigger}"
     } >>"${GITHUB_OUTPUT}"
+  fi
+  if [[ -n "${comment_ready}" ]]; then
+    # One comment per spec on the pull request, found again by this marker on each push.
+    local marker
+    marker="<!-- benchmatrix-pr-comment $(printf '%s' "${SPEC}" | tr -c 'A-Za-z0-9._/' '_') -->"
+    if ! bash "${ACTION_ROOT}/scripts/action/comment.sh" "${summary}" "${marker}"; then
+      if in_github; then
+        echo "::warning title=benchmatrix::could not comment on the pull request (the token needs pull-requests: write)"
+      else
+        log "could not comment on the pull request"
+      fi
+    fi
   fi
   if [[ "${code}" -eq 0 ]]; then
     log "${verdict}"
@@ -192,6 +243,7 @@ finish() {
   elif [[ -n "${cluster_created}" ]]; then
     log "KEEP_CLUSTER=1: kind cluster ${KIND_CLUSTER} stays (kubectl --context kind-${KIND_CLUSTER})"
   fi
+  if [[ -n "${base_tree}" ]]; then git worktree remove --force "${base_tree}" >/dev/null 2>&1 || true; fi
   rm -rf "${work}"
   exit "${status}"
 }
@@ -206,10 +258,33 @@ step() {
 # ---------------------------------------------------------------------------------------------
 # 1. Inputs and tools, all checked before anything is built or created
 
+case "${PR_COMMENT}" in true | false) ;; *) bad_input "pr-comment must be true or false, not '${PR_COMMENT}'" ;; esac
+if [[ "${PR_COMMENT}" == "true" ]]; then
+  [[ -n "${GITHUB_TOKEN}" ]] || bad_input "pr-comment needs github-token (the workflow's github.token, with permissions pull-requests: write)"
+  command -v jq >/dev/null 2>&1 || bad_input "pr-comment needs jq (GitHub's ubuntu runners have it)"
+  comment_ready=1
+fi
 [[ -n "${SPEC}" ]] || bad_input "SPEC (the action's input spec) is empty: name the BenchmarkRun file"
 [[ -f "${SPEC}" && -r "${SPEC}" ]] || bad_input "the BenchmarkRun file '${SPEC}' is not a readable file (paths are relative to $(pwd))"
 if [[ -n "${BASELINE}" ]]; then
   [[ -f "${BASELINE}" && -r "${BASELINE}" ]] || bad_input "the baseline '${BASELINE}' is not a readable file"
+fi
+if [[ -n "${BASE_IMAGE}" || -n "${CANDIDATE_IMAGE}" ]]; then
+  [[ -n "${BASE_IMAGE}" && -n "${CANDIDATE_IMAGE}" ]] || bad_input "base-image and candidate-image go together: give both, or neither"
+  [[ "${BASE_IMAGE}" != "${CANDIDATE_IMAGE}" ]] || bad_input "base-image and candidate-image are both '${BASE_IMAGE}': one image cannot be compared with itself (give each build its own tag)"
+  [[ -z "${BASELINE}" ]] || bad_input "baseline and base-image/candidate-image are two ways to compare: give one (base and candidate side by side is the stronger)"
+  paired=1
+fi
+if [[ -n "${BUILD_COMMAND}" ]]; then
+  [[ -n "${paired}" ]] || bad_input "build-command needs base-image and candidate-image: the tags it builds (it gets each as \$IMAGE)"
+  base_ref="${BASE_REF}"
+  if [[ -z "${base_ref}" && -n "${GITHUB_EVENT_PATH:-}" && -f "${GITHUB_EVENT_PATH}" ]] && command -v jq >/dev/null 2>&1; then
+    base_ref="$(jq -r '.pull_request.base.sha // empty' "${GITHUB_EVENT_PATH}")"
+  fi
+  [[ -n "${base_ref}" ]] || bad_input "build-command needs base-ref, the commit to build the base from (a pull_request event gives its base branch's)"
+  # A ref, never an option of git's.
+  [[ "${base_ref}" != -* ]] || bad_input "base-ref '${base_ref}' is not a commit or branch name"
+  git rev-parse --is-inside-work-tree >/dev/null 2>&1 || bad_input "build-command builds the base from a git checkout, but $(pwd) is none (actions/checkout first)"
 fi
 [[ "${MAX_REGRESSION}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad_input "max-regression '${MAX_REGRESSION}' is not a percentage (a number, 0 or more)"
 # Durations as the plugin's --timeout takes them (30m, 1h30m, 90s): the same pattern, so a
@@ -221,6 +296,13 @@ read -r -d '' -a extra_images <<<"${LOAD_IMAGES}" || true
 if [[ "${CLUSTER}" == "existing" && ${#extra_images[@]} -gt 0 && -z "${LOAD_IMAGES_CMD}" ]]; then
   bad_input "LOAD_IMAGES in existing mode needs LOAD_IMAGES_CMD, the command that loads an image into your cluster"
 fi
+if [[ "${CLUSTER}" == "existing" && -n "${BUILD_COMMAND}" && -z "${LOAD_IMAGES_CMD}" ]]; then
+  bad_input "build-command in existing mode needs LOAD_IMAGES_CMD, the command that loads the images it builds into your cluster"
+fi
+# The variants' images go where LOAD_IMAGES go: into kind, or through LOAD_IMAGES_CMD (without
+# it, an existing cluster pulls them from their registry).
+variant_images=()
+if [[ -n "${paired}" ]]; then variant_images=("${BASE_IMAGE}" "${CANDIDATE_IMAGE}"); fi
 if [[ -e "${OUT}" && ! -d "${OUT}" ]]; then bad_input "out '${OUT}' exists and is not a folder"; fi
 
 chart_field() { sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\}$/\1/p" "${CHART}/Chart.yaml"; }
@@ -269,6 +351,23 @@ elif [[ "${CLUSTER}" == "kind" ]]; then
   done
 fi
 
+# The base and the candidate: BUILD_COMMAND in a checkout of BASE_REF, then in the workspace.
+if [[ -n "${BUILD_COMMAND}" ]]; then
+  step "checking out the base ${base_ref}"
+  # actions/checkout leaves a clone of depth 1: the base is fetched from origin when missing.
+  base_commit="$(git rev-parse --verify --quiet "${base_ref}^{commit}" || true)"
+  if [[ -z "${base_commit}" ]]; then
+    git fetch --no-tags --depth=1 origin "${base_ref}"
+    base_commit="$(git rev-parse --verify "FETCH_HEAD^{commit}")"
+  fi
+  base_tree="${work}/base"
+  git worktree add --detach "${base_tree}" "${base_commit}"
+  step "building the base image ${BASE_IMAGE} (build-command in the checkout of ${base_ref})"
+  (cd "${base_tree}" && IMAGE="${BASE_IMAGE}" BENCHMATRIX_VARIANT=base bash -euo pipefail -c "${BUILD_COMMAND}")
+  step "building the candidate image ${CANDIDATE_IMAGE} (build-command in $(pwd))"
+  IMAGE="${CANDIDATE_IMAGE}" BENCHMATRIX_VARIANT=candidate bash -euo pipefail -c "${BUILD_COMMAND}"
+fi
+
 # ---------------------------------------------------------------------------------------------
 # 3. Cluster and images in it
 
@@ -287,12 +386,12 @@ if [[ "${CLUSTER}" == "kind" ]]; then
   export KUBECONFIG="${work}/kubeconfig"
   cluster_ready=1
   step "loading the images into kind"
-  kind load docker-image --name "${KIND_CLUSTER}" "${IMAGE_LIST[@]}" "${extra_images[@]}"
+  kind load docker-image --name "${KIND_CLUSTER}" "${IMAGE_LIST[@]}" "${extra_images[@]}" "${variant_images[@]}"
 else
   step "using the current context $(kubectl config current-context)"
   cluster_ready=1
-  to_load=("${extra_images[@]}")
-  if [[ "${IMAGES}" == "build" ]]; then to_load=("${IMAGE_LIST[@]}" "${extra_images[@]}"); fi
+  to_load=("${extra_images[@]}" "${variant_images[@]}")
+  if [[ "${IMAGES}" == "build" ]]; then to_load=("${IMAGE_LIST[@]}" "${extra_images[@]}" "${variant_images[@]}"); fi
   if [[ -n "${LOAD_IMAGES_CMD}" ]]; then
     read -r -a load_cmd <<<"${LOAD_IMAGES_CMD}"
     for image in "${to_load[@]}"; do
@@ -344,9 +443,13 @@ env HELM="${helm}" CHART="${CHART}" RELEASE="${RELEASE}" RELEASE_NAMESPACE="${RE
 
 doing="creating the out folder ${OUT}"
 mkdir -p "${OUT}"
-log "kubectl benchmatrix run ${SPEC} --out ${OUT} --timeout ${TIMEOUT}"
+run_args=(--out "${OUT}" --timeout "${TIMEOUT}" --junit "${OUT}/junit.xml" --benchmark-json "${OUT}/benchmark.json")
+if [[ -n "${paired}" ]]; then
+  run_args+=(--base "${BASE_IMAGE}" --candidate "${CANDIDATE_IMAGE}" --max-regression "${MAX_REGRESSION}")
+fi
+log "kubectl benchmatrix run ${SPEC} ${run_args[*]}"
 set +e
-kubectl benchmatrix run "${SPEC}" --out "${OUT}" --timeout "${TIMEOUT}"
+kubectl benchmatrix run "${SPEC}" "${run_args[@]}"
 run_code=$?
 set -e
 
@@ -365,10 +468,19 @@ fi
 # 7. The verdict: the run's, else the comparison's
 
 case "${run_code}" in
-  0) run_says="every cell measured" ;;
+  0)
+    run_says="every cell measured"
+    if [[ -n "${paired}" ]]; then run_says+="; no regression of the candidate beyond ${MAX_REGRESSION}% against the base"; fi
+    ;;
   1) run_says="a cell failed (report.md's Cells say which and why)" ;;
   2) run_says="kubectl benchmatrix run refused the BenchmarkRun or its --out (its message is in the log)" ;;
-  3) run_says="a threshold failed (report.md's Thresholds say which)" ;;
+  3)
+    if [[ -n "${paired}" ]]; then
+      run_says="a threshold failed, or the candidate regressed beyond ${MAX_REGRESSION}% against the base (report.md's Thresholds and Variants say which)"
+    else
+      run_says="a threshold failed (report.md's Thresholds say which)"
+    fi
+    ;;
   4) run_says="the run did not finish within ${TIMEOUT} (the plugin deleted it; raise timeout)" ;;
   5) run_says="kubectl benchmatrix run could not reach the cluster or the operator, or the run was deleted under it (its message is in the log)" ;;
   130) run_says="kubectl benchmatrix run was interrupted (the job was cancelled; the plugin deleted the run)" ;;

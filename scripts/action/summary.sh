@@ -3,16 +3,18 @@
 # verdict, the parts of report.md a reviewer reads first, and the comparison with the baseline.
 #
 #   scripts/action/summary.sh --title TEXT --verdict TEXT [--report FILE]
-#                             [--compare FILE | --compare-note TEXT] [--files TEXT]
+#                             [--compare FILE | --compare-note TEXT | --no-compare] [--files TEXT]
 #
 #   --title         the heading (e.g. the BenchmarkRun file)
 #   --verdict       one sentence: what the run and the comparison came to
 #   --report        report.md (from `benchmatrix run`/`report`); kept from it: the lines before its
 #                   first section (outcome, headline, spread, streams that need a longer phase)
-#                   and its "Thresholds" (with the recommendation), "Cells" and "Latency and
+#                   and its "Variants" (each candidate's ratio to the base, with its interval),
+#                   "Thresholds" (with the recommendation), "Cells" and "Latency and
 #                   throughput" sections; resources, replica spread and methods stay in the file
 #   --compare       compare.md (from `benchmatrix compare --out`): its table and counts
 #   --compare-note  a sentence in place of the comparison (no baseline, nothing to compare)
+#   --no-compare    no section on a baseline at all (base and candidate ran in this run)
 #   --files         a closing sentence on where the files are (the artifact)
 #
 # Image links are dropped (the charts are files in the artifact, which a summary cannot show),
@@ -25,9 +27,14 @@ verdict=""
 report=""
 compare=""
 compare_note=""
+no_compare=""
 files=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --no-compare)
+      no_compare=1
+      shift
+      ;;
     --title | --verdict | --report | --compare | --compare-note | --files)
       [[ $# -ge 2 ]] || {
         echo "summary.sh: $1 needs a value" >&2
@@ -57,7 +64,7 @@ report_excerpt() {
     /^!\[/ { next }
     /^## / {
       in_section = 1
-      keep = ($0 == "## Thresholds" || $0 == "## Cells" || $0 == "## Latency and throughput")
+      keep = ($0 == "## Variants" || $0 == "## Thresholds" || $0 == "## Cells" || $0 == "## Latency and throughput")
     }
     !in_section || keep { print (/^#/ ? "#" $0 : $0) }
   ' "$1"
@@ -83,13 +90,15 @@ squeeze() { cat -s; }
   elif [[ -n "${report}" ]]; then
     printf 'No report: %s was not written.\n' "$(basename "${report}")"
   fi
-  printf '\n### Against the baseline\n\n'
-  if [[ -n "${compare}" && -s "${compare}" ]]; then
-    compare_excerpt "${compare}"
-  elif [[ -n "${compare}" ]]; then
-    printf 'No comparison: %s was not written.\n' "${compare}"
-  else
-    printf '%s\n' "${compare_note:-No baseline given: nothing compared.}"
+  if [[ -z "${no_compare}" ]]; then
+    printf '\n### Against the baseline\n\n'
+    if [[ -n "${compare}" && -s "${compare}" ]]; then
+      compare_excerpt "${compare}"
+    elif [[ -n "${compare}" ]]; then
+      printf 'No comparison: %s was not written.\n' "${compare}"
+    else
+      printf '%s\n' "${compare_note:-No baseline given: nothing compared.}"
+    fi
   fi
   if [[ -n "${files}" ]]; then printf '\n%s\n' "${files}"; fi
 } | squeeze

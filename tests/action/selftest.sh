@@ -6,8 +6,12 @@
 # `kubectl benchmatrix`; the comparison only when a baseline is given; the summary appended to
 # $GITHUB_STEP_SUMMARY and the outputs to $GITHUB_OUTPUT; the run's and the comparison's exit
 # codes (0, 1, 3, a timeout's) passed on, the run's first; bad input refused before anything
-# runs; a failed setup step named, exit 5, the cluster still deleted; existing-cluster mode; and
-# inputs that hold shell syntax staying data.
+# runs; a failed setup step named, exit 5, the cluster still deleted; existing-cluster mode;
+# inputs that hold shell syntax staying data; the JUnit and benchmark JSON outputs; and the pull
+# request comment, against a stand-in of GitHub's API: created once, then updated on each push
+# (found by its marker, on a later page too), never duplicated, never without a token, and a
+# refusal of the API only a warning; base and candidate as variants of one run: the flags, the
+# images loaded, the summary's ratio table, and build-command in a checkout of the base.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -27,20 +31,33 @@ echo "kubectl-benchmatrix[${STUB_ORIGIN:-path}] $*" >>"${STUB_LOG}"
 # The exact spellings the script must use; a word split apart (an unquoted path) shows here.
 case "$1" in
   run)
-    [[ "$3 $5" == "--out --timeout" && $# -eq 6 ]] || {
-      echo "kubectl-benchmatrix: want run SPEC --out DIR --timeout D, got $# arguments: $*" >&2
+    # Paired: --base IMAGE --candidate IMAGE --max-regression PCT after the rest.
+    [[ "$3 $5 $7 $9" == "--out --timeout --junit --benchmark-json" ]] &&
+      [[ $# -eq 10 || ($# -eq 16 && "${11} ${13} ${15}" == "--base --candidate --max-regression") ]] || {
+      echo "kubectl-benchmatrix: want run SPEC --out DIR --timeout D --junit FILE --benchmark-json PATH [--base IMAGE --candidate IMAGE --max-regression PCT], got $# arguments: $*" >&2
       exit 64
     }
     out="$4"
+    variants=""
+    if [[ $# -eq 16 ]]; then
+      variants="$(printf '## Variants\n\nEach candidate against the base over the rounds, measured back to back (base `%s`, candidate `%s`).\n\n| configuration | figure | base | candidate | ratio | 95%% interval | p | verdict |\n|---|---|---:|---:|---:|---|---:|---|\n| pool-x1 | mixed/fast p99 ms | 30.1 | 33.4 | 1.109 | 1.071-1.152 | 0.031 | regression |\n' "${12}" "${14}")"
+    fi
     mkdir -p "${out}"
+    if [[ "${STUB_RUN_EXIT:-0}" != 2 && "${STUB_RUN_EXIT:-0}" != 4 ]]; then
+      echo '<testsuites/>' >"$8"
+      echo '[]' >"${10%.json}.smaller.json"
+      echo '[]' >"${10%.json}.bigger.json"
+    fi
     if [[ "${STUB_RUN_EXIT:-0}" != 2 ]]; then
       printf 'phase: Succeeded\ncells: []\n' >"${out}/status.yaml"
-      cat >"${out}/report.md" <<'MD'
+      cat >"${out}/report.md" <<MD
 # Benchmark report
 
-- run: `ci-gate`
+- run: \`ci-gate\`
 - outcome: Succeeded
 - headline: mixed/fast: pool-x1 p99 31.6ms (single-x1 25.0x)
+
+${variants}
 
 ## Thresholds
 
@@ -134,6 +151,55 @@ case "$*" in
 esac
 exit 0
 STUB
+# curl, as GitHub's REST API for issue comments, keeping the comments in $STUB_GITHUB/comments.json.
+# It answers only a request that carries the token in a header file (-H @FILE) and records
+# "curl METHOD PATH" (never a header); STUB_GITHUB_FAIL=1 makes it answer 403.
+cat >"${stubs}/curl" <<'STUB'
+#!/usr/bin/env python3
+import json, os, re, sys
+args = sys.argv[1:]
+method, url, data, headers = "GET", None, None, []
+i = 0
+while i < len(args):
+    a = args[i]
+    if a == "-X": method = args[i + 1]; i += 2; continue
+    if a == "-H": headers.append(args[i + 1]); i += 2; continue
+    if a == "--data-binary": data = args[i + 1]; i += 2; continue
+    if a.startswith("-"): i += 1; continue
+    url = a; i += 1
+path = re.sub(r"^https?://[^/]+", "", url)
+with open(os.environ["STUB_LOG"], "a") as log:
+    log.write(f"curl {method} {path}\n")
+auth = ""
+for h in headers:
+    if h.startswith("@"):
+        auth = open(h[1:]).read()
+    elif "Authorization" in h:
+        sys.exit("the token was passed on the command line")
+if f"Authorization: Bearer {os.environ['STUB_TOKEN']}" not in auth:
+    print('{"message": "Bad credentials"}'); sys.exit(22)
+if os.environ.get("STUB_GITHUB_FAIL") == "1":
+    print('{"message": "Resource not accessible by integration"}'); sys.exit(22)
+state = os.path.join(os.environ["STUB_GITHUB"], "comments.json")
+comments = json.load(open(state)) if os.path.exists(state) else []
+m = re.match(r"^/repos/acme/shop/issues/(\d+)/comments(\?per_page=(\d+)&page=(\d+))?$", path)
+c = re.match(r"^/repos/acme/shop/issues/comments/(\d+)$", path)
+if m and method == "GET":
+    per, page = int(m.group(3) or 30), int(m.group(4) or 1)
+    mine = [x for x in comments if x["issue"] == int(m.group(1))]
+    print(json.dumps(mine[(page - 1) * per: page * per]))
+elif m and method == "POST":
+    body = json.load(open(data[1:]))["body"]
+    new = {"id": 1000 + len(comments), "issue": int(m.group(1)), "body": body}
+    comments.append(new); json.dump(comments, open(state, "w")); print(json.dumps(new))
+elif c and method == "PATCH":
+    body = json.load(open(data[1:]))["body"]
+    for x in comments:
+        if x["id"] == int(c.group(1)): x["body"] = body
+    json.dump(comments, open(state, "w")); print("{}")
+else:
+    print('{"message": "Not Found"}'); sys.exit(22)
+STUB
 chmod +x "${stubs}"/*
 
 # Runs run.sh from a fresh workspace (as the action does: relative paths from there) with the
@@ -142,8 +208,26 @@ chmod +x "${stubs}"/*
 # BenchmarkRun file is there as bench.yaml, and also as $extra_spec when that is set.
 ws="${tmp}/ws"
 extra_spec=""
+# ws_git=1: the workspace is what actions/checkout leaves, a clone of depth 1 of $origin's
+# head (VERSION holds "candidate"); its parent, the base (VERSION "base", also the branch
+# release), is not in it, and
+# ${tmp}/pr-base-event.json is a pull_request event naming that parent as its base.
+ws_git=""
+origin="${tmp}/origin"
+git_q() { git -c user.name=selftest -c user.email=selftest@example.invalid -c init.defaultBranch=main "$@" >/dev/null 2>&1; }
 run_action() {
-  rm -rf "${ws}" && mkdir -p "${ws}"
+  rm -rf "${ws}"
+  if [[ -n "${ws_git}" ]]; then
+    if [[ ! -d "${origin}" ]]; then
+      git_q init "${origin}"
+      echo base >"${origin}/VERSION" && git_q -C "${origin}" add VERSION && git_q -C "${origin}" commit -m base
+      git_q -C "${origin}" branch release
+      echo candidate >"${origin}/VERSION" && git_q -C "${origin}" commit -am candidate
+    fi
+    git_q clone --depth 1 "file://${origin}" "${ws}"
+    printf '{"pull_request": {"number": 7, "base": {"sha": "%s"}}}' "$(git -C "${origin}" rev-parse HEAD~1)" >"${tmp}/pr-base-event.json"
+  fi
+  mkdir -p "${ws}"
   printf 'apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\n' >"${ws}/bench.yaml"
   if [[ -n "${extra_spec}" ]]; then cp "${ws}/bench.yaml" "${ws}/${extra_spec}"; fi
   printf 'phase: Succeeded\ncells: []\n' >"${ws}/main-status.yaml"
@@ -202,7 +286,7 @@ check in_order "^docker build --target operator .*-t ${img}-operator:${tag} ${ro
   "^kubectl apply --server-side --force-conflicts -f ${root}/charts/benchmatrix/crds/" \
   "^helm upgrade --install benchmatrix ${root}/charts/benchmatrix .*image.operator.tag=${tag} .*operator.kubeletInsecureTLS=true --wait" \
   "^kubectl -n benchmatrix-system rollout status deployment/benchmatrix" \
-  "^kubectl-benchmatrix\[image\] run bench.yaml --out benchmatrix-out --timeout 30m$" \
+  "^kubectl-benchmatrix\[image\] run bench.yaml --out benchmatrix-out --timeout 30m --junit benchmatrix-out/junit.xml --benchmark-json benchmatrix-out/benchmark.json$" \
   "^kind delete cluster --name benchmatrix-action$"
 refute has "compare\|docker pull\|^kubectl logs" "${log}"
 check test -f "${ws}/benchmatrix-out/status.yaml"
@@ -224,18 +308,23 @@ check has "the \`benchmatrix\` artifact of this run" "${summary}"
 check cmp -s <(tail -n +2 "${ws}/summary") "${ws}/benchmatrix-out/summary.md"
 end_case
 
-begin "outputs: exit-code, run-exit-code, compare-exit-code (empty), out-dir (absolute)"
+begin "outputs: exit-code, run-exit-code, compare-exit-code (empty), out-dir, junit and benchmark files (absolute)"
 check has_line "exit-code=0" "${outputs}"
 check has_line "run-exit-code=0" "${outputs}"
 check has_line "compare-exit-code=" "${outputs}"
 check has_line "out-dir=${ws}/benchmatrix-out" "${outputs}"
+check has "run bench.yaml --out benchmatrix-out --timeout 30m --junit benchmatrix-out/junit.xml --benchmark-json benchmatrix-out/benchmark.json$" "${log}"
+check has_line "junit=${ws}/benchmatrix-out/junit.xml" "${outputs}"
+check has_line "benchmark-smaller=${ws}/benchmatrix-out/benchmark.smaller.json" "${outputs}"
+check has_line "benchmark-bigger=${ws}/benchmatrix-out/benchmark.bigger.json" "${outputs}"
+refute has "^curl" "${log}"
 end_case
 
 # 2. A baseline, no regression: compared after the run, the comparison in the summary.
 run_action BASELINE=main-status.yaml MAX_REGRESSION=7.5 OUT=bench-out
 begin "baseline, no regression: compare after run, its table in the summary, exit 0"
 check exit_is 0
-check in_order "^kubectl-benchmatrix\[image\] run bench.yaml --out bench-out --timeout 30m$" \
+check in_order "^kubectl-benchmatrix\[image\] run bench.yaml --out bench-out --timeout 30m --junit bench-out/junit.xml --benchmark-json bench-out/benchmark.json$" \
   "^kubectl-benchmatrix\[image\] compare main-status.yaml bench-out/status.yaml --max-regression 7.5 --out bench-out/compare$" \
   "^kind delete cluster"
 check has_line "**every cell measured; no regression beyond 7.5% against the baseline (exit 0)**" "${summary}"
@@ -280,10 +369,12 @@ end_case
 # 6. The plugin's timeout (4): passed on, named as such; a code the script does not know is
 # passed on too, as an error whose message is in the log.
 run_action STUB_RUN_EXIT=4 TIMEOUT=1h30m
-begin "the run's timeout: exit 4, named"
+begin "the run's timeout: exit 4, named, no CI files to point at"
 check exit_is 4
-check has "run bench.yaml --out benchmatrix-out --timeout 1h30m$" "${log}"
+check has "run bench.yaml --out benchmatrix-out --timeout 1h30m --junit" "${log}"
 check has "the run did not finish within 1h30m" "${out}"
+check has_line "junit=" "${outputs}"
+check has_line "benchmark-smaller=" "${outputs}"
 end_case
 run_action STUB_RUN_EXIT=7 TIMEOUT=1h30m
 begin "the run's other code: passed on, an error whose message is in the log"
@@ -412,11 +503,160 @@ begin "inputs with shell syntax or spaces are passed as data, each one argument,
 check exit_is 0
 check test ! -e "${ws}/pwned"
 check test ! -e "${ws}/pwned2"
-check grep -qF -- "run ${weird} --out out dir --timeout 30m" <<<"${log}"
+check grep -qF -- "run ${weird} --out out dir --timeout 30m --junit out dir/junit.xml --benchmark-json out dir/benchmark.json" <<<"${log}"
 check grep -qF -- "compare main-status.yaml out dir/status.yaml --max-regression 10 --out out dir/compare" <<<"${log}"
 check test -f "${ws}/out dir/summary.md"
 check grep -qF -- "## benchmatrix: ${weird}" <<<"${summary}"
 end_case
+
+# 16. The pull request comment: created on the first push, updated on the next, never added
+# twice. The pull request already has 120 comments of others, so ours lands on page 2, where
+# the next run must find it.
+github="${tmp}/github"
+mkdir -p "${github}"
+python3 - "${github}/comments.json" <<'PY'
+import json, sys
+json.dump([{"id": i, "issue": 7, "body": f"a reviewer's comment {i}"} for i in range(1, 121)]
+          + [{"id": 500, "issue": 8, "body": "<!-- benchmatrix-pr-comment bench.yaml -->\nanother PR's"}],
+          open(sys.argv[1], "w"))
+PY
+printf '{"pull_request": {"number": 7}}' >"${tmp}/pr-event.json"
+printf '{"ref": "refs/heads/main"}' >"${tmp}/push-event.json"
+ours() {
+  python3 -c 'import json,sys; print(len([c for c in json.load(open(sys.argv[1])) if c["issue"] == 7 and c["body"].startswith("<!-- benchmatrix-pr-comment bench.yaml -->")]))' "${github}/comments.json"
+}
+our_body() {
+  python3 -c 'import json,sys; print([c["body"] for c in json.load(open(sys.argv[1])) if c["issue"] == 7 and "benchmatrix-pr-comment" in c["body"]][0])' "${github}/comments.json"
+}
+comment_env=(PR_COMMENT=true GITHUB_TOKEN=s3cr3t-token STUB_TOKEN=s3cr3t-token STUB_GITHUB="${github}"
+  GITHUB_REPOSITORY=acme/shop GITHUB_API_URL=https://api.example GITHUB_EVENT_PATH="${tmp}/pr-event.json")
+run_action "${comment_env[@]}"
+begin "pr-comment, first push: the summary posted once, with its marker, after reading every page"
+check exit_is 0
+check in_order "^kubectl-benchmatrix\[image\] run" "^curl GET /repos/acme/shop/issues/7/comments?per_page=100&page=1$" \
+  "^curl GET /repos/acme/shop/issues/7/comments?per_page=100&page=2$" "^curl POST /repos/acme/shop/issues/7/comments$"
+check test "$(ours)" -eq 1
+check has "every cell measured (exit 0)" "$(our_body)"
+check has "commented on pull request #7" "${out}"
+refute has "s3cr3t-token" "${log}"
+refute has "s3cr3t-token" "${out}"
+end_case
+run_action "${comment_env[@]}" STUB_RUN_EXIT=3
+begin "pr-comment, next push: the same comment updated with the new verdict, none added"
+check exit_is 3
+check has "^curl PATCH /repos/acme/shop/issues/comments/1121$" "${log}"
+refute has "^curl POST" "${log}"
+check test "$(ours)" -eq 1
+check has "a threshold failed" "$(our_body)"
+refute has "every cell measured (exit 0)" "$(our_body)"
+check has "updated the benchmatrix comment 1121 on pull request #7" "${out}"
+end_case
+run_action "${comment_env[@]}" GITHUB_EVENT_PATH="${tmp}/push-event.json"
+begin "pr-comment on a push to a branch: no pull request, no API call"
+check exit_is 0
+refute has "^curl" "${log}"
+check has "not a pull request event: no comment" "${out}"
+end_case
+run_action "${comment_env[@]}" STUB_GITHUB_FAIL=1
+begin "pr-comment refused by the API: a warning, the verdict unchanged"
+check exit_is 0
+check has "^curl GET" "${log}"
+check has_line "::warning title=benchmatrix::could not comment on the pull request (the token needs pull-requests: write)" "${out}"
+check has_line "exit-code=0" "${outputs}"
+end_case
+bad "pr-comment without a token" "pr-comment needs github-token" PR_COMMENT=true
+bad "pr-comment neither true nor false" "pr-comment must be true or false, not 'yes'" PR_COMMENT=yes
+
+# 17. Base and candidate side by side in one run (paired): both images loaded with the rest,
+# passed as --base/--candidate with --max-regression, the Variants table in the summary.
+# in_order over the summary instead of the recorded calls.
+summary_in_order() {
+  local log="${summary}"
+  in_order "$@"
+}
+paired_env=(BASE_IMAGE=shop:base CANDIDATE_IMAGE="registry.example/shop:pr-7" MAX_REGRESSION=5)
+run_action "${paired_env[@]}"
+begin "paired: both images loaded into kind, run with --base --candidate --max-regression, no compare"
+check exit_is 0
+check in_order "^kind create cluster" \
+  "^kind load docker-image --name benchmatrix-action ${img}-operator:${tag} ${img}-target:${tag} ${img}-loadgen:${tag} shop:base registry.example/shop:pr-7$" \
+  "^kubectl-benchmatrix\[image\] run bench.yaml --out benchmatrix-out --timeout 30m --junit benchmatrix-out/junit.xml --benchmark-json benchmatrix-out/benchmark.json --base shop:base --candidate registry.example/shop:pr-7 --max-regression 5$" \
+  "^kind delete cluster"
+refute has "compare" "${log}"
+refute has "^docker build .* shop:\|git" "${log}"
+check has_line "exit-code=0" "${outputs}"
+end_case
+begin "paired: the job summary shows the ratio table with its intervals, and no baseline section"
+check has_line "**every cell measured; no regression of the candidate beyond 5% against the base (exit 0)**" "${summary}"
+check has_line "### Variants" "${summary}"
+check has_line "| configuration | figure | base | candidate | ratio | 95% interval | p | verdict |" "${summary}"
+check has_line "| pool-x1 | mixed/fast p99 ms | 30.1 | 33.4 | 1.109 | 1.071-1.152 | 0.031 | regression |" "${summary}"
+check has "(base \`shop:base\`, candidate \`registry.example/shop:pr-7\`)" "${summary}"
+check summary_in_order "^### Variants" "^### Thresholds" "^### Cells"
+refute has "Against the baseline\|No baseline given" "${summary}"
+end_case
+run_action "${paired_env[@]}" STUB_RUN_EXIT=3
+begin "paired, the plugin's regression (exit 3): passed on, the Variants table named"
+check exit_is 3
+check has "the candidate regressed beyond 5% against the base (report.md's Thresholds and Variants say which)" "${out}"
+check has_line "| configuration | figure | base | candidate | ratio | 95% interval | p | verdict |" "${summary}"
+end_case
+run_action "${paired_env[@]}" CLUSTER=existing LOAD_IMAGES_CMD="stubload --into mine"
+begin "paired, existing cluster: LOAD_IMAGES_CMD loads both images after the project's"
+check exit_is 0
+check in_order "^stubload --into mine ${img}-loadgen:${tag}$" "^stubload --into mine shop:base$" \
+  "^stubload --into mine registry.example/shop:pr-7$" "^kubectl-benchmatrix\[image\] run .* --base shop:base --candidate registry.example/shop:pr-7 --max-regression 5$"
+end_case
+
+# 18. build-command: the base built in a checkout of the pull request's base (fetched: the
+# workspace is a clone of depth 1), the candidate in the workspace, each as $IMAGE, before any
+# cluster exists; the base's checkout removed afterwards.
+ws_git=1
+# shellcheck disable=SC2016 # expanded by the bash that runs build-command
+build='echo "build ${BENCHMATRIX_VARIANT} ${IMAGE} $(cat VERSION) in $(basename "$(pwd)")" >>"${STUB_LOG}"'
+run_action "${paired_env[@]}" BUILD_COMMAND="${build}" GITHUB_EVENT_PATH="${tmp}/pr-base-event.json"
+begin "build-command: base from the pull request's base commit, candidate from the workspace, then the cluster"
+check exit_is 0
+check in_order "^build base shop:base base in base$" "^build candidate registry.example/shop:pr-7 candidate in ws$" \
+  "^kind create cluster" "^kind load docker-image .* shop:base registry.example/shop:pr-7$" \
+  "^kubectl-benchmatrix\[image\] run .* --base shop:base --candidate registry.example/shop:pr-7 --max-regression 5$"
+check test "$(git -C "${ws}" worktree list | wc -l)" -eq 1
+end_case
+run_action "${paired_env[@]}" BUILD_COMMAND="${build}" BASE_REF="$(git -C "${origin}" rev-parse HEAD)"
+begin "build-command with base-ref: that commit, no event needed"
+check exit_is 0
+check has "^build base shop:base candidate in base$" "${log}"
+end_case
+# shellcheck disable=SC2016 # expanded by the bash that runs build-command
+run_action "${paired_env[@]}" BUILD_COMMAND='[[ ${BENCHMATRIX_VARIANT} == base ]] || exit 9' GITHUB_EVENT_PATH="${tmp}/pr-base-event.json"
+begin "build-command failing for the candidate: exit 5 naming the step, no cluster, the base's checkout gone"
+check exit_is 5
+check has "setup failed while building the candidate image registry.example/shop:pr-7 (build-command in " "${out}"
+refute has "^kind" "${log}"
+check test "$(git -C "${ws}" worktree list | wc -l)" -eq 1
+end_case
+run_action "${paired_env[@]}" BUILD_COMMAND=true BASE_REF=0123456789abcdef0123456789abcdef01234567
+begin "build-command with a base-ref origin lacks: exit 5 naming the checkout"
+check exit_is 5
+check has "setup failed while checking out the base 0123456789abcdef0123456789abcdef01234567" "${out}"
+end_case
+run_action "${paired_env[@]}" BUILD_COMMAND="${build}" BASE_REF=release
+begin "build-command with a branch name as base-ref that the clone lacks: fetched, its head built"
+check exit_is 0
+check has "^build base shop:base base in base$" "${log}"
+end_case
+bad "a base-ref that is a git option" "base-ref '--upload-pack=touch pwned' is not a commit or branch name" \
+  "${paired_env[@]}" BUILD_COMMAND=true BASE_REF="--upload-pack=touch pwned"
+ws_git=""
+bad "base-image without candidate-image" "base-image and candidate-image go together" BASE_IMAGE=shop:base
+bad "one image as both" "base-image and candidate-image are both 'shop:x'" BASE_IMAGE=shop:x CANDIDATE_IMAGE=shop:x
+bad "a baseline and paired images" "baseline and base-image/candidate-image are two ways to compare" \
+  "${paired_env[@]}" BASELINE=main-status.yaml
+bad "build-command without the images" "build-command needs base-image and candidate-image" BUILD_COMMAND=true
+bad "build-command outside a pull request without base-ref" "build-command needs base-ref" \
+  "${paired_env[@]}" BUILD_COMMAND=true GITHUB_EVENT_PATH="${tmp}/push-event.json"
+bad "build-command outside a git checkout" "build-command builds the base from a git checkout" \
+  "${paired_env[@]}" BUILD_COMMAND=true BASE_REF=main
 
 if [[ ${failures} -gt 0 ]]; then
   echo "action self-test: ${failures} failed"

@@ -7,7 +7,9 @@
 //! - the operator Deployment meets Pod Security "restricted";
 //! - the RBAC rules cover every API call the operator makes, and grant nothing else, both as the
 //!   cluster-wide ClusterRole and as the Roles of a namespace-scoped install (watchNamespaces);
-//! - manifests/install.yaml is exactly what the chart renders (scripts/gen-install.sh --check).
+//! - manifests/install.yaml is exactly what the chart renders (scripts/gen-install.sh --check);
+//! - the ServiceMonitor (off by default) scrapes the metrics Service's port, and the dashboard
+//!   ConfigMap (off by default) carries the sidecar's label and the generated dashboard.
 //!
 //! The tests need helm. They look for it in $HELM, then the pinned helm that
 //! scripts/install-helm.sh installs (running that script when the cache is empty), then `helm`
@@ -20,7 +22,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, PodSpec, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodSpec, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -135,6 +137,9 @@ enum Object {
     Service(Box<Service>),
     Deployment(Box<Deployment>),
     Crd(Box<CustomResourceDefinition>),
+    ConfigMap(Box<ConfigMap>),
+    /// prometheus-operator's type, which k8s-openapi lacks: checked field by field below.
+    ServiceMonitor(Box<serde_yaml::Value>),
 }
 
 impl Object {
@@ -149,6 +154,8 @@ impl Object {
             Object::Service(_) => "Service",
             Object::Deployment(_) => "Deployment",
             Object::Crd(_) => "CustomResourceDefinition",
+            Object::ConfigMap(_) => "ConfigMap",
+            Object::ServiceMonitor(_) => "ServiceMonitor",
         }
     }
 }
@@ -188,6 +195,10 @@ fn parse_objects(source: &str, yaml: &str) -> Vec<Object> {
             }
             ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
                 Object::Crd(typed(&what, &value))
+            }
+            ("v1", "ConfigMap") => Object::ConfigMap(typed(&what, &value)),
+            ("monitoring.coreos.com/v1", "ServiceMonitor") => {
+                Object::ServiceMonitor(Box::new(value.clone()))
             }
             _ => panic!("{what}: not a kind this install should contain"),
         };
@@ -890,6 +901,14 @@ fn impossible_values_fail_the_render_with_a_message() {
         ),
         ("watchNamespaces={a,a}", "names a namespace twice"),
         (
+            "metrics.serviceMonitor.enabled=true,metrics.service.enabled=false",
+            "metrics.serviceMonitor.enabled needs metrics.service.enabled",
+        ),
+        (
+            "operator.exportedRuns=101",
+            "operator.exportedRuns must be from 0 to 100",
+        ),
+        (
             "operator.allowedImages={nginx:*}",
             "\"nginx:*\" names no registry",
         ),
@@ -927,6 +946,7 @@ fn operator_flags_follow_the_values() {
         "--metrics-addr=0.0.0.0:9090",
         "--target-image=reg.example/t:v9",
         "--loadgen-image=ghcr.io/benchmatrix/benchmatrix-loadgen:v8",
+        "--exported-runs=10",
     ] {
         assert!(args.iter().any(|a| a == want), "missing {want} in {args:?}");
     }
@@ -1351,5 +1371,131 @@ fn the_operator_parses_the_namespaces_and_image_patterns_the_chart_renders() {
             .iter()
             .any(|a| a.starts_with("--namespace") || a.starts_with("--allowed-images")),
         "{args:?}"
+    );
+}
+
+#[test]
+fn prometheus_and_grafana_objects_are_off_by_default() {
+    let Some(helm) = helm_or_skip("prometheus_and_grafana_objects_are_off_by_default") else {
+        return;
+    };
+    let objects = parse_objects("defaults", &render(helm, &[]));
+    let found = kinds(&objects);
+    assert!(
+        !found.contains(&"ServiceMonitor") && !found.contains(&"ConfigMap"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn the_service_monitor_scrapes_the_metrics_service() {
+    let Some(helm) = helm_or_skip("the_service_monitor_scrapes_the_metrics_service") else {
+        return;
+    };
+    let objects = parse_objects(
+        "serviceMonitor",
+        &render(
+            helm,
+            &[
+                "--set",
+                "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=kps,metrics.serviceMonitor.interval=15s",
+            ],
+        ),
+    );
+    let monitor = objects
+        .iter()
+        .find_map(|o| match o {
+            Object::ServiceMonitor(m) => Some(m),
+            _ => None,
+        })
+        .expect("a ServiceMonitor");
+    let service = objects
+        .iter()
+        .find_map(|o| match o {
+            Object::Service(s) => Some(s),
+            _ => None,
+        })
+        .expect("the metrics Service");
+    assert_eq!(monitor["metadata"]["namespace"].as_str(), Some(NAMESPACE));
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"].as_str(),
+        Some("kps")
+    );
+    assert_eq!(
+        monitor["spec"]["namespaceSelector"]["matchNames"][0].as_str(),
+        Some(NAMESPACE)
+    );
+    // Its selector picks the metrics Service by that Service's own labels.
+    let service_labels = service.metadata.labels.clone().unwrap_or_default();
+    let selector = monitor["spec"]["selector"]["matchLabels"]
+        .as_mapping()
+        .expect("matchLabels");
+    assert!(!selector.is_empty());
+    for (k, v) in selector {
+        assert_eq!(
+            service_labels.get(k.as_str().unwrap()).map(String::as_str),
+            v.as_str(),
+            "the Service lacks the selected label {k:?}"
+        );
+    }
+    // It scrapes a port the Service has, by name, on /metrics.
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    let port = endpoint["port"].as_str().expect("a named port");
+    let ports = service.spec.as_ref().unwrap().ports.as_ref().unwrap();
+    assert!(
+        ports.iter().any(|p| p.name.as_deref() == Some(port)),
+        "{ports:?}"
+    );
+    assert_eq!(endpoint["path"].as_str(), Some("/metrics"));
+    assert_eq!(endpoint["interval"].as_str(), Some("15s"));
+    let known: BTreeSet<&str> = ["apiVersion", "kind", "metadata", "spec"].into();
+    for key in monitor.as_mapping().unwrap().keys() {
+        assert!(known.contains(key.as_str().unwrap()), "unexpected {key:?}");
+    }
+}
+
+#[test]
+fn the_dashboard_config_map_carries_the_sidecar_label_and_the_generated_dashboard() {
+    let Some(helm) = helm_or_skip(
+        "the_dashboard_config_map_carries_the_sidecar_label_and_the_generated_dashboard",
+    ) else {
+        return;
+    };
+    let objects = parse_objects(
+        "dashboard",
+        &render(
+            helm,
+            &[
+                "--set",
+                "grafana.dashboard.enabled=true,grafana.dashboard.namespace=monitoring",
+                "--set",
+                "grafana.dashboard.annotations.grafana_folder=Benchmarks",
+            ],
+        ),
+    );
+    let map = objects
+        .iter()
+        .find_map(|o| match o {
+            Object::ConfigMap(m) => Some(m),
+            _ => None,
+        })
+        .expect("a ConfigMap");
+    assert_eq!(map.metadata.namespace.as_deref(), Some("monitoring"));
+    let labels = map.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("grafana_dashboard").map(String::as_str),
+        Some("1")
+    );
+    let annotations = map.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations.get("grafana_folder").map(String::as_str),
+        Some("Benchmarks")
+    );
+    let json = &map.data.as_ref().unwrap()["benchmatrix.json"];
+    let generated = benchmatrix::executors::cluster::run_metrics::dashboard::dashboard_json();
+    assert_eq!(
+        format!("{json}\n"),
+        generated,
+        "the ConfigMap holds the generated dashboard"
     );
 }

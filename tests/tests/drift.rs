@@ -46,6 +46,20 @@ fn checked_in_crd_files_match_the_generated_crd() {
     }
 }
 
+/// The chart's Grafana dashboard is what `benchmatrix dashboard` generates from the metric
+/// families the operator exports, so no panel can query a metric that is not there.
+#[test]
+fn the_charts_dashboard_is_the_generated_one() {
+    let file = "charts/benchmatrix/dashboards/benchmatrix.json";
+    let on_disk = std::fs::read_to_string(repo_root().join(file)).unwrap_or_default();
+    let generated = benchmatrix::executors::cluster::run_metrics::dashboard::dashboard_json();
+    assert!(
+        on_disk == generated,
+        "{file} has drifted from the exporter's families; regenerate with:\n  \
+         cargo run -p benchmatrix -- dashboard > {file}"
+    );
+}
+
 #[test]
 fn the_generated_crd_parses_as_apiextensions_v1() {
     let crd: CustomResourceDefinition =

@@ -75,6 +75,12 @@ Call with (dict "image" .Values.image.operator "root" .)
 {{- fail (printf "watchNamespaces: %q is not a namespace name (lower-case letters, digits and '-', at most 63)" (toString .)) }}
 {{- end }}
 {{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.service.enabled) }}
+{{- fail "metrics.serviceMonitor.enabled needs metrics.service.enabled: the ServiceMonitor scrapes that Service" }}
+{{- end }}
+{{- if or (lt (int .Values.operator.exportedRuns) 0) (gt (int .Values.operator.exportedRuns) 100) }}
+{{- fail "operator.exportedRuns must be from 0 to 100" }}
+{{- end }}
 {{- if ne (len .Values.watchNamespaces) (len (uniq .Values.watchNamespaces)) }}
 {{- fail "watchNamespaces names a namespace twice" }}
 {{- end }}

@@ -116,18 +116,22 @@ pub fn gated_code(code: u8, status: &BenchmarkRunStatus, gate: &GateArgs) -> (u8
 /// 1.052–1.113, p=0.016, 6 rounds)".
 pub fn figure_sentence(c: &VariantComparison, f: &RatioFigure) -> String {
     format!(
-        "{}: {} vs {} {}/{} {} {:+.1}% (ratio {:.3}, 95% interval {}, p={:.3}, {} rounds)",
+        "{}: {} {:+.1}% (ratio {:.3}, 95% interval {}, p={:.3}, {} rounds)",
         c.configuration,
-        c.candidate,
-        c.base,
-        f.phase,
-        f.endpoint,
-        f.figure,
+        figure_name(c, f),
         worse_pct(f),
         f.ratio,
         interval(f),
         f.p_worse.min(f.p_better),
         c.rounds
+    )
+}
+
+/// "candidate vs base mixed/fast p99".
+fn figure_name(c: &VariantComparison, f: &RatioFigure) -> String {
+    format!(
+        "{} vs {} {}/{} {}",
+        c.candidate, c.base, f.phase, f.endpoint, f.figure
     )
 }
 
@@ -169,13 +173,9 @@ pub fn table(variants: &[VariantComparison]) -> String {
         for f in &c.figures {
             let _ = writeln!(
                 o,
-                "| {} | {} vs {} {}/{} {} | {} | {} | {:.3} ({:+.1}%) | {} | {:.3} | {} |",
+                "| {} | {} | {} | {} | {:.3} ({:+.1}%) | {} | {:.3} | {} |",
                 c.configuration,
-                c.candidate,
-                c.base,
-                f.phase,
-                f.endpoint,
-                f.figure,
+                figure_name(c, f),
                 value(&f.figure, f.base),
                 value(&f.figure, f.candidate),
                 f.ratio,

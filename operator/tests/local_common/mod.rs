@@ -24,6 +24,11 @@ pub fn quickstart(warmup: &str, fast_only: &str, mixed: &str) -> BenchmarkRun {
 
 /// Writes `yaml` to DIR/run.yaml and runs `benchmatrix run` on it with `--out DIR/out`.
 pub fn run(dir: &Path, yaml: &str) -> (Output, PathBuf) {
+    run_with(dir, yaml, &[])
+}
+
+/// [`run`] with more arguments after `--out`.
+pub fn run_with(dir: &Path, yaml: &str, args: &[&std::ffi::OsStr]) -> (Output, PathBuf) {
     let file = dir.join("run.yaml");
     std::fs::write(&file, yaml).unwrap();
     let out = dir.join("out");
@@ -32,6 +37,7 @@ pub fn run(dir: &Path, yaml: &str) -> (Output, PathBuf) {
         .arg(&file)
         .arg("--out")
         .arg(&out)
+        .args(args)
         .output()
         .expect("start benchmatrix run");
     (output, out)
@@ -184,4 +190,23 @@ pub fn spawn_run(dir: &Path, yaml: &str) -> (std::process::Child, PathBuf) {
 /// What a background run printed so far.
 pub fn runner_log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("runner.log")).unwrap_or_default()
+}
+
+/// Validates the JUnit XML file `xml` against the workspace's schema of the format
+/// (tests/junit.xsd) with xmllint (Debian's libxml2-utils; .ci/run installs it).
+pub fn assert_valid_junit(xml: &Path) {
+    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/junit.xsd");
+    let o = Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&xsd)
+        .arg(xml)
+        .output()
+        .expect("xmllint runs (apt-get install libxml2-utils)");
+    assert!(
+        o.status.success(),
+        "{} does not validate against tests/junit.xsd: {}",
+        xml.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -1,8 +1,10 @@
 //! The operator's own metrics, exposed at `/metrics` in the OpenMetrics text format.
 //!
 //! Kept in a `prometheus-client` registry, so names, types, label escaping and histogram buckets
-//! follow the exposition format by construction instead of by hand-written text.
+//! follow the exposition format by construction instead of by hand-written text. The figures of
+//! finished runs are written by `run_metrics.rs` into the same registry.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -13,6 +15,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use crate::executors::cluster::run_metrics::RunMetrics;
 
 /// The Content-Type of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -52,10 +56,19 @@ pub struct Metrics {
     cells: Family<OutcomeLabel, Histogram, fn() -> Histogram>,
     /// Reconciles started, readable without encoding (the counter's own value is not).
     started: AtomicU64,
+    /// The figures of the runs that finished last.
+    finished_runs: Arc<RunMetrics>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
+        Metrics::exporting(RunMetrics::default())
+    }
+}
+
+impl Metrics {
+    /// The operator's metrics, with the figures of finished runs kept by `finished_runs`.
+    pub fn exporting(finished_runs: RunMetrics) -> Self {
         let mut registry = Registry::default();
         let reconciles = Counter::default();
         registry.register(
@@ -89,6 +102,8 @@ impl Default for Metrics {
             "Time from a cell's deploy to its end, by outcome",
             cells.clone(),
         );
+        let finished_runs = Arc::new(finished_runs);
+        registry.register_collector(Box::new(finished_runs.clone()));
         Metrics {
             registry,
             reconciles,
@@ -97,7 +112,13 @@ impl Default for Metrics {
             active_runs,
             cells,
             started: AtomicU64::new(0),
+            finished_runs,
         }
+    }
+
+    /// The figures of finished runs (`run_metrics.rs`).
+    pub fn finished_runs(&self) -> &RunMetrics {
+        &self.finished_runs
     }
 }
 

@@ -28,6 +28,7 @@ pub mod observe;
 pub mod outage;
 pub mod queue;
 pub mod reconcile;
+pub mod run_metrics;
 pub mod slots;
 pub mod target_pods;
 pub mod telemetry;
@@ -150,6 +151,17 @@ pub struct OperatorArgs {
     /// reports.
     #[arg(long, env = "BENCHMATRIX_KUBELET_INSECURE_TLS")]
     pub kubelet_insecure_tls: bool,
+    /// Export the figures of this many finished runs on /metrics (the ones that finished last;
+    /// 0 to 100): each run adds a few series per cell, phase and endpoint, so the bound keeps
+    /// the number of series bounded.
+    #[arg(
+        long,
+        env = "BENCHMATRIX_EXPORTED_RUNS",
+        default_value_t = run_metrics::DEFAULT_EXPORTED_RUNS,
+        value_parser = run_metrics::parse_limit,
+        value_name = "N"
+    )]
+    pub exported_runs: usize,
 }
 
 /// `--shutdown-timeout`: a duration written like "20s", "500ms" or "1m".
@@ -223,7 +235,9 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     let kubelet = args
         .kubelet_metrics
         .then(|| Arc::new(KubeletReader::new(config, args.kubelet_insecure_tls)));
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Arc::new(Metrics::exporting(run_metrics::RunMetrics::new(
+        args.exported_runs,
+    )));
     let admin_state = AdminState {
         metrics: metrics.clone(),
         ready: Default::default(),

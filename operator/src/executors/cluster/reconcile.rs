@@ -239,6 +239,14 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
     }
     ctx.metrics
         .set_active_runs(queue.active + usize::from(turn.status.phase == RunPhase::Running));
+    // Every finished run is reconciled when the operator starts, so its figures are exported
+    // again after a restart without a read of their own.
+    ctx.metrics.finished_runs().observe(
+        run.metadata.namespace.as_deref(),
+        &run.name_any(),
+        &old,
+        &turn.status,
+    );
     write::apply_actions(&ctx.client, run, &turn.actions).await?;
     if deleted {
         ctx.forget_written(run);

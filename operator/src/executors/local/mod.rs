@@ -36,6 +36,9 @@ pub struct RunArgs {
     /// The regression gate over spec.variants.
     #[command(flatten)]
     pub gate: crate::frontends::variants::GateArgs,
+    /// JUnit XML and benchmark JSON for CI, on request.
+    #[command(flatten)]
+    pub ci: crate::frontends::report::ci::CiFiles,
 }
 
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
@@ -84,6 +87,11 @@ pub fn run(args: RunArgs) -> ExitCode {
         eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
         return ExitCode::from(2);
     }
+    if let Err(e) = args.ci.check() {
+        eprintln!("benchmatrix run: {e}");
+        return ExitCode::from(2);
+    }
+    let name = run_name(&run, &args.file);
     // First, while this process has one thread: the guard that ends every child should the
     // runner be killed. Then the handlers, before the first child exists, so no Ctrl-C can
     // orphan one.
@@ -92,6 +100,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     let code = match runner::Runner::new(run, args.file.clone(), args.out.clone(), header_values) {
         Ok(r) => {
             let status = r.run_to_end();
+            for line in args.ci.write(&name, &status) {
+                match line {
+                    Ok(wrote) => println!("{wrote}"),
+                    Err(e) => eprintln!("benchmatrix run: {e}"),
+                }
+            }
             let code = crate::engine::verdict::outcome::Outcome::of(&status).code();
             let (code, lines) = crate::frontends::variants::gated_code(code, &status, &args.gate);
             for line in lines {
@@ -109,4 +123,16 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     guard::finish();
     code
+}
+
+/// The run's name for the CI files: its `metadata.name`, else the file's name without its
+/// extension (a local run needs no name).
+fn run_name(run: &crate::resource::ValidatedRun, file: &std::path::Path) -> String {
+    run.run()
+        .metadata
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .or_else(|| file.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "benchmatrix".into())
 }

@@ -69,6 +69,9 @@ pub struct RunArgs {
     /// The regression gate over spec.variants.
     #[command(flatten)]
     pub gate: crate::frontends::variants::GateArgs,
+    /// JUnit XML and benchmark JSON for CI, on request.
+    #[command(flatten)]
+    pub ci: crate::frontends::report::ci::CiFiles,
 }
 
 /// What to do with the run on the cluster when following it stops before its end.
@@ -201,6 +204,16 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         extra: Vec::new(),
     };
     write_outputs(&args.out, &last, &notes, &mut display);
+    // Only a run that ended has verdicts to report; a timeout or an interrupt is the step's
+    // failure, said by the exit code.
+    if matches!(end, End::Finished) {
+        for line in args.ci.write(&ours.name, &last) {
+            match line {
+                Ok(wrote) => display.line(&wrote),
+                Err(e) => eprintln!("{COMMAND}: {e}"),
+            }
+        }
+    }
     code
 }
 
@@ -254,6 +267,10 @@ fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
     };
     if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
+        return Err(EXIT_BAD_INPUT);
+    }
+    if let Err(e) = args.ci.check() {
+        eprintln!("{COMMAND}: {e}");
         return Err(EXIT_BAD_INPUT);
     }
     Ok(Checked {

@@ -97,6 +97,7 @@ fn run_args(file: PathBuf, out: PathBuf) -> RunArgs {
         base: None,
         candidate: None,
         gate: Default::default(),
+        ci: Default::default(),
     }
 }
 
@@ -144,8 +145,10 @@ async fn run_follows_the_operator_to_the_end_and_writes_what_benchmatrix_run_wri
         let dir = tempfile::tempdir().unwrap();
         let file = run_file(dir.path(), &gated("gate", "1s"));
         let out = dir.path().join("out");
-        let (code, shown) =
-            run_with_operator(&h, run_args(file, out.clone()), "gate", &healthy).await;
+        let mut args = run_args(file, out.clone());
+        args.ci.junit = Some(out.join("junit.xml"));
+        args.ci.benchmark_json = Some(out.join("bench.json"));
+        let (code, shown) = run_with_operator(&h, args, "gate", &healthy).await;
         assert_eq!(code, 0, "{shown}");
 
         // Created once, as written, then followed through one watch: no polling.
@@ -216,6 +219,22 @@ async fn run_follows_the_operator_to_the_end_and_writes_what_benchmatrix_run_wri
                 .to_string_lossy()
                 .ends_with(".svg"))
         );
+        // The CI files of `benchmatrix run`, named after the run on the cluster.
+        let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+        assert!(
+            junit.contains("<testsuites name=\"benchmatrix gate\""),
+            "{junit}"
+        );
+        assert!(
+            junit.contains("classname=\"gate.cells\" name=\"b\""),
+            "{junit}"
+        );
+        let bigger = std::fs::read_to_string(out.join("bench.bigger.json")).unwrap();
+        assert!(
+            bigger.contains("\"name\": \"mixed/fast b rps\""),
+            "{bigger}"
+        );
+        assert!(shown.contains(&format!("wrote {}", out.join("junit.xml").display())));
     })
     .await;
 }

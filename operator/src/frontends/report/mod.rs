@@ -3,8 +3,11 @@
 //! documents to text; `write_report` is the only one that writes to the disk, each file
 //! through [`write_atomically`].
 
+pub mod benchmark_json;
 mod charts;
+pub mod ci;
 pub mod files;
+pub mod junit;
 pub mod markdown;
 pub mod node_effect;
 pub mod recommendation;

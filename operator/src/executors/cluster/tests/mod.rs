@@ -566,6 +566,44 @@ async fn a_restarted_controller_creates_nothing_twice_and_finishes_the_run() {
 }
 
 #[tokio::test]
+async fn a_finished_run_is_exported_on_metrics_and_again_after_a_restart() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("exported", &["a", "b"]));
+        let p99 = |text: &str| {
+            text.lines()
+                .find(|l| {
+                    l.starts_with("benchmatrix_run_latency_seconds{")
+                        && l.contains(r#"run="exported",cell="b",phase="mixed",endpoint="fast",percentile="p99""#)
+                })
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        };
+        h.reconcile("exported").await.unwrap();
+        assert_eq!(p99(&h.ctx.metrics.render()), None, "a running run exports nothing");
+        h.drive("exported", &healthy).await;
+        let text = h.ctx.metrics.render();
+        // Cell b's canned mixed/fast p99 is 20 ms: the status's figure, in seconds.
+        let status = h.run("exported").status.unwrap();
+        let in_status = status.cells[1].results[1].latency_ms.as_ref().unwrap().p99;
+        assert_eq!(in_status, 20.0);
+        assert_eq!(p99(&text), Some(0.02), "{text}");
+        assert!(
+            text.contains(r#"benchmatrix_runs_finished_total{outcome="all_measured"} 1"#),
+            "{text}"
+        );
+        // A new operator process: the run is reconciled once as every run is at start-up, and
+        // its figures are back, without counting it as finished again.
+        h.restart();
+        assert_eq!(p99(&h.ctx.metrics.render()), None);
+        h.reconcile("exported").await.unwrap();
+        let text = h.ctx.metrics.render();
+        assert_eq!(p99(&text), Some(0.02), "{text}");
+        assert!(!text.contains("benchmatrix_runs_finished_total"), "{text}");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn failures_end_their_cell_with_the_cause_and_the_run_goes_on() {
     with_timeout(async {
         let h = Harness::new();
