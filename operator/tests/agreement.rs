@@ -433,6 +433,57 @@ fn agree(s: Scenario) -> BenchmarkRunStatus {
     local
 }
 
+/// `parallelism: 2`, `repeat: 2`: on a cluster of two nodes both cells are measured at once,
+/// each on a node of its own, and each cell's second repetition on the other node; on one
+/// machine one at a time. The same YAML ends in the same status skeleton.
+#[test]
+fn a_parallel_run_ends_alike_on_two_nodes_and_on_one_machine() {
+    use benchmatrix::fixtures::sim_cluster::{SimCluster, nodes};
+    let mut run = spec(None);
+    run.spec.repeat = benchmatrix::resource::Repeat::Times(2);
+    run.spec.parallelism = benchmatrix::resource::parallelism::Parallelism::Count(2);
+    let mut sim = SimCluster::new(nodes(2, "4"), 1, 1);
+    let cluster = sim
+        .run_to_end(run.clone(), 1000)
+        .and_then(|r| r.status)
+        .expect("the run ends on the cluster");
+    let cluster_commands: Vec<&str> = sim.commands.iter().filter_map(kind).collect();
+    let both = ["deploy", "deploy", "start", "start", "stop", "stop"];
+    let serial = [["deploy", "start", "stop"]; 4].into_iter().flatten();
+    let s = Scenario {
+        name: "parallel",
+        run,
+        moments: Vec::new(),
+        faults: vec![],
+        commands: serial.chain(["end"]).collect(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (local, local_commands) = on_one_machine(&s, dir.path());
+    assert_eq!(local_commands, s.commands, "one at a time on one machine");
+    assert_eq!(
+        cluster_commands,
+        both.into_iter()
+            .chain(both)
+            .chain(["end"])
+            .collect::<Vec<_>>(),
+        "two at a time on the cluster"
+    );
+    assert_eq!(
+        skeleton(&cluster),
+        skeleton(&local),
+        "the statuses disagree"
+    );
+    assert_eq!(cluster.parallelism.as_ref().map(|p| p.slots), Some(2));
+    let l = local.parallelism.as_ref().expect("recorded locally too");
+    assert_eq!(l.slots, 1);
+    assert!(l.message.contains("one at a time"), "{}", l.message);
+    for c in &cluster.cells {
+        let nodes: Vec<&String> = c.repetitions.iter().flat_map(|r| &r.nodes).collect();
+        assert_eq!(nodes.len(), 2, "{}", c.name);
+        assert_ne!(nodes[0], nodes[1], "{}: rotated over the nodes", c.name);
+    }
+}
+
 fn reasons(status: &BenchmarkRunStatus) -> Vec<Option<&str>> {
     status.cells.iter().map(|c| c.reason.as_deref()).collect()
 }

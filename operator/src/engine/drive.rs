@@ -46,16 +46,33 @@ pub trait Waits: Executor {
 /// that is not running asks for none, and the loop ends it first).
 const IDLE_LOOK: Duration = Duration::from_secs(1);
 
-/// One turn: the look the machine names for `status` at `ctx.now`, what the executor sees of
-/// it, the machine's advance, and the executor carrying out each command in order.
+/// One turn: the looks the machine names for `status` at `ctx.now` (one per step of the turn:
+/// several in a parallel run), and for each in order what the executor sees of it, the
+/// machine's advance, and the executor carrying out its commands. The turn's wake-ups become
+/// one, the soonest, carried out last.
 pub fn turn(status: &mut BenchmarkRunStatus, executor: &mut impl Executor, ctx: &Ctx) -> Advance {
-    let look = machine::look(status, ctx.now, ctx.limits.planned_load);
-    let seen = executor.look(status, look, ctx.now);
-    let advance = machine::advance(status, seen, ctx);
-    for command in &advance.commands {
-        executor.carry_out(status, command);
+    let mut all = Advance::default();
+    let mut wake: Option<Duration> = None;
+    for look in machine::looks(status, ctx.now, ctx.limits.planned_load) {
+        let seen = executor.look(status, look, ctx.now);
+        let advance = machine::advance_at(status, look, seen, ctx);
+        for command in advance.commands {
+            match command {
+                Command::WakeIn(after) => wake = Some(wake.map_or(after, |w| w.min(after))),
+                command => {
+                    executor.carry_out(status, &command);
+                    all.commands.push(command);
+                }
+            }
+        }
+        all.notes.extend(advance.notes);
     }
-    advance
+    if let Some(after) = wake {
+        let command = Command::WakeIn(after);
+        executor.carry_out(status, &command);
+        all.commands.push(command);
+    }
+    all
 }
 
 /// Drives `run` to its end: turns, and between them waits as the machine says. A turn that

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Ctx, Event, Measured, Note, Step, next_step, reduce};
+use super::schedule::{self, Placed};
+use super::{Ctx, Event, Measured, Note, Step, reduce};
 use crate::resource::conditions::{self, Cause, Reason};
 use crate::resource::status::RecordedPod;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
@@ -33,6 +34,10 @@ pub enum Look {
         at: Step,
         /// True after the run's first step.
         after_another: bool,
+        /// In a parallel run, the slot the step goes to (its nodes are
+        /// `status.parallelism.nodeSets[slot]`): only earlier steps' pods on those nodes
+        /// delay it.
+        slot: Option<u32>,
     },
     /// The target is being deployed: its replicas and whether they are ready.
     Target(Step),
@@ -58,32 +63,57 @@ impl Look {
 }
 
 /// What the executor should look at for `status` at `now`, for a run whose warm-up and phases
-/// take `planned_load`. A run that has not started is looked at as its first step about to be
-/// deployed.
+/// take `planned_load`: the first of [`looks`].
 pub fn look(status: &BenchmarkRunStatus, now: &Time, planned_load: Duration) -> Look {
+    looks(status, now, planned_load)[0]
+}
+
+/// What the executor should look at, one look per step of this turn (several in a parallel
+/// run: every step in flight and one for each free slot, see `schedule::plan`); at least one.
+/// A run that has not started is looked at as its first step about to be deployed.
+pub fn looks(status: &BenchmarkRunStatus, now: &Time, planned_load: Duration) -> Vec<Look> {
     match status.phase {
         // Should the run be admitted now, it deploys its first step in the same advance.
         RunPhase::Pending => {
-            return Look::BeforeDeploy {
+            return vec![Look::BeforeDeploy {
                 at: Step {
                     cell: 0,
                     repetition: 1,
                 },
                 after_another: false,
-            };
+                slot: None,
+            }];
         }
         RunPhase::Running => {}
-        _ => return Look::Nothing,
+        _ => return vec![Look::Nothing],
     }
+    let looks: Vec<Look> = schedule::plan(status)
+        .into_iter()
+        .map(|p| look_at(status, p, now, planned_load))
+        .collect();
+    if looks.is_empty() {
+        vec![Look::Nothing]
+    } else {
+        looks
+    }
+}
 
-    let Some(step) = next_step(status) else {
-        return Look::Nothing;
-    };
-    let at = step;
+/// The look at one placed step of a running run.
+fn look_at(
+    status: &BenchmarkRunStatus,
+    placed: Placed,
+    now: &Time,
+    planned_load: Duration,
+) -> Look {
+    let at = placed.step;
+    let step = at;
     match step.phase(status) {
         CellPhase::Pending => Look::BeforeDeploy {
             at,
-            after_another: step.cell > 0 || step.repetition > 1,
+            after_another: step.cell > 0
+                || step.repetition > 1
+                || status.cells.iter().any(|c| c.start_time.is_some()),
+            slot: placed.slot,
         },
         CellPhase::Deploying => Look::Target(at),
         CellPhase::Running => {
@@ -175,11 +205,24 @@ pub struct Seen {
     pub target_oom: Option<String>,
     /// The load generator's objects are gone while the load should run.
     pub load_missing: bool,
+    /// Before a parallel run's first step: the executor's node sets, one per slot it can hold
+    /// (empty where it has no separate nodes, as one machine), and how they came about.
+    pub slots: Option<SlotsSeen>,
     /// Seconds the executor has spent on the step so far, where it measures them (local runs):
     /// a failed step records them.
     pub overhead_seconds: Option<f64>,
     /// How the CPU limits are enforced, once the executor knows (local runs).
     pub enforcement: Option<crate::resource::Enforcement>,
+}
+
+/// The node sets an executor can measure in at once, as it saw them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SlotsSeen {
+    /// The nodes of each set, sets apart (at most as many as the run asked for).
+    pub node_sets: Vec<Vec<String>>,
+    /// How the sets came about, e.g. "2 Ready node(s) match spec.placement; a measurement
+    /// needs up to 1.5 CPU and 192Mi".
+    pub message: String,
 }
 
 /// What the executor is to do, in order.
@@ -267,7 +310,19 @@ pub const QUEUED_SAFETY_NET: Duration = Duration::from_secs(60);
 /// spec fails the run, a spec that changed under a running run fails it, a run that has not
 /// started waits in the queue or is admitted; then its current step moves. A run with no step
 /// left ends ([`Command::Ended`]).
-pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Advance {
+pub fn advance(status: &mut BenchmarkRunStatus, seen: Seen, ctx: &Ctx) -> Advance {
+    let look = look(status, ctx.now, ctx.limits.planned_load);
+    advance_at(status, look, seen, ctx)
+}
+
+/// [`advance`] for the step `look` names: one of the [`looks`] of this turn (an earlier step
+/// of the same turn may have moved the run since, which this one then sees).
+pub fn advance_at(
+    status: &mut BenchmarkRunStatus,
+    look: Look,
+    mut seen: Seen,
+    ctx: &Ctx,
+) -> Advance {
     let mut out = Advance {
         overhead_seconds: seen.overhead_seconds.take(),
         enforcement: seen.enforcement.take(),
@@ -291,14 +346,37 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
         abandon(status, Event::SpecChanged { message }, ctx, &mut out);
         return out;
     }
-    if status.phase == RunPhase::Pending && !admit(status, seen.queue, ctx, &mut out) {
-        return out;
-    }
-    let Some(step) = next_step(status) else {
-        out.happened(status, Event::Finished { interrupted: false }, ctx);
-        out.commands.push(Command::Ended);
+    let mut slot = match look {
+        Look::BeforeDeploy { slot, .. } => slot,
+        _ => None,
+    };
+    let step = if status.phase == RunPhase::Pending {
+        if !admit(status, seen.queue, ctx, &mut out) {
+            return out;
+        }
+        record_slots(status, seen.slots.take(), ctx, &mut out);
+        let first = schedule::plan(status).into_iter().next();
+        slot = first.and_then(|p| p.slot);
+        first.map(|p| p.step)
+    } else {
+        look.at()
+    };
+    let Some(step) = step else {
+        if schedule::plan(status).is_empty() {
+            out.happened(status, Event::Finished { interrupted: false }, ctx);
+            out.commands.push(Command::Ended);
+        }
         return out;
     };
+    if status.phase != RunPhase::Running
+        || status
+            .cells
+            .get(step.cell)
+            .is_none_or(|c| c.phase.is_finished())
+    {
+        // An earlier step of this turn ended the run, or this step's cell (stopOnFailure).
+        return out;
+    }
     let at = step;
     if seen.interrupted {
         if step.phase(status) != CellPhase::Pending {
@@ -316,7 +394,7 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
         return out;
     }
     match step.phase(status) {
-        CellPhase::Pending => before_deploy(status, at, seen, ctx, &mut out),
+        CellPhase::Pending => before_deploy(status, at, slot, seen, ctx, &mut out),
         CellPhase::Deploying => deploying(status, at, seen, ctx, &mut out),
         CellPhase::Running => running(status, at, seen, ctx, &mut out),
         CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
@@ -328,14 +406,44 @@ pub fn advance(status: &mut BenchmarkRunStatus, mut seen: Seen, ctx: &Ctx) -> Ad
 /// stopped and its objects deleted whatever `spec.cleanup` says: it keeps what a finished step
 /// leaves, while these would go on running what must not.
 fn abandon(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx, out: &mut Advance) {
-    let deployed = next_step(status).filter(|s| {
-        status.phase == RunPhase::Running
-            && matches!(s.phase(status), CellPhase::Deploying | CellPhase::Running)
-    });
+    let deployed: Vec<Step> = if status.phase == RunPhase::Running {
+        schedule::in_flight(status)
+            .into_iter()
+            .map(|p| p.step)
+            .collect()
+    } else {
+        Vec::new()
+    };
     out.happened(status, event, ctx);
-    if let Some(at) = deployed {
+    for at in deployed {
         out.commands.push(Command::Stop { at, keep: false });
     }
+}
+
+/// A parallel run records its slots as it starts: the executor's node sets, at most as many
+/// as asked; one slot and no node set where the executor has none (one machine).
+fn record_slots(
+    status: &mut BenchmarkRunStatus,
+    seen: Option<SlotsSeen>,
+    ctx: &Ctx,
+    out: &mut Advance,
+) {
+    if !ctx.parallelism.is_parallel() {
+        return;
+    }
+    let seen = seen.unwrap_or_else(|| SlotsSeen {
+        node_sets: Vec::new(),
+        message: "one machine has no separate nodes: the cells are measured one at a time".into(),
+    });
+    out.happened(
+        status,
+        Event::Slots {
+            asked: ctx.parallelism,
+            node_sets: seen.node_sets,
+            message: seen.message,
+        },
+        ctx,
+    );
 }
 
 /// A run that has not started: it starts with its cells when the queue (if the executor has
@@ -367,6 +475,7 @@ fn admit(
 fn before_deploy(
     status: &mut BenchmarkRunStatus,
     at: Step,
+    slot: Option<u32>,
     seen: Seen,
     ctx: &Ctx,
     out: &mut Advance,
@@ -400,8 +509,22 @@ fn before_deploy(
         fail_unstarted(status, at, Cause::Unschedulable, why, ctx, out);
         return;
     }
+    if slot.is_some() {
+        out.happened(
+            status,
+            Event::Placed {
+                cell: at.cell,
+                slot,
+            },
+            ctx,
+        );
+    }
     out.commands.push(Command::Deploy(at));
-    let message = deploy_message(ctx, at.cell);
+    let mut message = deploy_message(ctx, at.cell);
+    let nodes = schedule::slot_nodes(status, slot);
+    if !nodes.is_empty() {
+        message.push_str(&format!(" on node(s) {}", nodes.join(", ")));
+    }
     out.happened(
         status,
         Event::CellDeploying {

@@ -58,6 +58,8 @@ pub struct Ctx<'a> {
     pub limits: Limits,
     /// The matrix's cells (for the words of a deployment).
     pub cells: &'a [crate::resource::matrix::Cell],
+    /// spec.parallelism.
+    pub parallelism: crate::resource::parallelism::Parallelism,
 }
 
 impl<'a> Ctx<'a> {
@@ -72,6 +74,7 @@ impl<'a> Ctx<'a> {
             thresholds: &spec.thresholds,
             limits: Limits::of(run),
             cells: run.cells(),
+            parallelism: spec.parallelism,
         }
     }
 }
@@ -92,6 +95,7 @@ impl Ctx<'static> {
             thresholds: &run.spec.thresholds,
             limits: Limits::default(),
             cells: &[],
+            parallelism: run.spec.parallelism,
         }
     }
 }
@@ -265,6 +269,22 @@ pub enum Event {
         cell: usize,
         /// The pods a change among which fails the measurement.
         target_pods: Vec<RecordedPod>,
+    },
+    /// A parallel run's slots, as it starts: the executor's node sets (none: one at a time).
+    Slots {
+        /// spec.parallelism.
+        asked: crate::resource::parallelism::Parallelism,
+        /// The nodes of each slot.
+        node_sets: Vec<Vec<String>>,
+        /// How the sets came about.
+        message: String,
+    },
+    /// The step about to be deployed runs in this slot of a parallel run.
+    Placed {
+        /// Index of the cell.
+        cell: usize,
+        /// The slot (`None`: unpinned).
+        slot: Option<u32>,
     },
     /// The step's objects all vanished while its load ran: it starts again from its
     /// deployment, measuring nothing of the lost load.

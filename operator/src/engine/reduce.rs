@@ -81,9 +81,21 @@ fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> 
             }
             Vec::new()
         }
+        Event::Slots {
+            asked,
+            node_sets,
+            message,
+        } => slots(status, asked, node_sets, message),
+        Event::Placed { cell, slot } => {
+            if let Some(c) = status.cells.get_mut(cell) {
+                c.slot = slot;
+            }
+            Vec::new()
+        }
         Event::StepLost { cell } => {
             if let Some(c) = status.cells.get_mut(cell) {
                 c.phase = CellPhase::Pending;
+                c.slot = None;
                 // The step starts again from its deployment: the wait for the new target is
                 // timed from then, not from the lost step's start.
                 c.start_time = None;
@@ -94,6 +106,40 @@ fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> 
         }
         Event::Finished { interrupted } => finished(status, interrupted, ctx),
     }
+}
+
+/// A parallel run's slots: the node sets, at most as many as asked (and [`bound`]'s most), and
+/// fewer than asked said so.
+fn slots(
+    status: &mut BenchmarkRunStatus,
+    asked: crate::resource::parallelism::Parallelism,
+    mut node_sets: Vec<Vec<String>>,
+    message: String,
+) -> Vec<Note> {
+    use crate::resource::parallelism::Parallelism;
+    node_sets.truncate(asked.most() as usize);
+    for set in &mut node_sets {
+        set.retain(|n| bound::json_len(n) <= bound::NODE_NAME_MAX);
+        set.truncate(bound::NODES_MAX);
+    }
+    node_sets.retain(|s| !s.is_empty());
+    let slots = node_sets.len().max(1) as u32;
+    let mut said = message;
+    if let Parallelism::Count(n) = asked
+        && slots < n
+    {
+        said = format!("{slots} slot(s) of the {n} asked: {said}");
+    } else {
+        said = format!("{slots} slot(s): {said}");
+    }
+    let note = Note::normal("Parallelism", said.clone());
+    status.parallelism = Some(crate::resource::status::ParallelismStatus {
+        asked: asked.to_string(),
+        slots,
+        node_sets,
+        message: said,
+    });
+    vec![note]
 }
 
 /// The run fails before (or instead of) going on: SpecValid and Progressing say why.
@@ -325,6 +371,7 @@ fn measure_cell(
 /// go: the measurement is over. At most [`bound::NODES_MAX`] names, each whole (a name longer
 /// than [`bound::NODE_NAME_MAX`] is left out).
 fn take_nodes(c: &mut CellStatus) -> Vec<String> {
+    c.slot = None;
     let mut nodes: Vec<String> = Vec::new();
     for node in c.target_pods.drain(..).filter_map(|p| p.node) {
         if nodes.len() < bound::NODES_MAX

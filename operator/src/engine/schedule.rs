@@ -6,6 +6,10 @@
 
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, Repeat};
 
+mod plan;
+
+pub use plan::{Placed, in_flight, plan, slot_nodes, slots, times_on};
+
 /// One step of a run: a cell, and the repetition of it about to be (or being) measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
@@ -59,7 +63,14 @@ pub fn next_step(status: &BenchmarkRunStatus) -> Option<Step> {
 /// the round is the same and a drift within rounds (a cache warming, a machine heating) favours
 /// none.
 pub fn next_paired_step(status: &BenchmarkRunStatus) -> Option<Step> {
-    let mut best: Option<(bool, u32, usize, Step)> = None;
+    paired_candidates(status).into_iter().next()
+}
+
+/// Each configuration's next step with variants, best first (see [`next_paired_step`]): an
+/// open round first, then the fewest rounds, then matrix order; none of a configuration with
+/// nothing left.
+fn paired_candidates(status: &BenchmarkRunStatus) -> Vec<Step> {
+    let mut ranked: Vec<(bool, u32, usize, Step)> = Vec::new();
     for (g, group) in crate::engine::results::variants::groups(&status.cells)
         .iter()
         .enumerate()
@@ -92,18 +103,10 @@ pub fn next_paired_step(status: &BenchmarkRunStatus) -> Option<Step> {
             cell,
             repetition: cells[cell].measured_repetitions() + 1,
         };
-        // An open round first, then the fewest rounds, then matrix order.
-        let better = match &best {
-            None => true,
-            Some((best_open, best_round, best_group, _)) => {
-                (!open, round, g) < (!best_open, *best_round, *best_group)
-            }
-        };
-        if better {
-            best = Some((open, round, g, step));
-        }
+        ranked.push((!open, round, g, step));
     }
-    best.map(|(_, _, _, step)| step)
+    ranked.sort_by_key(|&(closed, round, g, _)| (closed, round, g));
+    ranked.into_iter().map(|(_, _, _, step)| step).collect()
 }
 
 /// The nodes on which the other variants of `step`'s configuration ran in `step`'s round, so

@@ -14,6 +14,7 @@ fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> 
         thresholds: &[],
         limits: Limits::default(),
         cells: &[],
+        parallelism: Default::default(),
     }
 }
 

@@ -153,6 +153,9 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
     let line = line_max(room);
     clip_opt(&mut status.message, SENTENCE_MAX);
     clip_opt(&mut status.headline, SENTENCE_MAX);
+    if let Some(p) = &mut status.parallelism {
+        clip(&mut p.message, SENTENCE_MAX);
+    }
     for c in &mut status.conditions {
         clip(&mut c.reason, WORD_MAX);
         clip(&mut c.message, SENTENCE_MAX);

@@ -27,6 +27,7 @@ pub mod conditions;
 pub mod crdgen;
 pub mod labels;
 pub mod matrix;
+pub mod parallelism;
 pub mod pod_template;
 pub mod quantity;
 pub mod repeat;

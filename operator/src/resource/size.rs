@@ -24,7 +24,7 @@ use crate::resource::bound::{
 use crate::resource::conditions::{self, time_from_secs};
 use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
 use crate::resource::status::{FIGURES, histogram_key};
-use crate::resource::status::{Percentile, RecordedPod};
+use crate::resource::status::{ParallelismStatus, Percentile, RecordedPod};
 use crate::resource::{
     BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio,
     CellResult, CellStatus, Comparison, Enforcement, FigureSpread, Interference, LatencyMs,
@@ -69,6 +69,8 @@ pub struct Shape {
     pub adaptive: bool,
     /// spec.loadgen.parallelism.
     pub parallelism: u32,
+    /// With spec.parallelism other than 1: the most slots, else 0 (no status.parallelism).
+    pub slots: u32,
     /// For each threshold, the indices of the cells it selects.
     pub thresholds: Vec<Vec<usize>>,
     /// Each (endpoint, solo phase, mixed phase) the summary compares in every cell.
@@ -143,6 +145,11 @@ impl Shape {
             repeat: spec.repeat.max_rounds(),
             adaptive: spec.repeat.is_adaptive(),
             parallelism: spec.loadgen.parallelism.max(1),
+            slots: if spec.parallelism.is_parallel() {
+                spec.parallelism.most()
+            } else {
+                0
+            },
             thresholds,
             interference,
         }
@@ -439,6 +446,7 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
         configuration,
         variant,
         reserved_cpu: Some(NUMBER),
+        slot: (running && shape.slots > 0).then_some(u32::MAX),
         phase: CellPhase::Succeeded,
         reason: Some(text(WORD_MAX)),
         message: Some(text(SENTENCE_MAX)),
@@ -755,6 +763,14 @@ fn status_base(shape: &Shape, moment: Moment) -> BenchmarkRunStatus {
             ..Summary::default()
         }),
         thresholds: Vec::new(),
+        parallelism: (shape.slots > 0).then(|| ParallelismStatus {
+            asked: text(WORD_MAX),
+            slots: u32::MAX,
+            node_sets: (0..shape.slots)
+                .map(|_| (0..NODES_MAX).map(|_| text(NODE_NAME_MAX)).collect())
+                .collect(),
+            message: text(SENTENCE_MAX),
+        }),
         variants: Vec::new(),
     }
 }

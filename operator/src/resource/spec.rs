@@ -212,6 +212,17 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "super::repeat::is_once")]
     pub repeat: Repeat,
 
+    /// How many measurements may run at once (cluster only): a number (default 1: one at a
+    /// time) or `auto`, as many as the Ready, schedulable nodes matching `placement` can hold,
+    /// each needing room for its replicas x cpu plus its load generators. The operator picks a
+    /// set of nodes per slot and pins every pod of a measurement (targets and load generators)
+    /// to its slot's nodes, so no two measurements share a node; each cell's repetitions rotate
+    /// over the node sets, and the status records the node of every repetition. A run that can
+    /// hold fewer slots than asked says so (status.parallelism) and runs with what it has.
+    /// Locally, one machine has no separate nodes: cells run one at a time. At most 16.
+    #[serde(default, skip_serializing_if = "super::parallelism::is_one")]
+    pub parallelism: super::parallelism::Parallelism,
+
     /// Delete the BenchmarkRun (and with it every child object) this long after it finished,
     /// e.g. "24h"; at most "8760h" (365 days). Unset: keep it until deleted by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -60,10 +60,33 @@ pub struct BenchmarkRunStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<super::thresholds::ThresholdResult>,
 
+    /// With spec.parallelism other than 1: the slots the run measures in and the nodes of each,
+    /// as the executor found them when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<ParallelismStatus>,
+
     /// With spec.variants: each candidate variant against the base in each configuration,
     /// round by round, written when the run finished.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantComparison>,
+}
+
+/// How a run with spec.parallelism measures: in how many slots, on which nodes.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParallelismStatus {
+    /// spec.parallelism as written: a number or "auto".
+    pub asked: String,
+    /// Measurements that run at once.
+    pub slots: u32,
+    /// The nodes of each slot: every pod of a measurement in slot i is pinned to
+    /// nodeSets[i]. Empty where the executor has no separate nodes (a local run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_sets: Vec<Vec<String>>,
+    /// How the slots came about, and fewer than asked said so, e.g. "2 slots of the 4 asked:
+    /// 2 Ready nodes match spec.placement and each measurement needs 1.5 CPU".
+    #[serde(default)]
+    pub message: String,
 }
 
 /// Phase of a whole run.
@@ -211,6 +234,11 @@ pub struct CellStatus {
     /// repeated cell in each repetition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+
+    /// In a parallel run, while the cell is being deployed or measured: the slot its current
+    /// step runs in (an index into status.parallelism.nodeSets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
 
     /// The target pods the load was started against (cluster only), recorded when the load
     /// generator starts and cleared when the measurement ends. A pod that is gone, replaced or

@@ -172,6 +172,7 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     check_timeouts(spec, &mut errors);
     errors.extend(check_thresholds(spec));
     check_repeat(spec.repeat, &mut errors);
+    check_parallelism(spec.parallelism, &mut errors);
     errors
 }
 
@@ -552,6 +553,25 @@ fn check_repeat(repeat: Repeat, errors: &mut Vec<FieldError>) {
                 ));
             }
         }
+    }
+}
+
+/// `spec.parallelism`: 1..MAX_PARALLELISM, or `auto`.
+fn check_parallelism(
+    parallelism: crate::resource::parallelism::Parallelism,
+    errors: &mut Vec<FieldError>,
+) {
+    use crate::resource::parallelism::{MAX_PARALLELISM, Parallelism};
+    if let Parallelism::Count(n) = parallelism
+        && !(1..=MAX_PARALLELISM).contains(&n)
+    {
+        errors.push(FieldError::new(
+            "spec.parallelism",
+            format!(
+                "must be 1..{MAX_PARALLELISM} (how many measurements run at once, each on nodes \
+                 of its own), or auto"
+            ),
+        ));
     }
 }
 

@@ -81,10 +81,10 @@ fn pod_request(cpu: &Quantity, memory: &Quantity) -> Option<PodRequest> {
 
 /// A node the cell may use, with its allocatable capacity.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Capacity {
-    name: String,
-    cpu_millis: u64,
-    memory_bytes: u64,
+pub(crate) struct Capacity {
+    pub(crate) name: String,
+    pub(crate) cpu_millis: u64,
+    pub(crate) memory_bytes: u64,
 }
 
 /// `Ok` when every pod of the cell can be placed on the nodes it may use at the same time;
@@ -129,7 +129,7 @@ pub fn fits(req: &CellRequests, nodes: &[Node]) -> Result<(), String> {
 }
 
 /// Why `node` is not one the cell may use, or `None` when it is.
-fn refusal(node: &Node, req: &CellRequests) -> Option<String> {
+pub(crate) fn refusal(node: &Node, req: &CellRequests) -> Option<String> {
     let labels = node.labels();
     if let Some((k, v)) = req
         .node_selector
@@ -189,7 +189,7 @@ fn tolerates(tol: &Toleration, taint: &Taint) -> bool {
 }
 
 /// The node's allocatable CPU and memory, when both are there and readable.
-fn capacity(node: &Node) -> Option<Capacity> {
+pub(crate) fn capacity(node: &Node) -> Option<Capacity> {
     let alloc = node.status.as_ref()?.allocatable.as_ref()?;
     let cpu = parse_quantity(&alloc.get("cpu")?.0).ok()?;
     let memory = parse_quantity(&alloc.get("memory")?.0).ok()?;
@@ -208,7 +208,7 @@ fn holds(node: &Capacity, pod: PodRequest, count: u64) -> bool {
 /// Whether all target replicas and load generators fit the nodes together. Exact: for each
 /// number of target replicas placed so far (capped at the replica count), the most load
 /// generators that can go with them, node by node.
-fn can_pack(req: &CellRequests, nodes: &[Capacity]) -> bool {
+pub(crate) fn can_pack(req: &CellRequests, nodes: &[Capacity]) -> bool {
     let replicas = req.replicas as usize;
     let loadgens = i64::from(req.loadgens);
     // best[a]: most load generators placed alongside `a` target replicas; -1: unreachable.

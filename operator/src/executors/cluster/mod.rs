@@ -32,6 +32,7 @@ pub mod queue;
 pub mod reconcile;
 pub mod robustness_metrics;
 pub mod run_metrics;
+pub mod slots;
 pub mod target_pods;
 pub mod telemetry;
 pub mod template;

@@ -71,6 +71,55 @@ pub async fn observe(
     }
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    // One look per step of the turn: several at once in a parallel run, each step's objects
+    // in an observation of its own; the run's pods and the nodes are read once.
+    let looks = machine::looks(&status, now, run.spec.workload.planned_load());
+    for (i, look) in looks.into_iter().enumerate() {
+        let mut one = Observation::default();
+        if let Look::BeforeDeploy { after_another, .. } = look
+            && i > 0
+        {
+            if after_another && obs.run_pods.is_empty() {
+                obs.run_pods = run_pods(&pods, run).await?;
+            }
+            if obs.nodes.is_none() {
+                obs.nodes = list_nodes(client).await?;
+            }
+            one.run_pods = obs.run_pods.clone();
+            one.nodes = obs.nodes.clone();
+        } else {
+            let target = if i == 0 { &mut obs } else { &mut one };
+            observe_step(client, &pods, &ns, run, &status, look, kubelet, target).await?;
+        }
+        if i > 0
+            && let Some(at) = look.at()
+        {
+            obs.others.insert(at.cell, one);
+        }
+    }
+    Ok(obs)
+}
+
+/// Every pod of `run`.
+async fn run_pods(pods: &Api<Pod>, run: &BenchmarkRun) -> Result<Vec<Pod>, Error> {
+    Ok(pods
+        .list(&ListParams::default().labels(&format!("{}={}", labels::RUN_LABEL, run.name_any())))
+        .await?
+        .items)
+}
+
+/// Reads what `look` names of one step into `obs`.
+#[allow(clippy::too_many_arguments)]
+async fn observe_step(
+    client: &kube::Client,
+    pods: &Api<Pod>,
+    ns: &str,
+    run: &BenchmarkRun,
+    status: &crate::resource::BenchmarkRunStatus,
+    look: Look,
+    kubelet: Option<&Arc<KubeletReader>>,
+    obs: &mut Observation,
+) -> Result<(), Error> {
     // The objects of step `at`: its cell's, for its repetition.
     let child = |at: Step| {
         let cell = &status.cells.get(at.cell)?.name;
@@ -80,44 +129,34 @@ pub async fn observe(
             repetition: at.repetition,
         })
     };
-    match machine::look(&status, now, run.spec.workload.planned_load()) {
+    match look {
         Look::Nothing => {}
         Look::BeforeDeploy { after_another, .. } => {
             if after_another {
                 // Pods of the previous cell (or repetition) whose containers still run would
                 // take CPU from this one: the machine waits for them (and decide deletes any
                 // left behind).
-                obs.run_pods = pods
-                    .list(&ListParams::default().labels(&format!(
-                        "{}={}",
-                        labels::RUN_LABEL,
-                        run.name_any()
-                    )))
-                    .await?
-                    .items;
+                obs.run_pods = run_pods(pods, run).await?;
             }
             obs.nodes = list_nodes(client).await?;
         }
         Look::Target(at) => {
             let Some(at) = child(at) else {
-                return Ok(obs);
+                return Ok(());
             };
             let name = at.child_name();
-            (obs.deployment, obs.service) = deployment_and_service(client, &ns, &name).await?;
-            obs.target_pods = target_pods(&pods, &at).await?;
+            (obs.deployment, obs.service) = deployment_and_service(client, ns, &name).await?;
+            obs.target_pods = target_pods(pods, &at).await?;
         }
         Look::Load { at, load_over } => {
             let Some(at) = child(at) else {
-                return Ok(obs);
+                return Ok(());
             };
             let name = at.child_name();
-            read_load(
-                client, &pods, &ns, run, &at, &name, load_over, kubelet, &mut obs,
-            )
-            .await?;
+            read_load(client, pods, ns, run, &at, &name, load_over, kubelet, obs).await?;
         }
     }
-    Ok(obs)
+    Ok(())
 }
 
 /// What a running load shows: the Job, the target pods, the load generator's pods, and its

@@ -84,7 +84,7 @@ pub fn merge(template: Option<PodTemplateSpec>, owned: OwnedPod) -> PodTemplateS
 /// Requires the pods on `nodes` by name, in addition to what the template requires: the
 /// hostname condition joins every node selector term the template has (terms are alternatives,
 /// the expressions of one term all hold), or is the only term.
-fn pin(spec: &mut PodSpec, nodes: Vec<String>) {
+pub fn pin(spec: &mut PodSpec, nodes: Vec<String>) {
     let on_nodes = NodeSelectorRequirement {
         key: "kubernetes.io/hostname".into(),
         operator: "In".into(),

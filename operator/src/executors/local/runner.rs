@@ -124,6 +124,9 @@ impl Runner {
     pub fn run_to_end(mut self) -> BenchmarkRunStatus {
         let mut status = BenchmarkRunStatus::default();
         let run = self.run.clone();
+        if let Some(line) = one_at_a_time(&run) {
+            eprintln!("{line}");
+        }
         drive::run_to_end(&mut status, &run, &mut self);
         self.finish(&status);
         status
@@ -332,6 +335,19 @@ impl Waits for Runner {
             }
         }
     }
+}
+
+/// What a local run of a parallel spec says once, as it starts: one machine has no separate
+/// nodes, so its cells are measured one at a time (the same YAML runs in parallel on a
+/// cluster); `None` for a spec that asks for one at a time.
+pub fn one_at_a_time(run: &ValidatedRun) -> Option<String> {
+    let p = run.spec().parallelism;
+    p.is_parallel().then(|| {
+        format!(
+            "benchmatrix run: spec.parallelism is {p}, but one machine has no separate nodes: \
+             the cells are measured one at a time"
+        )
+    })
 }
 
 fn write_status(out: &Path, status: &BenchmarkRunStatus) {

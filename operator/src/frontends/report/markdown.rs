@@ -79,6 +79,7 @@ pub fn render(
     target_resources(&mut o, status, raw);
     replica_spread(&mut o, status);
     interference(&mut o, &summary);
+    o.push_str(&super::node_effect::render(status));
     failed_cells(&mut o, status);
     o.push_str(MEASUREMENT);
     o

@@ -119,6 +119,7 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
         repeat: 4,
         adaptive: true,
         parallelism: 3,
+        slots: 0,
         thresholds: vec![vec![0, 2], vec![], vec![1]],
         interference: vec![("fast&".into(), "solo<".into(), "mixed\u{8}".into())],
     };
@@ -191,6 +192,8 @@ fn the_largest_status_sets_every_field_of_the_schema() {
         .map(|(i, (name, _))| (name.clone(), format!("v{}", i % 2)))
         .collect();
     variants.comparisons = vec![(shape.cells[0].0.clone(), vec!["v1".into()])];
+    // In parallel (the run records its slots, each cell its current one).
+    variants.slots = 2;
     for m in [Moment::Running, Moment::Finished] {
         docs.push(serde_json::to_value(worst_status(&variants, m)).unwrap());
     }

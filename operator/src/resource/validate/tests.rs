@@ -448,6 +448,26 @@ fn bodies_that_would_overflow_a_clusters_plan_config_map_are_refused_there_only(
 }
 
 #[test]
+fn parallelism_is_a_count_from_1_to_16_or_auto() {
+    let with = |p: &str| {
+        GOOD.replace(
+            "  workload:\n",
+            &format!("  parallelism: {p}\n  workload:\n"),
+        )
+    };
+    assert_eq!(errors_of(&with("4")), Vec::<String>::new());
+    assert_eq!(errors_of(&with("auto")), Vec::<String>::new());
+    assert_error(&with("0"), "spec.parallelism: must be 1..16");
+    assert_error(&with("17"), "spec.parallelism: must be 1..16");
+    let errs = errors_of(&with("lots"));
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("parallelism") && e.contains("auto")),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn repeat_is_a_count_or_min_max_precision_each_part_checked_by_name() {
     let with = |repeat: &str| {
         GOOD.replace(

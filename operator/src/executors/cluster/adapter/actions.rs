@@ -33,8 +33,13 @@ pub fn carry_out(
         Command::Deploy(at) => {
             if let Some((v, cell)) = cell(at) {
                 let r = at.repetition;
-                // A round's variants share the nodes its first one ran on.
-                let pin = crate::engine::schedule::round_nodes(status, at);
+                // A parallel step goes to its slot's nodes; a round's variants share the nodes
+                // its first one ran on.
+                let slot = status.cells.get(at.cell).and_then(|c| c.slot);
+                let mut pin = crate::engine::schedule::slot_nodes(status, slot).to_vec();
+                if pin.is_empty() {
+                    pin = crate::engine::schedule::round_nodes(status, at);
+                }
                 let deployment = build::deployment(v, cell, r, &settings.target_image, pin);
                 out.actions.extend([
                     Action::Apply(Child::Deployment(Box::new(deployment))),
@@ -46,7 +51,16 @@ pub fn carry_out(
             if let (Some((v, cell)), Some(ready)) = (cell(at), ready) {
                 let r = at.repetition;
                 let plan = build::plan_config_map(v, cell, r, &ready.target, &ready.replicas);
-                let job = build::job(v, cell, r, &settings.loadgen_image);
+                let mut job = build::job(v, cell, r, &settings.loadgen_image);
+                // In a parallel run the load generators share their step's nodes with nobody
+                // but its targets.
+                let slot = status.cells.get(at.cell).and_then(|c| c.slot);
+                let nodes = crate::engine::schedule::slot_nodes(status, slot);
+                if !nodes.is_empty()
+                    && let Some(pod) = job.spec.as_mut().and_then(|s| s.template.spec.as_mut())
+                {
+                    crate::executors::cluster::template::pin(pod, nodes.to_vec());
+                }
                 out.actions.extend([
                     Action::Apply(Child::ConfigMap(Box::new(plan))),
                     Action::Apply(Child::Job(Box::new(job))),

@@ -32,8 +32,8 @@ pub fn of_step(
     };
     match look {
         Look::Nothing => (Seen::default(), None),
-        Look::BeforeDeploy { .. } => (
-            seen_before_deploy(v.run(), cell, at, status, obs, actions),
+        Look::BeforeDeploy { slot, .. } => (
+            seen_before_deploy(v.run(), cell, at, slot, status, obs, actions),
             None,
         ),
         Look::Target(_) => seen_target(v.run(), cell, obs),
@@ -47,11 +47,13 @@ fn seen_before_deploy(
     run: &BenchmarkRun,
     cell: &Cell,
     at: Step,
+    slot: Option<u32>,
     status: &BenchmarkRunStatus,
     obs: &Observation,
     actions: &mut Vec<Action>,
 ) -> Seen {
-    let previous = previous::Previous::of(run, status, at, &obs.run_pods);
+    let nodes = crate::engine::schedule::slot_nodes(status, slot);
+    let previous = previous::Previous::of(run, status, at, nodes, &obs.run_pods);
     for name in previous.leftovers {
         actions.extend(delete_children(name));
     }

@@ -125,8 +125,16 @@ impl Executor for Cluster<'_> {
     fn look(&mut self, status: &BenchmarkRunStatus, look: Look, now: &Time) -> Seen {
         let mut seen = match self.validated {
             Some(v) => {
-                let (seen, ready) =
-                    facts::of_step(v, status, look, self.obs, now, &mut self.carried.actions);
+                let obs = look.at().map_or(self.obs, |at| self.obs.of_cell(at.cell));
+                let (mut seen, ready) =
+                    facts::of_step(v, status, look, obs, now, &mut self.carried.actions);
+                if status.phase == RunPhase::Pending && v.spec().parallelism.is_parallel() {
+                    seen.slots = Some(super::slots::node_sets(
+                        self.run,
+                        v.cells(),
+                        self.obs.nodes.as_deref(),
+                    ));
+                }
                 self.ready = ready;
                 seen
             }

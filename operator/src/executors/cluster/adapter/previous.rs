@@ -27,19 +27,41 @@ pub struct Previous {
 }
 
 impl Previous {
-    /// Sorts `pods` (every pod of `run`) for the step `step` of `status`.
-    pub fn of(run: &BenchmarkRun, status: &BenchmarkRunStatus, step: Step, pods: &[Pod]) -> Self {
+    /// Sorts `pods` (every pod of `run`) for the step `step` of `status`. In a parallel run
+    /// the pods of the other steps in flight are theirs, not left behind, and only pods on
+    /// `nodes` (the step's slot) would take CPU from it; `nodes` empty: every node.
+    pub fn of(
+        run: &BenchmarkRun,
+        status: &BenchmarkRunStatus,
+        step: Step,
+        nodes: &[String],
+        pods: &[Pod],
+    ) -> Self {
         let mut out = Previous::default();
+        let flying: Vec<(&str, u32)> = crate::engine::schedule::in_flight(status)
+            .into_iter()
+            .filter(|p| p.step != step)
+            .map(|p| (status.cells[p.step.cell].name.as_str(), p.step.repetition))
+            .collect();
         for pod in pods {
             let Some((cell, repetition)) = step_of(pod) else {
                 continue;
             };
+            if flying.contains(&(cell.as_str(), repetition)) {
+                continue;
+            }
             let current = status.cells.get(step.cell).is_some_and(|c| c.name == cell)
                 && repetition == step.repetition;
             if !current && kept(run, status, &cell) {
                 continue;
             }
-            if !containers_stopped(pod) {
+            let elsewhere = !nodes.is_empty()
+                && pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_ref())
+                    .is_none_or(|n| !nodes.contains(n));
+            if !containers_stopped(pod) && !elsewhere {
                 out.stopping.push(pod.name_any());
             }
             if !current && pod.metadata.deletion_timestamp.is_none() {

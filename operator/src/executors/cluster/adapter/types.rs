@@ -42,6 +42,17 @@ pub struct Observation {
     /// The load generator's pods, read while the load runs (one that cannot start fails the
     /// cell at once).
     pub loadgen_pods: Vec<Pod>,
+    /// In a parallel run, what was seen of each other step of the turn, by cell: the fields
+    /// above are then the first step's (and the run's: queue, pods, nodes).
+    pub others: std::collections::BTreeMap<usize, Observation>,
+}
+
+impl Observation {
+    /// What was seen of the step of cell `cell`: its own observation in a parallel run, else
+    /// this one.
+    pub fn of_cell(&self, cell: usize) -> &Observation {
+        self.others.get(&cell).unwrap_or(self)
+    }
 }
 
 /// One change to the cluster.

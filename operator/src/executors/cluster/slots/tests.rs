@@ -1,0 +1,96 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::node_sets;
+use crate::resource::BenchmarkRun;
+use crate::resource::matrix::cells;
+use crate::resource::parallelism::Parallelism;
+use crate::resource::spec::Configuration;
+
+/// A node of `cpu` CPUs and 8 GiB, Ready or not.
+pub fn node(name: &str, cpu: &str, ready: bool) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec::default()),
+        status: Some(NodeStatus {
+            allocatable: Some(BTreeMap::from([
+                ("cpu".to_owned(), K8sQuantity(cpu.into())),
+                ("memory".to_owned(), K8sQuantity("8Gi".into())),
+            ])),
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: if ready { "True" } else { "False" }.into(),
+                ..NodeCondition::default()
+            }]),
+            ..NodeStatus::default()
+        }),
+    }
+}
+
+fn run(parallelism: Parallelism, replicas: u32, cpu: &str) -> BenchmarkRun {
+    let mut run = BenchmarkRun::sample()
+        .with_cell(Configuration::named("a").replicas(replicas).cpu(cpu))
+        .with_cell(Configuration::named("b").replicas(1).cpu("250m"))
+        .in_parallel(parallelism);
+    run.spec.loadgen.cpu = "500m".into();
+    run
+}
+
+fn sets(run: &BenchmarkRun, nodes: &[Node]) -> Vec<Vec<String>> {
+    node_sets(run, &cells(&run.spec), Some(nodes)).node_sets
+}
+
+#[test]
+fn auto_takes_a_set_per_node_that_holds_a_measurement_and_a_count_at_most_that_many() {
+    let six: Vec<Node> = (1..=6).map(|i| node(&format!("n{i}"), "2", true)).collect();
+    let auto = run(Parallelism::Auto, 1, "1");
+    assert_eq!(
+        sets(&auto, &six),
+        (1..=6).map(|i| vec![format!("n{i}")]).collect::<Vec<_>>()
+    );
+    let seen = node_sets(&auto, &cells(&auto.spec), Some(&six));
+    assert!(
+        seen.message.contains("needs up to 1.5 CPU") && seen.message.contains("1 node(s)"),
+        "{}",
+        seen.message
+    );
+    assert_eq!(sets(&run(Parallelism::Count(4), 1, "1"), &six).len(), 4);
+}
+
+#[test]
+fn a_measurement_larger_than_a_node_gets_as_many_nodes_as_it_needs() {
+    // 2 x 1 CPU + 500m of load generator: 2.5 CPU, two nodes of 2 CPUs a set.
+    let six: Vec<Node> = (1..=6).map(|i| node(&format!("n{i}"), "2", true)).collect();
+    assert_eq!(
+        sets(&run(Parallelism::Auto, 2, "1"), &six),
+        vec![
+            vec!["n1".to_owned(), "n2".into()],
+            vec!["n3".into(), "n4".into()],
+            vec!["n5".into(), "n6".into()],
+        ]
+    );
+}
+
+#[test]
+fn nodes_not_ready_or_refused_by_placement_are_not_used_and_unlisted_nodes_mean_one_at_a_time() {
+    let mut nodes = vec![
+        node("a", "2", true),
+        node("b", "2", false),
+        node("c", "2", true),
+    ];
+    nodes[2].spec.as_mut().unwrap().unschedulable = Some(true);
+    let r = run(Parallelism::Auto, 1, "1");
+    assert_eq!(sets(&r, &nodes), vec![vec!["a".to_owned()]]);
+    let none = node_sets(&r, &cells(&r.spec), None);
+    assert!(none.node_sets.is_empty());
+    assert!(none.message.contains("one at a time"), "{}", none.message);
+    // A cell that fits no node leaves the others their sets; it fails on its own (fit).
+    let huge = run(Parallelism::Auto, 1, "64");
+    assert_eq!(sets(&huge, &nodes), vec![vec!["a".to_owned()]]);
+}
