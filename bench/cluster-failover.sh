@@ -22,7 +22,7 @@ snapshot() {
   kubectl get benchmarkrun -n "$ns" failover -o jsonpath='{.metadata.resourceVersion}' 2>/dev/null
 }
 holder() { kubectl get lease -n "$release_ns" "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
-for i in $(seq 1 "$tries"); do
+for _ in $(seq 1 "$tries"); do
   kubectl delete benchmarkrun -n "$ns" failover --ignore-not-found --wait=true >/dev/null
   kubectl apply -n "$ns" -f - >/dev/null <<'EOF'
 apiVersion: benchmatrix.dev/v1alpha1

@@ -26,7 +26,7 @@ readyz_body() {
   curl -s -w ' (HTTP %{http_code})' http://127.0.0.1:18089/readyz || true
   kill "$pf" 2>/dev/null || true
 }
-pods=($(kubectl get pods -n "$release_ns" -l "$selector" -o jsonpath='{.items[*].metadata.name}'))
+read -r -a pods <<<"$(kubectl get pods -n "$release_ns" -l "$selector" -o jsonpath='{.items[*].metadata.name}')"
 echo "operator pods: ${pods[*]}"
 for p in "${pods[@]}"; do echo "  $p /readyz: $(readyz "$p")"; done
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
