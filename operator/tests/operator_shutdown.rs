@@ -191,10 +191,33 @@ fn read_request(reader: &mut BufReader<TcpStream>, seen: &Seen) -> Option<(Strin
     Some((method, target))
 }
 
+/// Where the operator reads the installed BenchmarkRun CRD.
+const CRD_PATH: &str = "/customresourcedefinitions/benchmarkruns.benchmatrix.dev";
+
+/// The CRD this build generates (`benchmatrix crd`), as the API server returns it.
+fn installed_crd() -> String {
+    let yaml: serde_yaml::Value =
+        serde_yaml::from_str(&benchmatrix::resource::crdgen::crd_yaml()).expect("the CRD parses");
+    serde_json::to_string(&yaml).expect("the CRD serializes")
+}
+
 fn serve_connection(stream: TcpStream, runs: &str, seen: &Seen) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut writer = stream;
     while let Some((method, target)) = read_request(&mut reader, seen) {
+        // The operator reads its CRD before it reconciles (its schema gate): this API server
+        // has the very CRD the binary was built with, as an up-to-date install does.
+        if method == "GET" && target.contains(CRD_PATH) {
+            let body = installed_crd();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if writer.write_all(response.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        }
         let is_list = method == "GET" && !target.contains("watch=true") && {
             // A list is a GET on a collection: its path ends with the plural resource name.
             let path = target.split('?').next().unwrap_or_default();
@@ -324,7 +347,10 @@ fn timing_sigterm_drains_every_controller_of_a_namespaced_operator() {
         seen.lock()
             .unwrap()
             .iter()
-            .all(|r| r.contains("/namespaces/bench-a/") || r.contains("/namespaces/bench-b/")),
+            .all(|r| r.contains("/namespaces/bench-a/")
+                || r.contains("/namespaces/bench-b/")
+                // The CRD is cluster-scoped: the schema gate's one read outside them.
+                || r.contains(CRD_PATH)),
         "a request outside the watched namespaces: {:?}",
         seen.lock().unwrap()
     );
@@ -487,6 +513,8 @@ fn serve_restarting(
         let current = version.load(SeqCst);
         let body = if path == "/version" {
             VERSION.to_owned()
+        } else if method == "GET" && path.ends_with(CRD_PATH) {
+            installed_crd()
         } else if method == "GET" && target.contains("watch=true") {
             let asked = target
                 .split(['?', '&'])
@@ -537,7 +565,10 @@ fn serve_restarting(
 /// Whether a request line is a reconcile's (neither a list, a watch nor the version probe).
 fn is_reconcile_request(r: &str) -> bool {
     !(r.starts_with("GET ")
-        && (r.contains("watch=true") || r.contains("limit=") || r.contains("/version")))
+        && (r.contains("watch=true")
+            || r.contains("limit=")
+            || r.contains("/version")
+            || r.contains(CRD_PATH)))
 }
 
 /// Issue: after a 27 s control-plane restart the operator took more than a minute to act
