@@ -19,11 +19,11 @@ use benchmatrix::engine::drive::{self, Executor, Waits};
 use benchmatrix::engine::machine::{Command, Look, Seen};
 use benchmatrix::executors::cluster::adapter::{Observation, Settings, turn};
 use benchmatrix::executors::local::runner::Runner;
+use benchmatrix::fixtures::sim_cluster::result_doc;
 use benchmatrix::fixtures::{connections, endpoint, phase};
 use benchmatrix::frontends::progress::{Display, Plan};
 use benchmatrix::resource::conditions::time_from_secs;
 use benchmatrix::resource::{BenchmarkRun, BenchmarkRunStatus, Configuration, ValidatedRun};
-use benchmatrix_loadgen::result::{LatencyMs, PhaseResult, RunResult, StreamResult};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -192,37 +192,6 @@ fn ready_objects() -> Observation {
         service: Some(service),
         target_pods: vec![pod],
         ..Observation::default()
-    }
-}
-
-/// The result document the cluster's load generator prints.
-fn result_doc() -> RunResult {
-    RunResult {
-        version: 1,
-        target: "http://10.96.0.10:8080".into(),
-        threads: 1,
-        generators: 1,
-        preflight_seconds: Some(0.01),
-        phases: vec![PhaseResult {
-            name: "p".into(),
-            duration_secs: 1.0,
-            streams: vec![StreamResult {
-                endpoint: "fast".into(),
-                requests: 500,
-                rps: 499.0,
-                latency_ms: Some(LatencyMs {
-                    p50: 1.0,
-                    p90: 2.0,
-                    p99: 4.0,
-                    p999: 8.0,
-                    max: 9.0,
-                    mean: 1.2,
-                }),
-                ..StreamResult::default()
-            }],
-            target_stats: vec![],
-            started_unix_ms: None,
-        }],
     }
 }
 
