@@ -40,7 +40,9 @@ spec() {
   python3 - "$1" "$2" "$3" <<'PY'
 import sys, yaml
 ms, kind, path = sys.argv[1:]
-doc = yaml.safe_load(open("bench/paired-gate.yaml").read().replace("CANDIDATE_MS", ms))
+doc = yaml.safe_load(open("bench/paired-gate.yaml"))
+candidate = next(v for v in doc["spec"]["variants"] if v["name"] == "candidate")
+candidate["env"] = [{"name": "BENCH_FAST_MS", "value": ms}]
 if kind != "paired":
     variant = next(v for v in doc["spec"].pop("variants") if v["name"] == kind)
     for c in doc["spec"]["configurations"]:
