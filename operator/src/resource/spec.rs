@@ -713,7 +713,8 @@ fn default_parallelism() -> u32 {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Placement {
-    /// Node labels every pod of the run must match.
+    /// Node labels every pod of the run must match. Runs whose selectors give one key
+    /// different values can never share a node, and do not queue behind each other.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,
 
@@ -734,6 +735,18 @@ impl Default for Placement {
             tolerations: Vec::new(),
             separate_loadgen: true,
         }
+    }
+}
+
+impl Placement {
+    /// Whether pods placed by `self` and by `other` could land on the same node. Only when both
+    /// select one label key with different values can they not: no node carries two values of
+    /// one key. Tolerations only widen where pods may go, and affinity in a pod template is not
+    /// looked at, so anything else counts as overlapping (the safe side: such runs queue).
+    pub fn may_share_nodes(&self, other: &Placement) -> bool {
+        self.node_selector
+            .iter()
+            .all(|(key, value)| other.node_selector.get(key).is_none_or(|v| v == value))
     }
 }
 

@@ -22,7 +22,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::engine::machine::QueuePlace;
-use crate::resource::{BenchmarkRun, RunPhase};
+use crate::resource::{BenchmarkRun, Placement, RunPhase};
 
 /// A reference to a run, as the Controllers key them.
 pub type RunRef = ObjectRef<DeserializeGuard<BenchmarkRun>>;
@@ -65,16 +65,27 @@ impl Queue {
     /// Asks the Controllers to reconcile every waiting run now, oldest first, so the first in
     /// line takes a freed slot at once and the others update their place in the queue.
     pub fn wake_waiting(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) {
-        self.wake_in_line(caches, usize::MAX);
+        self.wake_in_line(caches, None, usize::MAX);
     }
 
-    /// Asks the Controllers to reconcile the first `n` waiting runs now: those that may take
-    /// the slots a run just freed (when one starts, it wakes the rest, whose places moved).
-    pub fn wake_first_waiting(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>], n: usize) {
-        self.wake_in_line(caches, n);
+    /// Asks the Controllers to reconcile the first `n` waiting runs that could share nodes with
+    /// `freed` now: those that may take the slots it just freed (when one starts, it wakes the
+    /// rest, whose places moved). A run on nodes `freed` can never use was not waiting for it.
+    pub fn wake_first_waiting(
+        &self,
+        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
+        freed: &BenchmarkRun,
+        n: usize,
+    ) {
+        self.wake_in_line(caches, Some(&freed.spec.placement), n);
     }
 
-    fn wake_in_line(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>], n: usize) {
+    fn wake_in_line(
+        &self,
+        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
+        sharing: Option<&Placement>,
+        n: usize,
+    ) {
         // Entries the caches have caught up with (or whose run is gone) are dropped, so the
         // table stays small.
         if let Ok(mut written) = self.written.lock() {
@@ -90,7 +101,8 @@ impl Queue {
             .flat_map(Store::state)
             .filter_map(|g| {
                 let run = g.0.as_ref().ok()?;
-                (self.phase(run) == RunPhase::Pending).then(|| queue_key(run))
+                let may_share = sharing.is_none_or(|p| p.may_share_nodes(&run.spec.placement));
+                (may_share && self.phase(run) == RunPhase::Pending).then(|| queue_key(run))
             })
             .collect();
         waiting.sort();
@@ -142,7 +154,9 @@ impl Queue {
     }
 
     /// Where `run` stands: the other active runs, and the waiting runs ahead of it in queue
-    /// order (creation time, then name), from the caches (no API call).
+    /// order (creation time, then name), from the caches (no API call). Only runs that could
+    /// share a node with it count: runs whose `placement` selects disjoint nodes cannot distort
+    /// each other's numbers, so each such group of nodes has its own `max_active` slots.
     pub fn view(
         &self,
         run: &BenchmarkRun,
@@ -156,7 +170,9 @@ impl Queue {
         for other in caches.iter().flat_map(Store::state) {
             let Ok(other) = &other.0 else { continue };
             let key = queue_key(other);
-            if (&key.name, &key.namespace) == (&me.name, &me.namespace) {
+            if (&key.name, &key.namespace) == (&me.name, &me.namespace)
+                || !run.spec.placement.may_share_nodes(&other.spec.placement)
+            {
                 continue;
             }
             let phase = self.phase(other);
@@ -297,9 +313,10 @@ mod tests {
             names
         };
         let caches = [writer.as_reader()];
-        queue.wake_first_waiting(&caches, 1);
+        let freed = run("measuring", Some(RunPhase::Running)).0.unwrap();
+        queue.wake_first_waiting(&caches, &freed, 1);
         assert_eq!(woken(&mut rx), ["w-a"]);
-        queue.wake_first_waiting(&caches, 2);
+        queue.wake_first_waiting(&caches, &freed, 2);
         assert_eq!(woken(&mut rx), ["w-a", "w-b"]);
         queue.wake_waiting(&caches);
         assert_eq!(woken(&mut rx), ["w-a", "w-b", "w-c"]);
@@ -309,20 +326,79 @@ mod tests {
         assert_eq!(all, ["done", "measuring", "w-a", "w-b", "w-c"]);
     }
 
+    /// A run the cluster's rules accept, named `name`, in `phase` (`None`: no status yet), with
+    /// `placement.nodeSelector` set to `pool: {pool}` (no pool: no selector).
+    fn in_pool(name: &str, phase: Option<RunPhase>, pool: Option<&str>) -> BenchmarkRun {
+        let placement = pool.map_or(String::new(), |p| {
+            format!("  placement: {{nodeSelector: {{pool: {p}}}}}\n")
+        });
+        let status = phase.map_or(String::new(), |p| format!("status: {{phase: {p}}}\n"));
+        let yaml = format!(
+            "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {{name: {name}, \
+             namespace: bench, uid: uid-{name}}}\nspec:\n  configurations: [{{name: a, cpu: \"1\"}}]\n  \
+             workload:\n    endpoints: [{{name: fast, path: /fast}}]\n    phases: [{{name: p, \
+             duration: 5s, load: [{{endpoint: fast, connections: 1}}]}}]\n{placement}{status}"
+        );
+        crate::resource::validate::parse_benchmark_run(&yaml).unwrap()
+    }
+
+    /// Runs on disjoint node pools do not queue behind each other; a run that may land on any
+    /// node queues behind both, and both behind it.
+    #[test]
+    fn runs_on_disjoint_nodes_hold_separate_queues() {
+        let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
+        let runs = [
+            in_pool("a-measuring", Some(RunPhase::Running), Some("a")),
+            in_pool("a-waiting", Some(RunPhase::Pending), Some("a")),
+            in_pool("b-new", None, Some("b")),
+            in_pool("anywhere", Some(RunPhase::Pending), None),
+        ];
+        for r in &runs {
+            writer.apply_watcher_event(&Event::Apply(DeserializeGuard(Ok(r.clone()))));
+        }
+        let caches = [writer.as_reader()];
+        let queue = Queue::default();
+        let place = |r: &BenchmarkRun| queue.view(r, &caches, 1);
+
+        // The pool-b run sees neither pool-a run: it starts although one is measuring and one
+        // was queued before it.
+        let b = place(&runs[2]);
+        assert_eq!((b.active, b.ahead), (0, 1), "{b:?}"); // "anywhere" is older: it goes first
+        let only_b = Queue::default().view(&runs[2], &[reader_of(&runs[..3])], 1);
+        assert!(only_b.admits(), "{only_b:?}");
+        // The pool-a waiter still waits for the pool-a run.
+        let a = place(&runs[1]);
+        assert_eq!((a.active, a.admits()), (1, false), "{a:?}");
+        // The run with no selector could share a node with every other: it counts them all.
+        let any = place(&runs[3]);
+        assert_eq!((any.active, any.ahead, any.waiting), (1, 1, 3), "{any:?}");
+
+        // When the pool-a run ends, the first waiting run that could use its nodes is woken,
+        // not the pool-b one.
+        let (tx, mut rx) = futures::channel::mpsc::unbounded();
+        let mut queue = Queue::default();
+        queue.add_waker(None, tx);
+        queue.wake_first_waiting(&caches, &runs[0], 1);
+        assert_eq!(
+            rx.try_recv().map(|r| r.name).ok().as_deref(),
+            Some("a-waiting")
+        );
+        assert!(rx.try_recv().is_err());
+    }
+
+    fn reader_of(runs: &[BenchmarkRun]) -> Store<DeserializeGuard<BenchmarkRun>> {
+        let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
+        for r in runs {
+            writer.apply_watcher_event(&Event::Apply(DeserializeGuard(Ok(r.clone()))));
+        }
+        writer.as_reader()
+    }
+
     /// A waiting run that the cluster's rules refuse (here a name too long for a label value,
     /// which a local run would accept) will fail at its first reconcile: it holds no place.
     #[test]
     fn a_waiting_run_the_cluster_would_refuse_holds_no_place_in_the_queue() {
-        let valid = |name: &str| -> DeserializeGuard<BenchmarkRun> {
-            let yaml = format!(
-                "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {{name: {name}, \
-                 namespace: bench, uid: uid-{name}}}\nspec:\n  configurations: [{{name: a, cpu: \"1\"}}]\n  \
-                 workload:\n    endpoints: [{{name: fast, path: /fast}}]\n    phases: [{{name: p, \
-                 duration: 5s, load: [{{endpoint: fast, connections: 1}}]}}]\nstatus: {{phase: Pending}}\n"
-            );
-            let run: BenchmarkRun = crate::resource::validate::parse_benchmark_run(&yaml).unwrap();
-            DeserializeGuard(Ok(run))
-        };
+        let valid = |name: &str| DeserializeGuard(Ok(in_pool(name, Some(RunPhase::Pending), None)));
         let too_long = format!("a{}", "x".repeat(63));
         let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
         for r in [valid("a-ok"), valid(&too_long), valid("me")] {

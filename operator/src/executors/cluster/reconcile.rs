@@ -251,7 +251,7 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
                 // their place until it starts, and then it wakes them (below): each waiting
                 // run's status is written once per run that starts, not twice.
                 ctx.queue
-                    .wake_first_waiting(&ctx.runs, ctx.max_active.max(1));
+                    .wake_first_waiting(&ctx.runs, run, ctx.max_active.max(1));
             } else {
                 // A run started (the others moved up a place) or left the queue.
                 ctx.queue.wake_waiting(&ctx.runs);
