@@ -6,10 +6,16 @@
 # waits out the Lease's duration), and measure from the kill to the Lease's new holder and to the
 # run's next status change, against the Lease's duration; then wait for the run to end and check
 # that every repetition was measured. KILL=graceful deletes the pod normally instead (it releases
-# the Lease on SIGTERM).
+# the Lease on SIGTERM). KILL=sigkill sends SIGKILL to the leader's process itself, as a crash
+# or a lost node would: it cannot release the Lease, and the standby must wait for it to expire.
+# That needs the node's processes in reach of this shell (a cluster of processes on this
+# machine): the process is the one whose environment holds HOSTNAME=<the leader's pod>. A
+# sibling container cannot do it: SIGKILL sent to PID 1 from inside its own PID namespace is
+# ignored.
 #
 #   bench/cluster-failover.sh                 3 tries in namespace bench-failover
 #   TRIES=1 KILL=graceful bench/cluster-failover.sh
+#   KILL=sigkill bench/cluster-failover.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tries="${TRIES:-3}" ns="${NAMESPACE:-bench-failover}" kill="${KILL:-force}"
@@ -51,6 +57,13 @@ EOF
   t0="$(now)"
   if [[ "$kill" == force ]]; then
     kubectl delete pod -n "$release_ns" "$leader" --grace-period=0 --force --wait=false >/dev/null 2>&1
+  elif [[ "$kill" == sigkill ]]; then
+    mapfile -t pids < <(grep -lsxz "HOSTNAME=${leader}" /proc/[0-9]*/environ | cut -d/ -f3)
+    if [[ ${#pids[@]} -eq 0 ]]; then
+      echo "KILL=sigkill: no process of pod ${leader} on this machine" >&2
+      exit 1
+    fi
+    kill -KILL "${pids[@]}"
   else
     kubectl delete pod -n "$release_ns" "$leader" --wait=false >/dev/null
   fi
