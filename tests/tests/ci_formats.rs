@@ -64,7 +64,7 @@ fn every_shape_of_junit_output_validates_against_the_schema() {
         ("variants, two candidate figures regressed", &paired),
         ("a run that never reached a cell", &refused),
     ] {
-        let xml = junit::junit_xml("ci-gate", status);
+        let xml = junit::junit_xml("ci-gate", status, None);
         if let Err(e) = validate(&xml) {
             panic!("{what}: {e}\n{xml}");
         }
@@ -76,6 +76,7 @@ fn the_schema_refuses_what_a_junit_reader_would() {
     let good = junit::junit_xml(
         "ci-gate",
         &fixture("operator/tests/fixtures/finished/ci-gate.yaml"),
+        None,
     );
     validate(&good).unwrap();
     for (what, from, to) in [

@@ -100,7 +100,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let code = match runner::Runner::new(run, args.file.clone(), args.out.clone(), header_values) {
         Ok(r) => {
             let status = r.run_to_end();
-            for line in args.ci.write(&name, &status) {
+            for line in args.ci.write(&name, &status, args.gate.max_regression) {
                 match line {
                     Ok(wrote) => println!("{wrote}"),
                     Err(e) => eprintln!("benchmatrix run: {e}"),

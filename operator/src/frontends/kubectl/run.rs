@@ -207,7 +207,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
     // Only a run that ended has verdicts to report; a timeout or an interrupt is the step's
     // failure, said by the exit code.
     if matches!(end, End::Finished) {
-        for line in args.ci.write(&ours.name, &last) {
+        for line in args.ci.write(&ours.name, &last, args.gate.max_regression) {
             match line {
                 Ok(wrote) => display.line(&wrote),
                 Err(e) => eprintln!("{COMMAND}: {e}"),

@@ -10,7 +10,8 @@ use crate::resource::BenchmarkRunStatus;
 pub struct CiFiles {
     /// Also write the verdicts as JUnit XML into FILE, for CI test reports: each threshold
     /// verdict, each cell and, with variants, each candidate figure against the base a test
-    /// case (a failed cell or threshold, or a regression, a failure).
+    /// case (a failed cell or threshold, or a regression, a failure; with --max-regression, a
+    /// figure fails exactly when it fails the exit code's gate).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Also write the headline figures for github-action-benchmark into PATH.smaller.json
@@ -48,13 +49,19 @@ impl CiFiles {
         Ok(())
     }
 
-    /// Writes the files asked for, of the finished run `run` with `status`; returns a line per
-    /// file written ("wrote FILE") and one per failure ("cannot write FILE: ...").
-    pub fn write(&self, run: &str, status: &BenchmarkRunStatus) -> Vec<Result<String, String>> {
+    /// Writes the files asked for, of the finished run `run` with `status`, judging its variants
+    /// by `max_regression` (`--max-regression`) as the exit code does; returns a line per file
+    /// written ("wrote FILE") and one per failure ("cannot write FILE: ...").
+    pub fn write(
+        &self,
+        run: &str,
+        status: &BenchmarkRunStatus,
+        max_regression: Option<f64>,
+    ) -> Vec<Result<String, String>> {
         let mut lines = Vec::new();
         if let Some(path) = &self.junit {
             lines.push(
-                super::junit::write_junit(path, run, status)
+                super::junit::write_junit(path, run, status, max_regression)
                     .map(|()| format!("wrote {}", path.display()))
                     .map_err(|e| format!("cannot write {}: {e}", path.display())),
             );

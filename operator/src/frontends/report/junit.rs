@@ -4,9 +4,11 @@
 //! `thresholds`, and each cell one of the suite `cells`: a measured cell passes, a failed one
 //! fails with its reason, a skipped one is skipped. A run refused before any cell (an invalid
 //! spec) is one failed case of the suite `run`. A run with variants adds the suite `variants`:
-//! each candidate figure against the base (status.variants) is a case, failed when its verdict
-//! is Regression (worse, significant at 5% and beyond the 5% minimum change), with the ratio,
-//! its interval and the p-value. The exit code's gate, `--max-regression`, may allow more.
+//! each candidate figure against the base (status.variants) is a case, with the ratio, its
+//! interval and the p-value. It fails where the exit code does: with `--max-regression PCT`,
+//! when the figure is worse at p < 0.05 by more than PCT ([`crate::frontends::variants::regressed`]);
+//! without it, when the status's verdict is Regression (worse, significant at 5% and beyond the
+//! 5% minimum change). A CI page and the job's exit code never disagree.
 //!
 //! The elements and attributes are those of the Surefire/Jenkins JUnit format, which every
 //! reader of JUnit XML accepts; `tests/junit.xsd` describes them, and a test validates the
@@ -60,9 +62,10 @@ impl Suite {
     }
 }
 
-/// The JUnit XML of the finished run `run` (its name, for the suites' names) with `status`.
-pub fn junit_xml(run: &str, status: &BenchmarkRunStatus) -> String {
-    let suites = suites(status);
+/// The JUnit XML of the finished run `run` (its name, for the suites' names) with `status`,
+/// its variant cases judged by `max_regression` (`--max-regression`) when given.
+pub fn junit_xml(run: &str, status: &BenchmarkRunStatus, max_regression: Option<f64>) -> String {
+    let suites = suites(status, max_regression);
     let tests: usize = suites.iter().map(|s| s.cases.len()).sum();
     let failures: usize = suites.iter().map(Suite::failures).sum();
     let skipped: usize = suites.iter().map(Suite::skipped).sum();
@@ -87,8 +90,13 @@ pub fn junit_xml(run: &str, status: &BenchmarkRunStatus) -> String {
 }
 
 /// Writes [`junit_xml`] into `path`, atomically.
-pub fn write_junit(path: &Path, run: &str, status: &BenchmarkRunStatus) -> std::io::Result<()> {
-    super::write_atomically(path, junit_xml(run, status).as_bytes())
+pub fn write_junit(
+    path: &Path,
+    run: &str,
+    status: &BenchmarkRunStatus,
+    max_regression: Option<f64>,
+) -> std::io::Result<()> {
+    super::write_atomically(path, junit_xml(run, status, max_regression).as_bytes())
 }
 
 fn write_suite(out: &mut String, run: &str, suite: &Suite, timestamp: Option<&str>) {
@@ -144,7 +152,7 @@ fn write_suite(out: &mut String, run: &str, suite: &Suite, timestamp: Option<&st
 
 /// The suites of a finished run: its thresholds (when it has any), its cells, or, for a run
 /// that never reached a cell, the run itself.
-fn suites(status: &BenchmarkRunStatus) -> Vec<Suite> {
+fn suites(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> Vec<Suite> {
     let mut suites = Vec::new();
     if !status.thresholds.is_empty() {
         suites.push(Suite {
@@ -169,15 +177,20 @@ fn suites(status: &BenchmarkRunStatus) -> Vec<Suite> {
             cases: status
                 .variants
                 .iter()
-                .flat_map(|c| c.figures.iter().map(move |f| variant_case(c, f)))
+                .flat_map(|c| {
+                    c.figures
+                        .iter()
+                        .map(move |f| variant_case(c, f, max_regression))
+                })
                 .collect(),
         });
     }
     suites
 }
 
-/// A candidate's figure against the base's: failed on a regression.
-fn variant_case(c: &VariantComparison, f: &RatioFigure) -> Case {
+/// A candidate's figure against the base's: failed on a regression, beyond `max_regression`
+/// percent when given (the exit code's gate), else by the status's verdict.
+fn variant_case(c: &VariantComparison, f: &RatioFigure, max_regression: Option<f64>) -> Case {
     let change = |ratio: f64| format!("{:+.1}%", (ratio - 1.0) * 100.0);
     let interval = match (f.ratio_low, f.ratio_high) {
         (Some(low), Some(high)) => format!(", 95% interval {} to {}", change(low), change(high)),
@@ -195,20 +208,28 @@ fn variant_case(c: &VariantComparison, f: &RatioFigure) -> Case {
         c.rounds,
         f.p_worse
     );
-    let outcome = match f.verdict {
-        ChangeVerdict::Regression => CaseOutcome::Failed {
+    let failed = match max_regression {
+        Some(max) => crate::frontends::variants::regressed(f, max),
+        None => f.verdict == ChangeVerdict::Regression,
+    };
+    let outcome = if failed {
+        CaseOutcome::Failed {
             kind: "Regression".into(),
             message: format!(
-                "{} {} of {}: {}{interval}, p={:.3}",
+                "{} {} of {}: {}{interval}, p={:.3}{}",
                 c.candidate,
                 f.figure,
                 c.configuration,
                 change(f.ratio),
-                f.p_worse
+                f.p_worse,
+                max_regression.map_or(String::new(), |max| format!(
+                    ", beyond --max-regression {max}%"
+                ))
             ),
             detail: evidence,
-        },
-        ChangeVerdict::Improvement | ChangeVerdict::WithinNoise => CaseOutcome::Passed,
+        }
+    } else {
+        CaseOutcome::Passed
     };
     Case {
         name: format!(

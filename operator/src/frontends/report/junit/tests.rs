@@ -17,7 +17,7 @@ fn attr<'a>(text: &'a str, open: &str, name: &str) -> &'a str {
 
 #[test]
 fn every_threshold_verdict_and_every_cell_is_a_case() {
-    let xml = junit_xml("ci-gate", &finished());
+    let xml = junit_xml("ci-gate", &finished(), None);
     // 3 verdicts and 3 cells; 1 threshold and 1 cell failed.
     assert_eq!(attr(&xml, "<testsuites", "tests"), "6", "{xml}");
     assert_eq!(attr(&xml, "<testsuites", "failures"), "2");
@@ -51,7 +51,7 @@ fn a_skipped_cell_is_skipped_and_a_refused_run_is_one_failed_case() {
     status.thresholds.clear();
     status.cells[2].phase = CellPhase::Skipped;
     status.cells[2].message = None;
-    let xml = junit_xml("ci-gate", &status);
+    let xml = junit_xml("ci-gate", &status, None);
     assert!(!xml.contains("thresholds"), "{xml}");
     assert_eq!(attr(&xml, "<testsuites", "skipped"), "1");
     assert!(xml.contains("<skipped message=\"not run: an earlier cell failed (stopOnFailure)\"/>"));
@@ -70,7 +70,7 @@ fn a_skipped_cell_is_skipped_and_a_refused_run_is_one_failed_case() {
         None,
         &conditions::now(),
     );
-    let xml = junit_xml("r", &refused);
+    let xml = junit_xml("r", &refused, None);
     assert_eq!(attr(&xml, "<testsuites", "tests"), "1", "{xml}");
     assert!(xml.contains("<testsuite name=\"run\""), "{xml}");
     assert!(
@@ -89,7 +89,7 @@ fn text_is_escaped_and_characters_xml_cannot_hold_are_dropped() {
     );
     let mut status = finished();
     status.cells[2].message = Some("exit <1> & \u{1b}[31mred".into());
-    let xml = junit_xml("a&b", &status);
+    let xml = junit_xml("a&b", &status, None);
     assert!(xml.contains("exit &lt;1&gt; &amp; [31mred"), "{xml}");
     assert!(xml.contains("classname=\"a&amp;b.cells\""), "{xml}");
 }
@@ -102,7 +102,7 @@ fn paired() -> BenchmarkRunStatus {
 
 #[test]
 fn each_candidate_figure_is_a_case_failed_on_a_regression() {
-    let xml = junit_xml("paired", &paired());
+    let xml = junit_xml("paired", &paired(), None);
     // p50 (+9.8%, every round slower) and rps (-8.3%) regressed; p99 was within noise.
     assert_eq!(
         attr(&xml, "<testsuite name=\"variants\"", "tests"),
@@ -123,5 +123,42 @@ fn each_candidate_figure_is_a_case_failed_on_a_regression() {
         "{xml}"
     );
     // A run without variants has no such suite.
-    assert!(!junit_xml("ci-gate", &finished()).contains("variants"));
+    assert!(!junit_xml("ci-gate", &finished(), None).contains("variants"));
+}
+
+/// With `--max-regression`, a case fails exactly where the exit code's gate does: at 9.5% the
+/// p50 (+9.8%) still fails and the rps (-8.3%: 9.1% more time a request) passes; at 10%
+/// neither does.
+#[test]
+fn with_max_regression_the_cases_fail_where_the_exit_code_does() {
+    let status = paired();
+    let xml = junit_xml("paired", &status, Some(9.5));
+    assert_eq!(
+        attr(&xml, "<testsuite name=\"variants\"", "failures"),
+        "1",
+        "{xml}"
+    );
+    assert!(
+        xml.contains("p=0.031, beyond --max-regression 9.5%\">"),
+        "{xml}"
+    );
+    let gate = crate::frontends::variants::GateArgs {
+        max_regression: Some(9.5),
+    };
+    let (code, _) = crate::frontends::variants::gated_code(0, &status, &gate);
+    assert_eq!(code, crate::frontends::variants::EXIT_REGRESSION);
+
+    let xml = junit_xml("paired", &status, Some(10.0));
+    assert_eq!(
+        attr(&xml, "<testsuite name=\"variants\"", "failures"),
+        "0",
+        "{xml}"
+    );
+    let gate = crate::frontends::variants::GateArgs {
+        max_regression: Some(10.0),
+    };
+    assert_eq!(
+        crate::frontends::variants::gated_code(0, &status, &gate).0,
+        0
+    );
 }
