@@ -13,8 +13,9 @@
 //! ([`crate::frontends::variants`]): paired rounds, the stronger evidence, where two runs
 //! compared afterwards carry all the noise between them.
 //!
-//! Exit codes: 0 no regression beyond `--max-regression`, 2 bad input, 3 a regression beyond
-//! `--max-regression` (default 0: any regression that the rules above call one).
+//! Exit codes: 0 no regression beyond `--max-regression`, 2 bad input (also when nothing could
+//! be compared: no cell measured in both runs), 3 a regression beyond `--max-regression`
+//! (default 0: any regression that the rules above call one).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -654,11 +655,30 @@ pub fn run_on(
         eprintln!("{command}: cannot write into {}: {e}", dir.display());
         return ExitCode::from(1);
     }
+    if nothing_compared(&rows) {
+        eprintln!(
+            "{command}: nothing to compare: no cell and stream was measured in both runs \
+             (exit {EXIT_BAD_INPUT})"
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     if rows.iter().any(|r| fails(r, options.max_regression)) {
         ExitCode::from(EXIT_REGRESSION)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// True when no row compared a figure of one run with the other's: every cell failed in both,
+/// or the two matrices share no cell. A gate must not pass on that (a CI job whose runs all
+/// failed would go green), so `compare` treats it as input that cannot be compared.
+pub fn nothing_compared(rows: &[Row]) -> bool {
+    !rows.iter().any(|r| {
+        matches!(
+            r.mark,
+            Mark::Regression | Mark::Improvement | Mark::WithinNoise | Mark::Failed
+        )
+    })
 }
 
 fn write_files(

@@ -114,3 +114,29 @@ fn cpu_per_thousand_requests_from_the_cell_when_not_repeated() {
     assert_eq!((cpu.base_value, cpu.new_value), (Some(3.0), Some(4.5)));
     assert_eq!(cpu.mark, Mark::Regression);
 }
+
+/// Two runs whose every cell failed compare nothing: the gate must not pass on them; one
+/// figure compared on both sides is enough to judge.
+#[test]
+fn runs_that_share_no_measured_cell_compare_nothing() {
+    let failed = |name: &str| CellStatus {
+        name: name.into(),
+        phase: CellPhase::Failed,
+        reason: Some("Unschedulable".into()),
+        ..Default::default()
+    };
+    let both_failed = compare(&status(vec![failed("a")]), &status(vec![failed("a")]), 0.05);
+    assert!(nothing_compared(&both_failed), "{both_failed:?}");
+    let disjoint = compare(
+        &status(vec![single("a", 10.0, 50.0)]),
+        &status(vec![single("b", 10.0, 50.0)]),
+        0.05,
+    );
+    assert!(nothing_compared(&disjoint), "{disjoint:?}");
+    let one_measured = compare(
+        &status(vec![failed("a"), single("b", 10.0, 50.0)]),
+        &status(vec![failed("a"), single("b", 10.0, 50.0)]),
+        0.05,
+    );
+    assert!(!nothing_compared(&one_measured), "{one_measured:?}");
+}
