@@ -490,7 +490,7 @@ case "${compare_code}" in
   "") compare_says="" ;;
   0) compare_says="no regression beyond ${MAX_REGRESSION}% against the baseline" ;;
   3) compare_says="a regression beyond ${MAX_REGRESSION}% against the baseline" ;;
-  2) compare_says="the baseline could not be compared (not a status? see the log)" ;;
+  2) compare_says="the baseline could not be compared (not a status, or no cell measured in both runs: see the log)" ;;
   *) compare_says="the comparison failed with exit ${compare_code}" ;;
 esac
 if [[ "${run_code}" -ne 0 && "${run_code}" -ne 3 ]]; then dump_diagnostics; fi
