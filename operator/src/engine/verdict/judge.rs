@@ -309,7 +309,7 @@ fn judge(
             let at_most = matches!(bound, Bound::AtMostOf { .. });
             let reference = cells
                 .iter()
-                .find(|c| of == &Reference::Cell(c.name.clone()));
+                .find(|c| matches!(of, Reference::Cell(name) if *name == c.name));
             let reference = reference.ok_or_else(|| {
                 (
                     Some(measured),
