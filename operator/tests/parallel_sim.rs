@@ -40,7 +40,12 @@ fn matrix(cells: usize, parallelism: Parallelism, repeat: u32) -> BenchmarkRun {
 
 /// Runs `run` on six simulated nodes; the finished run, the intervals and the time it took.
 fn simulate(run: BenchmarkRun) -> (BenchmarkRun, Vec<Interval>, i64) {
-    let mut cluster = SimCluster::new(nodes(6, "2"), READY, LOAD);
+    let (done, cluster) = simulate_on(SimCluster::new(nodes(6, "2"), READY, LOAD), run);
+    (done, cluster.intervals, cluster.now)
+}
+
+/// Runs `run` on `cluster`; the finished run and the cluster as it ended.
+fn simulate_on(mut cluster: SimCluster, run: BenchmarkRun) -> (BenchmarkRun, SimCluster) {
     let done = cluster.run_to_end(run, 100_000).expect("the run ends");
     let status = done.status.as_ref().unwrap();
     assert_eq!(status.phase, RunPhase::Succeeded, "{:?}", status.message);
@@ -49,8 +54,7 @@ fn simulate(run: BenchmarkRun) -> (BenchmarkRun, Vec<Interval>, i64) {
         "{:#?}",
         status.cells
     );
-    let took = cluster.now;
-    (done, cluster.intervals, took)
+    (done, cluster)
 }
 
 /// No two measurements whose objects existed at the same time shared a node (targets and load
@@ -151,4 +155,25 @@ fn a_configurations_variants_share_their_rounds_nodes_in_a_parallel_run() {
     // 4 configurations x 2 variants x 2 rounds, 4 at once: 4 rounds of time, not 16.
     println!("4 configurations x 2 variants x repeat 2, auto on 6 nodes: {took} s");
     assert!(took as f64 / ROUND <= 4.5, "{took} s");
+}
+
+/// With several measurements in flight the run's message names every one of them, not only
+/// the cell deployed last.
+#[test]
+fn the_runs_message_names_every_cell_in_flight() {
+    let cluster = SimCluster::new(nodes(2, "2"), READY, LOAD);
+    let (_, cluster) = simulate_on(cluster, matrix(4, Parallelism::Count(2), 1));
+    assert!(
+        cluster
+            .messages
+            .iter()
+            .any(|m| m == "running cell c02 (2/4) (and cell c01 (1/4))"),
+        "{:#?}",
+        cluster.messages
+    );
+    assert!(
+        !cluster.messages.iter().any(|m| m.contains("and cells")),
+        "never more than two in flight at parallelism 2: {:#?}",
+        cluster.messages
+    );
 }

@@ -246,6 +246,24 @@ fn admitted(status: &mut BenchmarkRunStatus, cells: Vec<Admission>, ctx: &Ctx) -
     Vec::new()
 }
 
+/// With several steps in flight (spec.parallelism), the run's message names them all, not
+/// only the one deployed last: " (and cells b (2/4), c (3/4))"; empty when `cell` is alone.
+fn others_in_flight(status: &BenchmarkRunStatus, cell: usize) -> String {
+    let total = status.cells.len();
+    let others: Vec<String> = status
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| *i != cell && matches!(c.phase, CellPhase::Deploying | CellPhase::Running))
+        .map(|(i, c)| format!("{} ({}/{total})", c.name, i + 1))
+        .collect();
+    match others.len() {
+        0 => String::new(),
+        1 => format!(" (and cell {})", others[0]),
+        _ => format!(" (and cells {})", others.join(", ")),
+    }
+}
+
 /// A cell (or its next repetition) is being deployed.
 fn cell_deploying(
     status: &mut BenchmarkRunStatus,
@@ -272,7 +290,7 @@ fn cell_deploying(
     if ctx.repeat.is_repeated() {
         what.push_str(&format!(", repetition {}", ctx.repeat.round(repetition)));
     }
-    status.message = Some(format!("running {what}"));
+    status.message = Some(format!("running {what}{}", others_in_flight(status, cell)));
     set_condition(
         &mut status.conditions,
         conditions::PROGRESSING,

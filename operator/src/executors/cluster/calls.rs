@@ -92,6 +92,9 @@ pub const API_CALLS: &[ApiCall] = &[
     call("watch", "apps", "deployments", "", false),
     call("list", "batch", "jobs", "", false),
     call("watch", "batch", "jobs", "", false),
+    // (The list of pods in every namespace is also observe.rs's: what other pods request on
+    // each node, as a parallel run cuts its node sets; a namespaced install may not, and cuts
+    // them from allocatable.)
     call("list", "", "pods", "", false),
     call("watch", "", "pods", "", false),
     // The same watches with `--namespace`, one namespace each (the namespaced list of pods is

@@ -30,6 +30,7 @@ pub mod observe;
 pub mod outage;
 pub mod queue;
 pub mod reconcile;
+pub mod requested;
 pub mod robustness_metrics;
 pub mod run_metrics;
 pub mod slots;

@@ -69,6 +69,10 @@ pub async fn observe(
         // It waits in the queue: nothing of it is deployed, and nothing will be this turn.
         return Ok(obs);
     }
+    if status.phase == RunPhase::Pending && run.spec.parallelism.is_parallel() {
+        // The run is about to cut its node sets: they must fit what others leave free.
+        obs.node_requests = requests_of_other_pods(client).await?;
+    }
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     // One look per step of the turn: several at once in a parallel run, each step's objects
@@ -232,6 +236,27 @@ async fn list_nodes(client: &kube::Client) -> Result<Option<Vec<Node>>, Error> {
             tracing::warn!(
                 error = %status.message,
                 "may not list nodes; cells are deployed without checking that they fit"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Per node, what the pods bound there that are not a benchmark run's request
+/// ([`super::requested`]). An operator that may not list pods in every namespace (a namespaced
+/// install) cuts its node sets from allocatable alone, and says so in the log.
+async fn requests_of_other_pods(
+    client: &kube::Client,
+) -> Result<Option<std::collections::BTreeMap<String, super::fit::PodRequest>>, Error> {
+    let unfinished = ListParams::default().fields("status.phase!=Succeeded,status.phase!=Failed");
+    match Api::<Pod>::all(client.clone()).list(&unfinished).await {
+        Ok(list) => Ok(Some(super::requested::requested_by_others(&list.items))),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            tracing::warn!(
+                error = %status.message,
+                "may not list pods in every namespace; a parallel run's node sets are cut from \
+                 the nodes' allocatable, not what other pods leave free"
             );
             Ok(None)
         }

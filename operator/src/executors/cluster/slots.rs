@@ -10,18 +10,29 @@
 //! with the arithmetic before any pod is made. `auto` takes every set; a number at most that
 //! many; nodes left over after the last set are not used.
 //!
-//! Capacity is the nodes' allocatable, as the fit check's: what other pods already request is
-//! the scheduler's to weigh, and a pod it cannot place fails its cell `Unschedulable`.
+//! Capacity is each node's allocatable less what pods other than benchmark runs' already
+//! request there ([`super::requested`]): a node that also runs the operator, DNS or anyone's
+//! pods holds less than its allocatable, and a slot cut from allocatable alone could not hold
+//! its measurement (its load generator stayed Pending). Whether a cell can *ever* fit stays the
+//! fit check's question, against allocatable (`fit::fits`).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::fit::{self, Capacity, CellRequests};
+use super::fit::{self, Capacity, CellRequests, PodRequest};
 use crate::engine::machine::SlotsSeen;
 use crate::resource::BenchmarkRun;
 use crate::resource::matrix::Cell;
 
-/// The node sets of `run`, from `nodes` (`None`: the operator may not list them).
-pub fn node_sets(run: &BenchmarkRun, cells: &[Cell], nodes: Option<&[Node]>) -> SlotsSeen {
+/// The node sets of `run`, from `nodes` (`None`: the operator may not list them) and what
+/// other pods request on them (`None`: not known).
+pub fn node_sets(
+    run: &BenchmarkRun,
+    cells: &[Cell],
+    nodes: Option<&[Node]>,
+    requested: Option<&BTreeMap<String, PodRequest>>,
+) -> SlotsSeen {
     let asked = run.spec.parallelism.most() as usize;
     let Some(nodes) = nodes else {
         return one_at_a_time(
@@ -40,6 +51,7 @@ pub fn node_sets(run: &BenchmarkRun, cells: &[Cell], nodes: Option<&[Node]>) -> 
         .iter()
         .filter(|n| ready(n) && fit::refusal(n, first).is_none())
         .filter_map(fit::capacity)
+        .map(|c| free_of(c, requested))
         .collect();
     usable.sort_by(|a, b| a.name.cmp(&b.name));
     let fitting: Vec<&CellRequests> = requests
@@ -48,8 +60,13 @@ pub fn node_sets(run: &BenchmarkRun, cells: &[Cell], nodes: Option<&[Node]>) -> 
         .collect();
     if fitting.is_empty() {
         return one_at_a_time(&format!(
-            "{} Ready node(s) match spec.placement and no cell fits them",
-            usable.len()
+            "{} Ready node(s) match spec.placement and no cell fits them{}",
+            usable.len(),
+            if requested.is_some() {
+                " beside what other pods request there"
+            } else {
+                ""
+            }
         ));
     }
     let mut sets: Vec<Vec<String>> = Vec::new();
@@ -68,14 +85,30 @@ pub fn node_sets(run: &BenchmarkRun, cells: &[Cell], nodes: Option<&[Node]>) -> 
     SlotsSeen {
         message: format!(
             "{} Ready, schedulable node(s) match spec.placement; a measurement needs up to {} \
-             CPU and {} MiB (replicas x cpu plus its load generators), so each slot has {} \
+             CPU and {} MiB (replicas x cpu plus its load generators) {}, so each slot has {} \
              node(s)",
             usable.len(),
             cpu as f64 / 1000.0,
             memory >> 20,
+            match requested {
+                Some(_) => "of what other pods leave free",
+                None => "of the nodes' allocatable (other pods' requests unknown)",
+            },
             per_set
         ),
         node_sets: sets,
+    }
+}
+
+/// `node` with what other pods request on it taken off.
+fn free_of(node: Capacity, requested: Option<&BTreeMap<String, PodRequest>>) -> Capacity {
+    let Some(taken) = requested.and_then(|r| r.get(&node.name)) else {
+        return node;
+    };
+    Capacity {
+        cpu_millis: node.cpu_millis.saturating_sub(taken.cpu_millis),
+        memory_bytes: node.memory_bytes.saturating_sub(taken.memory_bytes),
+        name: node.name,
     }
 }
 

@@ -73,7 +73,7 @@ fn seen_target(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> (Seen, Opt
     }
     let seen = Seen {
         target_broken: inspect::pod_failure(&obs.target_pods),
-        unschedulable: inspect::unschedulable(&obs.target_pods),
+        unschedulable: inspect::unschedulable(&obs.target_pods, "target"),
         target_missing: obs.deployment.is_none() || obs.service.is_none(),
         ready: ready.as_ref().map(|r| match r {
             Ok(ready) => Ok(Ready {
@@ -150,8 +150,14 @@ fn seen_load(
 }
 
 /// A load generator that cannot start (a Secret or key its headers name is missing, its image
-/// cannot be pulled) never will: the cell fails now, not at the load deadline.
+/// cannot be pulled, the scheduler cannot place it) never will: the cell fails now, not at the
+/// load deadline.
 fn loadgen_cannot_start(obs: &Observation) -> Option<(Cause, String)> {
+    // As with the target's replicas: a load generator the scheduler cannot place would only
+    // wait out the run's deadline (the nodes it may use are full of other pods' requests).
+    if let Some(said) = inspect::unschedulable(&obs.loadgen_pods, "load generator") {
+        return Some((Cause::Unschedulable, said));
+    }
     let (why, said) = inspect::pod_failure(&obs.loadgen_pods)
         .filter(|(why, _)| matches!(why, Cause::ChildBroken | Cause::ImagePull))?;
     let hint = if why == Cause::ChildBroken {

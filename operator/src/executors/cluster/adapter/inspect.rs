@@ -81,9 +81,10 @@ pub fn never_fits(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> Option<
     fit::fits(&requests, nodes).err()
 }
 
-/// A target pod the scheduler cannot place (PodScheduled=False, reason Unschedulable), in the
-/// scheduler's words, e.g. "0/1 nodes are available: 1 Insufficient cpu".
-pub fn unschedulable(pods: &[Pod]) -> Option<String> {
+/// A pod the scheduler cannot place (PodScheduled=False, reason Unschedulable), in the
+/// scheduler's words, e.g. "target pod x cannot be scheduled: 0/1 nodes are available: 1
+/// Insufficient cpu"; `what` names the pod's role ("target", "load generator").
+pub fn unschedulable(pods: &[Pod], what: &str) -> Option<String> {
     pods.iter().find_map(|pod| {
         let c = pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| {
             c.type_ == "PodScheduled"
@@ -91,7 +92,7 @@ pub fn unschedulable(pods: &[Pod]) -> Option<String> {
                 && c.reason.as_deref() == Some("Unschedulable")
         })?;
         Some(format!(
-            "target pod {} cannot be scheduled: {}",
+            "{what} pod {} cannot be scheduled: {}",
             pod.name_any(),
             c.message.as_deref().unwrap_or("no message")
         ))

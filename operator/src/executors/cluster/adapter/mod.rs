@@ -133,6 +133,7 @@ impl Executor for Cluster<'_> {
                         self.run,
                         v.cells(),
                         self.obs.nodes.as_deref(),
+                        self.obs.node_requests.as_ref(),
                     ));
                 }
                 self.ready = ready;

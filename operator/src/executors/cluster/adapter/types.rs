@@ -36,6 +36,11 @@ pub struct Observation {
     /// The cluster's nodes, read before a cell is deployed; `None` when not read (or the
     /// operator may not list them), so no fit check is made.
     pub nodes: Option<Vec<Node>>,
+    /// Per node, what pods other than benchmark runs' request there, read before a parallel run
+    /// cuts its node sets; `None` when not read (or the operator may not list pods in every
+    /// namespace), and then the sets are cut from allocatable alone.
+    pub node_requests:
+        Option<std::collections::BTreeMap<String, crate::executors::cluster::fit::PodRequest>>,
     /// The kubelets' figures of the target containers over the measured phases, read with the
     /// result; `None` when the operator does not read kubelets or sampled nothing.
     pub kubelet: Option<crate::executors::cluster::kubelet::ContainerFigures>,

@@ -5,6 +5,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::node_sets;
+use crate::executors::cluster::fit::PodRequest;
 use crate::resource::BenchmarkRun;
 use crate::resource::matrix::cells;
 use crate::resource::parallelism::Parallelism;
@@ -43,7 +44,7 @@ fn run(parallelism: Parallelism, replicas: u32, cpu: &str) -> BenchmarkRun {
 }
 
 fn sets(run: &BenchmarkRun, nodes: &[Node]) -> Vec<Vec<String>> {
-    node_sets(run, &cells(&run.spec), Some(nodes)).node_sets
+    node_sets(run, &cells(&run.spec), Some(nodes), None).node_sets
 }
 
 #[test]
@@ -54,7 +55,7 @@ fn auto_takes_a_set_per_node_that_holds_a_measurement_and_a_count_at_most_that_m
         sets(&auto, &six),
         (1..=6).map(|i| vec![format!("n{i}")]).collect::<Vec<_>>()
     );
-    let seen = node_sets(&auto, &cells(&auto.spec), Some(&six));
+    let seen = node_sets(&auto, &cells(&auto.spec), Some(&six), None);
     assert!(
         seen.message.contains("needs up to 1.5 CPU") && seen.message.contains("1 node(s)"),
         "{}",
@@ -87,10 +88,47 @@ fn nodes_not_ready_or_refused_by_placement_are_not_used_and_unlisted_nodes_mean_
     nodes[2].spec.as_mut().unwrap().unschedulable = Some(true);
     let r = run(Parallelism::Auto, 1, "1");
     assert_eq!(sets(&r, &nodes), vec![vec!["a".to_owned()]]);
-    let none = node_sets(&r, &cells(&r.spec), None);
+    let none = node_sets(&r, &cells(&r.spec), None, None);
     assert!(none.node_sets.is_empty());
     assert!(none.message.contains("one at a time"), "{}", none.message);
     // A cell that fits no node leaves the others their sets; it fails on its own (fit).
     let huge = run(Parallelism::Auto, 1, "64");
     assert_eq!(sets(&huge, &nodes), vec![vec!["a".to_owned()]]);
+}
+
+/// Seen on a real cluster of two 1-CPU nodes: the operator's own pod (50m) on one of them left
+/// 950m, too little for a 500m target beside a 500m load generator. That node alone is no slot;
+/// with it and the other node together, one is.
+#[test]
+fn what_other_pods_request_is_taken_off_before_the_sets_are_cut() {
+    let two = [node("n1", "1", true), node("n2", "1", true)];
+    let mut r = BenchmarkRun::sample()
+        .with_cell(Configuration::named("a").replicas(1).cpu("500m"))
+        .in_parallel(Parallelism::Count(2));
+    r.spec.loadgen.cpu = "500m".into();
+    let operator = BTreeMap::from([(
+        "n1".to_owned(),
+        PodRequest {
+            cpu_millis: 50,
+            memory_bytes: 64 << 20,
+        },
+    )]);
+    let unknown = node_sets(&r, &cells(&r.spec), Some(&two), None);
+    assert_eq!(unknown.node_sets, [["n1"], ["n2"]]);
+    assert!(
+        unknown.message.contains("other pods' requests unknown"),
+        "{}",
+        unknown.message
+    );
+    let seen = node_sets(&r, &cells(&r.spec), Some(&two), Some(&operator));
+    assert_eq!(seen.node_sets, [["n1", "n2"]]);
+    assert!(
+        seen.message.contains("what other pods leave free"),
+        "{}",
+        seen.message
+    );
+    // A 400m load generator fits beside the operator: two slots again.
+    r.spec.loadgen.cpu = "400m".into();
+    let smaller = node_sets(&r, &cells(&r.spec), Some(&two), Some(&operator));
+    assert_eq!(smaller.node_sets, [["n1"], ["n2"]]);
 }

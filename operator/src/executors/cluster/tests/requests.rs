@@ -144,3 +144,46 @@ async fn a_load_generator_whose_secret_is_missing_fails_the_cell_at_once() {
     })
     .await;
 }
+
+/// Seen on a real cluster: a load generator pinned to a node whose free room other pods had
+/// taken stayed Pending until the load deadline (186 s), then failed as a Timeout. The
+/// scheduler's verdict ends the cell at once, named, as it does for the target's replicas.
+#[tokio::test]
+async fn a_load_generator_the_scheduler_cannot_place_fails_the_cell_at_once() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("full", &["a"]));
+        h.reconcile("full").await.unwrap();
+        h.simulate(&|_| super::Behaviour::Busy);
+        h.reconcile("full").await.unwrap();
+        let job = h.fake.list("jobs")[0].clone();
+        let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+        h.fake.insert(
+            "pods",
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{name}-0-xyz"), "namespace": super::NS,
+                             "labels": job["spec"]["template"]["metadata"]["labels"]},
+                "spec": {"containers": [{"name": "loadgen"}]},
+                "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                    "status": "False", "reason": "Unschedulable",
+                    "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't \
+                                match Pod's node affinity/selector."}]},
+            }),
+        );
+        h.advance(2);
+        h.reconcile("full").await.unwrap();
+        let status = h.run("full").status.unwrap();
+        let cell = &status.cells[0];
+        assert_eq!(cell.phase, crate::resource::CellPhase::Failed, "{cell:?}");
+        assert_eq!(cell.reason.as_deref(), Some("Unschedulable"), "{cell:?}");
+        let message = cell.message.as_deref().unwrap();
+        assert!(
+            message.contains(&format!(
+                "load generator pod {name}-0-xyz cannot be scheduled"
+            )) && message.contains("1 Insufficient cpu"),
+            "{message}"
+        );
+    })
+    .await;
+}
