@@ -17,6 +17,13 @@ pub struct Carried {
     pub requeue: Option<std::time::Duration>,
 }
 
+impl Carried {
+    /// Looks again within `after` at the latest, whatever else asks for a later look.
+    pub fn look_again_within(&mut self, after: std::time::Duration) {
+        self.requeue = Some(self.requeue.map_or(after, |r| r.min(after)));
+    }
+}
+
 /// Does `command` on the cluster. `v` is the run when its spec validated (a refused run has
 /// only its objects to delete), `ready` the target a load starts against.
 pub fn carry_out(
@@ -83,7 +90,7 @@ pub fn carry_out(
                 out.actions.extend(delete_children(name));
             }
         }
-        Command::WakeIn(after) => out.requeue = Some(after),
+        Command::WakeIn(after) => out.look_again_within(after),
         Command::Ended => {
             if let Some(ttl) = run.spec.ttl_after_finished {
                 out.requeue = Some(ttl.get());

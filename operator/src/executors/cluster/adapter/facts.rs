@@ -5,8 +5,8 @@
 use benchmatrix_loadgen::result::RunResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::actions::delete_children;
-use super::inspect::{self, ReadyTarget, ready_target};
+use super::actions::{Carried, delete_children};
+use super::inspect::{self, ReadyTarget, Unplaced, ready_target};
 use super::previous;
 use super::types::{Action, Observation};
 use crate::engine::machine::{self, Look, Ready, Seen};
@@ -25,7 +25,7 @@ pub fn of_step(
     look: Look,
     obs: &Observation,
     now: &Time,
-    actions: &mut Vec<Action>,
+    carried: &mut Carried,
 ) -> (Seen, Option<ReadyTarget>) {
     let Some((at, cell)) = look.at().and_then(|at| Some((at, v.cells().get(at.cell)?))) else {
         return (Seen::default(), None);
@@ -33,11 +33,11 @@ pub fn of_step(
     match look {
         Look::Nothing => (Seen::default(), None),
         Look::BeforeDeploy { slot, .. } => (
-            seen_before_deploy(v.run(), cell, at, slot, status, obs, actions),
+            seen_before_deploy(v.run(), cell, at, slot, status, obs, &mut carried.actions),
             None,
         ),
-        Look::Target(_) => seen_target(v.run(), cell, obs),
-        Look::Load { .. } => seen_load(v, cell, at, status, obs, now),
+        Look::Target(_) => seen_target(v.run(), cell, obs, now, carried),
+        Look::Load { .. } => seen_load(v, cell, at, status, obs, now, carried),
     }
 }
 
@@ -65,7 +65,13 @@ fn seen_before_deploy(
 }
 
 /// While the target starts: its pods' failures and readiness, and the target the load needs.
-fn seen_target(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> (Seen, Option<ReadyTarget>) {
+fn seen_target(
+    run: &BenchmarkRun,
+    cell: &Cell,
+    obs: &Observation,
+    now: &Time,
+    carried: &mut Carried,
+) -> (Seen, Option<ReadyTarget>) {
     let ready = ready_target(run, cell, obs);
     let mut not_ready = inspect::readiness_detail(&obs.target_pods);
     if let Some(why) = inspect::deployment_trouble(obs.deployment.as_ref()) {
@@ -73,7 +79,10 @@ fn seen_target(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> (Seen, Opt
     }
     let seen = Seen {
         target_broken: inspect::pod_failure(&obs.target_pods),
-        unschedulable: inspect::unschedulable(&obs.target_pods, "target"),
+        unschedulable: settled(
+            inspect::unschedulable(&obs.target_pods, "target", now),
+            carried,
+        ),
         target_missing: obs.deployment.is_none() || obs.service.is_none(),
         ready: ready.as_ref().map(|r| match r {
             Ok(ready) => Ok(Ready {
@@ -101,11 +110,12 @@ fn seen_load(
     status: &BenchmarkRunStatus,
     obs: &Observation,
     now: &Time,
+    carried: &mut Carried,
 ) -> (Seen, Option<ReadyTarget>) {
     let recorded = &status.cells[at.cell].target_pods;
     let mut seen = Seen {
         replica_exited: target_pods::exited(recorded, &obs.target_pods),
-        loadgen_broken: loadgen_cannot_start(obs),
+        loadgen_broken: loadgen_cannot_start(obs, now, carried),
         result: obs.result.as_ref().map(|res| match res {
             Ok(doc) => Ok(Box::new(measured(
                 v,
@@ -152,10 +162,15 @@ fn seen_load(
 /// A load generator that cannot start (a Secret or key its headers name is missing, its image
 /// cannot be pulled, the scheduler cannot place it) never will: the cell fails now, not at the
 /// load deadline.
-fn loadgen_cannot_start(obs: &Observation) -> Option<(Cause, String)> {
+fn loadgen_cannot_start(
+    obs: &Observation,
+    now: &Time,
+    carried: &mut Carried,
+) -> Option<(Cause, String)> {
     // As with the target's replicas: a load generator the scheduler cannot place would only
     // wait out the run's deadline (the nodes it may use are full of other pods' requests).
-    if let Some(said) = inspect::unschedulable(&obs.loadgen_pods, "load generator") {
+    let unplaced = inspect::unschedulable(&obs.loadgen_pods, "load generator", now);
+    if let Some(said) = settled(unplaced, carried) {
         return Some((Cause::Unschedulable, said));
     }
     let (why, said) = inspect::pod_failure(&obs.loadgen_pods)
@@ -167,6 +182,18 @@ fn loadgen_cannot_start(obs: &Observation) -> Option<(Cause, String)> {
         ""
     };
     Some((why, format!("load generator {said}{hint}")))
+}
+
+/// A pod unplaced long enough to fail its cell, in words; one unplaced for less asks to be
+/// looked at again when it will have been (a placed pod's watch event may come sooner).
+fn settled(unplaced: Option<Unplaced>, carried: &mut Carried) -> Option<String> {
+    match unplaced? {
+        Unplaced::Settled(said) => Some(said),
+        Unplaced::Young(left) => {
+            carried.look_again_within(left);
+            None
+        }
+    }
 }
 
 /// The load generator's Job failed: why, from its last log line.

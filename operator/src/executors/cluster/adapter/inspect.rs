@@ -3,14 +3,17 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use super::types::Observation;
 use crate::executors::cluster::fit::{self, CellRequests};
 use crate::executors::cluster::target_pods;
 use crate::resource::BenchmarkRun;
-use crate::resource::conditions::Cause;
+use crate::resource::conditions::{self, Cause};
 use crate::resource::matrix::Cell;
 use crate::resource::status::RecordedPod;
 
@@ -81,21 +84,47 @@ pub fn never_fits(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> Option<
     fit::fits(&requests, nodes).err()
 }
 
-/// A pod the scheduler cannot place (PodScheduled=False, reason Unschedulable), in the
-/// scheduler's words, e.g. "target pod x cannot be scheduled: 0/1 nodes are available: 1
-/// Insufficient cpu"; `what` names the pod's role ("target", "load generator").
-pub fn unschedulable(pods: &[Pod], what: &str) -> Option<String> {
+/// How long a pod may stay unplaceable before its cell fails `Unschedulable`. The scheduler
+/// counts the requests of pods whose containers have stopped until their objects are gone, so
+/// the next step's pods can be turned away for a second or two on a node that is about to free
+/// up (seen on a real two-node cluster: a load generator refused for "Insufficient cpu" while
+/// the previous repetition's pod was being deleted, placed a second later). A pod that stays
+/// unplaceable this long is waiting for a node that will not come (larger than any free one).
+pub const UNSCHEDULABLE_GRACE: Duration = Duration::from_secs(30);
+
+/// A pod the scheduler cannot place (PodScheduled=False, reason Unschedulable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unplaced {
+    /// For at least [`UNSCHEDULABLE_GRACE`] (or since a time not given): in the scheduler's
+    /// words, e.g. "target pod x cannot be scheduled: 0/1 nodes are available: 1 Insufficient
+    /// cpu".
+    Settled(String),
+    /// For less: look again after this long, when it will have settled unless placed.
+    Young(Duration),
+}
+
+/// The first pod of `pods` the scheduler cannot place, and for how long; `what` names the
+/// pods' role ("target", "load generator").
+pub fn unschedulable(pods: &[Pod], what: &str, now: &Time) -> Option<Unplaced> {
     pods.iter().find_map(|pod| {
         let c = pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| {
             c.type_ == "PodScheduled"
                 && c.status == "False"
                 && c.reason.as_deref() == Some("Unschedulable")
         })?;
-        Some(format!(
+        let grace = UNSCHEDULABLE_GRACE.as_secs() as i64;
+        let held = c
+            .last_transition_time
+            .as_ref()
+            .map(|since| conditions::secs_of(now) - conditions::secs_of(since));
+        if let Some(held) = held.filter(|held| *held < grace) {
+            return Some(Unplaced::Young(Duration::from_secs((grace - held) as u64)));
+        }
+        Some(Unplaced::Settled(format!(
             "{what} pod {} cannot be scheduled: {}",
             pod.name_any(),
             c.message.as_deref().unwrap_or("no message")
-        ))
+        )))
     })
 }
 
@@ -302,5 +331,42 @@ mod trouble_tests {
             "{why}"
         );
         assert_eq!(deployment_trouble(None), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turned_away(since: Option<i64>) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "lg-0-x"},
+            "status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                "reason": "Unschedulable", "message": "0/2 nodes are available",
+                "lastTransitionTime": since.map(conditions::time_from_secs)}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pod_turned_away_counts_only_once_it_has_been_for_the_grace() {
+        let at = |secs: i64| conditions::time_from_secs(1_000 + secs);
+        let pods = [turned_away(Some(1_000))];
+        assert_eq!(
+            unschedulable(&pods, "load generator", &at(2)),
+            Some(Unplaced::Young(Duration::from_secs(28)))
+        );
+        assert_eq!(
+            unschedulable(&pods, "load generator", &at(30)),
+            Some(Unplaced::Settled(
+                "load generator pod lg-0-x cannot be scheduled: 0/2 nodes are available".into()
+            ))
+        );
+        // A condition without its time (no real API server omits it) counts at once.
+        let untimed = [turned_away(None)];
+        assert!(matches!(
+            unschedulable(&untimed, "target", &at(0)),
+            Some(Unplaced::Settled(_))
+        ));
     }
 }

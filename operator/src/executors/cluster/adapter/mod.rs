@@ -16,6 +16,9 @@
 mod actions;
 mod facts;
 mod inspect;
+
+#[cfg(test)]
+pub(crate) use inspect::UNSCHEDULABLE_GRACE;
 mod previous;
 mod types;
 
@@ -127,7 +130,7 @@ impl Executor for Cluster<'_> {
             Some(v) => {
                 let obs = look.at().map_or(self.obs, |at| self.obs.of_cell(at.cell));
                 let (mut seen, ready) =
-                    facts::of_step(v, status, look, obs, now, &mut self.carried.actions);
+                    facts::of_step(v, status, look, obs, now, &mut self.carried);
                 if status.phase == RunPhase::Pending && v.spec().parallelism.is_parallel() {
                     seen.slots = Some(super::slots::node_sets(
                         self.run,

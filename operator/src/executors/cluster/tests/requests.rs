@@ -147,9 +147,14 @@ async fn a_load_generator_whose_secret_is_missing_fails_the_cell_at_once() {
 
 /// Seen on a real cluster: a load generator pinned to a node whose free room other pods had
 /// taken stayed Pending until the load deadline (186 s), then failed as a Timeout. The
-/// scheduler's verdict ends the cell at once, named, as it does for the target's replicas.
+/// scheduler's verdict ends the cell once it has held for `UNSCHEDULABLE_GRACE`, named, as it
+/// does for the target's replicas; and not before, because the scheduler turns a pod away
+/// for a second or two while the previous repetition's pods are being deleted (also seen
+/// there: 4 false failures in 100 measurements at parallelism 2 when the verdict counted at
+/// once).
 #[tokio::test]
-async fn a_load_generator_the_scheduler_cannot_place_fails_the_cell_at_once() {
+async fn a_load_generator_the_scheduler_cannot_place_fails_the_cell_once_it_has_been_turned_away_for_the_grace()
+ {
     with_timeout(async {
         let h = Harness::new();
         h.fake.insert("benchmarkruns", sample("full", &["a"]));
@@ -158,6 +163,8 @@ async fn a_load_generator_the_scheduler_cannot_place_fails_the_cell_at_once() {
         h.reconcile("full").await.unwrap();
         let job = h.fake.list("jobs")[0].clone();
         let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+        let since_secs = h.now.load(std::sync::atomic::Ordering::SeqCst);
+        let since = conditions::time_from_secs(since_secs);
         h.fake.insert(
             "pods",
             json!({
@@ -166,12 +173,26 @@ async fn a_load_generator_the_scheduler_cannot_place_fails_the_cell_at_once() {
                              "labels": job["spec"]["template"]["metadata"]["labels"]},
                 "spec": {"containers": [{"name": "loadgen"}]},
                 "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
-                    "status": "False", "reason": "Unschedulable",
+                    "status": "False", "reason": "Unschedulable", "lastTransitionTime": since,
                     "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't \
                                 match Pod's node affinity/selector."}]},
             }),
         );
-        h.advance(2);
+        let grace = crate::executors::cluster::adapter::UNSCHEDULABLE_GRACE.as_secs() as i64;
+        for waited in [2, grace - 1] {
+            h.now
+                .store(since_secs + waited, std::sync::atomic::Ordering::SeqCst);
+            let requeue = h.reconcile("full").await.unwrap();
+            let cell = &h.run("full").status.unwrap().cells[0];
+            assert_ne!(
+                cell.phase,
+                crate::resource::CellPhase::Failed,
+                "{waited} s: {cell:?}"
+            );
+            assert_ne!(requeue, super::Requeue::await_change(), "it looks again");
+        }
+
+        h.advance(1);
         h.reconcile("full").await.unwrap();
         let status = h.run("full").status.unwrap();
         let cell = &status.cells[0];
