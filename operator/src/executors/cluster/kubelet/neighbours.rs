@@ -24,12 +24,14 @@ use super::parse::samples;
 use crate::resource::status::{NeighbourPod, Neighbours};
 
 /// At most this many points per series; past it every other point is dropped (the first and
-/// the last kept), so a long load keeps its whole span at a coarser step.
-pub const MAX_SERIES_POINTS: usize = 1024;
+/// the last kept), so a long load keeps its whole span at a coarser step (a counter is
+/// interpolated between points, so a coarser step costs little over a long load). With
+/// [`MAX_PODS`] this bounds a node's samples near 1 MiB, whatever the load's length.
+pub const MAX_SERIES_POINTS: usize = 256;
 
 /// At most this many pods are followed per node (a node runs at most 110 by default); pods
 /// seen beyond it are counted, not followed.
-pub const MAX_PODS: usize = 512;
+pub const MAX_PODS: usize = 256;
 
 /// The most other pods a measurement's node lists in the status, largest first.
 pub const LISTED_PODS: usize = crate::resource::bound::NEIGHBOUR_PODS_MAX;
