@@ -67,7 +67,7 @@ spec:
     endpoints: [{name: fast, path: /fast}]
     warmup: 2s
     phases:
-      - {name: steady, duration: 10s, load: [{endpoint: fast, connections: 2}]}
+      - {name: steady, duration: 20s, load: [{endpoint: fast, connections: 2}]}
   loadgen: {cpu: 400m, memory: 128Mi}
   timeouts: {ready: 120s, runSlack: 60s}
   cleanup: Always

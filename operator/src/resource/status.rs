@@ -353,12 +353,13 @@ pub struct Neighbours {
     /// The node.
     pub node: String,
     /// The node's CPU use outside the measurement's own pods (its target replicas and load
-    /// generators) over the measured phases, in cores on average (3 decimals): the node's CPU
-    /// counter less the own pods' counters, so the kubelet, the container runtime and other
+    /// generators) around the measured phases (over windowSeconds), in cores on average (3
+    /// decimals): the node's CPU counter less the own pods' counters, so the kubelet, the container runtime and other
     /// system processes count as well as other pods. Absent when `missing` says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub foreign_cpu: Option<f64>,
-    /// The seconds of the measured phases the figures are over (1 decimal).
+    /// The seconds the figures are over (1 decimal): the span between two of the node's own
+    /// samples (the kubelet refreshes them every 10-15 s) around the measured phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_seconds: Option<f64>,
     /// True when foreignCpu is above spec.placement.neighbourCpuLimit: the measurement shared

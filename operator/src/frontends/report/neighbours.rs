@@ -66,8 +66,8 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
     let mut o = String::from("\n## Neighbours\n\n");
     o.push_str(
         "Each measurement's nodes' CPU use outside its own pods (its target replicas and load \
-         generators) over its measured phases, in cores on average, from the kubelet's \
-         /metrics/resource. A measurement is flagged busy above \
+         generators) around its measured phases, in cores on average over the window between two \
+         of the node's own samples, from the kubelet's /metrics/resource. A measurement is flagged busy above \
          spec.placement.neighbourCpuLimit.\n\n",
     );
     let busy: Vec<&Seen> = all.iter().filter(|s| s.node.busy).collect();

@@ -9,11 +9,11 @@
 //! counters (its target replicas and load generators), in cores on average. The other pods are
 //! listed by their own counters' growth.
 //!
-//! Counters are interpolated at the window's ends, as the target's are (`figures`). The
-//! kubelet stamps the node's stats when it took them, which can be several seconds before the
-//! scrape (the node's cgroup is refreshed less often than the pods'), so the figures are over
-//! the part of the window the node's samples cover (`windowSeconds` says how long), never
-//! extrapolated, and given only when that is at least half the window. A pod first seen after the window's start started then (every scrape lists every running
+//! The kubelet refreshes the node's figure only every 10-15 s (cadvisor's housekeeping of the
+//! root cgroup) and stamps it with when it took it, so the node counter is never interpolated:
+//! the figures are over the span between two of its samples around the window (`windowSeconds`
+//! says how long), with the pods' counters, refreshed far more often, interpolated at those two
+//! instants; and given when that span overlaps the window (by a second at least). A pod first seen after the window's start started then (every scrape lists every running
 //! pod), so its counter counts from zero; a pod last seen before the window's end stopped then.
 //! A pod counter that goes down (its cgroup was made anew) counts from zero again after it.
 
@@ -75,6 +75,10 @@ pub fn node_scrape(text: &str, now_ms: i64) -> NodeScrape {
 pub struct NodeSamples {
     node: Series,
     pods: BTreeMap<String, Series>,
+    /// The pods the first scrape listed: they ran before the sampling began.
+    from_start: std::collections::BTreeSet<String>,
+    /// Scrapes filed.
+    scrapes: usize,
     /// Pods seen beyond [`MAX_PODS`], not followed.
     unfollowed: usize,
 }
@@ -90,8 +94,12 @@ impl NodeSamples {
                 self.unfollowed += 1;
                 continue;
             }
+            if self.scrapes == 0 {
+                self.from_start.insert(pod.clone());
+            }
             add(self.pods.entry(pod).or_default(), (at, v));
         }
+        self.scrapes += 1;
     }
 
     /// Whether no node sample was kept.
@@ -118,26 +126,18 @@ fn add(series: &mut Series, point: (i64, f64)) {
     }
 }
 
-/// The node counter's value at `t`, interpolated between the samples around it (`t` within
-/// them).
-fn node_at(series: &Series, t: i64) -> f64 {
-    let i = series
-        .partition_point(|p| p.0 <= t)
-        .clamp(1, series.len() - 1);
-    let ((t0, v0), (t1, v1)) = (series[i - 1], series[i]);
-    v0 + (v1 - v0) * (t - t0) as f64 / (t1 - t0) as f64
-}
-
-/// How much a pod's counter grew over `w`: a pod first seen after the start counts from zero,
-/// one last seen before the end stops there, and a counter that goes down counts from zero
-/// again (so the growth is the sum of the rises, and of each value after a fall).
-pub fn pod_growth(series: &Series, w: Window) -> f64 {
+/// How much a pod's counter grew over `w`: before its first sample it stood at that sample's
+/// value when it already ran (`ran_before`: listed by the first scrape; a measurement's target
+/// idles until its load), else at zero (it started since); after its last it stopped; and a
+/// counter that goes down counts from zero again (so the growth is the sum of the rises, and of
+/// each value after a fall).
+pub fn pod_growth(series: &Series, w: Window, ran_before: bool) -> f64 {
     let (Some(first), Some(last)) = (series.front(), series.back()) else {
         return 0.0;
     };
     let at = |t: i64| -> f64 {
         if t < first.0 {
-            return 0.0;
+            return if ran_before { first.1 } else { 0.0 };
         }
         if t >= last.0 {
             return last.1;
@@ -179,39 +179,57 @@ pub fn neighbours(node: &str, samples: &NodeSamples, w: Window, own: &[String]) 
             w.start_ms, w.end_ms
         ));
     }
-    let (Some(&first), Some(&last)) = (samples.node.front(), samples.node.back()) else {
+    if samples.node.is_empty() {
         return missing("no node CPU samples from /metrics/resource".into());
-    };
-    // The kubelet stamps the node's stats when it took them, up to some seconds before the
-    // scrape: the figures are over the part of the phases the node's samples cover, never
-    // extrapolated, and over at least half of them.
+    }
+    // The kubelet refreshes the node's figure only every 10-15 s, and stamps it with when it
+    // took it; interpolating it between samples so far apart would spread the measurement's own
+    // load, which starts and stops inside such a gap, over the gap. So the figures are over the
+    // span between two node samples themselves, the last at or before the phases' start and the
+    // first at or after their end (else the last one there is), the own pods' counters (sampled
+    // every second) taken at the same two instants: an estimate of the other use around the
+    // phases, given when the span overlaps them by a second at least.
+    let series = &samples.node;
+    let a = series
+        .iter()
+        .rev()
+        .find(|p| p.0 <= w.start_ms)
+        .or(series.front())
+        .copied()
+        .unwrap_or_default();
+    let b = series
+        .iter()
+        .find(|p| p.0 >= w.end_ms)
+        .or(series.back())
+        .copied()
+        .unwrap_or_default();
     let phases = w.end_ms - w.start_ms;
-    let w = Window {
-        start_ms: w.start_ms.max(first.0),
-        end_ms: w.end_ms.min(last.0),
-    };
-    let covered = w.end_ms - w.start_ms;
-    if covered < 1000 || covered * 2 < phases {
+    let covered = b.0.min(w.end_ms) - a.0.max(w.start_ms);
+    if b.0 - a.0 < 1000 || covered < 1000 {
         return missing(format!(
-            "the node's CPU samples cover {:.1} s of the {:.1} s of measured phases",
+            "the node's CPU samples (refreshed by the kubelet every 10-15 s) cover {:.1} s of \
+             the {:.1} s of measured phases",
             covered.max(0) as f64 / 1000.0,
             phases as f64 / 1000.0
         ));
     }
-    let node_growth = node_at(&samples.node, w.end_ms) - node_at(&samples.node, w.start_ms);
-    if samples
-        .node
+    if series
         .iter()
-        .zip(samples.node.iter().skip(1))
-        .any(|(a, b)| b.1 < a.1)
+        .zip(series.iter().skip(1))
+        .any(|(x, y)| y.1 < x.1)
     {
         return missing("the node's CPU counter went down (the node restarted)".into());
     }
-    let seconds = covered as f64 / 1000.0;
+    let node_growth = b.1 - a.1;
+    let w = Window {
+        start_ms: a.0,
+        end_ms: b.0,
+    };
+    let seconds = (b.0 - a.0) as f64 / 1000.0;
     let mut own_growth = 0.0;
     let mut others: Vec<(String, f64)> = Vec::new();
     for (pod, series) in &samples.pods {
-        let grew = pod_growth(series, w);
+        let grew = pod_growth(series, w, samples.from_start.contains(pod));
         if own.contains(pod) {
             own_growth += grew;
         } else if series.back().is_some_and(|p| p.0 > w.start_ms)

@@ -144,10 +144,10 @@ fn a_pod_counter_that_resets_counts_from_zero_again() {
         series.push_back((t, v));
     }
     // 3.5 to 6 s: 2.5; 6 to 7: 0.5 after the reset; 7 to 9.5: 2.5.
-    let grew = pod_growth(&series, window(3.5, 9.5));
+    let grew = pod_growth(&series, window(3.5, 9.5), false);
     assert!((grew - 5.5).abs() < 1e-9, "{grew}");
     // A window ending inside the reset's interval keeps the old counter's value.
-    let grew = pod_growth(&series, window(3.5, 6.5));
+    let grew = pod_growth(&series, window(3.5, 6.5), false);
     assert!((grew - 2.5).abs() < 1e-9, "{grew}");
 }
 
@@ -166,11 +166,17 @@ fn a_node_counter_reset_or_samples_short_of_the_window_give_a_reason() {
     );
 
     let s = node(10, |_| Vec::new());
-    let n = neighbours("n1", &s, window(8.0, 30.0), &own());
+    let n = neighbours("n1", &s, window(10.5, 30.0), &own());
     assert_eq!(
         n.missing.as_deref(),
-        Some("the node's CPU samples cover 2.0 s of the 22.0 s of measured phases")
+        Some(
+            "the node's CPU samples (refreshed by the kubelet every 10-15 s) cover 0.0 s of the \
+             19.5 s of measured phases"
+        )
     );
+    // Two seconds of the phases: an estimate over them.
+    let n = neighbours("n1", &s, window(8.0, 30.0), &own());
+    assert_eq!((n.foreign_cpu, n.window_seconds), (Some(0.66), Some(2.0)));
     let n = neighbours("n1", &NodeSamples::default(), window(1.0, 2.0), &own());
     assert_eq!(
         n.missing.as_deref(),
@@ -192,6 +198,39 @@ fn a_node_stamped_seconds_behind_its_pods_is_measured_over_what_it_covers() {
     let n = neighbours("n1", &s, window(6.0, 18.0), &own());
     assert_eq!(n.window_seconds, Some(10.0), "6 to 16 s: {n:?}");
     assert_eq!(n.foreign_cpu, Some(0.6));
+}
+
+#[test]
+fn node_samples_10_s_apart_around_a_load_that_starts_between_them_give_the_steady_foreign_use() {
+    // The node's figure refreshed at -3, 7, 17 and 27 s; the pods' every second from 0 s. The
+    // load starts at 2 s (target 0.5 CPU, and its load generator, new then, 0.4), the measured
+    // phases run from 4 to 16 s; someone else uses 0.1 CPU throughout. Interpolating the node
+    // counter at 4 s would spread the load over -3 to 7 s and find no foreign use at all.
+    let loaded = |t: f64| (t - 2.0).max(0.0);
+    let mut s = NodeSamples::default();
+    for i in 0..=25 {
+        let t = f64::from(i);
+        let mut pods = vec![
+            ("bench/run-a-1-target-x", 100.0 + 0.5 * loaded(t)),
+            ("other/x", 0.1 * (t + 3.0)),
+        ];
+        if t >= 2.0 {
+            pods.push(("bench/run-a-1-lg-0", 0.4 * loaded(t)));
+        }
+        let ms = |t: f64| (t * 1000.0) as i64;
+        let node_t = [-3.0, 7.0, 17.0, 27.0]
+            .into_iter()
+            .rev()
+            .find(|n| *n <= t)
+            .unwrap_or(-3.0);
+        let mut scrape = node_scrape(&body(t, 0.0, 0.0, &pods), 0);
+        scrape.node = Some((ms(node_t), 1000.0 + 0.1 * node_t + 0.9 * loaded(node_t)));
+        s.push(scrape);
+    }
+    let n = neighbours("n1", &s, window(4.0, 16.0), &own());
+    assert_eq!(n.window_seconds, Some(20.0), "-3 to 17 s: {n:?}");
+    assert_eq!(n.foreign_cpu, Some(0.1), "{n:?}");
+    assert_eq!(n.pods[0].pod, "other/x");
 }
 
 #[test]
