@@ -154,6 +154,12 @@ pub struct Measured {
     /// Each stream's latency histogram as the load generator wrote it (base64 HDR), keyed
     /// "phase/endpoint": added to the cell's so that its repetitions merge exactly.
     pub histograms: BTreeMap<String, String>,
+    /// What else used the CPU of the measurement's nodes, flagged busy against
+    /// spec.placement.neighbourCpuLimit (cluster only; by node).
+    pub neighbours: Vec<crate::resource::status::Neighbours>,
+    /// Why the nodes of the measurement that `neighbours` has no entry for have none (the
+    /// operator does not read kubelets, sampled nothing).
+    pub neighbours_missing: Option<String>,
 }
 
 /// A cell as the run starts with it: what its status records before anything is measured.

@@ -359,7 +359,7 @@ fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
 fn measure_cell(
     status: &mut BenchmarkRunStatus,
     cell: usize,
-    measured: Measured,
+    mut measured: Measured,
     ctx: &Ctx,
 ) -> Vec<Note> {
     let share = bound::histogram_share(status.cells.len(), measured.results.len());
@@ -367,6 +367,67 @@ fn measure_cell(
         return Vec::new();
     };
     let nodes = take_nodes(c);
+    measured.neighbours = neighbours_of(
+        &nodes,
+        std::mem::take(&mut measured.neighbours),
+        measured.neighbours_missing.take(),
+    );
+    let which = if ctx.repeat.is_repeated() {
+        let n = c.measured_repetitions() + 1;
+        format!("cell {} repetition {}", c.name, ctx.repeat.round(n))
+    } else {
+        format!("cell {}", c.name)
+    };
+    let mut notes: Vec<Note> = measured
+        .neighbours
+        .iter()
+        .filter(|n| n.busy)
+        .map(|n| {
+            Note::warning(
+                "BusyNeighbours",
+                format!("{which} shared its {}", n.busy_words()),
+            )
+        })
+        .collect();
+    notes.extend(measured_on(status, cell, measured, nodes, share, ctx));
+    notes
+}
+
+/// One entry per node of a measurement: what the executor read of it, or why nothing was
+/// (`missing`, else that the kubelet gave nothing for it). A node the executor read that is not
+/// among `nodes` (a name too long to record, one beyond [`bound::NODES_MAX`]) is not kept.
+fn neighbours_of(
+    nodes: &[String],
+    mut read: Vec<crate::resource::status::Neighbours>,
+    missing: Option<String>,
+) -> Vec<crate::resource::status::Neighbours> {
+    nodes
+        .iter()
+        .map(|node| match read.iter().position(|n| &n.node == node) {
+            Some(i) => read.swap_remove(i),
+            None => crate::resource::status::Neighbours {
+                node: node.clone(),
+                missing: Some(
+                    missing
+                        .clone()
+                        .unwrap_or_else(|| "the kubelet figures have nothing of this node".into()),
+                ),
+                ..Default::default()
+            },
+        })
+        .collect()
+}
+
+/// A measurement of `cell` recorded: see [`measure_cell`].
+fn measured_on(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    measured: Measured,
+    nodes: Vec<String>,
+    share: Option<usize>,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let c = &mut status.cells[cell];
     if !ctx.repeat.is_repeated() {
         return measured_once(c, measured, nodes, ctx);
     }
@@ -411,6 +472,7 @@ fn measured_once(
 ) -> Vec<Note> {
     c.phase = CellPhase::Succeeded;
     c.nodes = nodes;
+    c.neighbours = measured.neighbours;
     c.reason = None;
     c.message = Some(measured.message);
     c.completion_time = Some(ctx.now.clone());
@@ -456,6 +518,7 @@ fn add_repetition(
         overhead_seconds: measured.overhead_seconds,
         results: measured.results,
         nodes,
+        neighbours: measured.neighbours,
     });
     c.target = results::repeat::add_target(c.target.take(), measured.target);
     c.enforcement = measured.enforcement;

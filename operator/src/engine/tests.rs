@@ -369,6 +369,89 @@ fn what_an_executor_says_is_clipped_and_recorded_pods_go_with_the_measurement() 
 }
 
 #[test]
+fn each_repetition_records_its_nodes_neighbours_and_a_busy_one_is_a_warning() {
+    use crate::resource::status::{NeighbourPod, Neighbours};
+    let now = time_from_secs(1_000);
+    let c = ctx(&now, 2, false);
+    let mut status = admitted(&["a"], 2);
+    let pod = |name: &str, node: &str| RecordedPod {
+        name: name.into(),
+        node: Some(node.into()),
+        uid: name.into(),
+        restarts: 0,
+    };
+    reduce(
+        &mut status,
+        Event::LoadStarted {
+            cell: 0,
+            message: "running".into(),
+            target_pods: vec![pod("a-0", "n1"), pod("a-1", "n2")],
+        },
+        &c,
+    );
+    let Event::CellMeasured {
+        cell,
+        measured: mut told,
+    } = measured(0, 10.0, 100, 1.0)
+    else {
+        unreachable!()
+    };
+    // The executor read n1 (busy) and a node the measurement did not record; of n2, nothing.
+    let busy = Neighbours {
+        node: "n1".into(),
+        foreign_cpu: Some(0.65),
+        window_seconds: Some(10.0),
+        busy: true,
+        pods: vec![NeighbourPod {
+            pod: "other/busy".into(),
+            cpu: 0.6,
+        }],
+        ..Neighbours::default()
+    };
+    let stray = Neighbours {
+        node: "n9".into(),
+        ..busy.clone()
+    };
+    told.neighbours = vec![stray, busy.clone()];
+    told.neighbours_missing = Some("the kubelet of n2 did not answer".into());
+    let notes = reduce(
+        &mut status,
+        Event::CellMeasured {
+            cell,
+            measured: told,
+        },
+        &c,
+    );
+    let rep = &status.cells[0].repetitions[0];
+    assert_eq!(rep.nodes, ["n1", "n2"]);
+    assert_eq!(rep.neighbours.len(), 2);
+    assert_eq!(rep.neighbours[0], busy);
+    assert_eq!(rep.neighbours[1].node, "n2");
+    assert_eq!(
+        rep.neighbours[1].missing.as_deref(),
+        Some("the kubelet of n2 did not answer")
+    );
+    assert!(
+        status.cells[0].neighbours.is_empty(),
+        "a repeated cell's are per repetition"
+    );
+    let warning = notes
+        .iter()
+        .find(|n| n.reason == "BusyNeighbours")
+        .expect("a BusyNeighbours note");
+    assert!(warning.warning);
+    assert_eq!(
+        warning.note,
+        "cell a repetition 1/2 shared its node n1: 0.650 CPU of other use, most by other/busy \
+         (0.600)"
+    );
+    // A quiet measurement (and a local one, with no nodes) says nothing.
+    let notes = reduce(&mut status, measured(0, 10.0, 100, 1.0), &c);
+    assert!(notes.iter().all(|n| n.reason != "BusyNeighbours"));
+    assert!(status.cells[0].repetitions[1].neighbours.is_empty());
+}
+
+#[test]
 fn an_interrupted_run_keeps_no_histogram_of_its_unfinished_cells() {
     let now = time_from_secs(1_000);
     let c = ctx(&now, 2, false);

@@ -34,6 +34,17 @@ pub const NODE_NAME_MAX: usize = 63;
 /// ones, and its variants are not pinned to them (see `engine::schedule::round_nodes`).
 pub const NODES_MAX: usize = 8;
 
+/// The most other pods a measurement's node lists (`neighbours[].pods`), largest first.
+pub const NEIGHBOUR_PODS_MAX: usize = 3;
+
+/// The longest `namespace/name` of a neighbouring pod kept whole; a longer one is clipped
+/// (a pod name Kubernetes generates takes at most 63 characters).
+pub const NEIGHBOUR_POD_MAX: usize = 96;
+
+/// The most a neighbour figure (cores, seconds) may be: they are kept to 3 decimals below it,
+/// so each takes at most 10 characters ("999999.999") rather than a number's 24.
+pub const NEIGHBOUR_FIGURE_MAX: f64 = 999_999.999;
+
 /// Lines naming cells, a phase and an endpoint (needsLongerPhase, each threshold's words and
 /// verdict message) may be this much longer than the names: see [`line_max`].
 pub const LINE_BEYOND_NAMES: usize = 192;
@@ -177,7 +188,9 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
                 clip(&mut r.replica, WORD_MAX);
             }
         }
+        clip_neighbours(&mut cell.neighbours);
         for r in &mut cell.repetitions {
+            clip_neighbours(&mut r.neighbours);
             clip_opt(&mut r.reason, WORD_MAX);
             // Only a failed repetition (the last one of its cell) says more than its timing.
             let max = if r.phase == crate::resource::CellPhase::Failed {
@@ -208,6 +221,36 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
         clip(&mut t.threshold, line);
         clip(&mut t.figure, WORD_MAX);
         clip(&mut t.message, line);
+    }
+}
+
+/// A measurement's neighbours within their bounds: the reason a figure is missing, the pods
+/// listed and their names (node names are bounded where the nodes are recorded).
+fn clip_neighbours(all: &mut [crate::resource::status::Neighbours]) {
+    let figure = |v: f64| (v.clamp(0.0, NEIGHBOUR_FIGURE_MAX) * 1000.0).round() / 1000.0;
+    for n in all {
+        clip_opt(&mut n.missing, NOTE_MAX);
+        if n.missing.is_some() {
+            // Why the figures are missing, or the figures: never both.
+            n.foreign_cpu = None;
+            n.window_seconds = None;
+            n.busy = false;
+            n.pods.clear();
+            n.more_pods = None;
+        }
+        n.foreign_cpu = n.foreign_cpu.map(figure);
+        n.window_seconds = n.window_seconds.map(figure);
+        for p in &mut n.pods {
+            p.cpu = figure(p.cpu);
+        }
+        if n.pods.len() > NEIGHBOUR_PODS_MAX {
+            let beyond = (n.pods.len() - NEIGHBOUR_PODS_MAX) as u32;
+            n.pods.truncate(NEIGHBOUR_PODS_MAX);
+            n.more_pods = Some(n.more_pods.unwrap_or(0).saturating_add(beyond));
+        }
+        for p in &mut n.pods {
+            clip(&mut p.pod, NEIGHBOUR_POD_MAX);
+        }
     }
 }
 

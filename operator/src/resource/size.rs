@@ -18,12 +18,13 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::resource::bound::{
-    self, EXCLUDED_MAX, NODE_NAME_MAX, NODES_MAX, NOTE_MAX, SENTENCE_MAX, WORD_MAX, api_len,
-    json_len,
+    self, EXCLUDED_MAX, NEIGHBOUR_FIGURE_MAX, NEIGHBOUR_POD_MAX, NEIGHBOUR_PODS_MAX, NODE_NAME_MAX,
+    NODES_MAX, NOTE_MAX, SENTENCE_MAX, WORD_MAX, api_len, json_len,
 };
 use crate::resource::conditions::{self, time_from_secs};
 use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
 use crate::resource::status::{FIGURES, histogram_key};
+use crate::resource::status::{NeighbourPod, Neighbours};
 use crate::resource::status::{ParallelismStatus, Percentile, RecordedPod};
 use crate::resource::{
     BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio,
@@ -328,6 +329,53 @@ fn nodes_len(replicas: u32) -> usize {
     list_field("nodes", n, n * (NODE_NAME_MAX + 2))
 }
 
+/// One node's neighbours at their longest: with its figures (the most pods listed, at the
+/// longest names) or why they are missing, whichever is longer.
+fn neighbour() -> Neighbours {
+    let [figures, missing] = neighbour_forms();
+    longer(figures, missing)
+}
+
+/// The two forms of [`neighbour`], with the figures and without, at their longest.
+fn neighbour_forms() -> [Neighbours; 2] {
+    let figures = Neighbours {
+        node: text(NODE_NAME_MAX),
+        foreign_cpu: Some(NEIGHBOUR_FIGURE_MAX),
+        window_seconds: Some(NEIGHBOUR_FIGURE_MAX),
+        busy: true,
+        pods: (0..NEIGHBOUR_PODS_MAX)
+            .map(|_| NeighbourPod {
+                pod: text(NEIGHBOUR_POD_MAX),
+                cpu: NEIGHBOUR_FIGURE_MAX,
+            })
+            .collect(),
+        more_pods: Some(u32::MAX),
+        missing: None,
+    };
+    let missing = Neighbours {
+        node: text(NODE_NAME_MAX),
+        missing: Some(text(NOTE_MAX)),
+        ..Neighbours::default()
+    };
+    [figures, missing]
+}
+
+/// The neighbours of the nodes a measurement of a cell of `replicas` replicas records.
+fn neighbours(replicas: u32) -> Vec<Neighbours> {
+    (0..node_count(replicas)).map(|_| neighbour()).collect()
+}
+
+/// The size [`neighbours`] adds to an object as its `neighbours` field.
+fn neighbours_len(replicas: u32) -> usize {
+    let n = node_count(replicas);
+    list_field("neighbours", n, n * len(&neighbour()))
+}
+
+/// What a measurement records of where it ran: its nodes and their neighbours.
+fn placed_len(replicas: u32) -> usize {
+    nodes_len(replicas) + neighbours_len(replicas)
+}
+
 /// A repetition, succeeded (a note about its timing, its results) or failed (a sentence, no
 /// results; only a cell's last repetition can fail).
 fn repetition(failed: bool, results: Vec<CellResult>) -> RepetitionStatus {
@@ -347,6 +395,7 @@ fn repetition(failed: bool, results: Vec<CellResult>) -> RepetitionStatus {
         cpu_seconds_used: Some(NUMBER),
         overhead_seconds: Some(NUMBER),
         nodes: Vec::new(),
+        neighbours: Vec::new(),
     }
 }
 
@@ -430,6 +479,7 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
         ));
         for r in &mut repetitions {
             r.nodes = nodes(*replicas);
+            r.neighbours = neighbours(*replicas);
         }
     }
     let histograms = match shape.histogram_share() {
@@ -478,6 +528,11 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
         } else {
             Vec::new()
         },
+        neighbours: if full && shape.repeat <= 1 {
+            neighbours(*replicas)
+        } else {
+            Vec::new()
+        },
         target_pods: if with_pods {
             (0..recorded_pods(*replicas)).map(|_| pod()).collect()
         } else {
@@ -517,10 +572,10 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
         n += list_field(
             "repetitions",
             repeat,
-            (repeat - 1) * parts.repetition_ok + last + repeat * nodes_len(*replicas),
+            (repeat - 1) * parts.repetition_ok + last + repeat * placed_len(*replicas),
         );
     } else {
-        n += nodes_len(*replicas);
+        n += placed_len(*replicas);
     }
     if running && let Some(share) = shape.histogram_share() {
         let entries: usize = shape

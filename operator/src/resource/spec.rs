@@ -726,6 +726,13 @@ pub struct Placement {
     /// pod anti-affinity), so they do not compete for CPU. Default true.
     #[serde(default = "default_true")]
     pub separate_loadgen: bool,
+
+    /// The share of a CPU that the other pods and processes of a measurement's node may use
+    /// during its measured phases before the measurement is flagged as having had a busy
+    /// neighbour (status `neighbours[].busy`, a BusyNeighbours Event, the report's Neighbours
+    /// section). Cluster only, from the kubelet figures. Default 250m.
+    #[serde(default = "default_neighbour_cpu_limit")]
+    pub neighbour_cpu_limit: Quantity,
 }
 
 impl Default for Placement {
@@ -734,8 +741,13 @@ impl Default for Placement {
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
             separate_loadgen: true,
+            neighbour_cpu_limit: default_neighbour_cpu_limit(),
         }
     }
+}
+
+fn default_neighbour_cpu_limit() -> Quantity {
+    Quantity::from("250m")
 }
 
 impl Placement {

@@ -235,6 +235,12 @@ pub struct CellStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
 
+    /// What else used the CPU of each of those nodes while the cell was measured (cluster only,
+    /// with the kubelet figures): a cell measured once records it here, a repeated cell in each
+    /// repetition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub neighbours: Vec<Neighbours>,
+
     /// In a parallel run, while the cell is being deployed or measured: the slot its current
     /// step runs in (an index into status.parallelism.nodeSets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,6 +339,71 @@ pub struct RepetitionStatus {
     /// The nodes this repetition's target ran on (cluster only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+    /// What else used the CPU of each of those nodes during this repetition's measured phases
+    /// (cluster only, with the kubelet figures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub neighbours: Vec<Neighbours>,
+}
+
+/// What else ran on one node of a measurement during its measured phases, from the kubelet's
+/// `/metrics/resource` sampled every second.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Neighbours {
+    /// The node.
+    pub node: String,
+    /// The node's CPU use outside the measurement's own pods (its target replicas and load
+    /// generators) around the measured phases (over windowSeconds), in cores on average (3
+    /// decimals): the node's CPU counter less the own pods' counters, so the kubelet, the container runtime and other
+    /// system processes count as well as other pods. Absent when `missing` says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign_cpu: Option<f64>,
+    /// The seconds the figures are over (1 decimal): the span between two of the node's own
+    /// samples (the kubelet refreshes them every 10-15 s) around the measured phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_seconds: Option<f64>,
+    /// True when foreignCpu is above spec.placement.neighbourCpuLimit: the measurement shared
+    /// its node with a busy neighbour.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub busy: bool,
+    /// The other pods seen on the node by the CPU they used over the measured phases, largest
+    /// first (at most 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<NeighbourPod>,
+    /// How many more other pods ran on the node than `pods` lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_pods: Option<u32>,
+    /// Why foreignCpu is absent (the kubelet could not be read, its samples do not cover the
+    /// phases, the operator does not read kubelets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+impl Neighbours {
+    /// The node's use in a few words: "node n1: 0.660 CPU of other use, most by other/busy
+    /// (0.600)".
+    pub fn busy_words(&self) -> String {
+        let top = self
+            .pods
+            .first()
+            .map(|p| format!(", most by {} ({:.3})", p.pod, p.cpu))
+            .unwrap_or_default();
+        format!(
+            "node {}: {:.3} CPU of other use{top}",
+            self.node,
+            self.foreign_cpu.unwrap_or_default()
+        )
+    }
+}
+
+/// Another pod on a measurement's node.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NeighbourPod {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The CPU it used over the measured phases, in cores on average (3 decimals).
+    pub cpu: f64,
 }
 
 impl RepetitionStatus {

@@ -173,6 +173,11 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     errors.extend(check_thresholds(spec));
     check_repeat(spec.repeat, &mut errors);
     check_parallelism(spec.parallelism, &mut errors);
+    check_cpu(
+        &spec.placement.neighbour_cpu_limit,
+        "spec.placement.neighbourCpuLimit",
+        &mut errors,
+    );
     errors
 }
 

@@ -216,8 +216,31 @@ async fn read_load(
         // says.
         obs.result = read_printed_results(pods, job, &loadgen).await?;
     }
-    if let (Some(k), Some(result)) = (kubelet, &obs.result) {
-        obs.kubelet = kubelet_figures(k, name, result).await;
+    if let Some(result) = &obs.result {
+        match kubelet {
+            Some(k) => {
+                // The measurement's own pods: its target replicas and load generators.
+                let own: Vec<String> = obs
+                    .target_pods
+                    .iter()
+                    .chain(&loadgen)
+                    .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+                    .collect();
+                let neighbours;
+                (obs.kubelet, neighbours) = kubelet_figures(k, name, result, &own).await;
+                match neighbours {
+                    Ok(list) => obs.neighbours = list,
+                    Err(why) => obs.neighbours_missing = Some(why),
+                }
+            }
+            None => {
+                obs.neighbours_missing = Some(
+                    "the operator does not read kubelets \
+                                      (--kubelet-metrics=false)"
+                        .into(),
+                );
+            }
+        }
     }
     obs.loadgen_pods = loadgen;
     Ok(())
@@ -321,25 +344,40 @@ async fn start_sampling(
     }
 }
 
-/// The kubelets' figures over the measured phases of `result`, ending the sampler.
+/// The kubelets' figures over the measured phases of `result`, and what else used the CPU of
+/// their nodes (`own`: the measurement's pods), ending the sampler.
 async fn kubelet_figures(
     kubelet: &KubeletReader,
     key: &str,
     result: &Result<RunResult, String>,
-) -> Option<ContainerFigures> {
+    own: &[String],
+) -> (
+    Option<ContainerFigures>,
+    Result<Vec<crate::resource::status::Neighbours>, String>,
+) {
     let window = result.as_ref().ok().and_then(measured_window);
     let Some(window) = window else {
         kubelet.forget(key);
-        return result.is_ok().then(|| ContainerFigures {
-            missing: vec![
-                "the load generator reported no phase start times (an image older than the \
-                 operator), so the kubelet's figures cannot be lined up with the phases"
-                    .into(),
-            ],
+        const NO_TIMES: &str = "the load generator reported no phase start times (an image \
+                                older than the operator), so the kubelet's figures cannot be \
+                                lined up with the phases";
+        let figures = result.is_ok().then(|| ContainerFigures {
+            missing: vec![NO_TIMES.into()],
             ..ContainerFigures::default()
         });
+        return (figures, Err(NO_TIMES.into()));
     };
-    kubelet.finish(key, window).await
+    match kubelet.finish(key, window, own).await {
+        Some(sampled) => (Some(sampled.figures), Ok(sampled.neighbours)),
+        None => (
+            None,
+            Err(
+                "nothing was sampled for this measurement (the operator restarted during the \
+                 load, or the target pods' nodes could not be read)"
+                    .into(),
+            ),
+        ),
+    }
 }
 
 /// From the start of the first measured phase to the end of the last, in wall-clock time.

@@ -80,6 +80,7 @@ pub fn render(
     replica_spread(&mut o, status);
     interference(&mut o, &summary);
     o.push_str(&super::node_effect::render(status));
+    o.push_str(&super::neighbours::render(status));
     failed_cells(&mut o, status);
     o.push_str(MEASUREMENT);
     o

@@ -9,6 +9,7 @@ pub mod ci;
 pub mod files;
 pub mod junit;
 pub mod markdown;
+pub mod neighbours;
 pub mod node_effect;
 pub mod recommendation;
 pub mod svg;

@@ -182,6 +182,12 @@ fn the_largest_status_sets_every_field_of_the_schema() {
         ..Summary::default()
     };
     docs.push(serde_json::json!({"summary": both}));
+    // A node's neighbours: with their figures, or why they are missing.
+    let forms = neighbour_forms();
+    docs.push(serde_json::json!({"cells": [{
+        "neighbours": forms,
+        "repetitions": [{"neighbours": forms}],
+    }]}));
     // With variants (cells name their configuration and variant; the finished run compares
     // them), and measured once (a cell records its nodes itself).
     let mut variants = shape.with_repeat(1);
@@ -415,7 +421,8 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
         let pods = (0..2 * cell.replicas)
             .map(|i| RecordedPod {
                 name: format!("{}-{i:05}", "p".repeat(57)),
-                node: Some("n".repeat(253)),
+                // The longest node name recorded, one node per replica.
+                node: Some(format!("{}{}", "n".repeat(62), i % cell.replicas)),
                 uid: "0123456789abcdef0123456789abcdef0123".into(),
                 restarts: i32::MAX,
             })
@@ -452,6 +459,25 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
                     overhead_seconds: Some(1.234_567_890_123_456_7e300),
                     message,
                     histograms: results::histograms(&doc),
+                    // Every node busy with more pods than are listed, at names longer than
+                    // kept, but one whose figures are missing, at length.
+                    neighbours: (0..cell.replicas)
+                        .map(|i| crate::resource::status::Neighbours {
+                            node: format!("{}{i}", "n".repeat(62)),
+                            foreign_cpu: Some(1.234_567_890_123_456_7e300),
+                            window_seconds: Some(0.000_012_345_678_901_234_5),
+                            busy: true,
+                            pods: (0..9)
+                                .map(|_| crate::resource::status::NeighbourPod {
+                                    pod: words(500),
+                                    cpu: 1.234_567_890_123_456_7e300,
+                                })
+                                .collect(),
+                            more_pods: Some(u32::MAX),
+                            missing: (i == 1).then(|| words(5_000)),
+                        })
+                        .collect(),
+                    neighbours_missing: Some(words(5_000)),
                 }),
             }
         };
@@ -473,6 +499,12 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
     assert_eq!(status.thresholds.len(), 2 + 4 + 4);
     assert_eq!(status.summary.as_ref().unwrap().interference.len(), 3);
     assert_eq!(status.cells[3].phase, CellPhase::Failed);
+    // Each measured repetition records its nodes' neighbours, clipped to their bounds.
+    let pool = &status.cells[1].repetitions[0];
+    assert_eq!(pool.neighbours.len(), 3);
+    assert!(pool.neighbours[0].busy && pool.neighbours[0].pods.len() == 3);
+    assert_eq!(pool.neighbours[0].more_pods, Some(u32::MAX));
+    assert!(pool.neighbours[1].missing.is_some() && pool.neighbours[1].pods.is_empty());
     // The finished status, the one that stays, is not far off its bound.
     let at_the_end = len(&status);
     assert!(
@@ -510,13 +542,14 @@ fn largest_accepted(from: usize, build: impl Fn(usize) -> BenchmarkRun) -> (usiz
 /// docs/kubernetes.md quotes these numbers.
 #[test]
 fn the_largest_accepted_runs_fit_and_one_more_is_refused() {
-    // 64 cells of one stream: repeated at most 5 times.
+    // 64 cells of one stream: repeated at most 3 times (each repetition records its node and
+    // the node's neighbours).
     let (repeat, refused) = largest_accepted(1, |r| spec(64, r as u32, 1, 1));
-    assert_eq!(repeat, 5);
+    assert_eq!(repeat, 3);
     assert!(
-        refused.contains("(64 cells x 6 repetitions x 1 streams)")
+        refused.contains("(64 cells x 4 repetitions x 1 streams)")
             && refused.contains(
-                "it fits with spec.repeat 5 (now 6), or with only the first 58 of its 64 cells; \
+                "it fits with spec.repeat 3 (now 4), or with only the first 60 of its 64 cells; \
                  or fewer streams in spec.workload.phases[].load"
             ),
         "{refused}"
@@ -525,12 +558,12 @@ fn the_largest_accepted_runs_fit_and_one_more_is_refused() {
     assert_eq!(largest_accepted(1, |s| spec(64, 1, 1, s)).0, 9);
     // One cell repeated 20 times: 6 phases of 8 streams (48 streams).
     assert_eq!(largest_accepted(1, |p| spec(1, 20, p, 8)).0, 6);
-    // The quickstart's 3 streams, repeated 5 times: 34 cells.
-    assert_eq!(largest_accepted(1, |c| spec(c, 5, 1, 3)).0, 34);
-    // 64 cells of 3 streams measured once: 31 replicas each (a share of every phase apiece, and
-    // the nodes they ran on).
+    // The quickstart's 3 streams, repeated 5 times: 31 cells.
+    assert_eq!(largest_accepted(1, |c| spec(c, 5, 1, 3)).0, 31);
+    // 64 cells of 3 streams measured once: 14 replicas each (a share of every phase apiece, and
+    // the nodes they ran on with their neighbours).
     let (replicas, refused) = largest_accepted(1, |r| spec_with_replicas(64, r as u32, 1, 1, 3));
-    assert_eq!(replicas, 31);
+    assert_eq!(replicas, 14);
     assert!(refused.ends_with(", or fewer replicas"), "{refused}");
 }
 

@@ -127,6 +127,24 @@ fn cpu_must_be_positive_and_fractions_quoted() {
 }
 
 #[test]
+fn the_neighbour_cpu_limit_is_a_cpu_quantity_defaulting_to_250m() {
+    let run = parse_benchmark_run(GOOD).unwrap();
+    assert_eq!(run.spec.placement.neighbour_cpu_limit.cpu_cores(), Ok(0.25));
+    let with = |limit: &str| format!("{GOOD}  placement:\n    neighbourCpuLimit: {limit}\n");
+    let run = parse_benchmark_run(&with("\"1.5\"")).unwrap();
+    assert_eq!(run.spec.placement.neighbour_cpu_limit.cpu_cores(), Ok(1.5));
+    assert!(parse_benchmark_run(&with("100m")).is_ok());
+    assert_error(
+        &with("lots"),
+        "spec.placement.neighbourCpuLimit: invalid quantity \"lots\"",
+    );
+    assert_error(
+        &with("\"0\""),
+        "spec.placement.neighbourCpuLimit: must be at least 1m",
+    );
+}
+
+#[test]
 fn wrong_kind_is_refused() {
     assert_error(
         &GOOD.replace("kind: BenchmarkRun", "kind: Job"),

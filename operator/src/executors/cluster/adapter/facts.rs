@@ -14,6 +14,7 @@ use crate::engine::{Measured, Step, results};
 use crate::executors::cluster::{kubelet, target_pods};
 use crate::resource::conditions::{self, Cause};
 use crate::resource::matrix::Cell;
+use crate::resource::status::Neighbours;
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus, Enforcement, ValidatedRun};
 
 /// The cluster's objects as the machine's facts about the step `look` names; with the ready
@@ -125,6 +126,7 @@ fn seen_load(
                 obs.kubelet.as_ref(),
                 status,
                 now,
+                neighbours(v, obs),
             ))),
             Err(why) => Err((Cause::ResultUnparsable, why.clone())),
         }),
@@ -249,8 +251,24 @@ impl ClusterTiming {
     }
 }
 
+/// What else used the CPU of a measurement's nodes, each flagged busy above
+/// spec.placement.neighbourCpuLimit; or why nothing was read.
+fn neighbours(v: &ValidatedRun, obs: &Observation) -> (Vec<Neighbours>, Option<String>) {
+    let mut list = obs.neighbours.clone();
+    // Validated: the limit parses.
+    let limit = v
+        .spec()
+        .placement
+        .neighbour_cpu_limit
+        .cpu_cores()
+        .unwrap_or(f64::INFINITY);
+    kubelet::neighbours::flag(&mut list, limit);
+    (list, obs.neighbours_missing.clone())
+}
+
 /// What a repetition measured on the cluster: the result document's figures, the kubelet's,
-/// how the limits were enforced, and where the time went.
+/// what else ran on its nodes, how the limits were enforced, and where the time went.
+#[allow(clippy::too_many_arguments)]
 fn measured(
     v: &ValidatedRun,
     at: Step,
@@ -259,13 +277,29 @@ fn measured(
     kubelet: Option<&crate::executors::cluster::kubelet::ContainerFigures>,
     status: &BenchmarkRunStatus,
     now: &Time,
+    (neighbours, neighbours_missing): (Vec<Neighbours>, Option<String>),
 ) -> Measured {
     let timing = ClusterTiming::of(v, at, status, now);
-    let mut message = format!(
+    // A busy neighbour comes first: the sentence is clipped at its end.
+    let busy: Vec<String> = neighbours
+        .iter()
+        .filter(|n| n.busy)
+        .map(Neighbours::busy_words)
+        .collect();
+    let mut message = if busy.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "busy neighbours ({}, above spec.placement.neighbourCpuLimit {}); ",
+            busy.join("; "),
+            v.spec().placement.neighbour_cpu_limit
+        )
+    };
+    message.push_str(&format!(
         "measured {} phase(s) with {} load generator(s)",
         doc.phases.len(),
         doc.generators.max(1)
-    );
+    ));
     if let Some(t) = &timing {
         // The load generator's check that every address answers comes before its warm-up, so it
         // is part of "after the planned load": said apart, it tells a slow Service path (the
@@ -300,5 +334,7 @@ fn measured(
         overhead_seconds: timing.as_ref().map(ClusterTiming::overhead_secs),
         message,
         histograms: results::histograms(doc),
+        neighbours,
+        neighbours_missing,
     }
 }

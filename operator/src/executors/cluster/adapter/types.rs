@@ -44,6 +44,12 @@ pub struct Observation {
     /// The kubelets' figures of the target containers over the measured phases, read with the
     /// result; `None` when the operator does not read kubelets or sampled nothing.
     pub kubelet: Option<crate::executors::cluster::kubelet::ContainerFigures>,
+    /// What else used the CPU of the target pods' nodes over the measured phases (not yet
+    /// flagged busy), read with the result.
+    pub neighbours: Vec<crate::resource::status::Neighbours>,
+    /// Why [`Observation::neighbours`] is empty once the result is read: the operator does not
+    /// read kubelets, or sampled nothing.
+    pub neighbours_missing: Option<String>,
     /// The load generator's pods, read while the load runs (one that cannot start fails the
     /// cell at once).
     pub loadgen_pods: Vec<Pod>,

@@ -29,6 +29,7 @@
 
 pub mod figures;
 pub mod join;
+pub mod neighbours;
 pub mod parse;
 pub mod reader;
 

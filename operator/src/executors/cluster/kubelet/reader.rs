@@ -17,7 +17,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{Api, ResourceExt};
 
 use super::figures::{ContainerFigures, Samples, Window, figures, sum_replicas};
+use super::neighbours::{self, NodeSamples, node_scrape};
 use super::parse::{ContainerId, cadvisor_readings, resource_readings};
+use crate::resource::status::Neighbours;
 
 /// How often the fresh endpoint (`/metrics/resource`) is scraped: its samples bracket the
 /// window's ends within this.
@@ -94,12 +96,24 @@ pub struct Targets {
     pub kubelets: Vec<KubeletEndpoint>,
 }
 
-/// What a sampler collected: samples per container and the first scrape errors.
+/// What a sampler collected: samples per container, the node's and its pods' CPU counters per
+/// node, and the first scrape errors.
 #[derive(Default)]
 struct Collected {
     samples: Vec<Samples>,
+    nodes: std::collections::BTreeMap<String, NodeSamples>,
     errors: Vec<String>,
     failed_scrapes: usize,
+}
+
+/// What a finished sampler gives: the target's figures summed over its replicas, and what else
+/// used the CPU of each of their nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampled {
+    /// The target containers' figures.
+    pub figures: ContainerFigures,
+    /// One entry per node of the target pods, in the order first met (not yet flagged busy).
+    pub neighbours: Vec<Neighbours>,
 }
 
 struct Sampler {
@@ -261,6 +275,10 @@ impl KubeletReader {
                 match answer {
                     Ok(text) => {
                         let readings = if *path == "/metrics/resource" {
+                            c.nodes
+                                .entry(kubelet.node.clone())
+                                .or_default()
+                                .push(node_scrape(&text, now_ms));
                             resource_readings(&text, &targets.containers, now_ms)
                         } else {
                             cadvisor_readings(&text, &targets.containers, now_ms)
@@ -286,9 +304,11 @@ impl KubeletReader {
 
     /// Ends the sampler of `key`: one last scrape of the fresh endpoint (so its samples reach
     /// past the window's end; cadvisor's would be seconds old anyway), then the figures over
-    /// `window`, summed over the replicas. None when nothing was sampled under `key` (the
-    /// operator restarted during the load, or kubelet figures are off).
-    pub async fn finish(&self, key: &str, window: Window) -> Option<ContainerFigures> {
+    /// `window`, summed over the replicas, and each of their nodes' use by others than `own`
+    /// (the measurement's pods as "namespace/name", besides the target pods sampled). None when
+    /// nothing was sampled under `key` (the operator restarted during the load, or kubelet
+    /// figures are off).
+    pub async fn finish(&self, key: &str, window: Window, own: &[String]) -> Option<Sampled> {
         let sampler = self
             .samplers
             .lock()
@@ -307,7 +327,46 @@ impl KubeletReader {
                 c.errors.join("; ")
             ));
         }
-        Some(total)
+        let mut own: Vec<String> = own.to_vec();
+        own.extend(
+            sampler
+                .targets
+                .containers
+                .iter()
+                .map(|c| format!("{}/{}", c.namespace, c.pod)),
+        );
+        let mut nodes: Vec<&str> = Vec::new();
+        for k in &sampler.targets.kubelets {
+            if !nodes.contains(&k.node.as_str()) {
+                nodes.push(&k.node);
+            }
+        }
+        let neighbours = nodes
+            .into_iter()
+            .map(|node| match c.nodes.get(node).filter(|s| !s.is_empty()) {
+                Some(samples) => neighbours::neighbours(node, samples, window, &own),
+                None => Neighbours {
+                    node: node.to_owned(),
+                    missing: Some(
+                        c.errors
+                            .iter()
+                            .find(|e| {
+                                e.contains(&format!("node {node} "))
+                                    || e.contains(&format!("node {node}:"))
+                            })
+                            .cloned()
+                            .unwrap_or_else(|| {
+                                "no node CPU samples from /metrics/resource".to_owned()
+                            }),
+                    ),
+                    ..Neighbours::default()
+                },
+            })
+            .collect();
+        Some(Sampled {
+            figures: total,
+            neighbours,
+        })
     }
 
     /// Stops and forgets the sampler of `key`, if any (its repetition ended without a result).
@@ -459,6 +518,8 @@ mod sampler_tests {
 
     /// Two cores' worth of CPU per second, 10 CFS periods a second of which 4 throttled.
     const CPU_RATE: f64 = 2.0;
+    /// Another pod on the node: 0.6 of a core.
+    const BUSY_RATE: f64 = 0.6;
 
     /// Each request's path and Authorization header.
     type Requests = Arc<Mutex<Vec<(String, Option<String>)>>>;
@@ -489,9 +550,15 @@ mod sampler_tests {
         let (secs, ms) = k.now();
         format!(
             "container_cpu_usage_seconds_total{{container=\"target\",namespace=\"ns\",pod=\"p\"}} {} {ms}\n\
-             container_memory_working_set_bytes{{container=\"target\",namespace=\"ns\",pod=\"p\"}} {} {ms}\n",
+             container_memory_working_set_bytes{{container=\"target\",namespace=\"ns\",pod=\"p\"}} {} {ms}\n\
+             node_cpu_usage_seconds_total {} {ms}\n\
+             pod_cpu_usage_seconds_total{{namespace=\"ns\",pod=\"p\"}} {} {ms}\n\
+             pod_cpu_usage_seconds_total{{namespace=\"other\",pod=\"busy\"}} {} {ms}\n",
             CPU_RATE * secs,
-            1_000_000 + (secs * 1000.0) as u64
+            1_000_000 + (secs * 1000.0) as u64,
+            (CPU_RATE + BUSY_RATE) * secs,
+            CPU_RATE * secs,
+            BUSY_RATE * secs,
         )
     }
 
@@ -583,11 +650,19 @@ mod sampler_tests {
             start_ms: kubelet.epoch_ms + 1000,
             end_ms: kubelet.epoch_ms + 3000,
         };
-        let figures = reader.finish("rep-1", window).await.expect("sampled");
+        let sampled = reader.finish("rep-1", window, &[]).await.expect("sampled");
+        let figures = sampled.figures;
         assert!(!reader.is_sampling("rep-1"));
         let cpu = figures.cpu_seconds.expect("cpu");
         // Two seconds at two cores, interpolated between samples a second apart.
         assert!((cpu - 4.0).abs() < 0.1, "cpu {cpu}: {figures:?}");
+        // The node's other use: the busy pod's 0.6 of a core, the target's pod left out.
+        let [n] = sampled.neighbours.as_slice() else {
+            panic!("one node: {:?}", sampled.neighbours)
+        };
+        let foreign = n.foreign_cpu.expect("foreign CPU");
+        assert!((foreign - BUSY_RATE).abs() < 0.05, "{n:?}");
+        assert_eq!(n.pods[0].pod, "other/busy");
         let idle = figures.memory_idle_bytes.unwrap();
         let peak = figures.memory_peak_bytes.unwrap();
         assert!(idle < peak, "{figures:?}");
@@ -608,7 +683,11 @@ mod sampler_tests {
         // Both paths are what the kubelet authorizes as the listed call.
         assert_eq!(KUBELET_CALLS.len(), 1);
         assert_eq!(KUBELET_CALLS[0].rbac_resource(), "nodes/metrics");
-        assert_eq!(reader.finish("rep-1", window).await, None, "finished once");
+        assert_eq!(
+            reader.finish("rep-1", window, &[]).await,
+            None,
+            "finished once"
+        );
     }
 
     #[tokio::test]
@@ -626,18 +705,31 @@ mod sampler_tests {
         };
         reader.start("r", targets, Duration::from_secs(5));
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let f = reader
+        let sampled = reader
             .finish(
                 "r",
                 Window {
                     start_ms: 0,
                     end_ms: 1,
                 },
+                &[],
             )
             .await
             .unwrap();
+        let f = sampled.figures;
         assert_eq!(f.cpu_seconds, None);
         let said = f.missing.join("; ");
         assert!(said.contains("kubelet of node gone"), "{said}");
+        // The node's neighbours are missing for the same reason.
+        assert_eq!(sampled.neighbours.len(), 1);
+        let n = &sampled.neighbours[0];
+        assert_eq!((n.node.as_str(), n.foreign_cpu), ("gone", None));
+        assert!(
+            n.missing
+                .as_deref()
+                .unwrap()
+                .contains("kubelet of node gone"),
+            "{n:?}"
+        );
     }
 }

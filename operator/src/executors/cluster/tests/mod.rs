@@ -8,6 +8,7 @@ pub(crate) mod fake;
 mod gate;
 mod images;
 mod namespaces;
+mod neighbours;
 mod repeat;
 mod requests;
 

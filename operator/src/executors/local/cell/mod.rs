@@ -317,6 +317,9 @@ impl LocalStep {
             overhead_seconds: Some(round2(overhead.as_secs_f64())),
             message,
             histograms: crate::engine::results::histograms(&raw),
+            // One machine: no node is shared with anything the run could name.
+            neighbours: Vec::new(),
+            neighbours_missing: None,
         };
         self.result = Some(Ok(Box::new(measured)));
         self.raw = Some(raw);
