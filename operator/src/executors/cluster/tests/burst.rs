@@ -38,7 +38,7 @@ struct Figures {
     /// Reconciles started (`benchmatrix_reconciles_total`).
     reconciles: u64,
     /// Every request the operator sent the API server (what `benchmatrix_api_requests_total`
-    /// counts), by RBAC verb.
+    /// counts), by RBAC verb and resource.
     requests: BTreeMap<String, usize>,
     /// The status writes, in the order the API server stored them.
     log: Vec<StatusWrite>,
@@ -178,7 +178,14 @@ async fn burst(runs: usize, max_active: usize) -> Figures {
     }
     let mut requests = BTreeMap::new();
     for call in fake.api_calls() {
-        *requests.entry(call.verb).or_default() += 1;
+        let sub = if call.subresource.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", call.subresource)
+        };
+        *requests
+            .entry(format!("{} {}{sub}", call.verb, call.resource))
+            .or_default() += 1;
     }
     let log: Vec<StatusWrite> = fake
         .status_writes()
@@ -210,7 +217,7 @@ async fn burst_figures() {
     let per_reconcile = figures.requests() as f64 / figures.reconciles.max(1) as f64;
     eprintln!(
         "burst of {runs} runs, max-active 1: {} status writes ({} to waiting runs), {} \
-         reconciles, {} API requests ({per_reconcile:.2} per reconcile; by verb {:?})",
+         reconciles, {} API requests ({per_reconcile:.2} per reconcile; {:?})",
         figures.status_writes,
         figures.waiting_writes,
         figures.reconciles,
