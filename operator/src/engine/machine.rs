@@ -138,6 +138,14 @@ pub struct Ready {
     pub target_pods: Vec<RecordedPod>,
 }
 
+/// How many places at the head of a queue a waiting run's status shows exactly ("queued:
+/// position 3 in line"); a run further back says only that it is further back, and its status
+/// is not rewritten as the queue moves until it comes within this many of the head. Every start
+/// moves every waiting run up a place: were every place shown, each start would rewrite every
+/// waiting run's status (50 runs queued at once: 1,225 writes, each one more reconcile), so the
+/// writes per start are bounded by this instead.
+pub const QUEUE_PLACES_SHOWN: usize = 10;
+
 /// Where a run stands in an executor's admission queue (the operator's: at most
 /// `--max-active-runs` runs at once, oldest first).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -146,8 +154,6 @@ pub struct QueuePlace {
     pub active: usize,
     /// Pending runs created before this one (they go first).
     pub ahead: usize,
-    /// Pending runs in the queue, this one included (0 when not computed).
-    pub waiting: usize,
     /// The most runs allowed to be Running at once.
     pub max_active: usize,
 }
@@ -458,7 +464,6 @@ fn admit(
         let queued = Event::Queued {
             cells: ctx.cells.len(),
             position: q.ahead + 1,
-            waiting: q.waiting,
             active: q.active,
             max_active: q.max_active,
         };

@@ -37,6 +37,7 @@ use crate::resource::thresholds::Threshold;
 use crate::resource::{CellResult, Enforcement, Repeat, TargetStats, ValidatedRun};
 
 pub use crate::resource::conditions::Cause;
+pub use machine::QUEUE_PLACES_SHOWN;
 pub use reduce::reduce;
 pub use schedule::{Step, next_step};
 
@@ -213,10 +214,8 @@ pub enum Event {
     Queued {
         /// Cells in the matrix.
         cells: usize,
-        /// 1-based place in the queue.
+        /// 1-based place in the queue (shown only up to [`QUEUE_PLACES_SHOWN`]).
         position: usize,
-        /// Runs waiting, this one included.
-        waiting: usize,
         /// Runs running now.
         active: usize,
         /// Most runs running at once.

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::schedule::Measurements;
 use super::verdict::end;
-use super::{Admission, Ctx, Event, Measured, Note};
+use super::{Admission, Ctx, Event, Measured, Note, QUEUE_PLACES_SHOWN};
 use crate::engine::results;
 use crate::resource::bound;
 use crate::resource::conditions::{self, Cause, Reason, set_condition, status as cs};
@@ -38,17 +38,14 @@ fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> 
         Event::Queued {
             cells,
             position,
-            waiting,
             active,
             max_active,
-        } => {
-            let message = format!(
-                "queued: position {position} of {}; {active} run(s) active, at most {} at once",
-                waiting.max(position),
-                max_active.max(1),
-            );
-            queued(status, cells, message, ctx)
-        }
+        } => queued(
+            status,
+            cells,
+            queue_message(position, active, max_active),
+            ctx,
+        ),
         Event::Admitted { cells } => admitted(status, cells, ctx),
         Event::CellDeploying { cell, message } => cell_deploying(status, cell, message, ctx),
         Event::LoadStarted {
@@ -198,6 +195,25 @@ fn spec_changed(status: &mut BenchmarkRunStatus, message: String, ctx: &Ctx) -> 
         ctx.now,
     );
     vec![Note::warning(why, message)]
+}
+
+/// Where a queued run stands, in words that change only when its shown place does: its exact
+/// place (and the runs active) while it is among the first [`QUEUE_PLACES_SHOWN`] in line;
+/// further back, only that it is, so its status is not rewritten each time the queue moves.
+/// Nor does the text count the runs waiting behind it, which would change with every run
+/// applied.
+pub fn queue_message(position: usize, active: usize, max_active: usize) -> String {
+    let max_active = max_active.max(1);
+    if position <= QUEUE_PLACES_SHOWN {
+        format!(
+            "queued: position {position} in line; {active} run(s) active, at most {max_active} at once"
+        )
+    } else {
+        format!(
+            "queued: {QUEUE_PLACES_SHOWN} or more runs ahead; at most {max_active} run(s) active \
+             at once (the exact place shows once fewer than {QUEUE_PLACES_SHOWN} are ahead)"
+        )
+    }
 }
 
 /// The run waits for a free slot; `message` says where it stands.
@@ -823,4 +839,39 @@ fn fail_cell(
 
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first QUEUE_PLACES_SHOWN in line see their exact place and the runs active; further
+    /// back, one text whatever the place or the runs active, so a run there is not rewritten as
+    /// the queue moves.
+    #[test]
+    fn a_queued_run_shows_its_place_only_near_the_head_of_the_line() {
+        assert_eq!(
+            queue_message(1, 1, 1),
+            "queued: position 1 in line; 1 run(s) active, at most 1 at once"
+        );
+        assert_eq!(
+            queue_message(QUEUE_PLACES_SHOWN, 2, 3),
+            format!(
+                "queued: position {QUEUE_PLACES_SHOWN} in line; 2 run(s) active, at most 3 at once"
+            )
+        );
+        let beyond = queue_message(QUEUE_PLACES_SHOWN + 1, 1, 1);
+        assert_eq!(
+            beyond,
+            format!(
+                "queued: {QUEUE_PLACES_SHOWN} or more runs ahead; at most 1 run(s) active at once \
+                 (the exact place shows once fewer than {QUEUE_PLACES_SHOWN} are ahead)"
+            )
+        );
+        for (position, active) in [(QUEUE_PLACES_SHOWN + 2, 0), (40, 1), (1000, 0)] {
+            assert_eq!(queue_message(position, active, 1), beyond);
+        }
+        // No limit of 0 is shown: the operator admits one run even then.
+        assert!(queue_message(2, 1, 0).ends_with("at most 1 at once"));
+    }
 }

@@ -679,7 +679,7 @@ fn after_reconcile<T, E: std::fmt::Display>(
             }
         }
         Err(Failed::ObjectNotFound(gone)) => {
-            tracing::debug!(run = %gone, "a run is gone; waking the waiting runs");
+            tracing::debug!(run = %gone, "a run is gone; waking the runs at the head of the queue");
             ctx.queue.wake_waiting(&ctx.runs);
         }
         Err(e) => tracing::debug!(error = %e, "reconcile did not complete"),

@@ -178,10 +178,13 @@ async fn read_load(
     kubelet: Option<&Arc<KubeletReader>>,
     obs: &mut Observation,
 ) -> Result<(), Error> {
-    obs.job = Api::<Job>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await?;
-    obs.target_pods = target_pods(pods, at).await?;
+    // The Job and the target pods at once, not one after the other.
+    let jobs = Api::<Job>::namespaced(client.clone(), ns);
+    let (job, targets) = futures::try_join!(
+        async { jobs.get_opt(name).await.map_err(Error::from) },
+        target_pods(pods, at)
+    )?;
+    (obs.job, obs.target_pods) = (job, targets);
     let Some(job) = &obs.job else {
         // A missing Job is made again from the Service address and the pod IPs.
         (obs.deployment, obs.service) = deployment_and_service(client, ns, name).await?;
@@ -293,12 +296,11 @@ async fn deployment_and_service(
     ns: &str,
     name: &str,
 ) -> Result<(Option<Deployment>, Option<Service>), Error> {
-    let deployment = Api::<Deployment>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await?;
-    let service = Api::<Service>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await?;
+    // Two round trips at once, not one after the other.
+    let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
+    let services = Api::<Service>::namespaced(client.clone(), ns);
+    let (deployment, service) =
+        futures::try_join!(deployments.get_opt(name), services.get_opt(name))?;
     Ok((deployment, service))
 }
 

@@ -11,6 +11,13 @@
 //! after the reconcile that wrote it. A run woken in between would still see the finished run as
 //! Running and stay queued; so the phase this process last wrote for each run is remembered
 //! ([`Queue::note_phase`]) and counts over an older cached one.
+//!
+//! What a burst costs (50 runs applied at once): each waiting run's reconcile looks at every
+//! other run, so whether a run holds a place (the cluster's validation rules) is decided once per
+//! run and generation ([`Queue::holds_place`]), not once per look. And a waiting run's status
+//! shows its exact place only among the first [`QUEUE_PLACES_SHOWN`] in line
+//! (`engine::reduce::queue_message`): when a run starts, only those runs' words change, so only
+//! they are woken ([`Queue::wake_behind`]) and rewritten, not every waiting run.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,8 +28,9 @@ use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::engine::QUEUE_PLACES_SHOWN;
 use crate::engine::machine::QueuePlace;
-use crate::resource::{BenchmarkRun, Placement, RunPhase};
+use crate::resource::{BenchmarkRun, RunPhase};
 
 /// A reference to a run, as the Controllers key them.
 pub type RunRef = ObjectRef<DeserializeGuard<BenchmarkRun>>;
@@ -36,7 +44,13 @@ pub struct Queue {
     wakers: Vec<(Option<String>, UnboundedSender<RunRef>)>,
     /// The phase this process last wrote for a run (by its uid), until the caches show it.
     written: Mutex<HashMap<RunRef, (String, RunPhase)>>,
+    /// Whether a run holds a place in the queue (the cluster's rules accept its spec), by uid,
+    /// for the generation it was decided at.
+    valid: Mutex<HashMap<String, (Option<i64>, bool)>>,
 }
+
+/// A run waiting in line, as the caches (and this process's own writes) show it.
+type InLine = (QueueKey, std::sync::Arc<DeserializeGuard<BenchmarkRun>>);
 
 impl Queue {
     /// Adds the channel of the Controller over `scope` (`None`: every namespace).
@@ -62,32 +76,32 @@ impl Queue {
             .map_or(cached, |(_, phase)| phase)
     }
 
-    /// Asks the Controllers to reconcile every waiting run now, oldest first, so the first in
-    /// line takes a freed slot at once and the others update their place in the queue.
-    pub fn wake_waiting(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) {
-        self.wake_in_line(caches, None, usize::MAX);
+    /// Whether `run`, waiting, holds a place in the queue: runs that will fail validation do not
+    /// hold the queue (by the rules decide refuses them with, the cluster's). Decided once per
+    /// uid and generation: the rules read the spec and the name only, and a waiting run's
+    /// reconcile asks it of every other waiting run.
+    fn holds_place(&self, run: &BenchmarkRun) -> bool {
+        let uid = uid(run);
+        let generation = run.metadata.generation;
+        if uid.is_empty() {
+            return crate::resource::validate::validate_for_cluster(run).is_ok();
+        }
+        if let Ok(valid) = self.valid.lock()
+            && let Some((decided_at, holds)) = valid.get(&uid)
+            && *decided_at == generation
+        {
+            return *holds;
+        }
+        let holds = crate::resource::validate::validate_for_cluster(run).is_ok();
+        if let Ok(mut valid) = self.valid.lock() {
+            valid.insert(uid, (generation, holds));
+        }
+        holds
     }
 
-    /// Asks the Controllers to reconcile the first `n` waiting runs that could share nodes with
-    /// `freed` now: those that may take the slots it just freed (when one starts, it wakes the
-    /// rest, whose places moved). A run on nodes `freed` can never use was not waiting for it.
-    pub fn wake_first_waiting(
-        &self,
-        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
-        freed: &BenchmarkRun,
-        n: usize,
-    ) {
-        self.wake_in_line(caches, Some(&freed.spec.placement), n);
-    }
-
-    fn wake_in_line(
-        &self,
-        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
-        sharing: Option<&Placement>,
-        n: usize,
-    ) {
-        // Entries the caches have caught up with (or whose run is gone) are dropped, so the
-        // table stays small.
+    /// Forgets what the caches have caught up with, or whose run is gone, so the tables stay
+    /// small.
+    fn prune(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) {
         if let Ok(mut written) = self.written.lock() {
             written.retain(|r, (written_uid, phase)| {
                 caches.iter().filter_map(|c| c.get(r)).any(|g| {
@@ -96,17 +110,121 @@ impl Queue {
                 })
             });
         }
-        let mut waiting: Vec<QueueKey> = caches
+        if let Ok(mut valid) = self.valid.lock()
+            && !valid.is_empty()
+        {
+            let known: std::collections::HashSet<String> = caches
+                .iter()
+                .flat_map(Store::state)
+                .filter_map(|g| g.0.as_ref().ok().map(uid))
+                .collect();
+            valid.retain(|u, _| known.contains(u));
+        }
+    }
+
+    /// The runs waiting in line (Pending, and holding a place), oldest first.
+    fn in_line(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) -> Vec<InLine> {
+        let mut line: Vec<InLine> = caches
             .iter()
             .flat_map(Store::state)
             .filter_map(|g| {
                 let run = g.0.as_ref().ok()?;
-                let may_share = sharing.is_none_or(|p| p.may_share_nodes(&run.spec.placement));
-                (may_share && self.phase(run) == RunPhase::Pending).then(|| queue_key(run))
+                (self.phase(run) == RunPhase::Pending && self.holds_place(run))
+                    .then(|| (queue_key(run), g.clone()))
             })
             .collect();
-        waiting.sort();
-        for key in waiting.into_iter().take(n) {
+        line.sort_by(|a, b| a.0.cmp(&b.0));
+        line
+    }
+
+    /// Asks the Controllers to reconcile every waiting run whose status shows its exact place
+    /// (the first [`QUEUE_PLACES_SHOWN`] in each line), oldest first: after a run the caches
+    /// no longer hold (deleted) left, whatever it was, the first in line may start and those
+    /// behind it moved up. Runs further back keep the same words.
+    pub fn wake_waiting(&self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) {
+        self.wake_places(caches, None, false);
+    }
+
+    /// Asks the Controllers to reconcile the waiting runs whose shown place `changed` moved: those
+    /// behind it in line that could share nodes with it and are among the first
+    /// [`QUEUE_PLACES_SHOWN`] of their line. Called when `changed` left the queue (it started,
+    /// or failed while waiting), and when a new run joins the line ahead of waiting ones. A run
+    /// further back says only that it is, so its words stay the same and it is not woken: a
+    /// start costs at most that many status writes, not one per waiting run.
+    pub fn wake_behind(
+        &self,
+        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
+        changed: &BenchmarkRun,
+    ) {
+        self.wake_places(caches, Some(changed), false);
+    }
+
+    /// Asks the Controllers to reconcile the waiting runs whose shown place `new`, a run that
+    /// just joined the line, moved: as [`Queue::wake_behind`], but only runs that have shown a
+    /// place already (a run with no status yet finds its place at its own first reconcile).
+    /// Runs join at the end as a rule, and then none is woken; one created in the same second
+    /// as waiting runs, with a name that sorts first, goes ahead of them.
+    pub fn wake_behind_new(
+        &self,
+        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
+        new: &BenchmarkRun,
+    ) {
+        self.wake_places(caches, Some(new), true);
+    }
+
+    fn wake_places(
+        &self,
+        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
+        changed: Option<&BenchmarkRun>,
+        placed_only: bool,
+    ) {
+        self.prune(caches);
+        let line = self.in_line(caches);
+        let after = changed.map(queue_key);
+        for (i, (key, guard)) in line.iter().enumerate() {
+            let Ok(run) = &guard.0 else { continue };
+            if placed_only && run.status.is_none() {
+                continue;
+            }
+            if let (Some(changed), Some(after)) = (changed, &after)
+                && (key <= after || !changed.spec.placement.may_share_nodes(&run.spec.placement))
+            {
+                continue;
+            }
+            // Its place: the runs ahead of it that could share its nodes (counted up to the
+            // first that is not shown).
+            let ahead = line[..i]
+                .iter()
+                .filter_map(|(_, g)| g.0.as_ref().ok())
+                .filter(|other| run.spec.placement.may_share_nodes(&other.spec.placement))
+                .take(QUEUE_PLACES_SHOWN)
+                .count();
+            if ahead < QUEUE_PLACES_SHOWN {
+                self.wake(key.reference());
+            }
+        }
+    }
+
+    /// Asks the Controllers to reconcile the first `n` waiting runs that could share nodes with
+    /// `freed` now: those that may take the slots it just freed (when one starts, it wakes the
+    /// runs behind it whose shown place moved). A run on nodes `freed` can never use was not
+    /// waiting for it.
+    pub fn wake_first_waiting(
+        &self,
+        caches: &[Store<DeserializeGuard<BenchmarkRun>>],
+        freed: &BenchmarkRun,
+        n: usize,
+    ) {
+        self.prune(caches);
+        let first = self
+            .in_line(caches)
+            .into_iter()
+            .filter(|(_, g)| {
+                g.0.as_ref()
+                    .is_ok_and(|run| freed.spec.placement.may_share_nodes(&run.spec.placement))
+            })
+            .take(n);
+        for (key, _) in first {
             self.wake(key.reference());
         }
     }
@@ -154,7 +272,8 @@ impl Queue {
     }
 
     /// Where `run` stands: the other active runs, and the waiting runs ahead of it in queue
-    /// order (creation time, then name), from the caches (no API call). Only runs that could
+    /// order (creation time, then name), from the caches (no API call; whether a run holds a
+    /// place is decided once per generation, [`Queue::holds_place`]). Only runs that could
     /// share a node with it count: runs whose `placement` selects disjoint nodes cannot distort
     /// each other's numbers, so each such group of nodes has its own `max_active` slots.
     pub fn view(
@@ -166,7 +285,6 @@ impl Queue {
         let me = queue_key(run);
         let mut active = 0;
         let mut ahead = 0;
-        let mut waiting = 0;
         for other in caches.iter().flat_map(Store::state) {
             let Ok(other) = &other.0 else { continue };
             let key = queue_key(other);
@@ -178,21 +296,13 @@ impl Queue {
             let phase = self.phase(other);
             if phase == RunPhase::Running {
                 active += 1;
-            } else if phase == RunPhase::Pending
-                // Runs that will fail validation do not hold the queue: by the rules decide
-                // refuses them with, the cluster's.
-                && crate::resource::validate::validate_for_cluster(other).is_ok()
-            {
-                waiting += 1;
-                if key < me {
-                    ahead += 1;
-                }
+            } else if phase == RunPhase::Pending && key < me && self.holds_place(other) {
+                ahead += 1;
             }
         }
         QueuePlace {
             active,
             ahead,
-            waiting: waiting + 1,
             max_active,
         }
     }
@@ -293,12 +403,13 @@ mod tests {
     #[test]
     fn a_freed_slot_wakes_the_first_in_line_and_an_opened_gate_wakes_every_run() {
         let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
+        let valid = |name: &str, phase| DeserializeGuard(Ok(in_pool(name, phase, None)));
         for r in [
-            run("w-b", Some(RunPhase::Pending)),
-            run("w-a", None),
-            run("w-c", Some(RunPhase::Pending)),
-            run("measuring", Some(RunPhase::Running)),
-            run("done", Some(RunPhase::Succeeded)),
+            valid("w-b", Some(RunPhase::Pending)),
+            valid("w-a", None),
+            valid("w-c", Some(RunPhase::Pending)),
+            valid("measuring", Some(RunPhase::Running)),
+            valid("done", Some(RunPhase::Succeeded)),
         ] {
             writer.apply_watcher_event(&Event::Apply(r));
         }
@@ -313,7 +424,7 @@ mod tests {
             names
         };
         let caches = [writer.as_reader()];
-        let freed = run("measuring", Some(RunPhase::Running)).0.unwrap();
+        let freed = in_pool("measuring", Some(RunPhase::Running), None);
         queue.wake_first_waiting(&caches, &freed, 1);
         assert_eq!(woken(&mut rx), ["w-a"]);
         queue.wake_first_waiting(&caches, &freed, 2);
@@ -371,7 +482,7 @@ mod tests {
         assert_eq!((a.active, a.admits()), (1, false), "{a:?}");
         // The run with no selector could share a node with every other: it counts them all.
         let any = place(&runs[3]);
-        assert_eq!((any.active, any.ahead, any.waiting), (1, 1, 3), "{any:?}");
+        assert_eq!((any.active, any.ahead), (1, 1), "{any:?}");
 
         // When the pool-a run ends, the first waiting run that could use its nodes is woken,
         // not the pool-b one.
@@ -407,6 +518,83 @@ mod tests {
         let me = valid("me").0.unwrap();
         assert!(crate::resource::validate::validate_run(&valid(&too_long).0.unwrap()).is_ok());
         let view = Queue::default().view(&me, &[writer.as_reader()], 1);
-        assert_eq!((view.ahead, view.waiting), (1, 2), "{view:?}");
+        assert_eq!(view.ahead, 1, "{view:?}");
+    }
+
+    /// Drains the names woken so far.
+    fn drain(rx: &mut futures::channel::mpsc::UnboundedReceiver<RunRef>) -> Vec<String> {
+        let mut names = Vec::new();
+        while let Ok(r) = rx.try_recv() {
+            names.push(r.name);
+        }
+        names
+    }
+
+    /// A start wakes only the runs behind it whose shown place moved: the first
+    /// QUEUE_PLACES_SHOWN waiting in its line, not the runs further back (their words stay the
+    /// same), nor runs on nodes it cannot share, nor runs ahead of it.
+    #[test]
+    fn a_start_wakes_only_the_runs_whose_shown_place_moved() {
+        let name = |i: usize| format!("w-{i:02}");
+        let mut writer = Writer::<DeserializeGuard<BenchmarkRun>>::default();
+        let started = in_pool("started", Some(RunPhase::Running), Some("a"));
+        writer.apply_watcher_event(&Event::Apply(DeserializeGuard(Ok(started.clone()))));
+        for i in 0..QUEUE_PLACES_SHOWN + 5 {
+            let run = in_pool(&name(i), Some(RunPhase::Pending), Some("a"));
+            writer.apply_watcher_event(&Event::Apply(DeserializeGuard(Ok(run))));
+        }
+        let other_pool = in_pool("b-waiting", Some(RunPhase::Pending), Some("b"));
+        writer.apply_watcher_event(&Event::Apply(DeserializeGuard(Ok(other_pool))));
+        let (tx, mut rx) = futures::channel::mpsc::unbounded();
+        let mut queue = Queue::default();
+        queue.add_waker(None, tx);
+        let caches = [writer.as_reader()];
+
+        queue.wake_behind(&caches, &started);
+        let expected: Vec<String> = (0..QUEUE_PLACES_SHOWN).map(name).collect();
+        assert_eq!(drain(&mut rx), expected);
+
+        // A run that left the line from the middle wakes the shown runs behind it only.
+        let middle = in_pool(&name(3), Some(RunPhase::Pending), Some("a"));
+        queue.note_phase(&middle, RunPhase::Failed);
+        queue.wake_behind(&caches, &middle);
+        let expected: Vec<String> = (4..=QUEUE_PLACES_SHOWN).map(name).collect();
+        assert_eq!(drain(&mut rx), expected);
+
+        // A deleted run (nothing left to compare with): every shown run of every line.
+        queue.wake_waiting(&caches);
+        let mut expected: Vec<String> = (0..=QUEUE_PLACES_SHOWN)
+            .filter(|i| *i != 3)
+            .map(name)
+            .collect();
+        expected.insert(0, "b-waiting".into());
+        let mut woken = drain(&mut rx);
+        woken.sort();
+        expected.sort();
+        assert_eq!(woken, expected);
+    }
+
+    /// Whether a run holds a place is decided once per generation: a spec the cluster refuses
+    /// holds none, and once edited into one it accepts (a new generation), it does.
+    #[test]
+    fn a_runs_place_follows_its_generation() {
+        let too_long = format!("a{}", "x".repeat(63));
+        let mut refused = in_pool(&too_long, Some(RunPhase::Pending), None);
+        refused.metadata.generation = Some(1);
+        let me = in_pool("me", Some(RunPhase::Pending), None);
+        let queue = Queue::default();
+        let view = queue.view(&me, &[reader_of(&[refused.clone(), me.clone()])], 1);
+        assert_eq!(view.ahead, 0, "{view:?}");
+        // Asked again, the same answer (now from what was decided).
+        let view = queue.view(&me, &[reader_of(&[refused.clone(), me.clone()])], 1);
+        assert_eq!(view.ahead, 0, "{view:?}");
+        assert!(queue.holds_place(&me));
+        assert!(!queue.holds_place(&refused));
+        // The same uid at a new generation is decided again. (The name cannot change; a spec
+        // that validation refuses stands in for an edit here: a new generation that is valid.)
+        let mut edited = refused.clone();
+        edited.metadata.generation = Some(2);
+        edited.metadata.name = Some("a-short-name".into());
+        assert!(queue.holds_place(&edited));
     }
 }

@@ -253,9 +253,14 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
                 ctx.queue
                     .wake_first_waiting(&ctx.runs, run, ctx.max_active.max(1));
             } else {
-                // A run started (the others moved up a place) or left the queue.
-                ctx.queue.wake_waiting(&ctx.runs);
+                // A run started or left the queue: the runs behind it moved up a place; those
+                // whose status shows their place are woken to say so.
+                ctx.queue.wake_behind(&ctx.runs, run);
             }
+        } else if run.status.is_none() && turn.status.phase == RunPhase::Pending {
+            // A new run joined the line: behind the others as a rule, but it may go ahead of
+            // some (see wake_behind_new).
+            ctx.queue.wake_behind_new(&ctx.runs, run);
         }
     }
     ctx.metrics

@@ -164,6 +164,21 @@ impl Watch {
     }
 }
 
+/// A status write the fake stored.
+#[derive(Debug, Clone)]
+pub struct StatusWrite {
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+    /// `status.phase` as written ("" when the status has none).
+    pub phase: String,
+    /// `status.message` as written.
+    pub message: String,
+    /// When the fake stored it.
+    pub at: std::time::Instant,
+}
+
 /// Key of a stored object: resource plural, namespace, name.
 pub type Key = (String, String, String);
 
@@ -175,6 +190,7 @@ struct State {
     api_calls: Vec<RecordedCall>,
     user_calls: Vec<String>,
     creations: Vec<(String, String)>,
+    status_writes: Vec<StatusWrite>,
     failures: Vec<(String, String, u16)>,
     log_bytes_served: Vec<usize>,
     namespace_failures: Vec<(String, String, String, u16)>,
@@ -305,10 +321,13 @@ impl FakeApi {
         let Some(mut obj) = st.objects.get(&key).cloned() else {
             return;
         };
+        let before = obj.clone();
         f(&mut obj);
         // With events on, a change is a new version, as on the API server; without, versions
-        // stay as the tests that check write preconditions expect them.
-        if st.watch_events {
+        // stay as the tests that check write preconditions expect them. An edit that changes
+        // nothing is no change (the API server does not write an unchanged object), so a test
+        // may play the cluster's controllers in a loop without waking the operator each time.
+        if st.watch_events && obj != before {
             st.bump(&mut obj);
             st.changed("MODIFIED", &key, &obj);
         }
@@ -453,6 +472,11 @@ impl FakeApi {
     /// longer held.
     pub fn status_conflicts(&self) -> usize {
         self.state.lock().unwrap().conflicts
+    }
+
+    /// Every status write stored so far (a refused one is not), in order.
+    pub fn status_writes(&self) -> Vec<StatusWrite> {
+        self.state.lock().unwrap().status_writes.clone()
     }
 
     /// Every creation (first apply or POST of a name) so far, as (resource, name).
@@ -732,6 +756,14 @@ fn handle(
                 );
             }
             obj["status"] = payload["status"].clone();
+            let written = StatusWrite {
+                namespace: ns.unwrap_or_default().to_owned(),
+                name: n.to_owned(),
+                phase: obj["status"]["phase"].as_str().unwrap_or("").to_owned(),
+                message: obj["status"]["message"].as_str().unwrap_or("").to_owned(),
+                at: std::time::Instant::now(),
+            };
+            st.status_writes.push(written);
             st.bump(&mut obj);
             st.changed("MODIFIED", &key(n), &obj);
             st.objects.insert(key(n), obj.clone());
@@ -770,6 +802,10 @@ fn handle(
                     let mut obj = payload.clone();
                     if let Some(s) = obj.as_object_mut() {
                         s.remove("status");
+                    }
+                    // The API server gives a Service its ClusterIP as it creates it.
+                    if resource == "services" && obj["spec"]["clusterIP"].is_null() {
+                        obj["spec"]["clusterIP"] = json!("10.96.0.10");
                     }
                     let obj = st.stamp_new(obj);
                     st.changed("ADDED", &key(n), &obj);

@@ -4,6 +4,7 @@
 //! the cluster's other controllers (Deployment availability, pods, Job completion, logs)
 //! through the fake, and checks objects, status, and the calls made. Every test has a timeout.
 
+mod burst;
 pub(crate) mod fake;
 mod gate;
 mod images;
@@ -841,7 +842,7 @@ async fn runs_beyond_the_limit_wait_pending_with_a_queue_message() {
                 .message
                 .as_ref()
                 .unwrap()
-                .contains("queued: position 1 of 1; 1 run(s) active, at most 1"),
+                .contains("queued: position 1 in line; 1 run(s) active, at most 1"),
             "{second:?}"
         );
         assert_ne!(requeue, Requeue::await_change(), "queued runs look again");
@@ -1370,12 +1371,12 @@ async fn a_finished_run_wakes_the_waiting_runs_in_queue_order_without_a_timer() 
         }
         let message = |name: &str| load(name).0.unwrap().status.unwrap().message.unwrap();
         assert!(
-            message("second").contains("position 1 of 2"),
+            message("second").contains("position 1 in line"),
             "{}",
             message("second")
         );
         assert!(
-            message("third").contains("position 2 of 2"),
+            message("third").contains("position 2 in line"),
             "{}",
             message("third")
         );
@@ -1407,7 +1408,7 @@ async fn a_finished_run_wakes_the_waiting_runs_in_queue_order_without_a_timer() 
             .unwrap();
         assert_eq!(h.phase("third"), RunPhase::Pending);
         assert!(
-            message("third").contains("position 1 of 1; 1 run(s) active"),
+            message("third").contains("position 1 in line; 1 run(s) active"),
             "{}",
             message("third")
         );
