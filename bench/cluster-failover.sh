@@ -16,9 +16,14 @@
 #   bench/cluster-failover.sh                 3 tries in namespace bench-failover
 #   TRIES=1 KILL=graceful bench/cluster-failover.sh
 #   KILL=sigkill bench/cluster-failover.sh
+#   KILL=sigstop bench/cluster-failover.sh   freezes the leader for STOP_SECONDS (20), past the
+#                                            Lease, then lets it go on: a standby must take over
+#                                            when the Lease expires, and the old leader, thawed,
+#                                            must step down (a lost node, a long pause)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tries="${TRIES:-3}" ns="${NAMESPACE:-bench-failover}" kill="${KILL:-force}"
+stop_seconds="${STOP_SECONDS:-20}"
 release_ns="${RELEASE_NAMESPACE:-benchmatrix-system}" lease="${LEASE:-benchmatrix}"
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 duration="$(kubectl get lease -n "$release_ns" "$lease" -o jsonpath='{.spec.leaseDurationSeconds}')"
@@ -65,13 +70,18 @@ EOF
   t0="$(now)"
   if [[ "$kill" == force ]]; then
     kubectl delete pod -n "$release_ns" "$leader" --grace-period=0 --force --wait=false >/dev/null 2>&1
-  elif [[ "$kill" == sigkill ]]; then
+  elif [[ "$kill" == sigkill || "$kill" == sigstop ]]; then
     mapfile -t pids < <(grep -lsxz "HOSTNAME=${leader}" /proc/[0-9]*/environ | cut -d/ -f3)
     if [[ ${#pids[@]} -eq 0 ]]; then
-      echo "KILL=sigkill: no process of pod ${leader} on this machine" >&2
+      echo "KILL=${kill}: no process of pod ${leader} on this machine" >&2
       exit 1
     fi
-    kill -KILL "${pids[@]}"
+    if [[ "$kill" == sigkill ]]; then
+      kill -KILL "${pids[@]}"
+    else
+      kill -STOP "${pids[@]}"
+      (sleep "$stop_seconds" && kill -CONT "${pids[@]}") &
+    fi
   else
     kubectl delete pod -n "$release_ns" "$leader" --wait=false >/dev/null
   fi
@@ -92,16 +102,29 @@ EOF
     sleep 0.1
   done
   kubectl wait -n "$ns" benchmarkrun/failover --for=condition=Complete --timeout=600s >/dev/null
+  if [[ "$kill" == sigstop ]]; then
+    wait
+    # The thawed leader's own words: it must have stepped down (or still be a standby).
+    sleep 3
+    echo "the thawed ${leader} after ${stop_seconds} s frozen:"
+    kubectl logs -n "$release_ns" "$leader" --since=60s 2>/dev/null |
+      grep -E "Lease|stepping down|stopped reconciling" | tail -n 3 | cut -c1-240 || true
+    echo "  holder now: $(holder)"
+  fi
   kubectl get benchmarkrun -n "$ns" failover -o json | python3 -c '
 import json, sys
 t0, th, ts, dur, old, new = sys.argv[1:7]
 run = json.load(sys.stdin)
-reps = [r for c in run["status"]["cells"] for r in c.get("repetitions") or []]
-ok = sum(1 for r in reps if r.get("phase") == "Succeeded")
+reps = [(c["name"], r) for c in run["status"]["cells"] for r in c.get("repetitions") or []]
+ok = sum(1 for _, r in reps if r.get("phase") == "Succeeded")
 phase = run["status"]["phase"]
 print(f"try: killed {old}; leader {new} after {float(th) - float(t0):.1f} s, next status change "
       f"after {float(ts) - float(t0):.1f} s (Lease {dur} s); run {phase}, "
       f"{ok} of {len(reps)} repetitions measured (of 4)")
+for cell, r in reps:
+    if r.get("phase") != "Succeeded":
+        rep, phase, why, said = (r.get(k) for k in ("repetition", "phase", "reason", "message"))
+        print(f"  {cell}#{rep}: {phase} {why}: {(said or str())[:200]}")
 ' "$t0" "$t_holder" "$t_status" "$duration" "$leader" "$new_holder"
   kubectl -n "$release_ns" rollout status deployment/benchmatrix --timeout=120s >/dev/null
 done
