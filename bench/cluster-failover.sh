@@ -63,6 +63,13 @@ spec:
 EOF
   # Mid-measurement: the second step's load has started.
   until [[ "$(kubectl get benchmarkrun -n "$ns" failover -o jsonpath='{.status.cells[1].phase}' 2>/dev/null)" == Running ]]; do
+    case "$(kubectl get benchmarkrun -n "$ns" failover -o jsonpath='{.status.phase}' 2>/dev/null)" in
+      Succeeded | Failed)
+        echo "try: the run ended before its second cell's load was seen; no kill" >&2
+        kubectl get benchmarkrun -n "$ns" failover -o jsonpath='{range .status.cells[*]}{.name}: {.phase} {.reason} {.message}{"\n"}{end}' >&2
+        continue 2
+        ;;
+    esac
     sleep 0.2
   done
   leader="$(holder)"
