@@ -5,9 +5,12 @@
 # after (through the API server's service proxy): reconciles, their duration's p50 and p99 (from
 # the histogram's buckets, interpolated within one), API requests per reconcile
 # (benchmatrix_api_requests_total over benchmatrix_reconciles_total, when the operator has that
-# counter), and refused status writes. Beside the operator's own count it reads the API server's
-# requests on benchmarkruns (apiserver_request_total, group benchmatrix.dev: only the operator,
-# and this script's applies, call it), which an operator without the counter can be measured by.
+# counter), refused status writes, and where the time went: each part of a reconcile (reading
+# the run again, its step's reads, the engine's turn, the status write, the children, the
+# Events) by the run's phase (benchmatrix_reconcile_stage_duration_seconds, when the operator
+# has it). Beside the operator's own count it reads the API server's requests on benchmarkruns
+# (apiserver_request_total, group benchmatrix.dev: only the operator, and this script's
+# applies, call it), which an operator without the counter can be measured by.
 # Needs the operator installed (charts/benchmatrix, e.g. tests/e2e/kind.sh) and kubectl pointed at
 # the cluster, with get on the API server's /metrics.
 #
@@ -95,7 +98,7 @@ buckets = sorted(
 )
 count = d("benchmatrix_reconcile_duration_seconds_count")
 
-def quantile(q):
+def quantile(q, buckets=buckets, count=count):
     want, prev_le, prev_n = q * count, 0.0, 0.0
     for le, n in buckets:
         if n >= want:
@@ -109,6 +112,24 @@ over = lambda t: count - next((n for le, n in buckets if le >= t), count)
 print(f"reconciles: {reconciles:.0f}; duration p50 {quantile(0.5) * 1000:.1f} ms, "
       f"p99 {quantile(0.99) * 1000:.1f} ms (interpolated within a bucket); "
       f"over 256 ms: {over(0.256) / max(count, 1) * 100:.1f}%, over 64 ms: {over(0.064) / max(count, 1) * 100:.1f}%")
+# Where the time went: each part of a reconcile (benchmatrix_reconcile_stage_duration_seconds),
+# by the run's phase when the reconcile began; a part a reconcile skips is not counted.
+stages = {}
+for k in b:
+    if k.startswith("benchmatrix_reconcile_stage_duration_seconds_bucket"):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', k))
+        key = (labels["phase"], labels["stage"])
+        stages.setdefault(key, []).append((float(labels["le"]), d(k)))
+if stages:
+    print("parts of a reconcile (phase, part: count, p50, p99, over 64 ms):")
+    for (phase, stage), bs in sorted(stages.items()):
+        bs.sort()
+        n = bs[-1][1]
+        if n <= 0:
+            continue
+        slow = n - next((c for le, c in bs if le >= 0.064), n)
+        print(f"  {phase:9} {stage:9} {n:6.0f}  p50 {quantile(0.5, bs, n) * 1000:6.1f} ms  "
+              f"p99 {quantile(0.99, bs, n) * 1000:6.1f} ms  over 64 ms {slow:4.0f}")
 requests = sum(d(k) for k in b if k.startswith("benchmatrix_api_requests_total"))
 if requests:
     by = {re.search(r'method="([^"]+)"', k).group(1): d(k) for k in b if k.startswith("benchmatrix_api_requests_total")}

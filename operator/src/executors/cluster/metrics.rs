@@ -27,6 +27,13 @@ struct ErrorLabel {
     error: String,
 }
 
+/// Label of a part of a reconcile: which part, and the run's phase when the reconcile began.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StageLabel {
+    stage: String,
+    phase: String,
+}
+
 /// Label of a finished cell: Succeeded or Failed.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
@@ -54,6 +61,7 @@ pub struct Metrics {
     errors: Family<ErrorLabel, Counter>,
     active_runs: Gauge,
     cells: Family<OutcomeLabel, Histogram, fn() -> Histogram>,
+    stages: Family<StageLabel, Histogram, fn() -> Histogram>,
     /// Reconciles started, readable without encoding (the counter's own value is not).
     started: AtomicU64,
     /// Robustness against what clusters do (issue 31): refused status writes, the CRD check,
@@ -105,6 +113,16 @@ impl Metrics {
             "Time from a cell's deploy to its end, by outcome",
             cells.clone(),
         );
+        let stages = Family::<StageLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+            reconcile_buckets,
+        );
+        registry.register(
+            "benchmatrix_reconcile_stage_duration_seconds",
+            "Time one part of a reconcile took (read-run; observe, observe-deploy, \
+             observe-target, observe-load or observe-result; decide, status, children, events), \
+             by the run's phase when it began; a part a reconcile skips is not counted",
+            stages.clone(),
+        );
         let robustness = super::robustness_metrics::RobustnessMetrics::register(&mut registry);
         let finished_runs = Arc::new(finished_runs);
         registry.register_collector(Box::new(finished_runs.clone()));
@@ -116,6 +134,7 @@ impl Metrics {
             errors,
             active_runs,
             cells,
+            stages,
             started: AtomicU64::new(0),
             finished_runs,
         }
@@ -135,6 +154,15 @@ impl Metrics {
         ReconcileTimer {
             metrics: self,
             start: Instant::now(),
+        }
+    }
+
+    /// Starts timing the parts of one reconcile of a run in `phase` (see [`Stages::lap`]).
+    pub fn stages(&self, phase: &str) -> Stages<'_> {
+        Stages {
+            metrics: self,
+            phase: phase.to_owned(),
+            since: Instant::now(),
         }
     }
 
@@ -191,6 +219,40 @@ impl Drop for ReconcileTimer<'_> {
     }
 }
 
+/// The parts of one reconcile, timed one after another: each [`Stages::lap`] records the time
+/// since the previous one (or the start) under its stage's name. It says where a slow
+/// reconcile's time went: reading the run again, the reads of its step, the engine's turn, the
+/// status write, the children's applies and deletes, or its Events.
+pub struct Stages<'a> {
+    metrics: &'a Metrics,
+    phase: String,
+    since: Instant,
+}
+
+impl Stages<'_> {
+    /// Records the time since the last lap as `stage`.
+    pub fn lap(&mut self, stage: &str) {
+        self.record(stage, self.since.elapsed());
+    }
+
+    /// Records `took` as `stage`, for a part that ran beside another (the laps go on from now).
+    pub fn record(&mut self, stage: &str, took: std::time::Duration) {
+        self.metrics
+            .stages
+            .get_or_create(&StageLabel {
+                stage: stage.to_owned(),
+                phase: self.phase.clone(),
+            })
+            .observe(took.as_secs_f64());
+        self.since = Instant::now();
+    }
+
+    /// Starts the next lap now, leaving the time since the last one uncounted.
+    pub fn skip(&mut self) {
+        self.since = Instant::now();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +271,21 @@ mod tests {
         assert!(text.contains("benchmatrix_cell_duration_seconds_count{outcome=\"Succeeded\"} 1"));
         assert!(text.ends_with("# EOF\n"), "{text}");
         assert_eq!(m.reconciles(), 1);
+    }
+
+    #[test]
+    fn each_lap_is_counted_under_its_stage_and_the_runs_phase() {
+        let m = Metrics::default();
+        let mut stages = m.stages("Running");
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        stages.lap("observe");
+        stages.lap("status");
+        let text = m.render();
+        let observe = "benchmatrix_reconcile_stage_duration_seconds_bucket{le=\"0.002\",stage=\"observe\",phase=\"Running\"} 0";
+        assert!(text.contains(observe), "{text}");
+        // The status lap began when the observe lap ended, not at the start.
+        let status = "benchmatrix_reconcile_stage_duration_seconds_bucket{le=\"0.002\",stage=\"status\",phase=\"Running\"} 1";
+        assert!(text.contains(status), "{text}");
     }
 
     #[test]

@@ -104,6 +104,23 @@ pub async fn observe(
     Ok(obs)
 }
 
+/// The name of the part of a reconcile that [`observe`] is, for the operator's metrics: what
+/// the first step of the turn looks at (`observe-deploy` before a deploy, `observe-target` while
+/// a target comes up, `observe-load` while the load runs, `observe` otherwise), or
+/// `observe-result` when the reads brought a measurement's result.
+pub fn stage(run: &BenchmarkRun, now: &Time, obs: &Observation) -> &'static str {
+    if obs.result.is_some() || obs.others.values().any(|other| other.result.is_some()) {
+        return "observe-result";
+    }
+    let status = run.status.clone().unwrap_or_default();
+    match machine::looks(&status, now, run.spec.workload.planned_load()).first() {
+        Some(Look::BeforeDeploy { .. }) => "observe-deploy",
+        Some(Look::Target(_)) => "observe-target",
+        Some(Look::Load { .. }) => "observe-load",
+        Some(Look::Nothing) | None => "observe",
+    }
+}
+
 /// Every pod of `run`.
 async fn run_pods(pods: &Api<Pod>, run: &BenchmarkRun) -> Result<Vec<Pod>, Error> {
     Ok(pods
@@ -149,8 +166,12 @@ async fn observe_step(
                 return Ok(());
             };
             let name = at.child_name();
-            (obs.deployment, obs.service) = deployment_and_service(client, ns, &name).await?;
-            obs.target_pods = target_pods(pods, &at).await?;
+            // The three reads at once, not one after the other.
+            let (children, targets) = futures::try_join!(
+                deployment_and_service(client, ns, &name),
+                target_pods(pods, &at)
+            )?;
+            ((obs.deployment, obs.service), obs.target_pods) = (children, targets);
         }
         Look::Load { at, load_over } => {
             let Some(at) = child(at) else {
@@ -178,11 +199,12 @@ async fn read_load(
     kubelet: Option<&Arc<KubeletReader>>,
     obs: &mut Observation,
 ) -> Result<(), Error> {
-    // The Job and the target pods at once, not one after the other.
+    // The Job, the target pods and the load generator's pods at once, not one after the other.
     let jobs = Api::<Job>::namespaced(client.clone(), ns);
-    let (job, targets) = futures::try_join!(
+    let (job, targets, loadgen) = futures::try_join!(
         async { jobs.get_opt(name).await.map_err(Error::from) },
-        target_pods(pods, at)
+        target_pods(pods, at),
+        loadgen_pods(pods, at)
     )?;
     (obs.job, obs.target_pods) = (job, targets);
     let Some(job) = &obs.job else {
@@ -209,9 +231,19 @@ async fn read_load(
     // The result is read as soon as every load generator container has ended well, not when
     // the Job controller gets round to marking the Job complete (a second or more later on a
     // busy control plane).
-    let loadgen = loadgen_pods(pods, at).await?;
+    let mut loadgen = loadgen;
+    if adapter::job_complete(job) && !all_succeeded(job, &loadgen) {
+        // The pods were listed beside the Job, perhaps a moment before it completed: they are
+        // listed again, after it, so a completed Job's pods are never taken for gone.
+        loadgen = loadgen_pods(pods, at).await?;
+    }
     if adapter::job_complete(job) || all_succeeded(job, &loadgen) {
-        obs.result = Some(read_results(pods, &loadgen).await?);
+        // The load is over: the kubelets' last scrape goes beside the reads of the result.
+        let read = read_results(pods, &loadgen);
+        obs.result = Some(match kubelet {
+            Some(k) => futures::join!(read, k.scrape_last(name)).0?,
+            None => read.await?,
+        });
     } else if load_over {
         // The load should be over, but the kubelet has not reported the pods' end yet (it can
         // take seconds, more after an API server outage): the result is the last line a load
@@ -460,9 +492,15 @@ async fn read_results(pods: &Api<Pod>, list: &[Pod]) -> Result<Result<RunResult,
         ));
     }
     let limit = log_limit(succeeded.len());
+    // Every generator's log at once; the documents are then taken in order.
+    let logs = futures::future::try_join_all(
+        succeeded
+            .iter()
+            .map(|pod| async move { read_log(pods, &pod.name_any(), limit).await }),
+    )
+    .await?;
     let mut docs = Vec::new();
-    for pod in succeeded {
-        let log = read_log(pods, &pod.name_any(), limit).await?;
+    for (pod, log) in succeeded.into_iter().zip(logs) {
         if log.len() >= limit {
             // The API server stopped at the limit: whatever the last line is, it is cut.
             return Ok(Err(format!(

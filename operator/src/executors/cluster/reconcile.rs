@@ -19,7 +19,7 @@ use super::error::Error;
 use super::outage::Outage;
 use super::queue::{self, Queue};
 use super::{backoff, observe, write};
-use crate::executors::cluster::metrics::Metrics;
+use crate::executors::cluster::metrics::{Metrics, Stages};
 use crate::resource::{BenchmarkRun, CellPhase, RunPhase, conditions};
 
 /// What every reconcile shares.
@@ -47,15 +47,25 @@ pub struct Context {
     /// The API server outage in progress, if any (logged once, with its duration); shared with
     /// the watches' backoff.
     pub outage: Arc<Outage>,
-    /// The resourceVersion of the last status this operator wrote, per run UID: a reconcile whose
-    /// cached copy is not that version reads the run again before deciding (see [`fresh`]).
-    pub written: Mutex<HashMap<String, String>>,
+    /// The last status this operator wrote, per run UID: a reconcile whose cached copy is not
+    /// that version takes the run as written, or reads it again, before deciding (see
+    /// [`fresh`]).
+    pub written: Mutex<HashMap<String, Written>>,
     /// Reads the target containers' CPU, throttling and memory from the kubelets; `None` when
     /// the operator runs with `--kubelet-metrics=false` (and in tests of the faked API).
     pub kubelet: Option<Arc<crate::executors::cluster::kubelet::reader::KubeletReader>>,
     /// Whether this replica may reconcile: it leads, and the installed CRD is its own
     /// (`gate.rs`). Open by default (one replica, tests).
     pub gate: Arc<super::gate::Gate>,
+}
+
+/// The last status write to one run: the version it made, the version it was decided from,
+/// and the run as written until the cache has caught up with it.
+#[derive(Debug, Default)]
+pub struct Written {
+    version: String,
+    decided_from: Option<String>,
+    run: Option<Box<BenchmarkRun>>,
 }
 
 /// A source of the current time.
@@ -144,6 +154,7 @@ pub async fn reconcile(
         tracing::Span::current().record("namespace", run.namespace().unwrap_or_default());
         let result = reconcile_run(run, &ctx).await;
         let key = ObjectRef::from_obj(guard.as_ref());
+        ctx.queue.reconciled(&key, &ctx.runs);
         if result.is_ok()
             && let Ok(mut failures) = ctx.failures.lock()
         {
@@ -161,18 +172,22 @@ pub async fn reconcile(
 const STATUS_CONFLICT_TRIES: u32 = 3;
 
 async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Error> {
-    let Some(mut run) = fresh(cached, ctx).await? else {
+    let phase = cached.status.as_ref().map(|s| s.phase).unwrap_or_default();
+    let mut stages = ctx.metrics.stages(&phase.to_string());
+    let Some(mut run) = fresh(cached, ctx, &mut stages).await? else {
         // Deleted since the event that triggered this reconcile: nothing to decide.
         return Ok(Requeue::await_change());
     };
     let mut tries = 1;
     loop {
-        match reconcile_once(&run, ctx).await? {
+        match reconcile_once(&run, ctx, &mut stages).await? {
             Decided::Done(requeue) => return Ok(requeue),
             Decided::Stale if tries < STATUS_CONFLICT_TRIES => {
                 tries += 1;
                 tracing::debug!(tries, "the run changed since it was read; deciding again");
-                match read_run(&run, ctx).await? {
+                let newer = read_run(&run, ctx).await?;
+                stages.lap("read-run");
+                match newer {
                     Some(newer) => run = newer,
                     None => return Ok(Requeue::await_change()),
                 }
@@ -208,7 +223,11 @@ enum Decided {
 /// before it can change anything, and the objects the operator deletes after a repetition are
 /// deleted only once the status says that repetition is over: a later reconcile never sees
 /// them going while its status still expects them (they would count as a replica that exited).
-async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Error> {
+async fn reconcile_once(
+    run: &BenchmarkRun,
+    ctx: &Context,
+    stages: &mut Stages<'_>,
+) -> Result<Decided, Error> {
     // A run waiting for admission waits until every watched namespace's runs have been listed
     // once: with one Controller per namespace (`--namespace`), another namespace's cache may
     // still be empty at start-up, and a run active there would not be counted.
@@ -222,7 +241,17 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
     let now = (ctx.clock)();
     let obs = observe::observe(&ctx.client, run, queue, &now, ctx.kubelet.as_ref()).await?;
+    // The reads that end a measurement (its result, the kubelets' last scrape) apart from the
+    // rest: they are the heaviest.
+    let read_result =
+        obs.result.is_some() || obs.others.values().any(|other| other.result.is_some());
+    stages.lap(if read_result {
+        "observe-result"
+    } else {
+        "observe"
+    });
     let turn = adapter::turn(run, &obs, &now, &ctx.settings);
+    stages.lap("decide");
     tracing::Span::current().record("phase", turn.status.phase.to_string());
     log_turn(&turn);
 
@@ -237,8 +266,10 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
         return Ok(Decided::Done(Requeue::await_change()));
     }
     if !deleted && turn.status != old {
-        match write::write_status(&ctx.client, run, &turn.status).await {
-            Ok(version) => ctx.note_written(run, version),
+        let written = write::write_status(&ctx.client, run, &turn.status).await;
+        stages.lap("status");
+        match written {
+            Ok(written) => ctx.note_written(run, written),
             Err(e) if e.is_conflict() => return Ok(Decided::Stale),
             Err(e) => return Err(status_refused(ctx, run, e).await),
         }
@@ -246,23 +277,9 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
         log_transitions(&old, &turn.status);
         if turn.status.phase != old.phase {
             ctx.queue.note_phase(run, turn.status.phase);
-            if old.phase == RunPhase::Running {
-                // A slot freed: the first in line takes it now, not on a timer. The others keep
-                // their place until it starts, and then it wakes them (below): each waiting
-                // run's status is written once per run that starts, not twice.
-                ctx.queue
-                    .wake_first_waiting(&ctx.runs, run, ctx.max_active.max(1));
-            } else {
-                // A run started or left the queue: the runs behind it moved up a place; those
-                // whose status shows their place are woken to say so.
-                ctx.queue.wake_behind(&ctx.runs, run);
-            }
-        } else if run.status.is_none() && turn.status.phase == RunPhase::Pending {
-            // A new run joined the line: behind the others as a rule, but it may go ahead of
-            // some (see wake_behind_new).
-            ctx.queue.wake_behind_new(&ctx.runs, run);
         }
     }
+    let wake = Wake::after(run, &old, &turn.status, deleted);
     ctx.metrics
         .set_active_runs(queue.active + usize::from(turn.status.phase == RunPhase::Running));
     // Every finished run is reconciled when the operator starts, so its figures are exported
@@ -276,15 +293,83 @@ async fn reconcile_once(run: &BenchmarkRun, ctx: &Context) -> Result<Decided, Er
     if !ctx.gate.is_open() {
         return Ok(Decided::Done(Requeue::await_change()));
     }
-    write::apply_actions(&ctx.client, run, &turn.actions).await?;
+    // The Events say what the status, written now, holds: they go out beside the children's
+    // changes rather than after them, and whether those succeed or not.
+    stages.skip();
+    let (applied, ()) = futures::join!(
+        timed(write::apply_actions(&ctx.client, run, &turn.actions)),
+        async {
+            if !turn.events.is_empty() {
+                let took = timed(write::publish_events(&ctx.recorder, run, &turn.events)).await;
+                stages.record("events", took.1);
+            }
+        }
+    );
+    let (applied, took) = applied;
+    if !turn.actions.is_empty() {
+        stages.record("children", took);
+    }
+    // The waiting runs are woken once this turn's own writes are done, so theirs do not compete
+    // with them; and whether those succeeded or not, since the status already says it.
+    wake.send(run, ctx);
+    applied?;
     if deleted {
         ctx.forget_written(run);
     }
-    write::publish_events(&ctx.recorder, run, &turn.events).await;
     Ok(Decided::Done(match turn.requeue {
         Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
         None => Requeue::await_change(),
     }))
+}
+
+/// Which waiting runs a turn's status write concerns.
+enum Wake {
+    None,
+    /// A slot freed (the run left phase Running): the first in line takes it now, not on a
+    /// timer. The others keep their place until it starts, and then it wakes them: each
+    /// waiting run's status is written once per run that starts, not twice.
+    FirstWaiting,
+    /// A run started or left the queue: the runs behind it moved up a place; those whose
+    /// status shows their place are woken to say so.
+    Behind,
+    /// A new run joined the line: behind the others as a rule, but it may go ahead of some
+    /// (see `Queue::wake_behind_new`).
+    BehindNew,
+}
+
+impl Wake {
+    fn after(
+        run: &BenchmarkRun,
+        old: &crate::resource::BenchmarkRunStatus,
+        new: &crate::resource::BenchmarkRunStatus,
+        deleted: bool,
+    ) -> Self {
+        if deleted || *new == *old {
+            Wake::None
+        } else if new.phase != old.phase {
+            if old.phase == RunPhase::Running {
+                Wake::FirstWaiting
+            } else {
+                Wake::Behind
+            }
+        } else if run.status.is_none() && new.phase == RunPhase::Pending {
+            Wake::BehindNew
+        } else {
+            Wake::None
+        }
+    }
+
+    fn send(self, run: &BenchmarkRun, ctx: &Context) {
+        match self {
+            Wake::None => {}
+            Wake::FirstWaiting => {
+                ctx.queue
+                    .wake_first_waiting(&ctx.runs, run, ctx.max_active.max(1));
+            }
+            Wake::Behind => ctx.queue.wake_behind(&ctx.runs, run),
+            Wake::BehindNew => ctx.queue.wake_behind_new(&ctx.runs, run),
+        }
+    }
 }
 
 /// A status write the API server refused is said out loud, once per try: logged with the API's
@@ -335,11 +420,32 @@ async fn status_refused(ctx: &Context, run: &BenchmarkRun, e: Error) -> Error {
 /// and fail the cell. A run this operator has not written since it started (or that someone
 /// else has changed since) is read once more; the usual case, the cache holding the operator's
 /// own last write, costs nothing.
-async fn fresh(cached: &BenchmarkRun, ctx: &Context) -> Result<Option<BenchmarkRun>, Error> {
+///
+/// Most often the cache is one write behind: it still holds the version this operator's last
+/// write was decided from. Then the run as that write stored it is the newer copy, and no read
+/// is needed; should the run have changed again since, the next status write is refused (409)
+/// and the reconcile decides again from a read.
+async fn fresh(
+    cached: &BenchmarkRun,
+    ctx: &Context,
+    stages: &mut Stages<'_>,
+) -> Result<Option<BenchmarkRun>, Error> {
     if ctx.is_last_written(cached) || ctx.is_new(cached) {
         return Ok(Some(cached.clone()));
     }
-    read_run(cached, ctx).await
+    if let Some(written) = ctx.written_after(cached) {
+        return Ok(Some(written));
+    }
+    let read = read_run(cached, ctx).await;
+    stages.lap("read-run");
+    read
+}
+
+/// `fut`'s output and how long it took.
+async fn timed<T>(fut: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let start = std::time::Instant::now();
+    let out = fut.await;
+    (out, start.elapsed())
 }
 
 /// The run as the API server has it now (a quorum read), `None` when it is gone.
@@ -355,13 +461,36 @@ async fn read_run(run: &BenchmarkRun, ctx: &Context) -> Result<Option<BenchmarkR
 }
 
 impl Context {
+    /// Whether `run` is the version this operator last wrote; the copy kept of it is then no
+    /// longer needed.
     fn is_last_written(&self, run: &BenchmarkRun) -> bool {
         let (Some(uid), Some(version)) = (&run.metadata.uid, &run.metadata.resource_version) else {
             return false;
         };
-        self.written
-            .lock()
-            .is_ok_and(|w| w.get(uid) == Some(version))
+        let Ok(mut written) = self.written.lock() else {
+            return false;
+        };
+        match written.get_mut(uid) {
+            Some(w) if &w.version == version => {
+                w.run = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The run as this operator last wrote it, when `cached` is the version that write was
+    /// decided from (the cache has not seen the write yet).
+    fn written_after(&self, cached: &BenchmarkRun) -> Option<BenchmarkRun> {
+        let (uid, version) = (
+            cached.metadata.uid.as_ref()?,
+            cached.metadata.resource_version.as_ref()?,
+        );
+        let written = self.written.lock().ok()?;
+        let w = written.get(uid)?;
+        (w.decided_from.as_ref() == Some(version))
+            .then(|| w.run.as_deref().cloned())
+            .flatten()
     }
 
     /// A run with no status that this process never wrote: nothing was decided for it yet, so
@@ -377,20 +506,33 @@ impl Context {
                 .is_some_and(|uid| self.written.lock().is_ok_and(|w| !w.contains_key(uid)))
     }
 
-    fn note_written(&self, run: &BenchmarkRun, version: Option<String>) {
+    fn note_written(&self, run: &BenchmarkRun, written: BenchmarkRun) {
         let Some(uid) = run.metadata.uid.clone() else {
             return;
         };
-        if let Ok(mut w) = self.written.lock() {
-            match version {
-                Some(v) => w.insert(uid, v),
-                None => w.remove(&uid),
-            };
-        }
+        let Ok(mut w) = self.written.lock() else {
+            return;
+        };
+        match written.metadata.resource_version.clone() {
+            Some(version) => w.insert(
+                uid,
+                Written {
+                    version,
+                    decided_from: run.metadata.resource_version.clone(),
+                    run: Some(Box::new(written)),
+                },
+            ),
+            None => w.remove(&uid),
+        };
     }
 
     fn forget_written(&self, run: &BenchmarkRun) {
-        self.note_written(run, None);
+        let Some(uid) = &run.metadata.uid else {
+            return;
+        };
+        if let Ok(mut w) = self.written.lock() {
+            w.remove(uid);
+        }
     }
 }
 

@@ -19,7 +19,10 @@ use crate::resource::{BenchmarkRun, BenchmarkRunStatus};
 /// fields are the operator's (and a user's `kubectl edit` of other fields survives).
 pub const FIELD_MANAGER: &str = "benchmatrix-operator";
 
-/// Carries out the actions in order.
+/// Carries out the actions, in order where the order matters and at once where it does not:
+/// each of [`batches`] is sent together, and the next only once all of it is done. A step's
+/// Deployment and Service, or the four deletions after a repetition, then cost one round trip
+/// to the API server instead of one each, which a reconcile's time is mostly made of.
 pub async fn apply_actions(
     client: &kube::Client,
     run: &BenchmarkRun,
@@ -28,24 +31,69 @@ pub async fn apply_actions(
     let ns = run
         .namespace()
         .ok_or(Error::MissingObjectKey("namespace"))?;
-    for action in actions {
-        match action {
-            Action::Apply(Child::Deployment(o)) => ssa::<Deployment>(client, &ns, o).await?,
-            Action::Apply(Child::Service(o)) => ssa::<Service>(client, &ns, o).await?,
-            Action::Apply(Child::ConfigMap(o)) => ssa::<ConfigMap>(client, &ns, o).await?,
-            Action::Apply(Child::Job(o)) => ssa::<Job>(client, &ns, o).await?,
-            Action::Delete(kind, name) => match kind {
-                ChildKind::Deployment => delete::<Deployment>(client, &ns, name).await?,
-                ChildKind::Service => delete::<Service>(client, &ns, name).await?,
-                ChildKind::ConfigMap => delete::<ConfigMap>(client, &ns, name).await?,
-                ChildKind::Job => delete::<Job>(client, &ns, name).await?,
-            },
-            Action::DeleteRun => {
-                delete::<BenchmarkRun>(client, &ns, &run.name_any()).await?;
-            }
-        }
+    for batch in batches(actions) {
+        futures::future::try_join_all(batch.iter().map(|a| carry_out(client, &ns, run, a))).await?;
     }
     Ok(())
+}
+
+/// `actions` cut, in order, into runs of actions that may go to the API server together. An
+/// action starts a new batch when it must see the batch before it done:
+/// - it changes an object the batch changes too (a deletion and an apply of one name keep their
+///   order);
+/// - it applies a Job while the batch applies other objects: the Job's pods mount the load plan
+///   (a ConfigMap) and are started against the target, and a pod whose ConfigMap does not exist
+///   yet waits out the kubelet's retry of the mount;
+/// - it deletes the run, or follows its deletion.
+pub fn batches(actions: &[Action]) -> Vec<&[Action]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, action) in actions.iter().enumerate() {
+        let batch = &actions[start..i];
+        let waits = batch.iter().any(|earlier| must_follow(action, earlier));
+        if waits {
+            out.push(batch);
+            start = i;
+        }
+    }
+    if start < actions.len() {
+        out.push(&actions[start..]);
+    }
+    out
+}
+
+/// Whether `later` must wait until `earlier` is done (see [`batches`]).
+fn must_follow(later: &Action, earlier: &Action) -> bool {
+    match (later.child(), earlier.child()) {
+        (Some(l), Some(e)) => {
+            let job_after_apply = matches!(later, Action::Apply(Child::Job(_)))
+                && matches!(earlier, Action::Apply(_));
+            l == e || job_after_apply
+        }
+        // The run's deletion comes after everything before it, and before everything after.
+        _ => true,
+    }
+}
+
+async fn carry_out(
+    client: &kube::Client,
+    ns: &str,
+    run: &BenchmarkRun,
+    action: &Action,
+) -> Result<(), Error> {
+    match action {
+        Action::Apply(Child::Deployment(o)) => ssa::<Deployment>(client, ns, o).await,
+        Action::Apply(Child::Service(o)) => ssa::<Service>(client, ns, o).await,
+        Action::Apply(Child::ConfigMap(o)) => ssa::<ConfigMap>(client, ns, o).await,
+        Action::Apply(Child::Job(o)) => ssa::<Job>(client, ns, o).await,
+        Action::Delete(kind, name) => match kind {
+            ChildKind::Deployment => delete::<Deployment>(client, ns, name).await,
+            ChildKind::Service => delete::<Service>(client, ns, name).await,
+            ChildKind::ConfigMap => delete::<ConfigMap>(client, ns, name).await,
+            ChildKind::Job => delete::<Job>(client, ns, name).await,
+        },
+        Action::DeleteRun => delete::<BenchmarkRun>(client, ns, &run.name_any()).await,
+    }
 }
 
 /// An object of a namespace that the operator reads, applies and deletes through `Api`.
@@ -99,12 +147,12 @@ async fn delete<K: Namespaced>(client: &kube::Client, ns: &str, name: &str) -> R
 /// being the version `run` was read at: the body carries its `metadata.resourceVersion`, which
 /// the API server takes as a precondition and answers 409 Conflict when the run has changed
 /// since. Fields the operator no longer sends are removed, since it owns them all. Returns the
-/// resourceVersion of the run as written.
+/// run as written.
 pub async fn write_status(
     client: &kube::Client,
     run: &BenchmarkRun,
     status: &BenchmarkRunStatus,
-) -> Result<Option<String>, Error> {
+) -> Result<BenchmarkRun, Error> {
     let ns = run
         .namespace()
         .ok_or(Error::MissingObjectKey("namespace"))?;
@@ -125,28 +173,34 @@ pub async fn write_status(
             &Patch::Apply(&body),
         )
         .await?;
-    Ok(written.metadata.resource_version)
+    Ok(written)
 }
 
-/// Publishes Events on the run. A refused Event is logged, never fatal: Events are for people,
-/// the status is the record.
+/// Publishes Events on the run, all at once. A refused Event is logged, never fatal: Events are
+/// for people, the status is the record.
 pub async fn publish_events(recorder: &Recorder, run: &BenchmarkRun, events: &[Note]) {
     let reference = run.object_ref(&());
-    for e in events {
-        let event = Event {
-            type_: if e.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: e.reason.clone(),
-            note: Some(e.note.clone()),
-            action: "Reconcile".into(),
-            secondary: None,
-        };
-        if let Err(err) = recorder.publish(&event, &reference).await {
-            tracing::warn!(error = %err, reason = %e.reason, "could not publish an event");
-        }
+    futures::future::join_all(events.iter().map(|e| publish(recorder, &reference, e))).await;
+}
+
+async fn publish(
+    recorder: &Recorder,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    e: &Note,
+) {
+    let event = Event {
+        type_: if e.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: e.reason.clone(),
+        note: Some(e.note.clone()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(err) = recorder.publish(&event, reference).await {
+        tracing::warn!(error = %err, reason = %e.reason, "could not publish an event");
     }
 }
 
@@ -178,4 +232,87 @@ pub async fn mark_malformed(
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&body))
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::api::ObjectMeta;
+
+    fn meta(name: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn apply(kind: ChildKind, name: &str) -> Action {
+        Action::Apply(match kind {
+            ChildKind::Deployment => Child::Deployment(Box::new(Deployment {
+                metadata: meta(name),
+                ..Deployment::default()
+            })),
+            ChildKind::Service => Child::Service(Box::new(Service {
+                metadata: meta(name),
+                ..Service::default()
+            })),
+            ChildKind::ConfigMap => Child::ConfigMap(Box::new(ConfigMap {
+                metadata: meta(name),
+                ..ConfigMap::default()
+            })),
+            ChildKind::Job => Child::Job(Box::new(Job {
+                metadata: meta(name),
+                ..Job::default()
+            })),
+        })
+    }
+
+    fn sizes(actions: &[Action]) -> Vec<usize> {
+        batches(actions).iter().map(|b| b.len()).collect()
+    }
+
+    #[test]
+    fn a_steps_deployment_and_service_go_together() {
+        let deploy = [
+            apply(ChildKind::Deployment, "x"),
+            apply(ChildKind::Service, "x"),
+        ];
+        assert_eq!(sizes(&deploy), [2]);
+    }
+
+    #[test]
+    fn a_job_waits_for_its_load_plan() {
+        let start = [apply(ChildKind::ConfigMap, "x"), apply(ChildKind::Job, "x")];
+        assert_eq!(sizes(&start), [1, 1]);
+    }
+
+    #[test]
+    fn a_steps_deletions_go_together_and_before_what_follows_on_the_same_names() {
+        let mut turn: Vec<Action> = [
+            ChildKind::Job,
+            ChildKind::ConfigMap,
+            ChildKind::Service,
+            ChildKind::Deployment,
+        ]
+        .into_iter()
+        .map(|kind| Action::Delete(kind, "x".into()))
+        .collect();
+        assert_eq!(sizes(&turn), [4], "a repetition's four deletions");
+        // The next repetition's objects have names of their own and join the deletions; an
+        // object made again under a name being deleted waits for the deletion.
+        turn.push(apply(ChildKind::Deployment, "y"));
+        turn.push(apply(ChildKind::Service, "x"));
+        assert_eq!(sizes(&turn), [5, 1]);
+    }
+
+    #[test]
+    fn deleting_the_run_stands_alone() {
+        let turn = [
+            Action::Delete(ChildKind::Job, "x".into()),
+            Action::DeleteRun,
+            Action::Delete(ChildKind::Service, "x".into()),
+        ];
+        assert_eq!(sizes(&turn), [1, 1, 1]);
+        assert!(batches(&[]).is_empty());
+    }
 }

@@ -94,6 +94,19 @@ impl Action {
             Action::DeleteRun => "delete the run (TTL)".into(),
         }
     }
+
+    /// The child object the action changes, by kind and name (`None`: the run itself).
+    pub fn child(&self) -> Option<(ChildKind, &str)> {
+        let (kind, meta) = match self {
+            Action::Apply(Child::Deployment(o)) => (ChildKind::Deployment, &o.metadata),
+            Action::Apply(Child::Service(o)) => (ChildKind::Service, &o.metadata),
+            Action::Apply(Child::ConfigMap(o)) => (ChildKind::ConfigMap, &o.metadata),
+            Action::Apply(Child::Job(o)) => (ChildKind::Job, &o.metadata),
+            Action::Delete(kind, name) => return Some((*kind, name)),
+            Action::DeleteRun => return None,
+        };
+        Some((kind, meta.name.as_deref().unwrap_or("")))
+    }
 }
 
 /// A child object to apply.
@@ -110,7 +123,7 @@ pub enum Child {
 }
 
 /// Kinds of child objects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChildKind {
     /// apps/v1 Deployment.
     Deployment,

@@ -120,7 +120,15 @@ struct Sampler {
     targets: Targets,
     collected: Arc<Mutex<Collected>>,
     task: tokio::task::JoinHandle<()>,
+    /// When [`KubeletReader::scrape_last`] stopped the sampling task, if it has.
+    stopped: Option<std::time::Instant>,
+    /// Whether the last scrape, after the load, was taken whole.
+    last_taken: bool,
 }
+
+/// How long a sampler stopped for its last scrape is kept for [`KubeletReader::finish`]; one
+/// whose measurement ended otherwise (its cell failed) is dropped after that.
+const STOPPED_KEPT: Duration = Duration::from_secs(600);
 
 /// Reads kubelets: one client per kubelet, one sampler per repetition being measured.
 pub struct KubeletReader {
@@ -215,7 +223,10 @@ impl KubeletReader {
     pub fn start(self: &Arc<Self>, key: &str, targets: Targets, load: Duration) {
         let mut samplers = self.samplers.lock().unwrap_or_else(|e| e.into_inner());
         // Samplers nobody finished are dropped once they stopped by themselves.
-        samplers.retain(|_, s| !s.task.is_finished());
+        samplers.retain(|_, s| match s.stopped {
+            Some(at) => at.elapsed() < STOPPED_KEPT,
+            None => !s.task.is_finished(),
+        });
         if samplers.contains_key(key) {
             return;
         }
@@ -250,8 +261,38 @@ impl KubeletReader {
                 targets,
                 collected,
                 task,
+                stopped: None,
+                last_taken: false,
             },
         );
+    }
+
+    /// Takes the sampler of `key`'s last scrape now, once the load has ended, and stops its
+    /// sampling: [`KubeletReader::finish`] then reads what it holds without scraping again. It
+    /// lets the scrape go beside the reads of the result instead of after them. A scrape cut
+    /// short (the reconcile failed meanwhile) is taken again by `finish`.
+    pub async fn scrape_last(&self, key: &str) {
+        let (targets, collected) = {
+            let mut samplers = self.samplers.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(s) = samplers.get_mut(key) else {
+                return;
+            };
+            if s.last_taken {
+                return;
+            }
+            s.task.abort();
+            s.stopped.get_or_insert_with(std::time::Instant::now);
+            (s.targets.clone(), s.collected.clone())
+        };
+        self.scrape(&targets, &collected, true).await;
+        if let Some(s) = self
+            .samplers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(key)
+        {
+            s.last_taken = true;
+        }
     }
 
     /// Scrapes every kubelet of `targets` once and files the readings.
@@ -267,35 +308,43 @@ impl KubeletReader {
         if cadvisor {
             paths.push("/metrics/cadvisor");
         }
-        for kubelet in kubelets {
-            for path in &paths {
-                let answer = self.get(kubelet, path).await;
-                let now_ms = chrono::Utc::now().timestamp_millis();
-                let mut c = into.lock().unwrap_or_else(|e| e.into_inner());
-                match answer {
-                    Ok(text) => {
-                        let readings = if *path == "/metrics/resource" {
-                            c.nodes
-                                .entry(kubelet.node.clone())
-                                .or_default()
-                                .push(node_scrape(&text, now_ms));
-                            resource_readings(&text, &targets.containers, now_ms)
-                        } else {
-                            cadvisor_readings(&text, &targets.containers, now_ms)
-                        };
-                        for (i, reading) in readings {
-                            if targets.kubelets.get(i) == Some(kubelet)
-                                && let Some(s) = c.samples.get_mut(i)
-                            {
-                                s.push(reading);
-                            }
+        // Every kubelet and endpoint at once: the last scrape of a measurement is made while
+        // its reconcile waits, which would otherwise wait for each in turn.
+        let asked = kubelets
+            .into_iter()
+            .flat_map(|k| paths.iter().map(move |path| (k, *path)));
+        let mut answers = futures::future::join_all(asked.map(|(kubelet, path)| async move {
+            let answer = self.get(kubelet, path).await;
+            (kubelet, path, answer, chrono::Utc::now().timestamp_millis())
+        }))
+        .await;
+        // Each container's samples are kept in the order they were taken.
+        answers.sort_by_key(|&(_, _, _, at)| at);
+        for (kubelet, path, answer, now_ms) in answers {
+            let mut c = into.lock().unwrap_or_else(|e| e.into_inner());
+            match answer {
+                Ok(text) => {
+                    let readings = if path == "/metrics/resource" {
+                        c.nodes
+                            .entry(kubelet.node.clone())
+                            .or_default()
+                            .push(node_scrape(&text, now_ms));
+                        resource_readings(&text, &targets.containers, now_ms)
+                    } else {
+                        cadvisor_readings(&text, &targets.containers, now_ms)
+                    };
+                    for (i, reading) in readings {
+                        if targets.kubelets.get(i) == Some(kubelet)
+                            && let Some(s) = c.samples.get_mut(i)
+                        {
+                            s.push(reading);
                         }
                     }
-                    Err(e) => {
-                        c.failed_scrapes += 1;
-                        if c.errors.len() < MAX_ERRORS && !c.errors.contains(&e) {
-                            c.errors.push(e);
-                        }
+                }
+                Err(e) => {
+                    c.failed_scrapes += 1;
+                    if c.errors.len() < MAX_ERRORS && !c.errors.contains(&e) {
+                        c.errors.push(e);
                     }
                 }
             }
@@ -314,9 +363,11 @@ impl KubeletReader {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key)?;
-        sampler.task.abort();
-        self.scrape(&sampler.targets, &sampler.collected, true)
-            .await;
+        if !sampler.last_taken {
+            sampler.task.abort();
+            self.scrape(&sampler.targets, &sampler.collected, true)
+                .await;
+        }
         let c = sampler.collected.lock().unwrap_or_else(|e| e.into_inner());
         let each: Vec<ContainerFigures> = c.samples.iter().map(|s| figures(s, window)).collect();
         let mut total = sum_replicas(&each);

@@ -147,7 +147,20 @@ async fn a_reconcile_from_a_copy_older_than_the_last_status_write_changes_nothin
             "its pods are terminating"
         );
 
+        let reads = |h: &Harness| {
+            h.fake
+                .calls()
+                .iter()
+                .filter(|c| c.short() == "GET benchmarkruns/stale")
+                .count()
+        };
+        let reads_before = reads(&h);
         h.reconcile_from(&stale).await.unwrap();
+        assert_eq!(
+            reads(&h),
+            reads_before,
+            "the copy one write behind is replaced by the run as written, without a read"
+        );
         let after = h.run("stale");
         let a = cell(&after, "a");
         assert_ne!(a.phase, CellPhase::Failed, "{a:#?}");
