@@ -97,6 +97,16 @@ impl CellRun<'_> {
         s
     }
 
+    /// Whether an object with `labels` is one [`CellRun::selector`] selects: the same test,
+    /// for the caches.
+    pub fn selects(&self, role: &str, labels: &BTreeMap<String, String>) -> bool {
+        let is = |key: &str, value: &str| labels.get(key).map(String::as_str) == Some(value);
+        is(RUN_LABEL, &self.run.name_any())
+            && is(CELL_LABEL, self.cell)
+            && is(ROLE_LABEL, role)
+            && (self.repetition <= 1 || is(REPETITION_LABEL, &self.repetition.to_string()))
+    }
+
     fn meta(&self, role: &str) -> ObjectMeta {
         ObjectMeta {
             name: Some(self.child_name()),

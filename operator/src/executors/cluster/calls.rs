@@ -81,7 +81,8 @@ const RUNS: &str = "benchmarkruns";
 /// The reconciler's calls are the ones its faked-API tests record. The Controller's watches are
 /// made by kube's runtime (`Controller::new(...).owns(...).watches(...)` in
 /// controller/mod.rs), not by `reconcile`: a list, then a watch from its resourceVersion, for
-/// BenchmarkRuns and for the Deployments, Jobs and pods the operator labels; across all
+/// BenchmarkRuns and for the Deployments, Services, Jobs and pods the operator labels (the
+/// Deployments, Services and pods are cached for the reconciles, `child_caches.rs`); across all
 /// namespaces by default, within each namespace given with `--namespace` otherwise (a test runs
 /// the Controllers over the faked API in that mode and records them).
 pub const API_CALLS: &[ApiCall] = &[
@@ -92,6 +93,8 @@ pub const API_CALLS: &[ApiCall] = &[
     call("watch", "apps", "deployments", "", false),
     call("list", "batch", "jobs", "", false),
     call("watch", "batch", "jobs", "", false),
+    call("list", "", "services", "", false),
+    call("watch", "", "services", "", false),
     // (The list of pods in every namespace is also observe.rs's: what other pods request on
     // each node, as a parallel run cuts its node sets; a namespaced install may not, and cuts
     // them from allocatable.)
@@ -105,6 +108,8 @@ pub const API_CALLS: &[ApiCall] = &[
     call("watch", "apps", "deployments", "", true),
     call("list", "batch", "jobs", "", true),
     call("watch", "batch", "jobs", "", true),
+    call("list", "", "services", "", true),
+    call("watch", "", "services", "", true),
     call("watch", "", "pods", "", true),
     // observe.rs: the current cell's children, read by name.
     call("get", "apps", "deployments", "", true),
@@ -187,7 +192,7 @@ pub const LEASE_CALLS: &[ApiCall] = &[
 pub const KUBELET_CALLS: &[ApiCall] = &[call("get", "", "nodes", "metrics", false)];
 
 /// Whether `call` is one a Controller's watch streams make (a list or watch of BenchmarkRuns, or
-/// of the Deployments, Jobs and pods it watches), in either scope.
+/// of the Deployments, Services, Jobs and pods it watches), in either scope.
 pub fn is_controller_watch(call: &ApiCall) -> bool {
     matches!(call.verb, "list" | "watch")
         && call.subresource.is_empty()
@@ -195,6 +200,7 @@ pub fn is_controller_watch(call: &ApiCall) -> bool {
             (GROUP, RUNS),
             ("apps", "deployments"),
             ("batch", "jobs"),
+            ("", "services"),
             ("", "pods"),
         ]
         .contains(&(call.group, call.resource))

@@ -6,8 +6,9 @@
 //! and only then applies and deletes the children it asked for (`write.rs`).
 //!
 //! Watches: BenchmarkRuns (through `DeserializeGuard`, so one malformed object cannot stall the
-//! watch), the Deployments and Jobs they own, and pods labelled with a run (image pulls,
-//! readiness, OOM).
+//! watch), the Deployments, Services and Jobs they own, and pods labelled with a run (image
+//! pulls, readiness, OOM). The Deployments, Services and pods are cached as they are watched
+//! (`child_caches.rs`), for the reads while a target comes up.
 //!
 //! Scope: every namespace by default (one Controller over the cluster, which needs a
 //! ClusterRole), or the namespaces named with `--namespace` (one Controller per namespace, each
@@ -19,6 +20,7 @@ pub mod admin;
 pub mod backoff;
 pub mod build;
 pub mod calls;
+pub mod child_caches;
 pub mod error;
 pub mod fit;
 pub mod gate;
@@ -53,10 +55,10 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::core::{DeserializeGuard, NamespaceResourceScope};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::executors::cluster::kubelet::reader::KubeletReader;
@@ -540,12 +542,14 @@ pub fn wire(
 ) -> Wiring {
     let mut queue = queue::Queue::default();
     let outage = Arc::new(outage::Outage::default());
+    let mut children = child_caches::Caches::default();
     let controllers: Vec<_> = controllers(client, namespaces, &outage)
         .into_iter()
-        .map(|(scope, controller)| {
+        .map(|(scope, controller, caches)| {
             // Waiting runs are woken through this channel when a slot frees up (queue.rs).
             let (waker, wakes) = futures::channel::mpsc::unbounded();
             queue.add_waker(scope, waker);
+            children.0.push(caches);
             controller.reconcile_on(wakes)
         })
         .collect();
@@ -561,6 +565,7 @@ pub fn wire(
     ctx.outage = outage;
     ctx.kubelet = kubelet;
     ctx.gate = gate;
+    ctx.children = children;
     Wiring {
         controllers,
         stores,
@@ -571,49 +576,93 @@ pub fn wire(
 /// One Controller per namespace in `namespaces`, or one over the whole cluster when it is empty.
 /// Each watches BenchmarkRuns, and the Deployments, Jobs and pods the operator labels, in its
 /// scope only.
-/// Each comes with its scope: `None` for the whole cluster, or its namespace.
+/// Each comes with its scope (`None` for the whole cluster, or its namespace) and the caches its
+/// watches keep.
 pub fn controllers(
     client: &kube::Client,
     namespaces: &[String],
     outage: &Arc<outage::Outage>,
-) -> Vec<(Option<String>, Controller<DeserializeGuard<BenchmarkRun>>)> {
+) -> Vec<(
+    Option<String>,
+    Controller<DeserializeGuard<BenchmarkRun>>,
+    child_caches::ChildCaches,
+)> {
     if namespaces.is_empty() {
-        vec![(None, controller(client, None, outage))]
+        let (controller, caches) = controller(client, None, outage);
+        vec![(None, controller, caches)]
     } else {
         namespaces
             .iter()
-            .map(|ns| (Some(ns.clone()), controller(client, Some(ns), outage)))
+            .map(|ns| {
+                let (controller, caches) = controller(client, Some(ns), outage);
+                (Some(ns.clone()), controller, caches)
+            })
             .collect()
     }
 }
 
-/// The Controller over one namespace, or over all of them (`None`).
+/// The Controller over one namespace, or over all of them (`None`), and the caches of the
+/// children it watches.
 fn controller(
     client: &kube::Client,
     namespace: Option<&str>,
     outage: &Arc<outage::Outage>,
-) -> Controller<DeserializeGuard<BenchmarkRun>> {
+) -> (
+    Controller<DeserializeGuard<BenchmarkRun>>,
+    child_caches::ChildCaches,
+) {
     let managed = watcher::Config::default().labels(&format!(
         "{}={}",
         labels::MANAGED_BY_LABEL,
         labels::MANAGED_BY
     ));
-    Controller::new(
+    // The watches that trigger reconciles keep the caches the reconciles read (`child_caches`).
+    let (deployments, deployments_writer) = reflector::store();
+    let (services, services_writer) = reflector::store();
+    let (pods, pods_writer) = reflector::store();
+    let controller = Controller::new(
         scoped::<DeserializeGuard<BenchmarkRun>>(client, namespace),
         watcher::Config::default().any_semantic(),
     )
     // kube's default grows to 30 s and is shared by all the watches below: after an API server
     // outage the operator sat idle for minutes. See backoff.rs.
     .trigger_backoff(backoff::WatchBackoff::new(outage.clone()))
-    .owns(scoped::<Deployment>(client, namespace), managed.clone())
+    .owns_stream(
+        reflector::reflector(
+            deployments_writer,
+            watcher(scoped::<Deployment>(client, namespace), managed.clone()),
+        )
+        .touched_objects(),
+    )
+    .owns_stream(
+        reflector::reflector(
+            services_writer,
+            watcher(scoped::<Service>(client, namespace), managed.clone()),
+        )
+        .touched_objects(),
+    )
     .owns(scoped::<Job>(client, namespace), managed.clone())
-    .watches(scoped::<Pod>(client, namespace), managed, |pod: Pod| {
-        let ns = pod.namespace();
-        pod.labels().get(labels::RUN_LABEL).map(|run| {
-            ObjectRef::<DeserializeGuard<BenchmarkRun>>::new(run)
-                .within(ns.as_deref().unwrap_or("default"))
-        })
-    })
+    .watches_stream(
+        reflector::reflector(
+            pods_writer,
+            watcher(scoped::<Pod>(client, namespace), managed.clone()),
+        )
+        .touched_objects(),
+        |pod: Pod| {
+            let ns = pod.namespace();
+            pod.labels().get(labels::RUN_LABEL).map(|run| {
+                ObjectRef::<DeserializeGuard<BenchmarkRun>>::new(run)
+                    .within(ns.as_deref().unwrap_or("default"))
+            })
+        },
+    );
+    let caches = child_caches::ChildCaches {
+        scope: namespace.map(str::to_owned),
+        deployments,
+        services,
+        pods,
+    };
+    (controller, caches)
 }
 
 /// An API over one namespace, or over all of them (`None`).

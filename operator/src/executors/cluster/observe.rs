@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use super::adapter::{self, Observation};
 use super::build::{self, LOADGEN_CONTAINER};
+use super::child_caches::{Caches, ChildCaches};
 use super::error::Error;
 use crate::engine::Step;
 use crate::engine::machine::QueuePlace;
@@ -59,6 +60,7 @@ pub async fn observe(
     queue: QueuePlace,
     now: &Time,
     kubelet: Option<&Arc<KubeletReader>>,
+    children: &Caches,
 ) -> Result<Observation, Error> {
     let mut obs = Observation {
         queue,
@@ -75,6 +77,7 @@ pub async fn observe(
     }
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let cached = children.of(&ns);
     // One look per step of the turn: several at once in a parallel run, each step's objects
     // in an observation of its own; the run's pods and the nodes are read once.
     let looks = machine::looks(&status, now, run.spec.workload.planned_load());
@@ -93,7 +96,10 @@ pub async fn observe(
             one.nodes = obs.nodes.clone();
         } else {
             let target = if i == 0 { &mut obs } else { &mut one };
-            observe_step(client, &pods, &ns, run, &status, look, kubelet, target).await?;
+            observe_step(
+                client, &pods, &ns, run, &status, look, kubelet, cached, target,
+            )
+            .await?;
         }
         if i > 0
             && let Some(at) = look.at()
@@ -106,13 +112,17 @@ pub async fn observe(
 
 /// The name of the part of a reconcile that [`observe`] is, for the operator's metrics: what
 /// the first step of the turn looks at (`observe-deploy` before a deploy, `observe-target` while
-/// a target comes up, `observe-load` while the load runs, `observe` otherwise), or
+/// a target comes up, `observe-load` while the load runs, `observe` otherwise: a waiting or
+/// finished run's), or
 /// `observe-result` when the reads brought a measurement's result.
 pub fn stage(run: &BenchmarkRun, now: &Time, obs: &Observation) -> &'static str {
     if obs.result.is_some() || obs.others.values().any(|other| other.result.is_some()) {
         return "observe-result";
     }
     let status = run.status.clone().unwrap_or_default();
+    if status.phase == RunPhase::Pending && !obs.queue.admits() {
+        return "observe";
+    }
     match machine::looks(&status, now, run.spec.workload.planned_load()).first() {
         Some(Look::BeforeDeploy { .. }) => "observe-deploy",
         Some(Look::Target(_)) => "observe-target",
@@ -139,6 +149,7 @@ async fn observe_step(
     status: &crate::resource::BenchmarkRunStatus,
     look: Look,
     kubelet: Option<&Arc<KubeletReader>>,
+    cached: Option<&ChildCaches>,
     obs: &mut Observation,
 ) -> Result<(), Error> {
     // The objects of step `at`: its cell's, for its repetition.
@@ -166,6 +177,17 @@ async fn observe_step(
                 return Ok(());
             };
             let name = at.child_name();
+            if let Some(cached) = cached {
+                // From the watches' caches (`child_caches`); an object they lack may have been
+                // applied a moment ago, and is read before it is taken for missing.
+                obs.target_pods = cached.pods(ns, |labels| at.selects(ROLE_TARGET, labels));
+                (obs.deployment, obs.service) =
+                    match (cached.deployment(ns, &name), cached.service(ns, &name)) {
+                        (Some(d), Some(s)) => (Some(d), Some(s)),
+                        _ => deployment_and_service(client, ns, &name).await?,
+                    };
+                return Ok(());
+            }
             // The three reads at once, not one after the other.
             let (children, targets) = futures::try_join!(
                 deployment_and_service(client, ns, &name),

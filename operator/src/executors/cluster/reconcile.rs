@@ -57,6 +57,9 @@ pub struct Context {
     /// Whether this replica may reconcile: it leads, and the installed CRD is its own
     /// (`gate.rs`). Open by default (one replica, tests).
     pub gate: Arc<super::gate::Gate>,
+    /// The Controllers' caches of the runs' Deployments, Services and pods; none by default
+    /// (tests), and then every read goes to the API server.
+    pub children: super::child_caches::Caches,
 }
 
 /// The last status write to one run: the version it made, the version it was decided from,
@@ -99,6 +102,7 @@ impl Context {
             written: Mutex::new(HashMap::new()),
             kubelet: None,
             gate: Arc::default(),
+            children: Default::default(),
         }
     }
 }
@@ -240,16 +244,16 @@ async fn reconcile_once(
     }
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
     let now = (ctx.clock)();
-    let obs = observe::observe(&ctx.client, run, queue, &now, ctx.kubelet.as_ref()).await?;
-    // The reads that end a measurement (its result, the kubelets' last scrape) apart from the
-    // rest: they are the heaviest.
-    let read_result =
-        obs.result.is_some() || obs.others.values().any(|other| other.result.is_some());
-    stages.lap(if read_result {
-        "observe-result"
-    } else {
-        "observe"
-    });
+    let obs = observe::observe(
+        &ctx.client,
+        run,
+        queue,
+        &now,
+        ctx.kubelet.as_ref(),
+        &ctx.children,
+    )
+    .await?;
+    stages.lap(observe::stage(run, &now, &obs));
     let turn = adapter::turn(run, &obs, &now, &ctx.settings);
     stages.lap("decide");
     tracing::Span::current().record("phase", turn.status.phase.to_string());

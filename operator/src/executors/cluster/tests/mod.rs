@@ -5,6 +5,7 @@
 //! through the fake, and checks objects, status, and the calls made. Every test has a timeout.
 
 mod burst;
+mod caches;
 pub(crate) mod fake;
 mod gate;
 mod images;
@@ -491,6 +492,27 @@ async fn two_cells_walk_pending_running_succeeded_with_the_right_objects() {
         // 22: one of them is the node list of the fit check before each cell is deployed, and
         // one run's worth the GET of the run by an operator that has not written it yet.
         assert!(non_event / 2 <= 22, "too many calls per cell: {non_event}");
+
+        // Where the reconciles' time went, part by part: every part of the walk is counted
+        // under its name and the run's phase when its reconcile began.
+        let text = h.ctx.metrics.render();
+        for (stage, phase) in [
+            ("observe-deploy", "Pending"),
+            ("status", "Pending"),
+            ("children", "Pending"),
+            ("events", "Pending"),
+            ("observe-target", "Running"),
+            ("observe-load", "Running"),
+            ("observe-result", "Running"),
+            ("decide", "Running"),
+            ("status", "Running"),
+            ("children", "Running"),
+        ] {
+            let series = format!(
+                "benchmatrix_reconcile_stage_duration_seconds_count{{stage=\"{stage}\",phase=\"{phase}\"}}"
+            );
+            assert!(text.contains(&series), "no {series} in:\n{text}");
+        }
 
         // A finished run is left alone: no call at all.
         let before = h.fake.calls().len();

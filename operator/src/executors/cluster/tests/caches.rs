@@ -1,0 +1,99 @@
+//! The reads while a target comes up, from the watches' caches (`child_caches.rs`): none goes
+//! to the API server once the caches hold the step's objects, and an object they lack (applied
+//! a moment ago, its watch event still on the way) is read rather than applied again.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use serde::de::DeserializeOwned;
+
+use super::{Harness, healthy, sample, with_timeout};
+use crate::executors::cluster::child_caches::{self, Caches, TestWriters};
+use crate::resource::{CellPhase, RunPhase};
+
+/// Every object of `resource` the fake holds, typed.
+fn all<K: DeserializeOwned>(h: &Harness, resource: &str) -> Vec<K> {
+    h.fake
+        .list(resource)
+        .into_iter()
+        .map(|v| serde_json::from_value(v).expect("the fake holds well-formed objects"))
+        .collect()
+}
+
+/// The caches catch up with the fake: every watch relisted.
+fn catch_up(h: &Harness, writers: &mut TestWriters) {
+    let deployments: Vec<Deployment> = all(h, "deployments");
+    let services: Vec<Service> = all(h, "services");
+    let pods: Vec<Pod> = all(h, "pods");
+    writers.relist(&deployments, &services, &pods);
+}
+
+/// The calls since `from`, short ("GET deployments/x", "PATCH jobs/x").
+fn calls_since(h: &Harness, from: usize) -> Vec<String> {
+    h.fake.calls()[from..].iter().map(|c| c.short()).collect()
+}
+
+#[tokio::test]
+async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_api() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        let (caches, mut writers) = child_caches::for_tests(None);
+        Arc::get_mut(&mut h.ctx)
+            .expect("nothing else holds the context yet")
+            .children = Caches(vec![caches]);
+        h.fake.insert("benchmarkruns", sample("cached", &["a"]));
+
+        // Admitted: the Deployment and Service are applied. The caches are listed but have not
+        // seen them yet.
+        writers.relist(&[], &[], &[]);
+        h.reconcile("cached").await.unwrap();
+        assert_eq!(h.phase("cached"), RunPhase::Running);
+        let from = h.fake.calls().len();
+        h.reconcile("cached").await.unwrap();
+        let calls = calls_since(&h, from);
+        assert!(
+            calls.iter().any(|c| c.starts_with("GET deployments/")),
+            "a Deployment the cache lacks is read: {calls:?}"
+        );
+        assert!(
+            !calls.iter().any(|c| c.starts_with("PATCH")),
+            "and not applied again: {calls:?}"
+        );
+
+        // Once the caches hold the target's objects and pods, a look at the target reads
+        // nothing from the API server.
+        catch_up(&h, &mut writers);
+        let from = h.fake.calls().len();
+        h.reconcile("cached").await.unwrap();
+        assert_eq!(calls_since(&h, from), Vec::<String>::new());
+
+        // The pods come up, the caches see them: the load starts from what they show.
+        h.simulate(&healthy);
+        catch_up(&h, &mut writers);
+        let from = h.fake.calls().len();
+        h.reconcile("cached").await.unwrap();
+        let calls = calls_since(&h, from);
+        assert!(
+            !calls
+                .iter()
+                .any(|c| c.starts_with("GET deployments") || c.starts_with("GET services")),
+            "{calls:?}"
+        );
+        assert!(
+            calls.iter().any(|c| c.starts_with("PATCH jobs/")),
+            "{calls:?}"
+        );
+        let run = h.run("cached");
+        let cell = &run.status.as_ref().unwrap().cells[0];
+        assert_eq!(cell.phase, CellPhase::Running, "{cell:#?}");
+        let cm = &h.fake.list("configmaps")[0];
+        let plan = cm["data"]["plan-0.yaml"].as_str().unwrap();
+        assert!(plan.contains("target: http://10.96.0.10:8080"), "{plan}");
+        assert!(
+            plan.contains("10.1.0.1:8080"),
+            "the replica from the cache: {plan}"
+        );
+    })
+    .await;
+}
