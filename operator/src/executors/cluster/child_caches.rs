@@ -1,12 +1,13 @@
-//! The Controllers' caches of the runs' children: the Deployments, Services and pods the operator
-//! labels, kept by the same watches that trigger reconciles.
+//! The Controllers' caches of the runs' children: the Deployments, Services, Jobs and pods the
+//! operator labels, kept by the same watches that trigger reconciles.
 //!
 //! While a target comes up, each of its pods' changes triggers a reconcile, and each of those
 //! read the Deployment, the Service and the pods from the API server: three reads per reconcile,
 //! at the moment the node and the API server are busiest starting the pods. On a two-node test
 //! cluster these reconciles were the slow ones of a 50-run burst (`observe-target`: p50 24 ms,
 //! 58 of 429 over 64 ms). They read the caches now, as a controller-runtime operator's client
-//! does by default.
+//! does by default. So do the reconciles while a load runs (the Job and the pods), apart from
+//! the reads that take its result: the load generators' logs.
 //!
 //! A cache is at least as new as the watch event that triggered the reconcile, but can be behind
 //! the operator's own writes: a Deployment or Service applied a moment ago may not be in it yet.
@@ -18,6 +19,7 @@ use std::collections::BTreeMap;
 
 use futures::FutureExt;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::runtime::reflector::{ObjectRef, Store};
 
@@ -30,6 +32,8 @@ pub struct ChildCaches {
     pub deployments: Store<Deployment>,
     /// Services labelled as the operator's.
     pub services: Store<Service>,
+    /// Jobs labelled as the operator's.
+    pub jobs: Store<Job>,
     /// Pods labelled as the operator's.
     pub pods: Store<Pod>,
 }
@@ -40,6 +44,7 @@ impl ChildCaches {
         let ready = |r: Option<Result<(), _>>| matches!(r, Some(Ok(())));
         ready(self.deployments.wait_until_ready().now_or_never())
             && ready(self.services.wait_until_ready().now_or_never())
+            && ready(self.jobs.wait_until_ready().now_or_never())
             && ready(self.pods.wait_until_ready().now_or_never())
     }
 
@@ -53,6 +58,12 @@ impl ChildCaches {
     pub fn service(&self, ns: &str, name: &str) -> Option<Service> {
         let key = ObjectRef::new(name).within(ns);
         self.services.get(&key).map(|s| (*s).clone())
+    }
+
+    /// The Job `ns/name`, if the cache holds it.
+    pub fn job(&self, ns: &str, name: &str) -> Option<Job> {
+        let key = ObjectRef::new(name).within(ns);
+        self.jobs.get(&key).map(|j| (*j).clone())
     }
 
     /// The pods of `ns` that `selects` picks by their labels, by name (the order a list has).
@@ -89,18 +100,20 @@ impl Caches {
 #[cfg(test)]
 pub(crate) fn for_tests(scope: Option<&str>) -> (ChildCaches, TestWriters) {
     use kube::runtime::reflector::store::Writer;
-    let (deployments, services, pods) = (
+    let (deployments, services, jobs, pods) = (
         Writer::<Deployment>::default(),
         Writer::<Service>::default(),
+        Writer::<Job>::default(),
         Writer::<Pod>::default(),
     );
     let caches = ChildCaches {
         scope: scope.map(Into::into),
         deployments: deployments.as_reader(),
         services: services.as_reader(),
+        jobs: jobs.as_reader(),
         pods: pods.as_reader(),
     };
-    (caches, TestWriters(deployments, services, pods))
+    (caches, TestWriters(deployments, services, jobs, pods))
 }
 
 /// The writers behind [`for_tests`]' caches.
@@ -108,13 +121,20 @@ pub(crate) fn for_tests(scope: Option<&str>) -> (ChildCaches, TestWriters) {
 pub(crate) struct TestWriters(
     pub kube::runtime::reflector::store::Writer<Deployment>,
     pub kube::runtime::reflector::store::Writer<Service>,
+    pub kube::runtime::reflector::store::Writer<Job>,
     pub kube::runtime::reflector::store::Writer<Pod>,
 );
 
 #[cfg(test)]
 impl TestWriters {
     /// Lists every object anew into the caches, as a watch's relist does.
-    pub fn relist(&mut self, deployments: &[Deployment], services: &[Service], pods: &[Pod]) {
+    pub fn relist(
+        &mut self,
+        deployments: &[Deployment],
+        services: &[Service],
+        jobs: &[Job],
+        pods: &[Pod],
+    ) {
         use kube::runtime::watcher::Event;
         fn relist<K: kube::Resource<DynamicType = ()> + Clone>(
             writer: &mut kube::runtime::reflector::store::Writer<K>,
@@ -128,7 +148,8 @@ impl TestWriters {
         }
         relist(&mut self.0, deployments);
         relist(&mut self.1, services);
-        relist(&mut self.2, pods);
+        relist(&mut self.2, jobs);
+        relist(&mut self.3, pods);
     }
 }
 
@@ -136,7 +157,6 @@ impl TestWriters {
 mod tests {
     use super::*;
     use kube::api::ObjectMeta;
-    use kube::runtime::reflector::store::Writer;
     use kube::runtime::watcher::Event;
 
     fn pod(ns: &str, name: &str, labels: &[(&str, &str)]) -> Pod {
@@ -156,39 +176,16 @@ mod tests {
         }
     }
 
-    /// The writers behind test caches, kept alive as long as the caches are used.
-    type Writers = (Writer<Deployment>, Writer<Service>, Writer<Pod>);
-
-    fn caches(scope: Option<&str>, pods: &[Pod], listed: bool) -> (ChildCaches, Writers) {
-        let mut deployments = Writer::<Deployment>::default();
-        let mut services = Writer::<Service>::default();
-        let mut writer = Writer::<Pod>::default();
-        for p in pods {
-            writer.apply_watcher_event(&Event::Apply(p.clone()));
-        }
+    fn caches(scope: Option<&str>, pods: &[Pod], listed: bool) -> (ChildCaches, TestWriters) {
+        let (caches, mut writers) = for_tests(scope);
         if listed {
-            for done in [false, true] {
-                let (d, s) = if done {
-                    (Event::InitDone, Event::InitDone)
-                } else {
-                    (Event::Init, Event::Init)
-                };
-                deployments.apply_watcher_event(&d);
-                services.apply_watcher_event(&s);
-            }
-            writer.apply_watcher_event(&Event::Init);
+            writers.relist(&[], &[], &[], pods);
+        } else {
             for p in pods {
-                writer.apply_watcher_event(&Event::InitApply(p.clone()));
+                writers.3.apply_watcher_event(&Event::Apply(p.clone()));
             }
-            writer.apply_watcher_event(&Event::InitDone);
         }
-        let caches = ChildCaches {
-            scope: scope.map(Into::into),
-            deployments: deployments.as_reader(),
-            services: services.as_reader(),
-            pods: writer.as_reader(),
-        };
-        (caches, (deployments, services, writer))
+        (caches, writers)
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //!
 //! Watches: BenchmarkRuns (through `DeserializeGuard`, so one malformed object cannot stall the
 //! watch), the Deployments, Services and Jobs they own, and pods labelled with a run (image
-//! pulls, readiness, OOM). The Deployments, Services and pods are cached as they are watched
-//! (`child_caches.rs`), for the reads while a target comes up.
+//! pulls, readiness, OOM). The Deployments, Services, Jobs and pods are cached as they are
+//! watched (`child_caches.rs`), for the reads while a target comes up and while its load runs.
 //!
 //! Scope: every namespace by default (one Controller over the cluster, which needs a
 //! ClusterRole), or the namespaces named with `--namespace` (one Controller per namespace, each
@@ -619,6 +619,7 @@ fn controller(
     // The watches that trigger reconciles keep the caches the reconciles read (`child_caches`).
     let (deployments, deployments_writer) = reflector::store();
     let (services, services_writer) = reflector::store();
+    let (jobs, jobs_writer) = reflector::store();
     let (pods, pods_writer) = reflector::store();
     let controller = Controller::new(
         scoped::<DeserializeGuard<BenchmarkRun>>(client, namespace),
@@ -641,7 +642,13 @@ fn controller(
         )
         .touched_objects(),
     )
-    .owns(scoped::<Job>(client, namespace), managed.clone())
+    .owns_stream(
+        reflector::reflector(
+            jobs_writer,
+            watcher(scoped::<Job>(client, namespace), managed.clone()),
+        )
+        .touched_objects(),
+    )
     .watches_stream(
         reflector::reflector(
             pods_writer,
@@ -660,6 +667,7 @@ fn controller(
         scope: namespace.map(str::to_owned),
         deployments,
         services,
+        jobs,
         pods,
     };
     (controller, caches)

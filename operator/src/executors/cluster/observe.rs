@@ -200,7 +200,10 @@ async fn observe_step(
                 return Ok(());
             };
             let name = at.child_name();
-            read_load(client, pods, ns, run, &at, &name, load_over, kubelet, obs).await?;
+            read_load(
+                client, pods, ns, run, &at, &name, load_over, kubelet, cached, obs,
+            )
+            .await?;
         }
     }
     Ok(())
@@ -219,15 +222,28 @@ async fn read_load(
     name: &str,
     load_over: bool,
     kubelet: Option<&Arc<KubeletReader>>,
+    cached: Option<&ChildCaches>,
     obs: &mut Observation,
 ) -> Result<(), Error> {
-    // The Job, the target pods and the load generator's pods at once, not one after the other.
     let jobs = Api::<Job>::namespaced(client.clone(), ns);
-    let (job, targets, loadgen) = futures::try_join!(
-        async { jobs.get_opt(name).await.map_err(Error::from) },
-        target_pods(pods, at),
-        loadgen_pods(pods, at)
-    )?;
+    let (job, targets, loadgen) = match cached {
+        // From the watches' caches; a Job they lack may have been applied a moment ago.
+        Some(c) => {
+            let job = match c.job(ns, name) {
+                Some(job) => Some(job),
+                None => jobs.get_opt(name).await?,
+            };
+            let role = |role: &'static str| c.pods(ns, |labels| at.selects(role, labels));
+            (job, role(ROLE_TARGET), role(ROLE_LOADGEN))
+        }
+        // The Job, the target pods and the load generator's pods at once, not one after the
+        // other.
+        None => futures::try_join!(
+            async { jobs.get_opt(name).await.map_err(Error::from) },
+            target_pods(pods, at),
+            loadgen_pods(pods, at)
+        )?,
+    };
     (obs.job, obs.target_pods) = (job, targets);
     let Some(job) = &obs.job else {
         // A missing Job is made again from the Service address and the pod IPs.
@@ -255,8 +271,9 @@ async fn read_load(
     // busy control plane).
     let mut loadgen = loadgen;
     if adapter::job_complete(job) && !all_succeeded(job, &loadgen) {
-        // The pods were listed beside the Job, perhaps a moment before it completed: they are
-        // listed again, after it, so a completed Job's pods are never taken for gone.
+        // The pods were listed beside the Job (or come from a cache that has not seen their
+        // end yet), perhaps from a moment before it completed: they are listed again, after
+        // it, from the API server, so a completed Job's pods are never taken for gone.
         loadgen = loadgen_pods(pods, at).await?;
     }
     if adapter::job_complete(job) || all_succeeded(job, &loadgen) {

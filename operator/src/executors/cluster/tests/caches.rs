@@ -1,10 +1,12 @@
-//! The reads while a target comes up, from the watches' caches (`child_caches.rs`): none goes
-//! to the API server once the caches hold the step's objects, and an object they lack (applied
-//! a moment ago, its watch event still on the way) is read rather than applied again.
+//! The reads while a target comes up and while its load runs, from the watches' caches
+//! (`child_caches.rs`): none goes to the API server once the caches hold the step's objects
+//! (until the result is read from the load generator's log), and an object they lack (applied a
+//! moment ago, its watch event still on the way) is read rather than applied again.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use serde::de::DeserializeOwned;
 
@@ -25,8 +27,9 @@ fn all<K: DeserializeOwned>(h: &Harness, resource: &str) -> Vec<K> {
 fn catch_up(h: &Harness, writers: &mut TestWriters) {
     let deployments: Vec<Deployment> = all(h, "deployments");
     let services: Vec<Service> = all(h, "services");
+    let jobs: Vec<Job> = all(h, "jobs");
     let pods: Vec<Pod> = all(h, "pods");
-    writers.relist(&deployments, &services, &pods);
+    writers.relist(&deployments, &services, &jobs, &pods);
 }
 
 /// The calls since `from`, short ("GET deployments/x", "PATCH jobs/x").
@@ -46,7 +49,7 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
 
         // Admitted: the Deployment and Service are applied. The caches are listed but have not
         // seen them yet.
-        writers.relist(&[], &[], &[]);
+        writers.relist(&[], &[], &[], &[]);
         h.reconcile("cached").await.unwrap();
         assert_eq!(h.phase("cached"), RunPhase::Running);
         let from = h.fake.calls().len();
@@ -93,6 +96,35 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
         assert!(
             plan.contains("10.1.0.1:8080"),
             "the replica from the cache: {plan}"
+        );
+
+        // While the load runs, the Job and the pods come from the caches too...
+        catch_up(&h, &mut writers);
+        let from = h.fake.calls().len();
+        h.reconcile("cached").await.unwrap();
+        assert_eq!(calls_since(&h, from), Vec::<String>::new());
+
+        // ...until the load generator has ended: its result is its log's, read from the API.
+        h.simulate(&healthy);
+        catch_up(&h, &mut writers);
+        let from = h.fake.calls().len();
+        h.reconcile("cached").await.unwrap();
+        let calls = calls_since(&h, from);
+        assert!(
+            calls.iter().any(|c| c.ends_with("/log")),
+            "the result is read: {calls:?}"
+        );
+        assert!(
+            !calls.iter().any(|c| c.starts_with("GET jobs")),
+            "{calls:?}"
+        );
+        let run = h.run("cached");
+        let cell = &run.status.as_ref().unwrap().cells[0];
+        assert_eq!(cell.phase, CellPhase::Succeeded, "measured: {cell:#?}");
+        assert_eq!(
+            cell.results.len(),
+            3,
+            "its figures, from the log: {cell:#?}"
         );
     })
     .await;
