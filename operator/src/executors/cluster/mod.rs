@@ -738,6 +738,10 @@ fn after_reconcile<T, E: std::fmt::Display>(
         Err(Failed::ObjectNotFound(gone)) => {
             tracing::debug!(run = %gone, "a run is gone; waking the runs at the head of the queue");
             ctx.queue.wake_waiting(&ctx.runs);
+            // Were it the run woken last to show its place, the next one goes now.
+            let mut run = queue::RunRef::new(&gone.name);
+            run.namespace.clone_from(&gone.namespace);
+            ctx.queue.reconciled(&run, &ctx.runs);
         }
         Err(e) => tracing::debug!(error = %e, "reconcile did not complete"),
     }

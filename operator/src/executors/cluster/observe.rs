@@ -273,8 +273,10 @@ async fn read_load(
     if adapter::job_complete(job) && !all_succeeded(job, &loadgen) {
         // The pods were listed beside the Job (or come from a cache that has not seen their
         // end yet), perhaps from a moment before it completed: they are listed again, after
-        // it, from the API server, so a completed Job's pods are never taken for gone.
-        loadgen = loadgen_pods(pods, at).await?;
+        // it, from the API server, so a completed Job's pods are never taken for gone; the
+        // target pods with them, so a replica that left before the end is seen too.
+        (loadgen, obs.target_pods) =
+            futures::try_join!(loadgen_pods(pods, at), target_pods(pods, at))?;
     }
     if adapter::job_complete(job) || all_succeeded(job, &loadgen) {
         // The load is over: the kubelets' last scrape goes beside the reads of the result.

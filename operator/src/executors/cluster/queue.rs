@@ -64,23 +64,25 @@ struct PlaceWakes {
     in_flight: Option<(RunRef, Instant)>,
 }
 
-/// How long the next place wake waits for the reconcile of the one before it: a run deleted
-/// before its reconcile, or one whose reconcile hangs on the API server, holds up the rest no
-/// longer than this (they go on at the next reconcile of any run).
+/// How long the next place wake waits for the reconcile of the one before it: one whose
+/// reconcile hangs on the API server holds up the rest no longer than this (they go on at the
+/// next reconcile of any run). A run deleted meanwhile holds up nothing: the line goes on at once.
 const PLACE_WAKE_PATIENCE: Duration = Duration::from_secs(2);
 
 impl PlaceWakes {
     /// The next run to wake, if none is in flight (or the one in flight has had its time).
     /// Runs no cache holds any more are passed over.
     fn next(&mut self, caches: &[Store<DeserializeGuard<BenchmarkRun>>]) -> Option<RunRef> {
-        if let Some((_, since)) = &self.in_flight
+        let held = |run: &RunRef| caches.iter().any(|c| c.get(run).is_some());
+        if let Some((run, since)) = &self.in_flight
             && since.elapsed() < PLACE_WAKE_PATIENCE
+            && held(run)
         {
             return None;
         }
         self.in_flight = None;
         while let Some(run) = self.due.pop_front() {
-            if caches.iter().any(|c| c.get(&run).is_some()) {
+            if held(&run) {
                 self.in_flight = Some((run.clone(), Instant::now()));
                 return Some(run);
             }
@@ -243,6 +245,14 @@ impl Queue {
             if ahead < QUEUE_PLACES_SHOWN {
                 due.push(key.reference());
             }
+        }
+        if changed.is_none() {
+            // A run the caches no longer hold left (deleted), whatever it was: it may have
+            // freed a slot, and the first in line must start now, not behind paced wakes.
+            for run in due {
+                self.wake(run);
+            }
+            return;
         }
         let next = self.place_wakes.lock().ok().and_then(|mut wakes| {
             for run in due {
@@ -645,14 +655,15 @@ mod tests {
         let expected: Vec<String> = (4..=QUEUE_PLACES_SHOWN).map(name).collect();
         assert_eq!(reconciling(&queue, &caches, &mut rx), expected);
 
-        // A deleted run (nothing left to compare with): every shown run of every line.
+        // A deleted run (nothing left to compare with): every shown run of every line, at once
+        // (the first in line may take the slot it freed).
         queue.wake_waiting(&caches);
         let mut expected: Vec<String> = (0..=QUEUE_PLACES_SHOWN)
             .filter(|i| *i != 3)
             .map(name)
             .collect();
         expected.insert(0, "b-waiting".into());
-        let mut woken = reconciling(&queue, &caches, &mut rx);
+        let mut woken = drain(&mut rx);
         woken.sort();
         expected.sort();
         assert_eq!(woken, expected);

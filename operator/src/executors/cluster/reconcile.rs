@@ -244,13 +244,21 @@ async fn reconcile_once(
     }
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
     let now = (ctx.clock)();
+    // While a watch cannot reach the API server its cache stands still: the reads go to the
+    // API server then, so no timeout is decided from a frozen picture.
+    let no_caches = super::child_caches::Caches::default();
+    let children = if ctx.outage.ongoing() {
+        &no_caches
+    } else {
+        &ctx.children
+    };
     let obs = observe::observe(
         &ctx.client,
         run,
         queue,
         &now,
         ctx.kubelet.as_ref(),
-        &ctx.children,
+        children,
     )
     .await?;
     stages.lap(observe::stage(run, &now, &obs));
@@ -275,6 +283,12 @@ async fn reconcile_once(
         match written {
             Ok(written) => ctx.note_written(run, written),
             Err(e) if e.is_conflict() => return Ok(Decided::Stale),
+            // Deleted since it was read (or since the copy it was decided from was written):
+            // nothing to write, nothing to refuse.
+            Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => {
+                ctx.forget_written(run);
+                return Ok(Decided::Done(Requeue::await_change()));
+            }
             Err(e) => return Err(status_refused(ctx, run, e).await),
         }
         record_cells(&ctx.metrics, &old, &turn.status);
@@ -295,6 +309,8 @@ async fn reconcile_once(
         &turn.status,
     );
     if !ctx.gate.is_open() {
+        // The waiting runs are still told: their reconciles check the gate themselves.
+        wake.send(run, ctx);
         return Ok(Decided::Done(Requeue::await_change()));
     }
     // The Events say what the status, written now, holds: they go out beside the children's

@@ -308,16 +308,31 @@ impl KubeletReader {
         if cadvisor {
             paths.push("/metrics/cadvisor");
         }
-        // Every kubelet and endpoint at once: the last scrape of a measurement is made while
-        // its reconcile waits, which would otherwise wait for each in turn.
-        let asked = kubelets
+        // Every kubelet at once (the last scrape of a measurement is made while its reconcile
+        // waits), each one's endpoints in turn: one connection per kubelet kept busy. Asked at
+        // once, its second connection idled between cadvisor scrapes until the kubelet closed
+        // it, and the next request on it failed (`SendRequest`) on the real cluster.
+        let each = kubelets.into_iter().map(|kubelet| {
+            let paths = &paths;
+            async move {
+                let mut answers = Vec::new();
+                for path in paths {
+                    let answer = self.get(kubelet, path).await;
+                    answers.push((
+                        kubelet,
+                        *path,
+                        answer,
+                        chrono::Utc::now().timestamp_millis(),
+                    ));
+                }
+                answers
+            }
+        });
+        let mut answers: Vec<_> = futures::future::join_all(each)
+            .await
             .into_iter()
-            .flat_map(|k| paths.iter().map(move |path| (k, *path)));
-        let mut answers = futures::future::join_all(asked.map(|(kubelet, path)| async move {
-            let answer = self.get(kubelet, path).await;
-            (kubelet, path, answer, chrono::Utc::now().timestamp_millis())
-        }))
-        .await;
+            .flatten()
+            .collect();
         // Each container's samples are kept in the order they were taken.
         answers.sort_by_key(|&(_, _, _, at)| at);
         for (kubelet, path, answer, now_ms) in answers {
@@ -358,11 +373,14 @@ impl KubeletReader {
     /// nothing was sampled under `key` (the operator restarted during the load, or kubelet
     /// figures are off).
     pub async fn finish(&self, key: &str, window: Window, own: &[String]) -> Option<Sampled> {
-        let sampler = self
-            .samplers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key)?;
+        let sampler = {
+            let mut samplers = self.samplers.lock().unwrap_or_else(|e| e.into_inner());
+            let sampler = samplers.remove(key);
+            // Samplers stopped for their last scrape whose measurement ended otherwise go
+            // here too, not only when the next sampler starts.
+            samplers.retain(|_, s| s.stopped.is_none_or(|at| at.elapsed() < STOPPED_KEPT));
+            sampler?
+        };
         if !sampler.last_taken {
             sampler.task.abort();
             self.scrape(&sampler.targets, &sampler.collected, true)

@@ -1065,6 +1065,35 @@ async fn a_conflict_is_retried_with_backoff_and_a_denial_waits_for_a_change() {
     .await;
 }
 
+/// A run deleted between the read its turn was decided from and the status write (404): the
+/// reconcile ends quietly, with no refusal said and nothing applied for a run that is gone.
+#[tokio::test]
+async fn a_run_deleted_before_its_status_write_ends_the_reconcile_quietly() {
+    with_timeout(async {
+        let h = Harness::new();
+        h.fake.insert("benchmarkruns", sample("gone", &["a"]));
+        h.fake.fail_next("PATCH", "benchmarkruns", 404);
+        let requeue = h.reconcile("gone").await.expect("not an error");
+        assert_eq!(requeue, Requeue::await_change());
+        assert!(h.fake.list("deployments").is_empty(), "nothing applied");
+        assert!(
+            !h.fake
+                .list("events")
+                .iter()
+                .any(|e| e["reason"] == "StatusWriteFailed"),
+            "no refusal said"
+        );
+        assert!(
+            !h.ctx
+                .metrics
+                .render()
+                .contains("benchmatrix_status_write_refused_total{"),
+            "nor counted"
+        );
+    })
+    .await;
+}
+
 /// The CRD-skew case seen on a real cluster: every status write answered 500 (a field the
 /// installed CRD no longer has). The run must not wait in silence: a Warning Event with the API's
 /// words, a metric by cause, and a retry with backoff, until a write is taken.
