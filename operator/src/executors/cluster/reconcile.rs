@@ -156,7 +156,10 @@ pub async fn reconcile(
         };
         tracing::Span::current().record("run", run.name_any());
         tracing::Span::current().record("namespace", run.namespace().unwrap_or_default());
-        let result = reconcile_run(run, &ctx).await;
+        // On the heap: the turn's future (its reads, writes and Events joined) is large, and a
+        // debug build's test thread, which awaits a reconcile beside the plugin's run, has a
+        // 2 MiB stack.
+        let result = Box::pin(reconcile_run(run, &ctx)).await;
         let key = ObjectRef::from_obj(guard.as_ref());
         ctx.queue.reconciled(&key, &ctx.runs);
         if result.is_ok()
