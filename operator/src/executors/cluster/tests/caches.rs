@@ -32,8 +32,10 @@ fn catch_up(h: &Harness, writers: &mut TestWriters) {
     writers.relist(&deployments, &services, &jobs, &pods);
 }
 
-/// The calls since `from`, short ("GET deployments/x", "PATCH jobs/x").
-fn calls_since(h: &Harness, from: usize) -> Vec<String> {
+/// One reconcile of `name` and the calls it made, short ("GET deployments/x", "PATCH jobs/x").
+async fn reconcile_calls(h: &Harness, name: &str) -> Vec<String> {
+    let from = h.fake.calls().len();
+    h.reconcile(name).await.unwrap();
     h.fake.calls()[from..].iter().map(|c| c.short()).collect()
 }
 
@@ -52,9 +54,7 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
         writers.relist(&[], &[], &[], &[]);
         h.reconcile("cached").await.unwrap();
         assert_eq!(h.phase("cached"), RunPhase::Running);
-        let from = h.fake.calls().len();
-        h.reconcile("cached").await.unwrap();
-        let calls = calls_since(&h, from);
+        let calls = reconcile_calls(&h, "cached").await;
         assert!(
             calls.iter().any(|c| c.starts_with("GET deployments/")),
             "a Deployment the cache lacks is read: {calls:?}"
@@ -67,16 +67,12 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
         // Once the caches hold the target's objects and pods, a look at the target reads
         // nothing from the API server.
         catch_up(&h, &mut writers);
-        let from = h.fake.calls().len();
-        h.reconcile("cached").await.unwrap();
-        assert_eq!(calls_since(&h, from), Vec::<String>::new());
+        assert_eq!(reconcile_calls(&h, "cached").await, Vec::<String>::new());
 
         // The pods come up, the caches see them: the load starts from what they show.
         h.simulate(&healthy);
         catch_up(&h, &mut writers);
-        let from = h.fake.calls().len();
-        h.reconcile("cached").await.unwrap();
-        let calls = calls_since(&h, from);
+        let calls = reconcile_calls(&h, "cached").await;
         assert!(
             !calls
                 .iter()
@@ -100,16 +96,12 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
 
         // While the load runs, the Job and the pods come from the caches too...
         catch_up(&h, &mut writers);
-        let from = h.fake.calls().len();
-        h.reconcile("cached").await.unwrap();
-        assert_eq!(calls_since(&h, from), Vec::<String>::new());
+        assert_eq!(reconcile_calls(&h, "cached").await, Vec::<String>::new());
 
         // ...until the load generator has ended: its result is its log's, read from the API.
         h.simulate(&healthy);
         catch_up(&h, &mut writers);
-        let from = h.fake.calls().len();
-        h.reconcile("cached").await.unwrap();
-        let calls = calls_since(&h, from);
+        let calls = reconcile_calls(&h, "cached").await;
         assert!(
             calls.iter().any(|c| c.ends_with("/log")),
             "the result is read: {calls:?}"
