@@ -122,8 +122,10 @@ pub const API_CALLS: &[ApiCall] = &[
     call("get", "", "pods", "log", true),
     // observe.rs: the nodes, before a cell is deployed, so a cell whose pods can never fit the
     // nodes spec.placement lets them use fails at once (fit.rs). Nodes are cluster-scoped: only
-    // a ClusterRole can grant this.
+    // a ClusterRole can grant this. They are kept by a watch (node_cache.rs, NODE_WATCH_CALLS)
+    // and listed by the reconcile only while that watch does not follow them.
     call("list", "", "nodes", "", false),
+    call("watch", "", "nodes", "", false),
     // kubelet/reader.rs: each target pod's kubelet, read directly (never through the API
     // server's nodes/proxy): the kubelet asks the API server whether the operator may get
     // nodes/metrics (for /metrics/resource and /metrics/cadvisor). Not an API server call, so
@@ -163,6 +165,13 @@ pub const API_CALLS: &[ApiCall] = &[
         "",
         false,
     ),
+];
+
+/// The calls of [`API_CALLS`] made by the node cache's watch (`node_cache.rs`), not by a
+/// reconcile (which lists nodes only when that watch does not follow them).
+pub const NODE_WATCH_CALLS: &[ApiCall] = &[
+    call("list", "", "nodes", "", false),
+    call("watch", "", "nodes", "", false),
 ];
 
 /// The calls of [`API_CALLS`] made by the gate (`gate.rs`), not by a reconcile: the faked API's

@@ -23,6 +23,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use super::node_cache::NodeCache;
+
 /// The caches of one Controller's scope: the whole cluster, or one namespace.
 #[derive(Clone)]
 pub struct ChildCaches {
@@ -82,17 +84,27 @@ impl ChildCaches {
     }
 }
 
-/// The caches of every Controller, each over its scope.
+/// The caches of every Controller, each over its scope, and the cluster's nodes.
 #[derive(Clone, Default)]
-pub struct Caches(pub Vec<ChildCaches>);
+pub struct Caches {
+    /// One per Controller.
+    pub scopes: Vec<ChildCaches>,
+    /// The nodes, when a watch keeps them (`node_cache.rs`).
+    pub nodes: Option<NodeCache>,
+}
 
 impl Caches {
     /// The caches that hold namespace `ns`, once they have been listed.
     pub fn of(&self, ns: &str) -> Option<&ChildCaches> {
-        self.0
+        self.scopes
             .iter()
             .find(|c| c.scope.as_deref().is_none_or(|s| s == ns))
             .filter(|c| c.listed())
+    }
+
+    /// Every node, when the node watch has listed them and follows them still.
+    pub fn nodes(&self) -> Option<Vec<k8s_openapi::api::core::v1::Node>> {
+        self.nodes.as_ref()?.nodes()
     }
 }
 
@@ -212,7 +224,10 @@ mod tests {
     fn caches_serve_their_own_scope_once_listed() {
         let (a, _a) = caches(Some("a"), &[], true);
         let (everywhere, everywhere_writers) = caches(None, &[], false);
-        let all = Caches(vec![a, everywhere]);
+        let all = Caches {
+            scopes: vec![a, everywhere],
+            nodes: None,
+        };
         assert_eq!(all.of("a").and_then(|c| c.scope.as_deref()), Some("a"));
         // The cluster-wide caches hold "b" but have not been listed yet: the API server is read.
         assert!(all.of("b").is_none());

@@ -28,6 +28,7 @@ pub mod images;
 pub mod kubelet;
 pub mod leader;
 pub mod metrics;
+pub mod node_cache;
 pub mod observe;
 pub mod outage;
 pub mod queue;
@@ -484,7 +485,10 @@ async fn run_until_stopped(wiring: Wiring, stop: &ShutdownSignals, deadline: Dur
         controllers,
         stores,
         ctx,
+        node_watch,
     } = wiring;
+    // Aborted with the process: a node cache needs no draining.
+    tokio::spawn(node_watch);
     let mut drains: FuturesUnordered<_> = controllers
         .into_iter()
         .zip(stores)
@@ -527,6 +531,9 @@ pub struct Wiring {
     /// The context every Controller reconciles with; it sees every cache, so the admission
     /// queue counts runs across all watched namespaces.
     pub ctx: Arc<reconcile::Context>,
+    /// The watch that keeps the context's cache of nodes (`node_cache.rs`), for the caller to
+    /// drive; until it has listed them, each fit check lists them from the API server.
+    pub node_watch: futures::future::BoxFuture<'static, ()>,
 }
 
 /// Builds the Controllers for `namespaces` (every namespace when empty, see [`controllers`])
@@ -542,14 +549,18 @@ pub fn wire(
 ) -> Wiring {
     let mut queue = queue::Queue::default();
     let outage = Arc::new(outage::Outage::default());
-    let mut children = child_caches::Caches::default();
+    let (nodes, node_watch) = node_cache::watch(client);
+    let mut children = child_caches::Caches {
+        scopes: Vec::new(),
+        nodes: Some(nodes),
+    };
     let controllers: Vec<_> = controllers(client, namespaces, &outage)
         .into_iter()
         .map(|(scope, controller, caches)| {
             // Waiting runs are woken through this channel when a slot frees up (queue.rs).
             let (waker, wakes) = futures::channel::mpsc::unbounded();
             queue.add_waker(scope, waker);
-            children.0.push(caches);
+            children.scopes.push(caches);
             controller.reconcile_on(wakes)
         })
         .collect();
@@ -570,6 +581,7 @@ pub fn wire(
         controllers,
         stores,
         ctx: Arc::new(ctx),
+        node_watch: node_watch.boxed(),
     }
 }
 

@@ -77,7 +77,6 @@ pub async fn observe(
     }
     let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let cached = children.of(&ns);
     // One look per step of the turn: several at once in a parallel run, each step's objects
     // in an observation of its own; the run's pods and the nodes are read once.
     let looks = machine::looks(&status, now, run.spec.workload.planned_load());
@@ -90,14 +89,14 @@ pub async fn observe(
                 obs.run_pods = run_pods(&pods, run).await?;
             }
             if obs.nodes.is_none() {
-                obs.nodes = list_nodes(client).await?;
+                obs.nodes = nodes(client, children).await?;
             }
             one.run_pods = obs.run_pods.clone();
             one.nodes = obs.nodes.clone();
         } else {
             let target = if i == 0 { &mut obs } else { &mut one };
             observe_step(
-                client, &pods, &ns, run, &status, look, kubelet, cached, target,
+                client, &pods, &ns, run, &status, look, kubelet, children, target,
             )
             .await?;
         }
@@ -149,9 +148,10 @@ async fn observe_step(
     status: &crate::resource::BenchmarkRunStatus,
     look: Look,
     kubelet: Option<&Arc<KubeletReader>>,
-    cached: Option<&ChildCaches>,
+    caches: &Caches,
     obs: &mut Observation,
 ) -> Result<(), Error> {
+    let cached = caches.of(ns);
     // The objects of step `at`: its cell's, for its repetition.
     let child = |at: Step| {
         let cell = &status.cells.get(at.cell)?.name;
@@ -170,7 +170,7 @@ async fn observe_step(
                 // left behind).
                 obs.run_pods = run_pods(pods, run).await?;
             }
-            obs.nodes = list_nodes(client).await?;
+            obs.nodes = nodes(client, caches).await?;
         }
         Look::Target(at) => {
             let Some(at) = child(at) else {
@@ -322,7 +322,16 @@ async fn read_load(
     Ok(())
 }
 
-/// The cluster's nodes, for the fit check before a cell is deployed. An operator that may not
+/// The cluster's nodes, for the fit check before a cell is deployed: from the node watch's
+/// cache when it follows them (`node_cache.rs`), else from the API server.
+async fn nodes(client: &kube::Client, caches: &Caches) -> Result<Option<Vec<Node>>, Error> {
+    match caches.nodes() {
+        Some(nodes) => Ok(Some(nodes)),
+        None => list_nodes(client).await,
+    }
+}
+
+/// The cluster's nodes, listed from the API server. An operator that may not
 /// list nodes (an RBAC setup without the chart's ClusterRole rule) skips the check instead of
 /// stalling every run: the scheduler's own verdict still ends an unschedulable cell.
 async fn list_nodes(client: &kube::Client) -> Result<Option<Vec<Node>>, Error> {

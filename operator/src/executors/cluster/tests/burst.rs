@@ -106,7 +106,10 @@ async fn burst(runs: usize, max_active: usize) -> Figures {
     fake.serve_watch_events();
     let metrics = Arc::new(Metrics::default());
     let Wiring {
-        controllers, ctx, ..
+        controllers,
+        ctx,
+        node_watch,
+        ..
     } = wire(
         &fake.client(),
         &[],
@@ -121,12 +124,14 @@ async fn burst(runs: usize, max_active: usize) -> Figures {
         ctx: ctx.clone(),
         now: Arc::new(AtomicI64::new(0)),
     };
-    let tasks: Vec<_> = controllers
+    fake.insert_cluster_scoped("nodes", super::node("n1", "64", "64Gi"));
+    let mut tasks: Vec<_> = controllers
         .into_iter()
         .map(|c| tokio::spawn(drive(c, ctx.clone(), futures::future::pending())))
         .collect();
-    // The Controllers watch runs, Deployments, Jobs and pods.
-    while fake.open_watches() < 4 {
+    tasks.push(tokio::spawn(node_watch));
+    // The Controllers watch runs, Deployments, Services, Jobs and pods; the node cache, nodes.
+    while fake.open_watches() < 6 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     for i in 1..=runs {

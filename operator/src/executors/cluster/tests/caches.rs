@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::{Harness, healthy, sample, with_timeout};
 use crate::executors::cluster::child_caches::{self, Caches, TestWriters};
+use crate::executors::cluster::node_cache;
 use crate::resource::{CellPhase, RunPhase};
 
 /// Every object of `resource` the fake holds, typed.
@@ -46,7 +47,10 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
         let (caches, mut writers) = child_caches::for_tests(None);
         Arc::get_mut(&mut h.ctx)
             .expect("nothing else holds the context yet")
-            .children = Caches(vec![caches]);
+            .children = Caches {
+            scopes: vec![caches],
+            nodes: None,
+        };
         h.fake.insert("benchmarkruns", sample("cached", &["a"]));
 
         // Admitted: the Deployment and Service are applied. The caches are listed but have not
@@ -118,6 +122,62 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
             3,
             "its figures, from the log: {cell:#?}"
         );
+    })
+    .await;
+}
+
+/// The fit check at each admission reads the nodes from the node watch's cache
+/// (`node_cache.rs`): no list of the nodes in the admission's reconcile, and a cell too big for
+/// the cached nodes still fails at once, named, with nothing deployed.
+#[tokio::test]
+async fn an_admission_checks_the_fit_against_the_watched_nodes_without_listing_them() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        h.fake
+            .insert_cluster_scoped("nodes", super::node("kind-control-plane", "2", "8Gi"));
+        let (nodes, node_watch) = node_cache::watch(&h.fake.client());
+        let watch = tokio::spawn(node_watch);
+        Arc::get_mut(&mut h.ctx)
+            .expect("nothing else holds the context yet")
+            .children = Caches {
+            scopes: Vec::new(),
+            nodes: Some(nodes.clone()),
+        };
+        while nodes.nodes().is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // 2 CPUs for the target plus 1 for the load generator: more than the node holds.
+        let mut run = sample("fit", &["big", "small"]);
+        run["spec"]["configurations"][0]["cpu"] = serde_json::json!("2");
+        run["spec"]["configurations"][1]["cpu"] = serde_json::json!("500m");
+        run["spec"]["loadgen"] = serde_json::json!({"cpu": "1"});
+        h.fake.insert("benchmarkruns", run);
+        let calls = reconcile_calls(&h, "fit").await;
+        assert!(
+            !calls.iter().any(|c| c.contains("nodes")),
+            "the nodes come from the watch: {calls:?}"
+        );
+        let status = h.run("fit").status.unwrap();
+        let big = &status.cells[0];
+        assert_eq!(big.phase, CellPhase::Failed, "{status:#?}");
+        assert_eq!(big.reason.as_deref(), Some("Unschedulable"));
+        assert!(
+            big.message
+                .as_deref()
+                .unwrap()
+                .contains("the largest allocatable is 2 (node kind-control-plane)"),
+            "{big:#?}"
+        );
+        assert!(
+            !h.fake.creations().iter().any(|(r, _)| r == "deployments"),
+            "{:?}",
+            h.fake.creations()
+        );
+        // The next cell fits, and is deployed, with the nodes still read from the cache.
+        let calls = reconcile_calls(&h, "fit").await;
+        assert!(!calls.iter().any(|c| c.contains("nodes")), "{calls:?}");
+        assert_eq!(h.fake.list("deployments").len(), 1, "{calls:?}");
+        watch.abort();
     })
     .await;
 }

@@ -305,8 +305,9 @@ impl FakeApi {
         if let Some(meta) = object["metadata"].as_object_mut() {
             meta.remove("namespace");
         }
-        st.objects
-            .insert((resource.into(), String::new(), name), object);
+        let key = (resource.into(), String::new(), name);
+        st.changed("ADDED", &key, &object);
+        st.objects.insert(key, object);
     }
 
     /// The size in bytes of each pod log body served so far.
