@@ -10,7 +10,11 @@
 # Events) by the run's phase (benchmatrix_reconcile_stage_duration_seconds, when the operator
 # has it). Beside the operator's own count it reads the API server's requests on benchmarkruns
 # (apiserver_request_total, group benchmatrix.dev: only the operator, and this script's
-# applies, call it), which an operator without the counter can be measured by.
+# applies, call it), which an operator without the counter can be measured by; and the API
+# server's own time per write on the operator's kinds (apiserver_request_duration_seconds: its
+# APPLY, PATCH, POST and DELETE on runs, Deployments, Services, ConfigMaps and Jobs; this
+# script's 50 applies and its deletion of the previous burst's runs among them), the floor under
+# a reconcile's own time.
 # Needs the operator installed (charts/benchmatrix, e.g. tests/e2e/kind.sh) and kubectl pointed at
 # the cluster, with get on the API server's /metrics.
 #
@@ -27,15 +31,16 @@ trap 'rm -rf "$out"' EXIT
 operator_metrics() {
   kubectl get --raw "/api/v1/namespaces/${release_ns}/services/${svc}/proxy/metrics"
 }
-apiserver_runs_requests() {
-  kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ && /group="benchmatrix.dev"/ {
-    sub(/.*\} /, ""); n += $1 } END { printf "%d\n", n }'
+# The API server's own figures for the burst: its requests on benchmarkruns, and its time per
+# request for the writes a reconcile waits on (apiserver_request_duration_seconds).
+apiserver_metrics() {
+  kubectl get --raw /metrics | grep -E '^apiserver_request_(total|duration_seconds_bucket)\{' || true
 }
 
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl delete benchmarkrun -n "$ns" --all --wait=true >/dev/null
 operator_metrics >"$out/before.txt"
-apiserver_runs_requests >"$out/api-before.txt"
+apiserver_metrics >"$out/api-before.txt"
 for i in $(seq 1 "$runs"); do
   cat <<EOF
 ---
@@ -67,7 +72,7 @@ while :; do
 done
 wall=$(($(date +%s) - start))
 operator_metrics >"$out/after.txt"
-apiserver_runs_requests >"$out/api-after.txt"
+apiserver_metrics >"$out/api-after.txt"
 kubectl get benchmarkrun -n "$ns" -o json >"$out/runs.json"
 python3 - "$out" "$runs" "$wall" <<'PY'
 import json, re, sys
@@ -141,9 +146,35 @@ if requests:
     by = {re.search(r'method="([^"]+)"', k).group(1): d(k) for k in b if k.startswith("benchmatrix_api_requests_total")}
     print(f"operator API requests: {requests:.0f}, {requests / max(reconciles, 1):.2f} per reconcile "
           f"({', '.join(f'{m} {n:.0f}' for m, n in sorted(by.items()))})")
-api = int(open(f"{out}/api-after.txt").read()) - int(open(f"{out}/api-before.txt").read())
-print(f"API server requests on group benchmatrix.dev: {api} ({api / max(reconciles, 1):.2f} per reconcile; "
+sa, sb = metrics(f"{out}/api-before.txt"), metrics(f"{out}/api-after.txt")
+sd = lambda k: sb.get(k, 0.0) - sa.get(k, 0.0)
+api = sum(sd(k) for k in sb if k.startswith("apiserver_request_total{") and 'group="benchmatrix.dev"' in k)
+print(f"API server requests on group benchmatrix.dev: {api:.0f} ({api / max(reconciles, 1):.2f} per reconcile; "
       f"includes this script's {runs} applies and its polling)")
+# How long the API server itself took for each write a reconcile waits on: the floor under
+# the reconcile's own figure (its buckets have 5, 25, 50 and 100 ms edges).
+writes = {}
+for k in sb:
+    if not k.startswith("apiserver_request_duration_seconds_bucket{"):
+        continue
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', k))
+    what = (labels.get("verb"), labels.get("resource"), labels.get("subresource", ""))
+    if what[0] in ("APPLY", "PATCH", "POST", "DELETE") and what[1] in (
+            "benchmarkruns", "deployments", "services", "configmaps", "jobs"):
+        le = float(labels["le"])
+        bs = writes.setdefault(what, {})
+        bs[le] = bs.get(le, 0.0) + sd(k)
+if writes:
+    print("the API server's own time per write (verb resource: count, p50, over 50 ms):")
+    for (verb, resource, sub), bs in sorted(writes.items()):
+        bs = sorted(bs.items())
+        n = bs[-1][1]
+        if n <= 0:
+            continue
+        slow = n - next((c for le, c in bs if le >= 0.05 - 1e-9), n)
+        name = f"{resource}/{sub}" if sub else resource
+        print(f"  {verb:6} {name:21} {n:5.0f}  p50 {quantile(0.5, bs, n) * 1000:5.1f} ms  "
+              f"over 50 ms {slow:4.0f} ({slow / n * 100:.1f}%)")
 refused = sum(d(k) for k in b if k.startswith("benchmatrix_status_write_refused_total"))
 print(f"refused status writes: {refused:.0f}")
 PY
