@@ -13,14 +13,15 @@
 //! fails the same way and skips the check (`observe::list_nodes`). So does any moment the watch
 //! is not following: before its first list, after an error until the next event.
 //!
-//! Only what the fit check reads is kept: a node's name, labels, taints, unschedulable flag and
-//! allocatable. A node's status also lists every image it holds, often tens of kilobytes a node.
+//! A node is kept whole but for the list of every image it holds (often tens of kilobytes a
+//! node, and read by nothing here) and its managed fields: the fit check reads labels, taints,
+//! the unschedulable flag and allocatable, and a parallel run's slots the Ready condition too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::{Future, FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{Node, NodeStatus};
+use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -53,7 +54,7 @@ pub fn watch(client: &kube::Client) -> (NodeCache, impl Future<Output = ()> + Se
     let events = reflector::reflector(
         writer,
         watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-            .modify(keep_what_the_fit_check_reads)
+            .modify(drop_what_no_reader_needs)
             .default_backoff(),
     );
     let keep = async move {
@@ -90,14 +91,13 @@ fn forbidden(e: &watcher::Error) -> bool {
     }
 }
 
-/// Drops what `fit.rs` never reads from a node, so a large cluster's nodes cost little memory.
-fn keep_what_the_fit_check_reads(node: &mut Node) {
+/// Drops the bulk of a node that neither `fit.rs` nor `slots.rs` reads, so a large cluster's
+/// nodes cost little memory.
+fn drop_what_no_reader_needs(node: &mut Node) {
     node.metadata.managed_fields = None;
-    node.metadata.annotations = None;
-    node.status = node.status.take().map(|status| NodeStatus {
-        allocatable: status.allocatable,
-        ..NodeStatus::default()
-    });
+    if let Some(status) = node.status.as_mut() {
+        status.images = None;
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +120,7 @@ mod tests {
             "status": {
                 "allocatable": {"cpu": cpu, "memory": "4Gi"},
                 "capacity": {"cpu": cpu, "memory": "4Gi"},
+                "conditions": [{"type": "Ready", "status": "True"}],
                 "images": [{"names": ["registry.example/big:1"], "sizeBytes": 123456789}],
             },
         })
@@ -136,7 +137,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_nodes_are_served_once_listed_with_what_the_fit_check_reads() {
+    async fn the_nodes_are_served_once_listed_with_what_the_fit_check_and_slots_read() {
         let fake = FakeApi::default();
         fake.serve_watch_events();
         fake.insert_cluster_scoped("nodes", node("n1", "2"));
@@ -154,8 +155,13 @@ mod tests {
         assert_eq!(n1.spec.as_ref().unwrap().taints.as_ref().unwrap().len(), 1);
         let status = n1.status.as_ref().unwrap();
         assert_eq!(status.allocatable.as_ref().unwrap()["cpu"].0, "2");
+        // slots.rs counts only Ready nodes.
+        let ready = &status.conditions.as_ref().unwrap()[0];
+        assert_eq!(
+            (ready.type_.as_str(), ready.status.as_str()),
+            ("Ready", "True")
+        );
         assert!(status.images.is_none(), "the images are not kept");
-        assert!(n1.metadata.annotations.is_none());
 
         // A node that joins later is seen through the watch.
         fake.insert_cluster_scoped("nodes", node("n2", "1"));

@@ -181,3 +181,49 @@ async fn an_admission_checks_the_fit_against_the_watched_nodes_without_listing_t
     })
     .await;
 }
+
+/// A parallel run cuts its slots from the watched nodes as it would from listed ones: the cache
+/// keeps each node's Ready condition, which the slots count by (`slots.rs`).
+#[tokio::test]
+async fn a_parallel_run_cuts_its_slots_from_the_watched_nodes() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        for name in ["node-a", "node-b"] {
+            let mut node = super::node(name, "2", "8Gi");
+            node["status"]["conditions"] = serde_json::json!([{"type": "Ready", "status": "True"}]);
+            h.fake.insert_cluster_scoped("nodes", node);
+        }
+        let (nodes, node_watch) = node_cache::watch(&h.fake.client());
+        let watch = tokio::spawn(node_watch);
+        Arc::get_mut(&mut h.ctx)
+            .expect("nothing else holds the context yet")
+            .children = Caches {
+            scopes: Vec::new(),
+            nodes: Some(nodes.clone()),
+        };
+        while nodes.nodes().is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let mut run = sample("wide", &["a", "b"]);
+        run["spec"]["parallelism"] = serde_json::json!(2);
+        h.fake.insert("benchmarkruns", run);
+        let calls = reconcile_calls(&h, "wide").await;
+        assert!(
+            !calls.iter().any(|c| c.starts_with("GET nodes")),
+            "the nodes come from the watch: {calls:?}"
+        );
+        let status = h.run("wide").status.unwrap();
+        let parallelism = status.parallelism.as_ref().expect("slots recorded");
+        assert_eq!(parallelism.slots, 2, "{parallelism:#?}");
+        assert_eq!(
+            parallelism.node_sets,
+            [vec!["node-a".to_owned()], vec!["node-b".to_owned()]]
+        );
+        // The second slot's cell is deployed in the next turn, beside the first.
+        let calls = reconcile_calls(&h, "wide").await;
+        assert!(!calls.iter().any(|c| c.starts_with("GET nodes")), "{calls:?}");
+        assert_eq!(h.fake.list("deployments").len(), 2, "both cells at once");
+        watch.abort();
+    })
+    .await;
+}
