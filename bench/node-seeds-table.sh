@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The seeds' table ("Cluster and Worker threads on Express", ../shared/seeds/000_*) reproduced on
-# this machine with `benchmatrix run`, at the seeds' timings (15 s warm-up, 30 s fast-only, 75 s
-# mixed; 2 connections per endpoint) and the same 2-CPU budget per configuration, for
+# The seeds' table (the article "Cluster and Worker threads on Express" that this project began
+# from) reproduced on this machine with `benchmatrix run`, at the seeds' timings (15 s warm-up,
+# 30 s fast-only, 75 s mixed; 2 connections per endpoint) and the same 2-CPU budget per
+# configuration, for
 #   node: the seeds' Express app (examples/node-express) in its four modes, from
 #         manifests/samples/node-express-local.yaml with the phases lengthened;
 #   rust: benchmatrix's built-in target, manifests/samples/replicas-vs-pool.yaml (quickstart's
