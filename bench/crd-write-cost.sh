@@ -51,6 +51,9 @@ for v in variants:
          "metadata": {"name": f"benchmarkruns.{group}"}, "spec": copy.deepcopy(crd["spec"])}
     c["spec"]["group"] = group
     c["spec"].pop("conversion", None)
+    # No short name or category: `kubectl get bmr` (or `all`) must not meet the copies.
+    c["spec"]["names"].pop("shortNames", None)
+    c["spec"]["names"].pop("categories", None)
     if v == "no-cel":
         strip_cel(c)
     if v == "open":
