@@ -14,7 +14,8 @@
 # server's own time per write on the operator's kinds (apiserver_request_duration_seconds: its
 # APPLY, PATCH, POST and DELETE on runs, Deployments, Services, ConfigMaps and Jobs; this
 # script's 50 applies and its deletion of the previous burst's runs among them), the floor under
-# a reconcile's own time.
+# a reconcile's own time. (With several API servers each read of /metrics may reach another
+# one: point kubectl at one of them, or these differences mean nothing.)
 # Needs the operator installed (charts/benchmatrix, e.g. tests/e2e/kind.sh) and kubectl pointed at
 # the cluster, with get on the API server's /metrics.
 #

@@ -2,16 +2,20 @@
 //! deployed (`fit.rs`).
 //!
 //! Each admission used to list every node first: a round trip before the status write and the
-//! first Deployment and Service, all in one reconcile, which with 50 runs queued made the
-//! admissions the slowest reconciles (on a two-node test cluster the list took 6.5-11 ms at the
-//! median of 50). Nodes change seldom; a watch keeps them at the cost of one open request.
+//! first Deployment and Service, all in one reconcile (6.5-8 ms at the median on a two-node test
+//! cluster), and on a large cluster a list of every node with every node's image list. Nodes
+//! change seldom; a watch keeps them at the cost of one open request.
 //!
 //! The watch is not one of a Controller's: a node's change triggers no reconcile, and its
 //! errors must not go through the Controllers' shared trigger backoff. It retries on its own
-//! backoff. An operator that may not list or watch nodes (a namespaced install without the
-//! chart's node rule) stops the watch, and the fit check lists the nodes as before, which
-//! fails the same way and skips the check (`observe::list_nodes`). So does any moment the watch
-//! is not following: before its first list, after an error until the next event.
+//! backoff; a watch that breaks off resumes from the last version it saw and misses nothing, so
+//! the cache is served meanwhile (an API server outage is the reconcile's to notice: it reads no
+//! cache then). The cache is not served while the nodes are listed anew (at the start, or after
+//! the API server has compacted past the watch's version): until the list ends the store still
+//! holds the nodes from before it, some of which may have gone. Then the fit check lists the
+//! nodes from the API server, as it does when the operator may not watch them (a namespaced
+//! install without the chart's node rule, or RBAC granted a moment after the operator started):
+//! the watch then says so once and asks again every few minutes.
 //!
 //! A node is kept whole but for the list of every image it holds (often tens of kilobytes a
 //! node, and read by nothing here) and its managed fields: the fit check reads labels, taints,
@@ -19,14 +23,19 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures::{Future, FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::Event;
 use kube::runtime::{WatchStreamExt, watcher};
 
-/// The nodes as the watch last saw them, and whether it still follows them.
+/// How long a watch the API server refused waits before it asks again.
+const RETRY_AFTER_REFUSAL: Duration = Duration::from_secs(300);
+
+/// The nodes as the watch last saw them, and whether they may be served.
 #[derive(Clone)]
 pub struct NodeCache {
     store: Store<Node>,
@@ -42,42 +51,69 @@ impl NodeCache {
     }
 }
 
-/// The cache of the cluster's nodes, and the watch that keeps it: it ends only when the
-/// operator may not list or watch nodes.
+/// The cache of the cluster's nodes, and the watch that keeps it (it runs until dropped).
 pub fn watch(client: &kube::Client) -> (NodeCache, impl Future<Output = ()> + Send + 'static) {
-    let (store, writer) = reflector::store();
+    watch_retrying_after(client, RETRY_AFTER_REFUSAL)
+}
+
+/// [`watch`], asking again `retry` after the API server refused it.
+fn watch_retrying_after(
+    client: &kube::Client,
+    retry: Duration,
+) -> (NodeCache, impl Future<Output = ()> + Send + 'static) {
+    let (store, mut writer) = reflector::store();
     let following = Arc::new(AtomicBool::new(false));
     let cache = NodeCache {
         store,
         following: following.clone(),
     };
-    let events = reflector::reflector(
-        writer,
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-            .modify(drop_what_no_reader_needs)
-            .default_backoff(),
-    );
+    let api = Api::<Node>::all(client.clone());
     let keep = async move {
-        futures::pin_mut!(events);
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(_) => following.store(true, Ordering::Relaxed),
-                Err(e) if forbidden(&e) => {
-                    following.store(false, Ordering::Relaxed);
-                    tracing::info!(
-                        error = %e,
-                        "may not watch nodes; each cell's fit check lists them instead"
-                    );
-                    return;
-                }
-                Err(e) => {
-                    following.store(false, Ordering::Relaxed);
-                    tracing::debug!(error = %e, "node watch error; it retries");
+        // A watch that has stopped (its task aborted) must not leave its last nodes served.
+        let _unserve = Unserve(following.clone());
+        let mut refused_before = false;
+        loop {
+            let events = watcher(api.clone(), watcher::Config::default())
+                .modify(drop_what_no_reader_needs)
+                .default_backoff();
+            futures::pin_mut!(events);
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(event) => {
+                        writer.apply_watcher_event(&event);
+                        let relisting = matches!(event, Event::Init | Event::InitApply(_));
+                        following.store(!relisting, Ordering::Relaxed);
+                    }
+                    Err(e) if forbidden(&e) => {
+                        following.store(false, Ordering::Relaxed);
+                        if refused_before {
+                            tracing::debug!(error = %e, "may still not watch nodes");
+                        } else {
+                            tracing::info!(
+                                error = %e,
+                                "may not watch nodes; each cell's fit check lists them instead \
+                                 (asked again every 5 minutes)"
+                            );
+                        }
+                        refused_before = true;
+                        break;
+                    }
+                    Err(e) => tracing::debug!(error = %e, "node watch error; it resumes"),
                 }
             }
+            tokio::time::sleep(retry).await;
         }
     };
     (cache, keep)
+}
+
+/// Stops the cache being served when the watch that keeps it is dropped.
+struct Unserve(Arc<AtomicBool>);
+
+impl Drop for Unserve {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
 }
 
 /// Whether the API server refused the operator the nodes (RBAC), which retrying cannot mend.
@@ -173,16 +209,61 @@ mod tests {
         fake.check_calls_are_declared();
     }
 
+    /// How many lists of the nodes the fake has answered or refused.
+    fn node_lists(fake: &FakeApi) -> usize {
+        fake.api_calls()
+            .iter()
+            .filter(|c| c.verb == "list" && c.resource == "nodes")
+            .count()
+    }
+
     #[tokio::test]
-    async fn a_watch_the_operator_may_not_make_ends_and_serves_nothing() {
+    async fn a_refused_list_serves_nothing_and_is_asked_again_later() {
         let fake = FakeApi::default();
         fake.serve_watch_events();
         fake.insert_cluster_scoped("nodes", node("n1", "2"));
         fake.fail_next("GET", "nodes", 403);
+        let (cache, keep) = watch_retrying_after(&fake.client(), Duration::from_millis(50));
+        let task = tokio::spawn(keep);
+        until("the refused list", || node_lists(&fake) == 1).await;
+        assert!(cache.nodes().is_none());
+        // RBAC granted meanwhile: the next try lists and serves them.
+        until("listed again after the wait", || cache.nodes().is_some()).await;
+        assert_eq!(node_lists(&fake), 2);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn nodes_listed_but_not_watchable_are_not_served() {
+        let fake = FakeApi::default();
+        fake.serve_watch_events();
+        fake.insert_cluster_scoped("nodes", node("n1", "2"));
+        fake.fail_next("WATCH", "nodes", 403);
+        let (cache, keep) = watch_retrying_after(&fake.client(), Duration::from_secs(3600));
+        let task = tokio::spawn(keep);
+        let watch_refused = || {
+            fake.api_calls()
+                .iter()
+                .any(|c| c.verb == "watch" && c.resource == "nodes")
+        };
+        until("the refused watch", watch_refused).await;
+        until("no longer served", || cache.nodes().is_none()).await;
+        // Nothing would tell the cache of a node's change: it stays unserved.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(cache.nodes().is_none());
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_stopped_watch_leaves_nothing_served() {
+        let fake = FakeApi::default();
+        fake.serve_watch_events();
+        fake.insert_cluster_scoped("nodes", node("n1", "2"));
         let (cache, keep) = watch(&fake.client());
-        tokio::time::timeout(Duration::from_secs(5), keep)
-            .await
-            .expect("a refused node watch ends instead of retrying");
+        let task = tokio::spawn(keep);
+        until("the nodes listed", || cache.nodes().is_some()).await;
+        task.abort();
+        let _ = task.await;
         assert!(cache.nodes().is_none());
     }
 }

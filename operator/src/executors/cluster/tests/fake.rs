@@ -354,7 +354,8 @@ impl FakeApi {
     }
 
     /// Makes the next `method` call on `resource` fail with this HTTP status (409 conflict,
-    /// 403 RBAC denial, 500...), once.
+    /// 403 RBAC denial, 500...), once. `method` "WATCH" fails the next watch only (a GET
+    /// fails the next list or watch).
     pub fn fail_next(&self, method: &str, resource: &str, code: u16) {
         self.state
             .lock()
@@ -649,10 +650,11 @@ fn handle(
         ));
     }
     st.calls.push(call);
+    let watching = method == http::Method::GET && query(uri, "watch").as_deref() == Some("true");
     if let Some(i) = st
         .failures
         .iter()
-        .position(|(m, r, _)| m == method.as_str() && r == resource)
+        .position(|(m, r, _)| (m == method.as_str() || (m == "WATCH" && watching)) && r == resource)
     {
         let (_, _, code) = st.failures.remove(i);
         return status(
