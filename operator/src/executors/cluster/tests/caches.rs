@@ -135,6 +135,23 @@ fn node_lists(h: &Harness) -> usize {
         .count()
 }
 
+/// Gives `h`'s reconciles the node watch's cache, and waits until it has listed the fake's
+/// nodes; the watch runs until the returned task is aborted.
+async fn watch_nodes(h: &mut Harness) -> tokio::task::JoinHandle<()> {
+    let (nodes, node_watch) = node_cache::watch(&h.fake.client());
+    let watch = tokio::spawn(node_watch);
+    Arc::get_mut(&mut h.ctx)
+        .expect("nothing else holds the context yet")
+        .children = Caches {
+        scopes: Vec::new(),
+        nodes: Some(nodes.clone()),
+    };
+    while nodes.nodes().is_none() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    watch
+}
+
 /// The fit check at each admission reads the nodes from the node watch's cache
 /// (`node_cache.rs`): no list of the nodes in the admission's reconcile, and a cell too big for
 /// the cached nodes still fails at once, named, with nothing deployed.
@@ -144,17 +161,7 @@ async fn an_admission_checks_the_fit_against_the_watched_nodes_without_listing_t
         let mut h = Harness::new();
         h.fake
             .insert_cluster_scoped("nodes", super::node("kind-control-plane", "2", "8Gi"));
-        let (nodes, node_watch) = node_cache::watch(&h.fake.client());
-        let watch = tokio::spawn(node_watch);
-        Arc::get_mut(&mut h.ctx)
-            .expect("nothing else holds the context yet")
-            .children = Caches {
-            scopes: Vec::new(),
-            nodes: Some(nodes.clone()),
-        };
-        while nodes.nodes().is_none() {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        let watch = watch_nodes(&mut h).await;
         // 2 CPUs for the target plus 1 for the load generator: more than the node holds.
         let mut run = sample("fit", &["big", "small"]);
         run["spec"]["configurations"][0]["cpu"] = serde_json::json!("2");
@@ -200,17 +207,7 @@ async fn a_parallel_run_cuts_its_slots_from_the_watched_nodes() {
             node["status"]["conditions"] = serde_json::json!([{"type": "Ready", "status": "True"}]);
             h.fake.insert_cluster_scoped("nodes", node);
         }
-        let (nodes, node_watch) = node_cache::watch(&h.fake.client());
-        let watch = tokio::spawn(node_watch);
-        Arc::get_mut(&mut h.ctx)
-            .expect("nothing else holds the context yet")
-            .children = Caches {
-            scopes: Vec::new(),
-            nodes: Some(nodes.clone()),
-        };
-        while nodes.nodes().is_none() {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        let watch = watch_nodes(&mut h).await;
         let mut run = sample("wide", &["a", "b"]);
         run["spec"]["parallelism"] = serde_json::json!(2);
         h.fake.insert("benchmarkruns", run);
