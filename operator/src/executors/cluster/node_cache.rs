@@ -140,43 +140,33 @@ fn drop_what_no_reader_needs(node: &mut Node) {
 mod tests {
     use super::*;
     use crate::executors::cluster::tests::fake::FakeApi;
+    use crate::executors::cluster::tests::until;
     use serde_json::json;
-    use std::time::Duration;
 
+    /// A node as a real one comes: with taints, an annotation, a Ready condition and a list of
+    /// the images it holds.
     fn node(name: &str, cpu: &str) -> serde_json::Value {
-        json!({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": {"kubernetes.io/hostname": name},
-                "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
-            },
-            "spec": {"taints": [{"key": "dedicated", "value": "bench", "effect": "NoSchedule"}]},
-            "status": {
-                "allocatable": {"cpu": cpu, "memory": "4Gi"},
-                "capacity": {"cpu": cpu, "memory": "4Gi"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-                "images": [{"names": ["registry.example/big:1"], "sizeBytes": 123456789}],
-            },
-        })
+        let mut node = crate::executors::cluster::tests::node(name, cpu, "4Gi");
+        node["metadata"]["annotations"] = json!({"node.alpha.kubernetes.io/ttl": "0"});
+        node["spec"] =
+            json!({"taints": [{"key": "dedicated", "value": "bench", "effect": "NoSchedule"}]});
+        node["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        node["status"]["images"] =
+            json!([{"names": ["registry.example/big:1"], "sizeBytes": 123456789}]);
+        node
     }
 
-    async fn until(what: &str, mut done: impl FnMut() -> bool) {
-        for _ in 0..500 {
-            if done() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("not within 5 s: {what}");
+    /// A fake API server that sends watch events and holds one node, `n1`.
+    fn fake_with_a_node() -> FakeApi {
+        let fake = FakeApi::default();
+        fake.serve_watch_events();
+        fake.insert_cluster_scoped("nodes", node("n1", "2"));
+        fake
     }
 
     #[tokio::test]
     async fn the_nodes_are_served_once_listed_with_what_the_fit_check_and_slots_read() {
-        let fake = FakeApi::default();
-        fake.serve_watch_events();
-        fake.insert_cluster_scoped("nodes", node("n1", "2"));
+        let fake = fake_with_a_node();
         let (cache, keep) = watch(&fake.client());
         assert!(cache.nodes().is_none(), "nothing before the first list");
         let task = tokio::spawn(keep);
@@ -209,44 +199,33 @@ mod tests {
         fake.check_calls_are_declared();
     }
 
-    /// How many lists of the nodes the fake has answered or refused.
-    fn node_lists(fake: &FakeApi) -> usize {
-        fake.api_calls()
-            .iter()
-            .filter(|c| c.verb == "list" && c.resource == "nodes")
-            .count()
-    }
-
     #[tokio::test]
     async fn a_refused_list_serves_nothing_and_is_asked_again_later() {
-        let fake = FakeApi::default();
-        fake.serve_watch_events();
-        fake.insert_cluster_scoped("nodes", node("n1", "2"));
+        let fake = fake_with_a_node();
         fake.fail_next("GET", "nodes", 403);
         let (cache, keep) = watch_retrying_after(&fake.client(), Duration::from_millis(50));
         let task = tokio::spawn(keep);
-        until("the refused list", || node_lists(&fake) == 1).await;
+        until("the refused list", || {
+            fake.api_calls_of("list", "nodes") == 1
+        })
+        .await;
         assert!(cache.nodes().is_none());
         // RBAC granted meanwhile: the next try lists and serves them.
         until("listed again after the wait", || cache.nodes().is_some()).await;
-        assert_eq!(node_lists(&fake), 2);
+        assert_eq!(fake.api_calls_of("list", "nodes"), 2);
         task.abort();
     }
 
     #[tokio::test]
     async fn nodes_listed_but_not_watchable_are_not_served() {
-        let fake = FakeApi::default();
-        fake.serve_watch_events();
-        fake.insert_cluster_scoped("nodes", node("n1", "2"));
+        let fake = fake_with_a_node();
         fake.fail_next("WATCH", "nodes", 403);
         let (cache, keep) = watch_retrying_after(&fake.client(), Duration::from_secs(3600));
         let task = tokio::spawn(keep);
-        let watch_refused = || {
-            fake.api_calls()
-                .iter()
-                .any(|c| c.verb == "watch" && c.resource == "nodes")
-        };
-        until("the refused watch", watch_refused).await;
+        until("the refused watch", || {
+            fake.api_calls_of("watch", "nodes") == 1
+        })
+        .await;
         until("no longer served", || cache.nodes().is_none()).await;
         // Nothing would tell the cache of a node's change: it stays unserved.
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -256,9 +235,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stopped_watch_leaves_nothing_served() {
-        let fake = FakeApi::default();
-        fake.serve_watch_events();
-        fake.insert_cluster_scoped("nodes", node("n1", "2"));
+        let fake = fake_with_a_node();
         let (cache, keep) = watch(&fake.client());
         let task = tokio::spawn(keep);
         until("the nodes listed", || cache.nodes().is_some()).await;

@@ -126,15 +126,6 @@ async fn a_target_coming_up_is_read_from_the_caches_and_what_they_lack_from_the_
     .await;
 }
 
-/// How many lists of the nodes the fake has answered (a watch's list, or a fit check's).
-fn node_lists(h: &Harness) -> usize {
-    h.fake
-        .api_calls()
-        .iter()
-        .filter(|c| c.verb == "list" && c.resource == "nodes")
-        .count()
-}
-
 /// Gives `h`'s reconciles the node watch's cache, and waits until it has listed the fake's
 /// nodes; the watch runs until the returned task is aborted.
 async fn watch_nodes(h: &mut Harness) -> tokio::task::JoinHandle<()> {
@@ -168,9 +159,13 @@ async fn an_admission_checks_the_fit_against_the_watched_nodes_without_listing_t
         run["spec"]["configurations"][1]["cpu"] = serde_json::json!("500m");
         run["spec"]["loadgen"] = serde_json::json!({"cpu": "1"});
         h.fake.insert("benchmarkruns", run);
-        let lists = node_lists(&h);
+        let lists = h.fake.api_calls_of("list", "nodes");
         reconcile_calls(&h, "fit").await;
-        assert_eq!(node_lists(&h), lists, "the nodes come from the watch");
+        assert_eq!(
+            h.fake.api_calls_of("list", "nodes"),
+            lists,
+            "the nodes come from the watch"
+        );
         let status = h.run("fit").status.unwrap();
         let big = &status.cells[0];
         assert_eq!(big.phase, CellPhase::Failed, "{status:#?}");
@@ -189,7 +184,7 @@ async fn an_admission_checks_the_fit_against_the_watched_nodes_without_listing_t
         );
         // The next cell fits, and is deployed, with the nodes still read from the cache.
         let calls = reconcile_calls(&h, "fit").await;
-        assert_eq!(node_lists(&h), lists);
+        assert_eq!(h.fake.api_calls_of("list", "nodes"), lists);
         assert_eq!(h.fake.list("deployments").len(), 1, "{calls:?}");
         watch.abort();
     })
@@ -211,9 +206,13 @@ async fn a_parallel_run_cuts_its_slots_from_the_watched_nodes() {
         let mut run = sample("wide", &["a", "b"]);
         run["spec"]["parallelism"] = serde_json::json!(2);
         h.fake.insert("benchmarkruns", run);
-        let lists = node_lists(&h);
+        let lists = h.fake.api_calls_of("list", "nodes");
         reconcile_calls(&h, "wide").await;
-        assert_eq!(node_lists(&h), lists, "the nodes come from the watch");
+        assert_eq!(
+            h.fake.api_calls_of("list", "nodes"),
+            lists,
+            "the nodes come from the watch"
+        );
         let status = h.run("wide").status.unwrap();
         let parallelism = status.parallelism.as_ref().expect("slots recorded");
         assert_eq!(parallelism.slots, 2, "{parallelism:#?}");
@@ -223,7 +222,7 @@ async fn a_parallel_run_cuts_its_slots_from_the_watched_nodes() {
         );
         // The second slot's cell is deployed in the next turn, beside the first.
         reconcile_calls(&h, "wide").await;
-        assert_eq!(node_lists(&h), lists);
+        assert_eq!(h.fake.api_calls_of("list", "nodes"), lists);
         assert_eq!(h.fake.list("deployments").len(), 2, "both cells at once");
         watch.abort();
     })

@@ -386,6 +386,15 @@ impl FakeApi {
     }
 
     /// The recorded calls that `controller::API_CALLS` does not list (distinct, sorted).
+    /// How many calls RBAC would see as `verb` on `resource` ("list" nodes, "watch" pods).
+    pub fn api_calls_of(&self, verb: &str, resource: &str) -> usize {
+        let st = self.state.lock().unwrap();
+        st.api_calls
+            .iter()
+            .filter(|c| c.verb == verb && c.resource == resource)
+            .count()
+    }
+
     pub fn undeclared_calls(&self) -> Vec<RecordedCall> {
         let mut out: Vec<RecordedCall> = self
             .api_calls()

@@ -345,6 +345,18 @@ pub(crate) fn healthy(cell: &str) -> Behaviour {
     Behaviour::Healthy(canned_log(if cell == "a" { 400.0 } else { 20.0 }))
 }
 
+/// Waits until `ready` holds (the Controllers, or a watch, work on their own tasks), for 10 s
+/// at most.
+pub(crate) async fn until(what: &str, ready: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if ready() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
 pub(crate) async fn with_timeout<F: std::future::Future<Output = ()>>(f: F) {
     tokio::time::timeout(TEST_TIMEOUT, f)
         .await
@@ -1155,7 +1167,7 @@ async fn a_refused_status_write_is_retried_and_said_out_loud() {
 // Broken measurements: replicas that exit under load, cells that cannot be scheduled, huge logs
 
 /// A node as the kubelet registers it, with its allocatable CPU and memory.
-fn node(name: &str, cpu: &str, memory: &str) -> Value {
+pub(crate) fn node(name: &str, cpu: &str, memory: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::fake::FakeApi;
-use super::{sample, with_timeout};
+use super::{sample, until, with_timeout};
 use crate::executors::cluster::adapter::Settings;
 use crate::executors::cluster::calls::{API_CALLS, is_controller_watch};
 use crate::executors::cluster::metrics::Metrics;
@@ -50,17 +50,6 @@ fn start(
 fn phase(fake: &FakeApi, ns: &str, name: &str) -> Option<String> {
     let run = fake.get("benchmarkruns", ns, name)?;
     run["status"]["phase"].as_str().map(str::to_owned)
-}
-
-/// Waits until `ready` holds (the Controllers work on their own tasks).
-async fn until(what: &str, ready: impl Fn() -> bool) {
-    for _ in 0..500 {
-        if ready() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test]
