@@ -22,6 +22,7 @@ pub mod build;
 pub mod calls;
 pub mod child_caches;
 pub mod error;
+pub mod events;
 pub mod fit;
 pub mod gate;
 pub mod images;
@@ -508,7 +509,12 @@ async fn run_until_stopped(wiring: Wiring, stop: &ShutdownSignals, deadline: Dur
             break;
         }
     }
+    // The Events the last reconciles handed over go out before the process ends.
+    ctx.events.flush(EVENTS_AT_SHUTDOWN).await;
 }
+
+/// How long the Events still queued at shutdown may take to be published.
+const EVENTS_AT_SHUTDOWN: Duration = Duration::from_secs(2);
 
 /// The admin server began its own graceful shutdown with the first signal; an idle keep-alive
 /// connection (a metrics scraper) must not hold the process either.

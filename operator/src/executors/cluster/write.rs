@@ -1,18 +1,16 @@
 //! The writes of a decision, its I/O half: server-side apply of child objects under one field manager,
-//! deletions, the status patch and Events.
+//! deletions and the status patch (Events go out behind the reconcile: `events.rs`).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::adapter::{Action, Child, ChildKind};
 use super::error::Error;
-use crate::engine::Note;
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus};
 
 /// The field manager of every write the operator makes, so server-side apply knows which
@@ -174,34 +172,6 @@ pub async fn write_status(
         )
         .await?;
     Ok(written)
-}
-
-/// Publishes Events on the run, all at once. A refused Event is logged, never fatal: Events are
-/// for people, the status is the record.
-pub async fn publish_events(recorder: &Recorder, run: &BenchmarkRun, events: &[Note]) {
-    let reference = run.object_ref(&());
-    futures::future::join_all(events.iter().map(|e| publish(recorder, &reference, e))).await;
-}
-
-async fn publish(
-    recorder: &Recorder,
-    reference: &k8s_openapi::api::core::v1::ObjectReference,
-    e: &Note,
-) {
-    let event = Event {
-        type_: if e.warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: e.reason.clone(),
-        note: Some(e.note.clone()),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(err) = recorder.publish(&event, reference).await {
-        tracing::warn!(error = %err, reason = %e.reason, "could not publish an event");
-    }
 }
 
 /// Marks a run that cannot be decoded as Failed, by a merge patch through the untyped API. The

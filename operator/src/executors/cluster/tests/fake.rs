@@ -385,7 +385,6 @@ impl FakeApi {
         self.state.lock().unwrap().api_calls.clone()
     }
 
-    /// The recorded calls that `controller::API_CALLS` does not list (distinct, sorted).
     /// How many calls RBAC would see as `verb` on `resource` ("list" nodes, "watch" pods).
     pub fn api_calls_of(&self, verb: &str, resource: &str) -> usize {
         let st = self.state.lock().unwrap();
@@ -395,6 +394,7 @@ impl FakeApi {
             .count()
     }
 
+    /// The recorded calls that `controller::API_CALLS` does not list (distinct, sorted).
     pub fn undeclared_calls(&self) -> Vec<RecordedCall> {
         let mut out: Vec<RecordedCall> = self
             .api_calls()
