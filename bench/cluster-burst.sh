@@ -6,9 +6,9 @@
 # the histogram's buckets, interpolated within one), API requests per reconcile
 # (benchmatrix_api_requests_total over benchmatrix_reconciles_total, when the operator has that
 # counter), refused status writes, and where the time went: each part of a reconcile (reading
-# the run again, its step's reads, the engine's turn, the status write, the children, the
-# Events) by the run's phase (benchmatrix_reconcile_stage_duration_seconds, when the operator
-# has it). Beside the operator's own count it reads the API server's requests on benchmarkruns
+# the run again, its step's reads, the engine's turn, the status write, the children; and the
+# Events, in an operator older than 2026-12-05) by the run's phase
+# (benchmatrix_reconcile_stage_duration_seconds, when the operator has it). Beside the operator's own count it reads the API server's requests on benchmarkruns
 # (apiserver_request_total, group benchmatrix.dev: only the operator, and this script's
 # applies, call it), which an operator without the counter can be measured by; and the API
 # server's own time per write on the operator's kinds (apiserver_request_duration_seconds: its

@@ -124,7 +124,7 @@ impl Metrics {
         registry.register(
             "benchmatrix_reconcile_stage_duration_seconds",
             "Time one part of a reconcile took (read-run; observe, observe-deploy, \
-             observe-target, observe-load or observe-result; decide, status, children, events), \
+             observe-target, observe-load or observe-result; decide, status or children), \
              by the run's phase when it began; a part a reconcile skips is not counted",
             stages.clone(),
         );

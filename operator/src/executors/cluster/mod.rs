@@ -3,7 +3,9 @@
 //! Each reconcile (`reconcile.rs`) makes sure it decides from a fresh enough copy of the run,
 //! reads what the engine's machine names (`observe.rs`), takes one engine turn on it
 //! (`adapter`, pure, with the objects from `build`), writes the status by server-side apply,
-//! and only then applies and deletes the children it asked for (`write.rs`).
+//! and only then applies and deletes the children it asked for (`write.rs`); a turn that
+//! starts a step writes its status alone, and the next reconcile makes the step's target. Events
+//! go out behind the reconciles (`events.rs`).
 //!
 //! Watches: BenchmarkRuns (through `DeserializeGuard`, so one malformed object cannot stall the
 //! watch), the Deployments, Services and Jobs they own, and pods labelled with a run (image

@@ -1,7 +1,8 @@
 //! One reconcile, in this order: a copy of the run at least as new as the last status this
 //! operator wrote (`fresh`), the reads the engine's machine names (`observe`), one engine turn
-//! (`adapter::turn`), the status written, then the children applied and deleted and the
-//! Events published; and the error policy.
+//! (`adapter::turn`), the status written, then the children applied and deleted (or, for a
+//! step's target, made by the reconcile that follows at once) and the Events handed to
+//! `events.rs`; and the error policy.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -60,6 +61,9 @@ pub struct Context {
     /// The Controllers' caches of the runs' Deployments, Services and pods; none by default
     /// (tests), and then every read goes to the API server.
     pub children: super::child_caches::Caches,
+    /// Per run UID, the waiting runs to wake once the reconcile after a step's status write has
+    /// made its target (see [`reconcile_once`]).
+    deferred_wakes: Mutex<HashMap<String, Wake>>,
 }
 
 /// The last status write to one run: the version it made, the version it was decided from,
@@ -104,6 +108,7 @@ impl Context {
             kubelet: None,
             gate: Arc::default(),
             children: Default::default(),
+            deferred_wakes: Mutex::default(),
         }
     }
 }
@@ -326,8 +331,9 @@ async fn reconcile_once(
         // their own, at once: it finds them missing and makes them (the machine deploys a step
         // whose target is missing). So no reconcile waits on two writes in a row, which at
         // the API server's median (a status write 13-15 ms, a Service 21-28 ms during a burst
-        // on a two-node test cluster) came to 40-55 ms.
-        wake.send(run, ctx);
+        // on a two-node test cluster) came to 40-55 ms. The waiting runs are woken once the
+        // target is made, as below, so that their writes do not compete with it.
+        ctx.defer_wake(run, wake);
         return Ok(Decided::Done(Requeue::requeue(Duration::ZERO)));
     }
     stages.skip();
@@ -336,8 +342,12 @@ async fn reconcile_once(
         stages.record("children", took);
     }
     // The waiting runs are woken once this turn's own writes are done, so theirs do not compete
-    // with them; and whether those succeeded or not, since the status already says it.
+    // with them; and whether those succeeded or not, since the status already says it. So are
+    // those the turn before put off until this one made its target.
     wake.send(run, ctx);
+    if let Some(deferred) = ctx.take_deferred_wake(run) {
+        deferred.send(run, ctx);
+    }
     applied?;
     if deleted {
         ctx.forget_written(run);
@@ -564,7 +574,33 @@ impl Context {
         };
     }
 
+    /// Keeps `wake` for the run's next reconcile; a wake already kept for it is sent now.
+    fn defer_wake(&self, run: &BenchmarkRun, wake: Wake) {
+        if matches!(wake, Wake::None) {
+            return;
+        }
+        let Some(uid) = run.metadata.uid.clone() else {
+            return wake.send(run, self);
+        };
+        let earlier = match self.deferred_wakes.lock() {
+            Ok(mut kept) => kept.insert(uid, wake),
+            Err(_) => Some(wake),
+        };
+        if let Some(earlier) = earlier {
+            earlier.send(run, self);
+        }
+    }
+
+    fn take_deferred_wake(&self, run: &BenchmarkRun) -> Option<Wake> {
+        let uid = run.metadata.uid.as_ref()?;
+        self.deferred_wakes.lock().ok()?.remove(uid)
+    }
+
+    /// Forgets what was kept for a run that is gone (its waiting runs are woken now).
     fn forget_written(&self, run: &BenchmarkRun) {
+        if let Some(deferred) = self.take_deferred_wake(run) {
+            deferred.send(run, self);
+        }
         let Some(uid) = &run.metadata.uid else {
             return;
         };

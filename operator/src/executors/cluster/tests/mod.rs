@@ -1527,11 +1527,18 @@ async fn a_finished_run_wakes_the_waiting_runs_in_queue_order_without_a_timer() 
         assert_eq!(woken(), ["second"], "the first in line, at once");
 
         // The woken second run is admitted at once, though the cache still says first runs;
-        // its start wakes those behind it, whose place moved.
-        reconcile(Arc::new(load("second")), ctx.clone())
+        // its start wakes those behind it, whose place moved, once the reconcile after it has
+        // made its target (so that their status writes do not compete with that).
+        let requeue = reconcile(Arc::new(load("second")), ctx.clone())
             .await
             .unwrap();
         assert_eq!(h.phase("second"), RunPhase::Running);
+        assert_eq!(requeue, Requeue::requeue(Duration::ZERO));
+        assert!(woken().is_empty(), "none woken before the target is made");
+        reconcile(Arc::new(load("second")), ctx.clone())
+            .await
+            .unwrap();
+        assert_eq!(fake.list("deployments").len(), 1, "second's target");
         assert_eq!(woken(), ["third"], "the runs still waiting");
         // Its start moves the third up; the third still waits, now first in line.
         reconcile(Arc::new(load("third")), ctx.clone())
