@@ -712,10 +712,15 @@ pub fn drive(
     ctx: Arc<reconcile::Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> + Send {
+    let stopping = ctx.stopping.clone();
     controller
         // Not `shutdown_on_signal()`: its graceful drain waits for the BenchmarkRun cache to be
         // listed once, which never happens while the API server is unreachable (see `drain`).
-        .graceful_shutdown_on(shutdown)
+        .graceful_shutdown_on(async move {
+            shutdown.await;
+            // From now on the controller drops requeues: no reconcile leaves writes to one.
+            stopping.store(true, Ordering::SeqCst);
+        })
         .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
         .for_each(move |result| {
             after_reconcile(&ctx, result);

@@ -64,6 +64,9 @@ pub struct Context {
     /// Per run UID, the waiting runs to wake once the reconcile after a step's status write has
     /// made its target (see [`reconcile_once`]).
     deferred_wakes: Mutex<HashMap<String, Wake>>,
+    /// Set once the operator is asked to stop: the controllers run no more requeues then, so
+    /// a reconcile does all of its turn's writes itself.
+    pub stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The last status write to one run: the version it made, the version it was decided from,
@@ -109,6 +112,7 @@ impl Context {
             gate: Arc::default(),
             children: Default::default(),
             deferred_wakes: Mutex::default(),
+            stopping: Arc::default(),
         }
     }
 }
@@ -166,6 +170,12 @@ pub async fn reconcile(
         // debug build's test thread, which awaits a reconcile beside the plugin's run, has a
         // 2 MiB stack.
         let result = Box::pin(reconcile_run(run, &ctx)).await;
+        if result.is_err()
+            && let Some(deferred) = ctx.take_deferred_wake(run)
+        {
+            // The waiting runs are not kept waiting through this run's backoff.
+            deferred.send(run, &ctx);
+        }
         let key = ObjectRef::from_obj(guard.as_ref());
         ctx.queue.reconciled(&key, &ctx.runs);
         if result.is_ok()
@@ -189,6 +199,7 @@ async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, 
     let mut stages = ctx.metrics.stages(&phase.to_string());
     let Some(mut run) = fresh(cached, ctx, &mut stages).await? else {
         // Deleted since the event that triggered this reconcile: nothing to decide.
+        ctx.forget_written(cached);
         return Ok(Requeue::await_change());
     };
     let mut tries = 1;
@@ -321,12 +332,15 @@ async fn reconcile_once(
     if !ctx.gate.is_open() {
         // The waiting runs are still told: their reconciles check the gate themselves.
         wake.send(run, ctx);
+        if let Some(deferred) = ctx.take_deferred_wake(run) {
+            deferred.send(run, ctx);
+        }
         return Ok(Decided::Done(Requeue::await_change()));
     }
     // The Events say what the status, written now, holds; they go out behind this reconcile,
     // whether the children's changes succeed or not.
     ctx.events.send(run, &turn.events);
-    if writes_status && only_deploys(&turn.actions) {
+    if writes_status && target_follows(&old, &turn.actions, ctx) {
         // The status is stored; the step's Deployment and Service are made by a reconcile of
         // their own, at once: it finds them missing and makes them (the machine deploys a step
         // whose target is missing). So no reconcile waits on two writes in a row, which at
@@ -358,9 +372,17 @@ async fn reconcile_once(
     }))
 }
 
-/// Whether `actions` only make the target of a step (or of several, in a parallel run): what a
-/// later turn asks again as long as the target is missing.
-fn only_deploys(actions: &[adapter::Action]) -> bool {
+/// Whether a turn that wrote a status may leave `actions` to the reconcile that follows at once:
+/// they only make the target of steps that start now (or of several, in a parallel run), which
+/// a later turn asks again as long as the target is missing. Not when a step was deploying
+/// before this turn (its target is missing still, or again: made now, it is not put off a second
+/// time while other steps' status keeps changing), nor once the operator is stopping (the
+/// controller runs no requeue then, and the target would wait for the next process).
+fn target_follows(
+    old: &crate::resource::BenchmarkRunStatus,
+    actions: &[adapter::Action],
+    ctx: &Context,
+) -> bool {
     !actions.is_empty()
         && actions.iter().all(|a| {
             matches!(
@@ -368,6 +390,8 @@ fn only_deploys(actions: &[adapter::Action]) -> bool {
                 adapter::Action::Apply(adapter::Child::Deployment(_) | adapter::Child::Service(_))
             )
         })
+        && !old.cells.iter().any(|c| c.phase == CellPhase::Deploying)
+        && !ctx.stopping.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Which waiting runs a turn's status write concerns.
