@@ -3,9 +3,8 @@
 //! Each reconcile (`reconcile.rs`) makes sure it decides from a fresh enough copy of the run,
 //! reads what the engine's machine names (`observe.rs`), takes one engine turn on it
 //! (`adapter`, pure, with the objects from `build`), writes the status by server-side apply,
-//! and only then applies and deletes the children it asked for (`write.rs`); a turn that
-//! starts a step writes its status alone, and the next reconcile makes the step's target. Events
-//! go out behind the reconciles (`events.rs`).
+//! and only then applies and deletes the children it asked for (`write.rs`). Events go out
+//! behind the reconciles (`events.rs`).
 //!
 //! Watches: BenchmarkRuns (through `DeserializeGuard`, so one malformed object cannot stall the
 //! watch), the Deployments, Services and Jobs they own, and pods labelled with a run (image
@@ -712,15 +711,10 @@ pub fn drive(
     ctx: Arc<reconcile::Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> + Send {
-    let stopping = ctx.stopping.clone();
     controller
         // Not `shutdown_on_signal()`: its graceful drain waits for the BenchmarkRun cache to be
         // listed once, which never happens while the API server is unreachable (see `drain`).
-        .graceful_shutdown_on(async move {
-            shutdown.await;
-            // From now on the controller drops requeues: no reconcile leaves writes to one.
-            stopping.store(true, Ordering::SeqCst);
-        })
+        .graceful_shutdown_on(shutdown)
         .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
         .for_each(move |result| {
             after_reconcile(&ctx, result);

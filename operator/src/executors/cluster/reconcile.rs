@@ -1,8 +1,8 @@
 //! One reconcile, in this order: a copy of the run at least as new as the last status this
 //! operator wrote (`fresh`), the reads the engine's machine names (`observe`), one engine turn
-//! (`adapter::turn`), the status written, then the children applied and deleted (or, for a
-//! step's target, made by the reconcile that follows at once) and the Events handed to
-//! `events.rs`; and the error policy.
+//! (`adapter::turn`), the status written, then the children applied and deleted and the
+//! Events handed to `events.rs`, which publishes them behind the reconcile; and the error
+//! policy.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -61,12 +61,6 @@ pub struct Context {
     /// The Controllers' caches of the runs' Deployments, Services and pods; none by default
     /// (tests), and then every read goes to the API server.
     pub children: super::child_caches::Caches,
-    /// Per run UID, the waiting runs to wake once the reconcile after a step's status write has
-    /// made its target (see [`reconcile_once`]).
-    deferred_wakes: Mutex<HashMap<String, Wake>>,
-    /// Set once the operator is asked to stop: the controllers run no more requeues then, so
-    /// a reconcile does all of its turn's writes itself.
-    pub stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The last status write to one run: the version it made, the version it was decided from,
@@ -111,8 +105,6 @@ impl Context {
             kubelet: None,
             gate: Arc::default(),
             children: Default::default(),
-            deferred_wakes: Mutex::default(),
-            stopping: Arc::default(),
         }
     }
 }
@@ -170,12 +162,6 @@ pub async fn reconcile(
         // debug build's test thread, which awaits a reconcile beside the plugin's run, has a
         // 2 MiB stack.
         let result = Box::pin(reconcile_run(run, &ctx)).await;
-        if result.is_err()
-            && let Some(deferred) = ctx.take_deferred_wake(run)
-        {
-            // The waiting runs are not kept waiting through this run's backoff.
-            deferred.send(run, &ctx);
-        }
         let key = ObjectRef::from_obj(guard.as_ref());
         ctx.queue.reconciled(&key, &ctx.runs);
         if result.is_ok()
@@ -297,8 +283,7 @@ async fn reconcile_once(
         // may lead by now, and only one may write.
         return Ok(Decided::Done(Requeue::await_change()));
     }
-    let writes_status = !deleted && turn.status != old;
-    if writes_status {
+    if !deleted && turn.status != old {
         let written = write::write_status(&ctx.client, run, &turn.status).await;
         stages.lap("status");
         match written {
@@ -332,36 +317,19 @@ async fn reconcile_once(
     if !ctx.gate.is_open() {
         // The waiting runs are still told: their reconciles check the gate themselves.
         wake.send(run, ctx);
-        if let Some(deferred) = ctx.take_deferred_wake(run) {
-            deferred.send(run, ctx);
-        }
         return Ok(Decided::Done(Requeue::await_change()));
     }
     // The Events say what the status, written now, holds; they go out behind this reconcile,
     // whether the children's changes succeed or not.
     ctx.events.send(run, &turn.events);
-    if writes_status && target_follows(&old, &turn.actions, ctx) {
-        // The status is stored; the step's Deployment and Service are made by a reconcile of
-        // their own, at once: it finds them missing and makes them (the machine deploys a step
-        // whose target is missing). So no reconcile waits on two writes in a row, which at
-        // the API server's median (a status write 13-15 ms, a Service 21-28 ms during a burst
-        // on a two-node test cluster) came to 40-55 ms. The waiting runs are woken once the
-        // target is made, as below, so that their writes do not compete with it.
-        ctx.defer_wake(run, wake);
-        return Ok(Decided::Done(Requeue::requeue(Duration::ZERO)));
-    }
     stages.skip();
     let (applied, took) = timed(write::apply_actions(&ctx.client, run, &turn.actions)).await;
     if !turn.actions.is_empty() {
         stages.record("children", took);
     }
     // The waiting runs are woken once this turn's own writes are done, so theirs do not compete
-    // with them; and whether those succeeded or not, since the status already says it. So are
-    // those the turn before put off until this one made its target.
+    // with them; and whether those succeeded or not, since the status already says it.
     wake.send(run, ctx);
-    if let Some(deferred) = ctx.take_deferred_wake(run) {
-        deferred.send(run, ctx);
-    }
     applied?;
     if deleted {
         ctx.forget_written(run);
@@ -370,28 +338,6 @@ async fn reconcile_once(
         Some(after) => Requeue::requeue(after.max(Duration::from_secs(1))),
         None => Requeue::await_change(),
     }))
-}
-
-/// Whether a turn that wrote a status may leave `actions` to the reconcile that follows at once:
-/// they only make the target of steps that start now (or of several, in a parallel run), which
-/// a later turn asks again as long as the target is missing. Not when a step was deploying
-/// before this turn (its target is missing still, or again: made now, it is not put off a second
-/// time while other steps' status keeps changing), nor once the operator is stopping (the
-/// controller runs no requeue then, and the target would wait for the next process).
-fn target_follows(
-    old: &crate::resource::BenchmarkRunStatus,
-    actions: &[adapter::Action],
-    ctx: &Context,
-) -> bool {
-    !actions.is_empty()
-        && actions.iter().all(|a| {
-            matches!(
-                a,
-                adapter::Action::Apply(adapter::Child::Deployment(_) | adapter::Child::Service(_))
-            )
-        })
-        && !old.cells.iter().any(|c| c.phase == CellPhase::Deploying)
-        && !ctx.stopping.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Which waiting runs a turn's status write concerns.
@@ -598,33 +544,8 @@ impl Context {
         };
     }
 
-    /// Keeps `wake` for the run's next reconcile; a wake already kept for it is sent now.
-    fn defer_wake(&self, run: &BenchmarkRun, wake: Wake) {
-        if matches!(wake, Wake::None) {
-            return;
-        }
-        let Some(uid) = run.metadata.uid.clone() else {
-            return wake.send(run, self);
-        };
-        let earlier = match self.deferred_wakes.lock() {
-            Ok(mut kept) => kept.insert(uid, wake),
-            Err(_) => Some(wake),
-        };
-        if let Some(earlier) = earlier {
-            earlier.send(run, self);
-        }
-    }
-
-    fn take_deferred_wake(&self, run: &BenchmarkRun) -> Option<Wake> {
-        let uid = run.metadata.uid.as_ref()?;
-        self.deferred_wakes.lock().ok()?.remove(uid)
-    }
-
-    /// Forgets what was kept for a run that is gone (its waiting runs are woken now).
+    /// Forgets the copy kept of a run that is gone.
     fn forget_written(&self, run: &BenchmarkRun) {
-        if let Some(deferred) = self.take_deferred_wake(run) {
-            deferred.send(run, self);
-        }
         let Some(uid) = &run.metadata.uid else {
             return;
         };

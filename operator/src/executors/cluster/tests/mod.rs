@@ -113,22 +113,8 @@ impl Harness {
         self.guard(name).0.expect("a well-formed run")
     }
 
-    /// Reconciles as the controller would: again at once while a reconcile asks for that (a
-    /// status written, the step's target to make next), and until its Events are out.
+    /// One reconcile, and its Events out (they are published behind it).
     async fn reconcile(&self, name: &str) -> Result<Requeue, Error> {
-        // A turn that starts steps puts their targets off once; the reconcile after it makes
-        // them whatever else changes.
-        for _ in 0..2 {
-            let requeue = self.reconcile_once(name).await?;
-            if requeue != Requeue::requeue(Duration::ZERO) {
-                return Ok(requeue);
-            }
-        }
-        panic!("{name}: two reconciles in a row left their writes to the next");
-    }
-
-    /// One reconcile, and its Events out.
-    async fn reconcile_once(&self, name: &str) -> Result<Requeue, Error> {
         let result = reconcile(Arc::new(self.guard(name)), self.ctx.clone()).await;
         self.ctx.events.published().await;
         result
@@ -520,12 +506,9 @@ async fn two_cells_walk_pending_running_succeeded_with_the_right_objects() {
         for c in &calls {
             eprintln!("  {}", c.short());
         }
-        // 25: one of them is the node list of the fit check before each cell is deployed, one
-        // run's worth the GET of the run by an operator that has not written it yet, and three
-        // the reads of the reconcile that makes the target once the status says so (the
-        // Deployment and Service, missing, and the pods; with the watches' caches, the first
-        // two only).
-        assert!(non_event / 2 <= 25, "too many calls per cell: {non_event}");
+        // 22: one of them is the node list of the fit check before each cell is deployed, and
+        // one run's worth the GET of the run by an operator that has not written it yet.
+        assert!(non_event / 2 <= 22, "too many calls per cell: {non_event}");
 
         // Where the reconciles' time went, part by part: every part of the walk is counted
         // under its name and the run's phase when its reconcile began.
@@ -533,12 +516,13 @@ async fn two_cells_walk_pending_running_succeeded_with_the_right_objects() {
         for (stage, phase) in [
             ("observe-deploy", "Pending"),
             ("status", "Pending"),
+            ("children", "Pending"),
             ("observe-target", "Running"),
-            ("children", "Running"),
             ("observe-load", "Running"),
             ("observe-result", "Running"),
             ("decide", "Running"),
             ("status", "Running"),
+            ("children", "Running"),
         ] {
             let series = format!(
                 "benchmatrix_reconcile_stage_duration_seconds_count{{stage=\"{stage}\",phase=\"{phase}\"}}"
@@ -551,66 +535,6 @@ async fn two_cells_walk_pending_running_succeeded_with_the_right_objects() {
         let requeue = h.reconcile("demo").await.unwrap();
         assert_eq!(requeue, Requeue::await_change());
         assert_eq!(h.fake.calls().len(), before);
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn a_step_starts_with_its_status_alone_and_its_target_follows_in_the_next_reconcile() {
-    with_timeout(async {
-        let h = Harness::new();
-        h.fake.insert("benchmarkruns", sample("split", &["a"]));
-
-        // The admission: the status says cell a deploys, nothing else is written, and the
-        // controller is asked to look again at once.
-        let requeue = h.reconcile_once("split").await.unwrap();
-        assert_eq!(requeue, Requeue::requeue(Duration::ZERO));
-        let status = h.run("split").status.unwrap();
-        assert_eq!(status.phase, RunPhase::Running);
-        assert_eq!(status.cells[0].phase, CellPhase::Deploying);
-        assert!(h.fake.list("deployments").is_empty());
-        assert!(h.fake.list("services").is_empty());
-        let reasons: Vec<String> = h
-            .fake
-            .list("events")
-            .iter()
-            .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
-            .collect();
-        assert!(reasons.contains(&"CellStarted".to_owned()), "{reasons:?}");
-
-        // The next reconcile finds the target missing and makes it, the status unchanged.
-        let version = h.run("split").metadata.resource_version;
-        let requeue = h.reconcile_once("split").await.unwrap();
-        assert_ne!(requeue, Requeue::requeue(Duration::ZERO));
-        assert_eq!(h.fake.list("deployments").len(), 1);
-        assert_eq!(h.fake.list("services").len(), 1);
-        assert_eq!(h.run("split").metadata.resource_version, version);
-
-        // Then the run goes on as ever.
-        assert_eq!(
-            h.drive("split", &healthy).await.last(),
-            Some(&RunPhase::Succeeded)
-        );
-    })
-    .await;
-}
-
-/// The controller runs no requeue once it is shutting down: a step started then gets its target
-/// in the same reconcile, not left to one that never comes.
-#[tokio::test]
-async fn a_stopping_operator_makes_the_target_with_the_status() {
-    with_timeout(async {
-        let h = Harness::new();
-        h.fake.insert("benchmarkruns", sample("stop", &["a"]));
-        h.ctx.stopping.store(true, Ordering::SeqCst);
-        let requeue = h.reconcile_once("stop").await.unwrap();
-        assert_ne!(requeue, Requeue::requeue(Duration::ZERO));
-        assert_eq!(
-            h.run("stop").status.unwrap().cells[0].phase,
-            CellPhase::Deploying
-        );
-        assert_eq!(h.fake.list("deployments").len(), 1);
-        assert_eq!(h.fake.list("services").len(), 1);
     })
     .await;
 }
@@ -972,16 +896,9 @@ async fn runs_beyond_the_limit_wait_pending_with_a_queue_message() {
 /// Starts `name` with a controller that sees no other run.
 async fn h_start(fake: &FakeApi, now: &Arc<AtomicI64>, name: &str) {
     let ctx = Harness::context(fake, now, 1, Writer::default());
-    // Its status first, then its target, as the controller would reconcile it.
-    loop {
-        let guard: DeserializeGuard<BenchmarkRun> =
-            serde_json::from_value(fake.get("benchmarkruns", NS, name).unwrap()).unwrap();
-        if reconcile(Arc::new(guard), ctx.clone()).await.unwrap()
-            != Requeue::requeue(Duration::ZERO)
-        {
-            return;
-        }
-    }
+    let guard: DeserializeGuard<BenchmarkRun> =
+        serde_json::from_value(fake.get("benchmarkruns", NS, name).unwrap()).unwrap();
+    reconcile(Arc::new(guard), ctx).await.unwrap();
 }
 
 #[tokio::test]
@@ -1550,18 +1467,11 @@ async fn a_finished_run_wakes_the_waiting_runs_in_queue_order_without_a_timer() 
         assert_eq!(woken(), ["second"], "the first in line, at once");
 
         // The woken second run is admitted at once, though the cache still says first runs;
-        // its start wakes those behind it, whose place moved, once the reconcile after it has
-        // made its target (so that their status writes do not compete with that).
-        let requeue = reconcile(Arc::new(load("second")), ctx.clone())
-            .await
-            .unwrap();
-        assert_eq!(h.phase("second"), RunPhase::Running);
-        assert_eq!(requeue, Requeue::requeue(Duration::ZERO));
-        assert!(woken().is_empty(), "none woken before the target is made");
+        // its start wakes those behind it, whose place moved.
         reconcile(Arc::new(load("second")), ctx.clone())
             .await
             .unwrap();
-        assert_eq!(fake.list("deployments").len(), 1, "second's target");
+        assert_eq!(h.phase("second"), RunPhase::Running);
         assert_eq!(woken(), ["third"], "the runs still waiting");
         // Its start moves the third up; the third still waits, now first in line.
         reconcile(Arc::new(load("third")), ctx.clone())
