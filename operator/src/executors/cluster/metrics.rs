@@ -240,7 +240,7 @@ impl Stages<'_> {
         self.record(stage, self.since.elapsed());
     }
 
-    /// Records `took` as `stage`, for a part that ran beside another (the laps go on from now).
+    /// Records `took` as `stage`, for a part timed apart from the laps (the laps go on from now).
     pub fn record(&mut self, stage: &str, took: std::time::Duration) {
         self.metrics
             .stages

@@ -10,7 +10,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use serde::de::DeserializeOwned;
 
-use super::{Harness, healthy, sample, with_timeout};
+use super::{Harness, healthy, sample, until, with_timeout};
 use crate::executors::cluster::child_caches::{self, Caches, TestWriters};
 use crate::executors::cluster::node_cache;
 use crate::resource::{CellPhase, RunPhase};
@@ -137,9 +137,7 @@ async fn watch_nodes(h: &mut Harness) -> tokio::task::JoinHandle<()> {
         scopes: Vec::new(),
         nodes: Some(nodes.clone()),
     };
-    while nodes.nodes().is_none() {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    until("the nodes listed", || nodes.nodes().is_some()).await;
     watch
 }
 
