@@ -3,8 +3,8 @@
 //!
 //! Why: an Event is an API write of its own (an admission's took 10 ms at the median and 88 ms
 //! at its p99 during a 50-run burst on a two-node test cluster: BENCHMARKS.md), for people to
-//! read, never the record (the status is). A
-//! reconcile that waited for it waited for nothing it needs. Events are still handed over only
+//! read, never the record (the status is). A reconcile that waited for it waited for nothing it
+//! needs. Events are still handed over only
 //! once the status they describe is stored, so none tells of a status that was refused.
 //!
 //! A full queue drops the Event, with a warning, rather than hold up a reconcile; at shutdown
