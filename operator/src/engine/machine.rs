@@ -27,13 +27,11 @@ use crate::resource::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
 pub enum Look {
     /// Nothing: the run is not running, or has no step left.
     Nothing,
-    /// The step is about to be deployed: whether it fits, and (after the first step) whether
-    /// the previous step's processes have stopped.
+    /// The step is about to be deployed: whether it fits, and whether the processes of an
+    /// earlier step (or, on a cluster, of an earlier run of the same name) have stopped.
     BeforeDeploy {
         /// The step.
         at: Step,
-        /// True after the run's first step.
-        after_another: bool,
         /// In a parallel run, the slot the step goes to (its nodes are
         /// `status.parallelism.nodeSets[slot]`): only earlier steps' pods on those nodes
         /// delay it.
@@ -80,7 +78,6 @@ pub fn looks(status: &BenchmarkRunStatus, now: &Time, planned_load: Duration) ->
                     cell: 0,
                     repetition: 1,
                 },
-                after_another: false,
                 slot: None,
             }];
         }
@@ -110,9 +107,6 @@ fn look_at(
     match step.phase(status) {
         CellPhase::Pending => Look::BeforeDeploy {
             at,
-            after_another: step.cell > 0
-                || step.repetition > 1
-                || status.cells.iter().any(|c| c.start_time.is_some()),
             slot: placed.slot,
         },
         CellPhase::Deploying => Look::Target(at),
@@ -475,8 +469,21 @@ fn admit(
     true
 }
 
-/// A step about to be deployed: it waits for the previous step's processes to stop (up to
-/// `timeouts.ready` from that step's end), fails at once when it can never fit, else deploys.
+/// "a, b, c, d and 3 more": the first [`WAITING_NAMES_AT_MOST`] names. Pods labelled with the
+/// run's name can be any number (an earlier run's, or made by hand), and the message must keep
+/// the status's size bound.
+fn some_of(names: &[String]) -> String {
+    use crate::resource::bound::WAITING_NAMES_AT_MOST;
+    let shown = names[..names.len().min(WAITING_NAMES_AT_MOST)].join(", ");
+    match names.len().saturating_sub(WAITING_NAMES_AT_MOST) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+/// A step about to be deployed: it waits for the processes of earlier steps (or of an earlier
+/// run of the same name) to stop, up to `timeouts.ready` from the previous step's end (the
+/// run's start for its first step), fails at once when it can never fit, else deploys.
 fn before_deploy(
     status: &mut BenchmarkRunStatus,
     at: Step,
@@ -487,23 +494,24 @@ fn before_deploy(
 ) {
     if !seen.previous_running.is_empty() {
         let waiting = &seen.previous_running;
-        let waited = seconds_since(previous_end(status), ctx.now);
+        let since = previous_end(status).or(status.start_time.as_ref());
+        let waited = seconds_since(since, ctx.now);
         if waited >= ctx.limits.ready.as_secs() as i64 {
             let message = format!(
-                "{} pod(s) of the previous cell still ran {} after it ended, so this cell could \
+                "{} pod(s) of an earlier cell still ran {} after it ended, so this cell could \
                  not start without sharing their CPU: {}",
                 waiting.len(),
                 humantime(ctx.limits.ready),
-                waiting.join(", ")
+                some_of(waiting)
             );
             // Nothing of this step exists to stop.
             fail_unstarted(status, at, Cause::PreviousPodsLingering, message, ctx, out);
             return;
         }
         let message = format!(
-            "waiting for {} pod(s) of the previous cell to stop: {}",
+            "waiting for {} pod(s) of an earlier cell to stop: {}",
             waiting.len(),
-            waiting.join(", ")
+            some_of(waiting)
         );
         out.happened(status, Event::Waiting { message }, ctx);
         out.commands.push(Command::WakeIn(STOPPING_SAFETY_NET));

@@ -264,7 +264,7 @@ pub enum Event {
     },
     /// The current step waits for the previous step's processes to stop.
     Waiting {
-        /// Which, e.g. "waiting for 2 pod(s) of the previous cell to stop: a-1, a-2".
+        /// Which, e.g. "waiting for 2 pod(s) of an earlier cell to stop: a-1, a-2".
         message: String,
     },
     /// The load runs against these target pods: recorded when the load is started again

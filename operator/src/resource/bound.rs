@@ -13,6 +13,8 @@ use crate::resource::BenchmarkRunStatus;
 /// the recommendation and the headline. A failure message keeps the first 1 KiB of the pod's
 /// words (Kubernetes cuts an Event's note at the same length).
 pub const SENTENCE_MAX: usize = 1024;
+/// The most pods a message about pods being waited for names (the rest are counted).
+pub const WAITING_NAMES_AT_MOST: usize = 4;
 
 /// A measured repetition's sentence about its timing, what the target reported about its
 /// quota, and why a cell stopped repeating (with the figure it names).

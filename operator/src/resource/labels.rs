@@ -5,10 +5,15 @@
 
 /// Label naming the run an object belongs to.
 pub const RUN_LABEL: &str = "benchmatrix.dev/run";
+/// Label holding the UID of the run an object belongs to. A run deleted and created again under
+/// the same name is another run with another UID: its objects, and every selector and cache
+/// filter the operator reads pods by, carry this one, so pods an earlier run of the name left
+/// behind (still terminating, or finished with their logs) are never taken for this run's.
+pub const RUN_UID_LABEL: &str = "benchmatrix.dev/run-uid";
 /// Label naming the cell an object belongs to.
 pub const CELL_LABEL: &str = "benchmatrix.dev/cell";
-/// Label naming the repetition of a cell an object belongs to (set from the second on, so a
-/// repetition's selectors never match the pods of the one before it).
+/// Label naming the repetition of a cell an object belongs to, from the first on (1-based), so
+/// a repetition's selectors never match the pods of another.
 pub const REPETITION_LABEL: &str = "benchmatrix.dev/repetition";
 /// Label saying whether a pod is the target or the load generator.
 pub const ROLE_LABEL: &str = "benchmatrix.dev/role";

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::resource::bound::{
     self, EXCLUDED_MAX, NEIGHBOUR_FIGURE_MAX, NEIGHBOUR_POD_MAX, NEIGHBOUR_PODS_MAX, NODE_NAME_MAX,
-    NODES_MAX, NOTE_MAX, SENTENCE_MAX, WORD_MAX, api_len, json_len,
+    NODES_MAX, NOTE_MAX, SENTENCE_MAX, WAITING_NAMES_AT_MOST, WORD_MAX, api_len, json_len,
 };
 use crate::resource::conditions::{self, time_from_secs};
 use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
@@ -203,15 +203,16 @@ impl Shape {
         (0..self.cells.len()).max_by_key(|&i| (self.cells[i].1, std::cmp::Reverse(i)))
     }
 
-    /// The longest status.message: a sentence, or the operator's list of the previous cell's
-    /// pods it waits for (every target replica and load generator, counted twice over for pods
-    /// replaced while they went).
+    /// The longest status.message: a sentence, or the operator's list of the pods it waits
+    /// for (at most `WAITING_NAMES_AT_MOST` of them named, and how many more).
     fn message_max(&self) -> usize {
-        let replicas = self.cells.iter().map(|c| c.1).max().unwrap_or(0);
-        let pods = 2 * (replicas + self.parallelism) as usize;
-        let waiting = format!("waiting for {pods} pod(s) of the previous cell to terminate: ")
-            .len()
-            + pods * (POD_NAME + 2);
+        let waiting = format!(
+            "waiting for {} pod(s) of an earlier cell to stop: ",
+            u32::MAX
+        )
+        .len()
+            + WAITING_NAMES_AT_MOST * (POD_NAME + 2)
+            + format!(" and {} more", u32::MAX).len();
         waiting.max(SENTENCE_MAX)
     }
 }

@@ -13,13 +13,13 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy}
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort,
-    EnvVar as K8sEnvVar, EnvVarSource, HTTPGetAction, PodAffinityTerm, PodAntiAffinity,
+    EnvVar as K8sEnvVar, EnvVarSource, HTTPGetAction, Pod, PodAffinityTerm, PodAntiAffinity,
     PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
     SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
     WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
@@ -27,7 +27,7 @@ use super::template::{self, OwnedPod};
 use crate::resource::ValidatedRun;
 use crate::resource::labels::{
     CELL_LABEL, MANAGED_BY, MANAGED_BY_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN,
-    ROLE_TARGET, RUN_LABEL,
+    ROLE_TARGET, RUN_LABEL, RUN_UID_LABEL,
 };
 use crate::resource::matrix::{Cell, merge_env, repetition_child_name};
 use crate::resource::{BenchmarkRun, EnvVar, Quantity, Variant, pod_template};
@@ -70,41 +70,66 @@ impl CellRun<'_> {
         )
     }
 
-    /// Labels of the objects with the given role.
-    pub fn labels(&self, role: &str) -> BTreeMap<String, String> {
-        let mut labels = BTreeMap::from([
-            (RUN_LABEL.to_owned(), self.run.name_any()),
-            (CELL_LABEL.to_owned(), self.cell.to_owned()),
-            (ROLE_LABEL.to_owned(), role.to_owned()),
-            (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
-        ]);
-        if self.repetition > 1 {
-            labels.insert(REPETITION_LABEL.to_owned(), self.repetition.to_string());
-        }
-        labels
+    /// The run's UID: the value of [`RUN_UID_LABEL`] on everything made for it.
+    fn run_uid(&self) -> &str {
+        self.run.metadata.uid.as_deref().unwrap_or_default()
     }
 
-    /// The selector string for the pods of a role, for LIST calls.
+    /// Labels of the objects with the given role: the run by name and UID, the cell, the
+    /// repetition (the first too) and the role.
+    pub fn labels(&self, role: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (RUN_LABEL.to_owned(), self.run.name_any()),
+            (RUN_UID_LABEL.to_owned(), self.run_uid().to_owned()),
+            (CELL_LABEL.to_owned(), self.cell.to_owned()),
+            (REPETITION_LABEL.to_owned(), self.repetition.to_string()),
+            (ROLE_LABEL.to_owned(), role.to_owned()),
+            (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+        ])
+    }
+
+    /// The selector string for the pods of a role, for LIST calls: every label but
+    /// managed-by, the run's UID among them.
     pub fn selector(&self, role: &str) -> String {
-        let mut s = format!(
-            "{RUN_LABEL}={},{CELL_LABEL}={},{ROLE_LABEL}={role}",
-            self.run.name_any(),
-            self.cell
-        );
-        if self.repetition > 1 {
-            s.push_str(&format!(",{REPETITION_LABEL}={}", self.repetition));
-        }
-        s
+        let mut labels = self.labels(role);
+        labels.remove(MANAGED_BY_LABEL);
+        labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Whether an object with `labels` is one [`CellRun::selector`] selects: the same test,
     /// for the caches.
     pub fn selects(&self, role: &str, labels: &BTreeMap<String, String>) -> bool {
-        let is = |key: &str, value: &str| labels.get(key).map(String::as_str) == Some(value);
-        is(RUN_LABEL, &self.run.name_any())
-            && is(CELL_LABEL, self.cell)
-            && is(ROLE_LABEL, role)
-            && (self.repetition <= 1 || is(REPETITION_LABEL, &self.repetition.to_string()))
+        let mut wanted = self.labels(role);
+        wanted.remove(MANAGED_BY_LABEL);
+        wanted
+            .iter()
+            .all(|(k, v)| labels.get(k).is_some_and(|have| have == v))
+    }
+
+    /// Whether `pod`, selected by its labels, was made for this repetition by its own
+    /// controller: a target pod by a ReplicaSet of this repetition's Deployment (named
+    /// `<deployment>-<pod-template-hash>`), a load generator pod by this repetition's Job
+    /// (`job_uid`). Labels alone can be copied onto a pod made by hand; the owner cannot, and
+    /// a pod nobody owns is never read as a replica or a result.
+    pub fn owns(&self, role: &str, pod: &Pod, job_uid: Option<&str>) -> bool {
+        let Some(owner) = controller_of(pod) else {
+            return false;
+        };
+        if role == ROLE_LOADGEN {
+            owner.kind == "Job" && job_uid.is_some_and(|uid| owner.uid == uid)
+        } else {
+            // The hash the Deployment controller appends has no '-' of its own.
+            owner.kind == "ReplicaSet"
+                && owner
+                    .name
+                    .strip_prefix(&self.child_name())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|hash| !hash.is_empty() && !hash.contains('-'))
+        }
     }
 
     fn meta(&self, role: &str) -> ObjectMeta {
@@ -116,6 +141,15 @@ impl CellRun<'_> {
             ..ObjectMeta::default()
         }
     }
+}
+
+/// The controlling owner of `pod`, if it has one.
+pub fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
+    pod.metadata
+        .owner_references
+        .as_deref()?
+        .iter()
+        .find(|o| o.controller == Some(true))
 }
 
 /// The objects of one repetition of `cell` of a validated run.
@@ -573,6 +607,104 @@ mod tests {
     use crate::resource::Configuration;
     use crate::resource::Mode;
     use benchmatrix_loadgen::plan::Spread;
+
+    /// Every object of a repetition carries the run's UID and the repetition (the first
+    /// too), and its selectors ask for both: nothing of an earlier run of the same name, nor of
+    /// another repetition, matches.
+    #[test]
+    fn labels_and_selectors_name_the_run_by_uid_and_every_repetition() {
+        let run = BenchmarkRun::sample()
+            .named("r")
+            .with_uid("uid-now")
+            .with_cell(Configuration::named("a"));
+        let first = CellRun {
+            run: &run,
+            cell: "a",
+            repetition: 1,
+        };
+        let labels = first.labels(ROLE_LOADGEN);
+        assert_eq!(labels[RUN_UID_LABEL], "uid-now");
+        assert_eq!(labels[REPETITION_LABEL], "1");
+        assert_eq!(
+            first.selector(ROLE_LOADGEN),
+            "benchmatrix.dev/cell=a,benchmatrix.dev/repetition=1,benchmatrix.dev/role=loadgen,\
+             benchmatrix.dev/run=r,benchmatrix.dev/run-uid=uid-now"
+        );
+        assert!(first.selects(ROLE_LOADGEN, &labels));
+        let mut earlier = labels.clone();
+        earlier.insert(RUN_UID_LABEL.into(), "uid-before".into());
+        assert!(!first.selects(ROLE_LOADGEN, &earlier));
+        let mut before_uids = labels.clone();
+        before_uids.remove(RUN_UID_LABEL);
+        before_uids.remove(REPETITION_LABEL);
+        assert!(!first.selects(ROLE_LOADGEN, &before_uids));
+        let second = CellRun {
+            repetition: 2,
+            ..first
+        };
+        assert!(!second.selects(ROLE_LOADGEN, &labels));
+        assert!(!first.selects(ROLE_TARGET, &labels));
+    }
+
+    /// A pod counts only when its own controller made it: a load generator pod by the
+    /// repetition's Job (by UID), a target pod by a ReplicaSet of the repetition's Deployment.
+    #[test]
+    fn a_pod_is_the_repetitions_only_when_its_controller_is() {
+        let run = BenchmarkRun::sample()
+            .named("r")
+            .with_uid("uid-now")
+            .with_cell(Configuration::named("a"));
+        let at = CellRun {
+            run: &run,
+            cell: "a",
+            repetition: 1,
+        };
+        let owned_by = |kind: &str, name: &str, uid: &str, controller: bool| Pod {
+            metadata: ObjectMeta {
+                owner_references: Some(vec![OwnerReference {
+                    kind: kind.into(),
+                    name: name.into(),
+                    uid: uid.into(),
+                    controller: Some(controller),
+                    ..OwnerReference::default()
+                }]),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        };
+        let job = owned_by("Job", &at.child_name(), "job-now", true);
+        assert!(at.owns(ROLE_LOADGEN, &job, Some("job-now")));
+        assert!(!at.owns(ROLE_LOADGEN, &job, Some("job-before")));
+        assert!(!at.owns(ROLE_LOADGEN, &job, None));
+        assert!(!at.owns(ROLE_LOADGEN, &Pod::default(), Some("job-now")));
+        let not_controller = owned_by("Job", &at.child_name(), "job-now", false);
+        assert!(!at.owns(ROLE_LOADGEN, &not_controller, Some("job-now")));
+
+        let replica_set = format!("{}-7c9f6d8b5", at.child_name());
+        assert!(at.owns(
+            ROLE_TARGET,
+            &owned_by("ReplicaSet", &replica_set, "rs", true),
+            None
+        ));
+        let other = CellRun {
+            repetition: 2,
+            ..at
+        };
+        assert!(!other.owns(
+            ROLE_TARGET,
+            &owned_by("ReplicaSet", &replica_set, "rs", true),
+            None
+        ));
+        for another in ["x-7c9f6d8b5", "-0badc0de-7c9f6d8b5", "-"] {
+            let name = format!("{}{another}", at.child_name());
+            assert!(!at.owns(
+                ROLE_TARGET,
+                &owned_by("ReplicaSet", &name, "rs", true),
+                None
+            ));
+        }
+        assert!(!at.owns(ROLE_TARGET, &Pod::default(), None));
+    }
 
     #[test]
     fn round_robin_plans_carry_the_spread_and_every_pod_address_to_each_generator() {

@@ -82,10 +82,10 @@ pub async fn observe(
     let looks = machine::looks(&status, now, run.spec.workload.planned_load());
     for (i, look) in looks.into_iter().enumerate() {
         let mut one = Observation::default();
-        if let Look::BeforeDeploy { after_another, .. } = look
+        if let Look::BeforeDeploy { .. } = look
             && i > 0
         {
-            if after_another && obs.run_pods.is_empty() {
+            if obs.run_pods.is_empty() {
                 obs.run_pods = run_pods(&pods, run).await?;
             }
             if obs.nodes.is_none() {
@@ -130,7 +130,7 @@ pub fn stage(run: &BenchmarkRun, now: &Time, obs: &Observation) -> &'static str 
     }
 }
 
-/// Every pod of `run`.
+/// Every pod labelled with `run`'s name: its own, and any an earlier run of the name left.
 async fn run_pods(pods: &Api<Pod>, run: &BenchmarkRun) -> Result<Vec<Pod>, Error> {
     Ok(pods
         .list(&ListParams::default().labels(&format!("{}={}", labels::RUN_LABEL, run.name_any())))
@@ -163,13 +163,12 @@ async fn observe_step(
     };
     match look {
         Look::Nothing => {}
-        Look::BeforeDeploy { after_another, .. } => {
-            if after_another {
-                // Pods of the previous cell (or repetition) whose containers still run would
-                // take CPU from this one: the machine waits for them (and decide deletes any
-                // left behind).
-                obs.run_pods = run_pods(pods, run).await?;
-            }
+        Look::BeforeDeploy { .. } => {
+            // Pods of an earlier step, or of an earlier run of the same name, whose containers
+            // still run would take CPU from this one: the machine waits for them (and the
+            // adapter deletes this run's left behind). The first step looks too: a run created
+            // again under its old name starts while the old one's pods may still be stopping.
+            obs.run_pods = run_pods(pods, run).await?;
             obs.nodes = nodes(client, caches).await?;
         }
         Look::Target(at) => {
@@ -180,7 +179,12 @@ async fn observe_step(
             if let Some(cached) = cached {
                 // From the watches' caches (`child_caches`); an object they lack may have been
                 // applied a moment ago, and is read before it is taken for missing.
-                obs.target_pods = cached.pods(ns, |labels| at.selects(ROLE_TARGET, labels));
+                obs.target_pods = own(
+                    &at,
+                    ROLE_TARGET,
+                    cached.pods(ns, |labels| at.selects(ROLE_TARGET, labels)),
+                    None,
+                );
                 (obs.deployment, obs.service) =
                     match (cached.deployment(ns, &name), cached.service(ns, &name)) {
                         (Some(d), Some(s)) => (Some(d), Some(s)),
@@ -234,7 +238,11 @@ async fn read_load(
                 None => jobs.get_opt(name).await?,
             };
             let role = |role: &'static str| c.pods(ns, |labels| at.selects(role, labels));
-            (job, role(ROLE_TARGET), role(ROLE_LOADGEN))
+            (
+                job,
+                own(at, ROLE_TARGET, role(ROLE_TARGET), None),
+                role(ROLE_LOADGEN),
+            )
         }
         // The Job, the target pods and the load generator's pods at once, not one after the
         // other.
@@ -244,6 +252,8 @@ async fn read_load(
             loadgen_pods(pods, at)
         )?,
     };
+    let job_uid = job.as_ref().and_then(|j| j.metadata.uid.clone());
+    let mut loadgen = own(at, ROLE_LOADGEN, loadgen, job_uid.as_deref());
     (obs.job, obs.target_pods) = (job, targets);
     let Some(job) = &obs.job else {
         // A missing Job is made again from the Service address and the pod IPs.
@@ -251,7 +261,7 @@ async fn read_load(
         return Ok(());
     };
     if adapter::job_failed(job) {
-        obs.loadgen_failure = read_failure(pods, at).await?;
+        obs.loadgen_failure = read_failure(pods, at, job_uid.as_deref()).await?;
         if let Some(k) = kubelet {
             k.forget(name);
         }
@@ -269,14 +279,15 @@ async fn read_load(
     // The result is read as soon as every load generator container has ended well, not when
     // the Job controller gets round to marking the Job complete (a second or more later on a
     // busy control plane).
-    let mut loadgen = loadgen;
     if adapter::job_complete(job) && !all_succeeded(job, &loadgen) {
         // The pods were listed beside the Job (or come from a cache that has not seen their
         // end yet), perhaps from a moment before it completed: they are listed again, after
         // it, from the API server, so a completed Job's pods are never taken for gone; the
         // target pods with them, so a replica that left before the end is seen too.
-        (loadgen, obs.target_pods) =
+        let listed;
+        (listed, obs.target_pods) =
             futures::try_join!(loadgen_pods(pods, at), target_pods(pods, at))?;
+        loadgen = own(at, ROLE_LOADGEN, listed, job_uid.as_deref());
     }
     if adapter::job_complete(job) || all_succeeded(job, &loadgen) {
         // The load is over: the kubelets' last scrape goes beside the reads of the result.
@@ -293,6 +304,7 @@ async fn read_load(
         obs.result = read_printed_results(pods, job, &loadgen).await?;
     }
     if let Some(result) = &obs.result {
+        log_read(at, job, &loadgen, result);
         match kubelet {
             Some(k) => {
                 // The measurement's own pods: its target replicas and load generators.
@@ -386,15 +398,69 @@ async fn deployment_and_service(
     Ok((deployment, service))
 }
 
-/// The target pods of `cell`.
+/// The target pods of one repetition of a cell: those its Deployment made.
 async fn target_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Pod>, Error> {
-    Ok(pods
+    let listed = pods
         .list(&ListParams::default().labels(&at.selector(ROLE_TARGET)))
         .await?
-        .items)
+        .items;
+    Ok(own(at, ROLE_TARGET, listed, None))
 }
 
-/// The load generator pods of one repetition of a cell.
+/// The pods of `listed` that the repetition's own controller made (see
+/// [`build::CellRun::owns`]); any other is logged and left out.
+fn own(at: &build::CellRun<'_>, role: &str, listed: Vec<Pod>, job_uid: Option<&str>) -> Vec<Pod> {
+    listed
+        .into_iter()
+        .filter(|pod| {
+            let owned = at.owns(role, pod, job_uid);
+            if !owned {
+                tracing::debug!(
+                    run = %at.run.name_any(),
+                    pod = %pod.name_any(),
+                    role,
+                    "a pod with the repetition's labels but another owner is not read"
+                );
+            }
+            owned
+        })
+        .collect()
+}
+
+/// Says which pods a repetition's result was read from, and whose they are: the operator's
+/// record that every figure came from this run's own load generator Job.
+fn log_read(
+    at: &build::CellRun<'_>,
+    job: &Job,
+    loadgen: &[Pod],
+    result: &Result<RunResult, String>,
+) {
+    let pods: Vec<String> = loadgen
+        .iter()
+        .map(|p| {
+            let owner = build::controller_of(p).map_or("", |o| o.uid.as_str());
+            format!(
+                "{}/{} owner {owner}",
+                p.name_any(),
+                p.metadata.uid.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    tracing::info!(
+        run = %at.run.name_any(),
+        run_uid = at.run.metadata.uid.as_deref().unwrap_or_default(),
+        cell = at.cell,
+        repetition = at.repetition,
+        job = %job.name_any(),
+        job_uid = job.metadata.uid.as_deref().unwrap_or_default(),
+        pods = %pods.join(", "),
+        parsed = result.is_ok(),
+        "result read"
+    );
+}
+
+/// The load generator pods of one repetition of a cell, by their labels (their owner, the Job,
+/// is checked by the caller, which has it).
 async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Pod>, Error> {
     Ok(pods
         .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
@@ -635,11 +701,12 @@ fn excerpt(text: &str) -> String {
 
 /// The last words of a failed load generator: its termination message (the kubelet fills it
 /// from the log on error) or reason such as OOMKilled.
-async fn read_failure(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Option<String>, Error> {
-    let list = pods
-        .list(&ListParams::default().labels(&at.selector(ROLE_LOADGEN)))
-        .await?
-        .items;
+async fn read_failure(
+    pods: &Api<Pod>,
+    at: &build::CellRun<'_>,
+    job_uid: Option<&str>,
+) -> Result<Option<String>, Error> {
+    let list = own(at, ROLE_LOADGEN, loadgen_pods(pods, at).await?, job_uid);
     Ok(list.iter().find_map(|p| {
         let cs = p.status.as_ref()?.container_statuses.as_ref()?;
         cs.iter().find_map(|c| {

@@ -16,7 +16,7 @@ use super::connect::Cluster;
 use super::runs::{runs_api, status_of};
 use super::{EXIT_BAD_INPUT, EXIT_CLUSTER};
 use crate::resource::labels::{
-    CELL_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN, ROLE_TARGET, RUN_LABEL,
+    CELL_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN, ROLE_TARGET, RUN_LABEL, RUN_UID_LABEL,
 };
 
 /// Exit code when no pod matched (and nothing was printed).
@@ -58,17 +58,15 @@ pub struct LogsArgs {
     pub role: Option<Role>,
 }
 
-/// The label selector of the pods `args` asks for. The operator labels a repetition from the
-/// second on, so the first repetition's pods are those without the label.
-pub fn selector(args: &LogsArgs) -> String {
-    let mut s = format!("{RUN_LABEL}={}", args.name);
+/// The label selector of the pods `args` asks for, of the run with UID `uid` only: pods an
+/// earlier run of the same name left behind are not this run's.
+pub fn selector(args: &LogsArgs, uid: &str) -> String {
+    let mut s = format!("{RUN_LABEL}={},{RUN_UID_LABEL}={uid}", args.name);
     if let Some(cell) = &args.cell {
         s.push_str(&format!(",{CELL_LABEL}={cell}"));
     }
-    match args.repetition {
-        Some(1) => s.push_str(&format!(",!{REPETITION_LABEL}")),
-        Some(r) => s.push_str(&format!(",{REPETITION_LABEL}={r}")),
-        None => {}
+    if let Some(r) = args.repetition {
+        s.push_str(&format!(",{REPETITION_LABEL}={r}"));
     }
     if let Some(role) = args.role {
         s.push_str(&format!(",{ROLE_LABEL}={}", role.label()));
@@ -108,7 +106,7 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
     }
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), ns);
     let mut found = match pods
-        .list(&ListParams::default().labels(&selector(args)))
+        .list(&ListParams::default().labels(&selector(args, &run_uid(&run))))
         .await
     {
         Ok(list) => list.items,
@@ -144,6 +142,11 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
     }
     let _ = out.flush();
     ExitCode::SUCCESS
+}
+
+/// The UID of a run as read from the cluster.
+fn run_uid(run: &kube::api::DynamicObject) -> String {
+    run.metadata.uid.clone().unwrap_or_default()
 }
 
 /// Says that the API server could not be asked to `what`, in its words: exit 5.

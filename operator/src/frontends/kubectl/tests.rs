@@ -676,18 +676,24 @@ async fn a_run_deleted_by_someone_else_ends_the_follow_with_5() {
     .await;
 }
 
-/// A pod of run `run`, cell `cell`, repetition `repetition`, role `role`, with its log.
-fn pod(fake: &FakeApi, run: &str, cell: &str, repetition: u32, role: &str) -> String {
-    let name = format!("{run}-{cell}-r{repetition}-{role}");
-    let mut labels = json!({
+/// A pod of run `run` (UID `uid`), cell `cell`, repetition `repetition`, role `role`, with its
+/// log.
+fn pod(
+    fake: &FakeApi,
+    (run, uid): (&str, &str),
+    cell: &str,
+    repetition: u32,
+    role: &str,
+) -> String {
+    let name = format!("{run}-{uid}-{cell}-r{repetition}-{role}");
+    let labels = json!({
         "benchmatrix.dev/run": run,
+        "benchmatrix.dev/run-uid": uid,
         "benchmatrix.dev/cell": cell,
+        "benchmatrix.dev/repetition": repetition.to_string(),
         "benchmatrix.dev/role": role,
         "app.kubernetes.io/managed-by": "benchmatrix",
     });
-    if repetition > 1 {
-        labels["benchmatrix.dev/repetition"] = json!(repetition.to_string());
-    }
     fake.insert(
         "pods",
         json!({
@@ -725,11 +731,18 @@ async fn logs_select_a_runs_pods_by_its_labels() {
         let mut run = sample("demo", &["a", "b"]);
         run["status"] = json!({"phase": "Running", "cells": [{"name": "a"}, {"name": "b"}]});
         fake.insert("benchmarkruns", run);
+        let uid = fake.get("benchmarkruns", NS, "demo").unwrap()["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let demo = ("demo", uid.as_str());
         for (cell, rep) in [("a", 1), ("a", 2), ("b", 1), ("b", 2)] {
-            pod(&fake, "demo", cell, rep, "target");
-            pod(&fake, "demo", cell, rep, "loadgen");
+            pod(&fake, demo, cell, rep, "target");
+            pod(&fake, demo, cell, rep, "loadgen");
         }
-        pod(&fake, "other", "a", 1, "target");
+        pod(&fake, ("other", "u-9"), "a", 1, "target");
+        // What an earlier run of the same name left behind: not this run's.
+        pod(&fake, ("demo", "u-old"), "b", 2, "loadgen");
 
         let mut args = logs_args("demo");
         args.cell = Some("b".into());
@@ -739,24 +752,27 @@ async fn logs_select_a_runs_pods_by_its_labels() {
         assert_eq!(code, std::process::ExitCode::SUCCESS);
         assert_eq!(
             out,
-            "==> pod/demo-b-r2-loadgen container/loadgen (cell b, repetition 2, loadgen) <==\n\
-             log of demo-b-r2-loadgen\n\n"
+            format!(
+                "==> pod/demo-{uid}-b-r2-loadgen container/loadgen (cell b, repetition 2, \
+                 loadgen) <==\nlog of demo-{uid}-b-r2-loadgen\n\n"
+            )
         );
 
-        // The first repetition's pods carry no repetition label.
+        // The first repetition's pods.
         let mut args = logs_args("demo");
         args.repetition = Some(1);
         let (_, out) = logs_of(&fake, &args).await;
         let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("==>")).collect();
         assert_eq!(heads.len(), 4, "{out}");
-        assert!(heads[0].starts_with("==> pod/demo-a-r1-target container/target"));
-        assert!(heads[1].starts_with("==> pod/demo-a-r1-loadgen"));
-        assert!(heads[2].starts_with("==> pod/demo-b-r1-target"));
+        assert!(heads[0].starts_with(&format!("==> pod/demo-{uid}-a-r1-target container/target")));
+        assert!(heads[1].starts_with(&format!("==> pod/demo-{uid}-a-r1-loadgen")));
+        assert!(heads[2].starts_with(&format!("==> pod/demo-{uid}-b-r1-target")));
         assert!(!out.contains("other-"), "another run's pod: {out}");
 
-        // Every pod of the run, cells in order, targets first.
+        // Every pod of the run, cells in order, targets first; none of the earlier run's.
         let (_, out) = logs_of(&fake, &logs_args("demo")).await;
         assert_eq!(out.matches("==> pod/demo-").count(), 8);
+        assert!(!out.contains("u-old"), "an earlier run's pod: {out}");
     })
     .await;
 }
@@ -788,17 +804,20 @@ async fn logs_say_why_there_is_nothing_to_show() {
 #[test]
 fn the_selector_names_the_operators_labels() {
     let mut args = logs_args("demo");
-    assert_eq!(logs::selector(&args), "benchmatrix.dev/run=demo");
+    assert_eq!(
+        logs::selector(&args, "u-1"),
+        "benchmatrix.dev/run=demo,benchmatrix.dev/run-uid=u-1"
+    );
     args.cell = Some("b".into());
     args.repetition = Some(1);
     args.role = Some(Role::Target);
     assert_eq!(
-        logs::selector(&args),
-        "benchmatrix.dev/run=demo,benchmatrix.dev/cell=b,!benchmatrix.dev/repetition,\
-         benchmatrix.dev/role=target"
+        logs::selector(&args, "u-1"),
+        "benchmatrix.dev/run=demo,benchmatrix.dev/run-uid=u-1,benchmatrix.dev/cell=b,\
+         benchmatrix.dev/repetition=1,benchmatrix.dev/role=target"
     );
     args.repetition = Some(3);
-    assert!(logs::selector(&args).contains(",benchmatrix.dev/repetition=3,"));
+    assert!(logs::selector(&args, "u-1").contains(",benchmatrix.dev/repetition=3,"));
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ mod burst;
 mod caches;
 pub(crate) mod fake;
 mod gate;
+mod identity;
 mod images;
 mod namespaces;
 mod neighbours;
@@ -167,7 +168,8 @@ impl Harness {
                         "pods",
                         json!({
                             "apiVersion": "v1", "kind": "Pod",
-                            "metadata": {"name": pod, "namespace": NS, "labels": labels},
+                            "metadata": {"name": pod, "namespace": NS, "labels": labels,
+                                "ownerReferences": [replica_set_of(&dep)]},
                             "spec": {"containers": [{"name": "target"}]},
                             "status": {
                                 "phase": "Running",
@@ -232,7 +234,8 @@ impl Harness {
                 "pods",
                 json!({
                     "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": pod, "namespace": NS, "labels": labels},
+                    "metadata": {"name": pod, "namespace": NS, "labels": labels,
+                        "ownerReferences": [owner(&job)]},
                     "spec": {"containers": [{"name": "loadgen"}]},
                     "status": {"phase": phase, "containerStatuses": [{"name": "loadgen",
                         "ready": false, "restartCount": 0, "image": "x", "imageID": "",
@@ -274,6 +277,22 @@ impl Harness {
             .map(|s| s.phase)
             .unwrap_or(RunPhase::Pending)
     }
+}
+
+/// The controlling owner reference to `object` (a Job of the fake).
+pub(crate) fn owner(object: &Value) -> Value {
+    json!({"apiVersion": object["apiVersion"], "kind": object["kind"],
+        "name": object["metadata"]["name"], "uid": object["metadata"]["uid"],
+        "controller": true})
+}
+
+/// The controlling owner reference of a pod of Deployment `deployment`: its ReplicaSet, named
+/// as the Deployment controller names it (`<deployment>-<pod-template-hash>`).
+pub(crate) fn replica_set_of(deployment: &Value) -> Value {
+    let name = deployment["metadata"]["name"].as_str().unwrap_or_default();
+    json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{name}-5d8f7c"),
+        "uid": format!("rs-{}", deployment["metadata"]["uid"].as_str().unwrap_or_default()),
+        "controller": true})
 }
 
 /// A run with the given cells (alternately single and pool, the i-th with i + 1 replicas of
@@ -1321,7 +1340,8 @@ async fn a_pod_the_scheduler_cannot_place_fails_the_cell_unschedulable_not_never
             "pods",
             json!({
                 "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "pending-pod", "namespace": NS, "labels": labels},
+                "metadata": {"name": "pending-pod", "namespace": NS, "labels": labels,
+                    "ownerReferences": [replica_set_of(&dep)]},
                 "spec": {"containers": [{"name": "target"}]},
                 "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
                     "status": "False", "reason": "Unschedulable", "message": said}]},

@@ -274,7 +274,7 @@ async fn the_next_cell_starts_once_the_previous_containers_stopped() {
         assert_eq!(deployments(&h), 0, "b waits while a's containers run");
         let message = run.status.unwrap().message.unwrap_or_default();
         assert!(
-            message.contains("waiting for 1 pod(s) of the previous cell to stop")
+            message.contains("waiting for 1 pod(s) of an earlier cell to stop")
                 && message.contains("-pod0"),
             "{message}"
         );
@@ -389,7 +389,8 @@ async fn a_printed_result_is_read_before_the_pod_is_reported_succeeded() {
             json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": pod, "namespace": super::NS,
-                             "labels": job["spec"]["template"]["metadata"]["labels"]},
+                             "labels": job["spec"]["template"]["metadata"]["labels"],
+                             "ownerReferences": [super::owner(&job)]},
                 "spec": {"containers": [{"name": "loadgen"}]},
                 "status": {"phase": "Running", "containerStatuses": [{"name": "loadgen",
                     "ready": true, "restartCount": 0, "image": "x", "imageID": "",

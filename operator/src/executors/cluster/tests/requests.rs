@@ -120,7 +120,8 @@ async fn a_load_generator_whose_secret_is_missing_fails_the_cell_at_once() {
             json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": format!("{name}-0-xyz"), "namespace": super::NS,
-                             "labels": job["spec"]["template"]["metadata"]["labels"]},
+                             "labels": job["spec"]["template"]["metadata"]["labels"],
+                             "ownerReferences": [super::owner(&job)]},
                 "spec": {"containers": [{"name": "loadgen"}]},
                 "status": {"phase": "Pending", "containerStatuses": [{"name": "loadgen",
                     "ready": false, "restartCount": 0, "image": "x", "imageID": "",
@@ -170,7 +171,8 @@ async fn a_load_generator_the_scheduler_cannot_place_fails_the_cell_once_it_has_
             json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": format!("{name}-0-xyz"), "namespace": super::NS,
-                             "labels": job["spec"]["template"]["metadata"]["labels"]},
+                             "labels": job["spec"]["template"]["metadata"]["labels"],
+                             "ownerReferences": [super::owner(&job)]},
                 "spec": {"containers": [{"name": "loadgen"}]},
                 "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
                     "status": "False", "reason": "Unschedulable", "lastTransitionTime": since,
