@@ -76,6 +76,8 @@ impl Loadgen {
                     }
                 }
             }
+            // Last, after every line is handed over or logged, from this one thread: the runner
+            // takes the load as over only from here (see `cell::supervise::Watch`).
             waker.wake(WakeKind::OutputClosed);
         });
         Ok(Loadgen {

@@ -31,11 +31,6 @@ use crate::frontends::report::{self, RawCell};
 use crate::resource::conditions::now;
 use crate::resource::{BenchmarkRunStatus, CellPhase, ValidatedRun};
 
-/// The longest the load generator's last progress lines are waited for once it has ended: it
-/// writes its last phase's line just before it exits, and the line can arrive after the exit
-/// was seen. Its output closed, the reader says so at once.
-const LAST_PROGRESS: Duration = Duration::from_secs(1);
-
 /// Everything one run needs besides the spec, and the step under way.
 pub struct Runner {
     run: ValidatedRun,
@@ -170,25 +165,6 @@ impl Runner {
         self.current = Some((local, at, number));
     }
 
-    /// Shows the progress lines of the step's load generator still on their way once it has
-    /// ended, until its output closes or [`LAST_PROGRESS`] has passed.
-    fn last_progress(&mut self) {
-        let until = Instant::now() + LAST_PROGRESS;
-        while let Some(wake) = self.wakes.next(until) {
-            match wake.kind {
-                WakeKind::Progress(p) if self.is_current(wake.step) => {
-                    self.with_current(|local, cx| local.progress(cx, &p));
-                }
-                WakeKind::OutputClosed if self.is_current(wake.step) => return,
-                _ => {}
-            }
-        }
-    }
-
-    fn is_current(&self, step: u64) -> bool {
-        self.current.as_ref().is_some_and(|c| c.2 == step)
-    }
-
     /// A step has ended (the engine has recorded how): shows it, keeps its raw result for the
     /// charts, and writes the status so far, so a crash loses at most one step.
     fn step_ended(&mut self, status: &BenchmarkRunStatus, step: Step, raw: Option<RunResult>) {
@@ -278,10 +254,7 @@ impl Executor for Runner {
         match *command {
             Command::Deploy(at) => self.deploy(status, at),
             Command::StartLoad(_) => self.with_current(|local, cx| local.start_load(cx)),
-            Command::Collect(_) => {
-                self.with_current(|local, cx| local.collect(cx));
-                self.last_progress();
-            }
+            Command::Collect(_) => self.with_current(|local, cx| local.collect(cx)),
             Command::Stop { at, .. } => {
                 if let Some((mut local, _, _)) = self.current.take() {
                     local.stop();
@@ -324,6 +297,12 @@ impl Waits for Runner {
                     if let WakeKind::Progress(p) = w.kind {
                         self.with_current(|local, cx| local.progress(cx, &p));
                     }
+                }
+                // News to the machine: the load is over once the output has closed too
+                // (see `supervise::Watch`), which is also when its last lines are shown.
+                Some(w) if matches!(w.kind, WakeKind::OutputClosed) => {
+                    self.with_current(|local, _| local.output_closed());
+                    return;
                 }
                 Some(_) => return,
                 None => {

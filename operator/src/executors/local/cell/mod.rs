@@ -197,6 +197,13 @@ impl LocalStep {
         }
     }
 
+    /// This step's load generator's output has closed: its progress lines are all shown.
+    pub fn output_closed(&mut self) {
+        if let Some(watch) = self.watch.as_mut() {
+            watch.output_closed();
+        }
+    }
+
     /// When this step next has a reading to take (at a phase boundary), if it has one.
     pub fn next_reading(&self) -> Option<Instant> {
         self.watch.as_ref()?.next_reading(&self.timing)

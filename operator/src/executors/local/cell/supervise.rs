@@ -29,6 +29,11 @@ pub struct Watch {
     pub cpu_at: Vec<Option<Readings>>,
     /// The load generator's exit status, once it has ended.
     pub exited: Option<ExitStatus>,
+    /// Whether the load generator's output has closed. Its reader thread hands over every
+    /// progress line before it says so, and writes every other line to the log; its exit is
+    /// seen by another thread (a pidfd) and can come first, with the last phase's line still
+    /// in the pipe.
+    output_closed: bool,
     /// Wall time from the load generator's start to its end (or to now, while it runs).
     pub wall: Duration,
 }
@@ -38,7 +43,7 @@ pub struct Watch {
 pub struct LoadLook {
     /// A replica exited or lost a process it had started: what happened, and when in the load.
     pub replica_exited: Option<String>,
-    /// The load generator has ended.
+    /// The load generator has ended and its output has closed.
     pub load_exited: bool,
 }
 
@@ -50,8 +55,15 @@ impl Watch {
             late_by: Duration::ZERO,
             cpu_at: vec![None; timing.boundaries.len()],
             exited: None,
+            output_closed: false,
             wall: Duration::ZERO,
         }
+    }
+
+    /// The load generator's output has closed: every progress line it wrote has been handed
+    /// over, and every other line is in its log.
+    pub fn output_closed(&mut self) {
+        self.output_closed = true;
     }
 
     /// A progress line of the load generator: to the display, and, at a phase's start, how
@@ -119,9 +131,12 @@ impl Watch {
             self.exited = Some(status);
             self.wall = elapsed;
         }
-        look.load_exited = self.exited.is_some();
+        // The load is over only once its output has closed too: collecting it ends the step,
+        // and a progress line handed over after that is never shown (the last phase's line,
+        // lost before the step's `done` line), nor a last word written to the log read.
+        look.load_exited = self.exited.is_some() && self.output_closed;
         if let Some(why) = set.first_exit() {
-            look.replica_exited = Some(if look.load_exited {
+            look.replica_exited = Some(if self.exited.is_some() {
                 format!("{why} (as the load ended)")
             } else {
                 let when = elapsed.saturating_sub(self.late_by);
