@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""The house plan's figures, counted from the source as text: rooms, import arrows that run
+back up or in a circle, long functions and raw spec reads.
+
+    scripts/house.py            # a summary of the whole workspace
+    scripts/house.py --detail   # and every long function, circle and raw read by name
+
+How it counts (the rules the figures in docs/architecture.md and the closing notes name):
+- A room is a folder of a crate's src/, and each .rs file a module in it. Test code is left
+  out: files named tests.rs, folders named tests or fixtures, and `#[cfg(test)]` modules.
+- An arrow is a `use crate::...`, `use super::...` or `crate::`/`super::` path in code (not in a
+  comment, so not a doc link), from the module that writes it to the module the path names (the
+  longest prefix that is a file).
+- A circle is a set of modules that reach each other through arrows (a strongly connected
+  component of more than one module); counted among files, and among the rooms of each folder
+  (arrows between its direct sub-rooms).
+- A back-arrow runs from a wing of the operator to a wing above it, in the order
+  resource < engine < frontends < executors < the door (main.rs, cli.rs, lib.rs).
+- A long function is one whose body (from the `fn` line to its closing brace) runs over 80
+  lines, outside test code.
+- A raw spec read is `run.spec.` or `.run().spec.` in executors/ and frontends/, outside tests.
+All of the workspace's crates are counted, the `target` crate (a folder named target/) too.
+"""
+import os
+import re
+import sys
+from collections import defaultdict
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+CRATES = ["quota", "target", "loadgen", "operator", "tests"]
+WINGS = ["resource", "engine", "frontends", "executors"]
+LONG = 80
+
+
+def rust_files(crate):
+    src = os.path.join(ROOT, crate, "src")
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("tests", "fixtures"))
+        for f in sorted(filenames):
+            if f.endswith(".rs") and f != "tests.rs":
+                yield os.path.join(dirpath, f)
+
+
+def strip_tests(text):
+    """The text without `#[cfg(test)]` items (a module or a function and its braces)."""
+    out, i = [], 0
+    lines = text.split("\n")
+    while i < len(lines):
+        if lines[i].strip() == "#[cfg(test)]":
+            depth, started, j = 0, False, i + 1
+            while j < len(lines):
+                depth += lines[j].count("{") - lines[j].count("}")
+                started = started or "{" in lines[j]
+                if started and depth <= 0 or (not started and lines[j].rstrip().endswith(";")):
+                    break
+                j += 1
+            out.extend([""] * (j - i + 1))
+            i = j + 1
+            continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
+def module_path(crate, path):
+    rel = os.path.relpath(path, os.path.join(ROOT, crate, "src"))[:-3].split(os.sep)
+    if rel[-1] == "mod":
+        rel = rel[:-1]
+    if rel in (["lib"], ["main"]):
+        return ()
+    return tuple(rel)
+
+
+def long_functions(text):
+    found = []
+    lines = text.split("\n")
+    fn = re.compile(r"^(\s*)(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?fn\s+(\w+)")
+    for i, line in enumerate(lines):
+        m = fn.match(line)
+        if not m:
+            continue
+        depth, started = 0, False
+        for j in range(i, len(lines)):
+            depth += lines[j].count("{") - lines[j].count("}")
+            if "{" in lines[j]:
+                started = True
+            if not started and lines[j].rstrip().endswith(";"):
+                break
+            if started and depth <= 0:
+                if j - i + 1 > LONG:
+                    found.append((m.group(7), i + 1, j - i + 1))
+                break
+    return found
+
+
+PATH = re.compile(r"\b(crate|super)((?:::(?:\w+|\{[^;]*?\}))+)")
+
+
+def code_only(text):
+    """`text` without comments (doc comments' links are not imports) or string literals."""
+    text = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', text)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def targets(text, here, modules):
+    """The modules the paths in `text` name, from module `here`."""
+    out = set()
+    for m in PATH.finditer(code_only(text)):
+        for tail in expand(m.group(2)):
+            parts = [p for p in tail.split("::") if p]
+            base = list(here) if m.group(1) == "super" else []
+            if m.group(1) == "super":
+                base = base[:-1]
+                while parts and parts[0] == "super":
+                    base, parts = base[:-1], parts[1:]
+            full = base + parts
+            for k in range(len(full), 0, -1):
+                if tuple(full[:k]) in modules:
+                    if tuple(full[:k]) != here:
+                        out.add(tuple(full[:k]))
+                    break
+    return out
+
+
+def expand(tail):
+    """`::a::{b, c::{d}}` -> ["::a::b", "::a::c::d"]."""
+    m = re.match(r"^((?:::\w+)*)::\{(.*)\}$", tail, re.S)
+    if not m:
+        return [tail]
+    head, inner = m.group(1), m.group(2)
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    parts.append(cur)
+    out = []
+    for p in parts:
+        p = p.strip().split(" as ")[0].strip()
+        if not p or p == "self":
+            out.append(head)
+            continue
+        out.extend(head + t for t in expand("::" + p))
+    return out
+
+
+def sccs(graph):
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def wing(module):
+    return WINGS.index(module[0]) if module and module[0] in WINGS else len(WINGS)
+
+
+def main():
+    detail = "--detail" in sys.argv
+    totals = defaultdict(int)
+    for crate in CRATES:
+        files = {module_path(crate, p): p for p in rust_files(crate)}
+        if not files:
+            continue
+        texts = {m: strip_tests(open(p, encoding="utf-8").read()) for m, p in files.items()}
+        graph = {m: targets(t, m, files) for m, t in texts.items()}
+        rooms = defaultdict(int)
+        for m in files:
+            rooms[m[:-1]] += 1
+        file_circles = sccs(graph)
+        room_circles = []
+        for room in rooms:
+            depth = len(room)
+            sub = defaultdict(set)
+            for a, bs in graph.items():
+                for b in bs:
+                    if a[:depth] == room == b[:depth] and len(a) > depth and len(b) > depth:
+                        if a[depth] != b[depth]:
+                            sub[a[depth]].add(b[depth])
+            for c in sccs(sub):
+                room_circles.append(("/".join(room) or "src", c))
+        back = [(a, b) for a, bs in graph.items() for b in bs
+                if crate == "operator" and wing(b) > wing(a)]
+        longs = [(files[m], name, line, n) for m, t in texts.items()
+                 for name, line, n in long_functions(t)]
+        raw = []
+        if crate == "operator":
+            for m, t in texts.items():
+                if m and m[0] in ("executors", "frontends"):
+                    for i, line in enumerate(t.split("\n")):
+                        if "run.spec." in line or ".run().spec." in line:
+                            raw.append((files[m], i + 1, line.strip()))
+        lines = sum(len(open(p, encoding="utf-8").read().split("\n")) for p in files.values())
+        print(f"{crate}: {len(files)} files, {len(rooms)} rooms, {lines} lines; "
+              f"circles: {len(file_circles)} among files, {len(room_circles)} among rooms; "
+              f"back-arrows: {len(back)}; functions over {LONG} lines: {len(longs)}; "
+              f"raw spec reads: {len(raw)}")
+        biggest = max(rooms.items(), key=lambda kv: kv[1])
+        print(f"  most files in one room: {'/'.join(biggest[0]) or 'src'} ({biggest[1]})")
+        totals["circles"] += len(file_circles) + len(room_circles)
+        totals["back"] += len(back)
+        totals["long"] += len(longs)
+        totals["raw"] += len(raw)
+        if detail:
+            for c in file_circles:
+                print("  circle:", " <-> ".join("::".join(m) for m in c))
+            for room, c in room_circles:
+                print(f"  circle in {room}:", " <-> ".join(c))
+            for a, b in back:
+                print("  back-arrow:", "::".join(a), "->", "::".join(b))
+            for path, name, line, n in sorted(longs, key=lambda x: -x[3]):
+                print(f"  long: {os.path.relpath(path, ROOT)}:{line} {name} ({n} lines)")
+            for path, line, text in raw:
+                print(f"  raw: {os.path.relpath(path, ROOT)}:{line} {text}")
+    print(f"total: circles {totals['circles']}, back-arrows {totals['back']}, "
+          f"functions over {LONG} lines {totals['long']}, raw spec reads {totals['raw']}")
+
+
+if __name__ == "__main__":
+    main()
