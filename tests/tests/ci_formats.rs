@@ -37,7 +37,7 @@ fn validate(xml: &str) -> Result<(), String> {
         .arg(repo_root().join("tests/junit.xsd"))
         .arg(&file)
         .output()
-        .expect("xmllint runs (Debian: apt-get install libxml2-utils; .ci/run installs it)");
+        .expect("xmllint is needed: install Debian's libxml2-utils (scripts/test-deps.sh does)");
     if o.status.success() {
         Ok(())
     } else {

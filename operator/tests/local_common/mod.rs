@@ -202,7 +202,7 @@ pub fn assert_valid_junit(xml: &Path) {
         .arg(&xsd)
         .arg(xml)
         .output()
-        .expect("xmllint runs (apt-get install libxml2-utils)");
+        .expect("xmllint is needed: install Debian's libxml2-utils (scripts/test-deps.sh does)");
     assert!(
         o.status.success(),
         "{} does not validate against tests/junit.xsd: {}",
