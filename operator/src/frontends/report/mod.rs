@@ -117,14 +117,18 @@ pub fn render(
 
 /// What a finished run prints under its progress: the comparison table, how many repetitions
 /// each cell took when they depended on its precision, then the gate's verdict and the
-/// recommendation when the status has them, each wrapped to the table's width.
-pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
+/// recommendation when the status has them, each wrapped to the table's width. Variants are
+/// marked as `max_regression` (the run's `--max-regression`) judges them, as the exit code is.
+pub fn closing_lines(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> Vec<String> {
     let wrapped = |text: String| wrap(&text, TABLE_WIDTH).trim_end().to_string();
     let mut lines = vec![comparison_table(status).trim_end().to_string()];
     if let Some(line) = repetitions_line(status) {
         lines.push(wrapped(line));
     }
-    lines.extend(crate::frontends::variants::closing_lines(status));
+    lines.extend(crate::frontends::variants::closing_lines(
+        status,
+        max_regression,
+    ));
     if let Some(gate) = crate::resource::conditions::find(
         &status.conditions,
         crate::resource::conditions::THRESHOLDS_MET,
@@ -144,9 +148,14 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
 
 /// What a finished run prints once its files are written into `out` (`written` of them
 /// besides status.yaml): a blank line, the [`closing_lines`], then where the files went.
-pub fn finished_lines(status: &BenchmarkRunStatus, out: &Path, written: usize) -> Vec<String> {
+pub fn finished_lines(
+    status: &BenchmarkRunStatus,
+    out: &Path,
+    written: usize,
+    max_regression: Option<f64>,
+) -> Vec<String> {
     let mut lines = vec![String::new()];
-    lines.extend(closing_lines(status));
+    lines.extend(closing_lines(status, max_regression));
     lines.push(format!(
         "\nwrote {} and {written} more file(s) in {}",
         out.join("status.yaml").display(),
@@ -181,14 +190,59 @@ pub fn repetitions_line(status: &BenchmarkRunStatus) -> Option<String> {
     (!cells.is_empty()).then(|| format!("repetitions until precise: {}", cells.join("; ")))
 }
 
-/// A status document, bare or inside a whole BenchmarkRun (`kubectl get -o yaml`).
+/// A status document, bare (`status.yaml` from `benchmatrix run`), inside a whole BenchmarkRun
+/// (`kubectl get -o yaml`), or under a lone `status:` key. A document with none of a status's
+/// own fields is refused, never read as an empty status: a report of nothing would look like a
+/// run that measured nothing.
 pub fn parse_status(text: &str) -> Result<BenchmarkRunStatus, String> {
     let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-    let inner = match value.get("status") {
-        Some(s) if value.get("spec").is_some() => s.clone(),
-        _ => value,
+    let serde_yaml::Value::Mapping(top) = &value else {
+        return Err(format!("{EXPECTED}, found {}", yaml_kind(&value)));
     };
-    serde_yaml::from_value(inner).map_err(|e| e.to_string())
+    if let Some(kind) = top.get("kind").and_then(serde_yaml::Value::as_str)
+        && kind != "BenchmarkRun"
+    {
+        return Err(format!("it is a {kind}; {EXPECTED}"));
+    }
+    // A status has no field called `status`, `spec` or `kind`: any of them means a wrapper.
+    let wrapped = ["status", "spec", "kind"]
+        .iter()
+        .any(|k| top.contains_key(*k));
+    let inner = if wrapped {
+        match top.get("status") {
+            Some(inner @ serde_yaml::Value::Mapping(_)) => inner,
+            Some(other) => return Err(format!("its `status` is {}; {EXPECTED}", yaml_kind(other))),
+            None => {
+                return Err(
+                    "the BenchmarkRun has no status yet (the operator has not taken it up)".into(),
+                );
+            }
+        }
+    } else {
+        &value
+    };
+    let has_own_field = ["phase", "cells"].iter().any(|k| inner.get(*k).is_some());
+    if !has_own_field {
+        return Err(format!("it has neither `phase` nor `cells`; {EXPECTED}"));
+    }
+    serde_yaml::from_value(inner.clone()).map_err(|e| e.to_string())
+}
+
+/// What [`parse_status`] reads, for its errors.
+const EXPECTED: &str = "expected a BenchmarkRun (`kubectl get benchmarkrun NAME -o yaml`) or \
+     its status (`status.yaml` from `benchmatrix run`), which has `phase` and `cells`";
+
+/// A YAML value's kind, for an error.
+fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
+    match value {
+        serde_yaml::Value::Null => "empty",
+        serde_yaml::Value::Bool(_) => "a boolean",
+        serde_yaml::Value::Number(_) => "a number",
+        serde_yaml::Value::String(_) => "a string",
+        serde_yaml::Value::Sequence(_) => "a list",
+        serde_yaml::Value::Mapping(_) => "a mapping",
+        serde_yaml::Value::Tagged(_) => "a tagged value",
+    }
 }
 
 /// The load generator's raw result of one cell (kept in `DIR/results/<cell>.json`).
@@ -470,7 +524,35 @@ mod tests {
             bare.lines().map(|l| format!("  {l}\n")).collect::<String>()
         );
         assert_eq!(parse_status(&whole).unwrap(), s);
+        let lone = format!(
+            "status:\n{}",
+            bare.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        );
+        assert_eq!(parse_status(&lone).unwrap(), s);
         assert!(parse_status("cells: 3").is_err());
+    }
+
+    #[test]
+    fn a_document_that_is_not_a_status_is_refused_never_read_as_an_empty_one() {
+        for (text, says) in [
+            ("status: {}\n", "neither `phase` nor `cells`"),
+            ("status:\n  foo: 1\n", "neither `phase` nor `cells`"),
+            (
+                "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nspec: {}\n",
+                "no status yet",
+            ),
+            (
+                "kind: Deployment\nstatus:\n  phase: Running\n",
+                "it is a Deployment",
+            ),
+            ("status: 3\n", "its `status` is a number"),
+            ("- phase: Succeeded\n", "found a list"),
+            ("", "found empty"),
+            ("headline: hi\n", "neither `phase` nor `cells`"),
+        ] {
+            let err = parse_status(text).expect_err(text);
+            assert!(err.contains(says), "{text:?}: {err}");
+        }
     }
 
     /// Set in the child process of [`a_write_that_fails_midway_leaves_the_old_report`]: the
