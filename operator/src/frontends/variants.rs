@@ -150,18 +150,35 @@ fn value(figure: &str, v: f64) -> String {
     }
 }
 
-fn verdict_text(v: ChangeVerdict) -> &'static str {
-    match v {
-        ChangeVerdict::Regression => "regression",
-        ChangeVerdict::Improvement => "improvement",
-        ChangeVerdict::WithinNoise => "~ within noise",
+/// A figure's mark wherever it is shown (terminal, report.md, compare.md), by the rule the exit
+/// code and the JUnit case follow: without `--max-regression`, the status's own verdict
+/// (significant at 5% and beyond a 5% change); with it, a regression is what [`regressed`]
+/// says, so a +4% figure gated at 3% is marked a regression and a +7% one gated at 10% is
+/// marked as within the gate, never both ways at once.
+pub fn mark(f: &RatioFigure, max_regression: Option<f64>) -> String {
+    let Some(max) = max_regression else {
+        return match f.verdict {
+            ChangeVerdict::Regression => "regression".into(),
+            ChangeVerdict::Improvement => "improvement".into(),
+            ChangeVerdict::WithinNoise => "~ within noise".into(),
+        };
+    };
+    if regressed(f, max) {
+        format!("regression beyond {max}%")
+    } else if f.verdict == ChangeVerdict::Improvement {
+        "improvement".into()
+    } else if f.p_worse < ALPHA && worse_pct(f) > 0.0 {
+        format!("worse, within {max}% (--max-regression)")
+    } else {
+        "~ within noise".into()
     }
 }
 
 /// The side-by-side table: one row per configuration, candidate, stream and figure, with the
 /// medians of both sides, the median per-round ratio, its interval, the paired test's p-value
-/// (the smaller of the two directions) and the verdict. Empty when the run has no variants.
-pub fn table(variants: &[VariantComparison]) -> String {
+/// (the smaller of the two directions) and its [`mark`] under `max_regression`. Empty when
+/// the run has no variants.
+pub fn table(variants: &[VariantComparison], max_regression: Option<f64>) -> String {
     if variants.is_empty() {
         return String::new();
     }
@@ -182,16 +199,16 @@ pub fn table(variants: &[VariantComparison]) -> String {
                 worse_pct(f),
                 interval(f),
                 f.p_worse.min(f.p_better),
-                verdict_text(f.verdict)
+                mark(f, max_regression)
             );
         }
     }
     o
 }
 
-/// `## Variants` of report.md: how the variants were measured, then [`table`]. Empty without
-/// variants.
-pub fn report_section(status: &BenchmarkRunStatus) -> String {
+/// `## Variants` of report.md: how the variants were measured, then [`table`] marked as the
+/// run's `--max-regression` gate judged it. Empty without variants.
+pub fn report_section(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> String {
     if status.variants.is_empty() {
         return String::new();
     }
@@ -205,16 +222,27 @@ pub fn report_section(status: &BenchmarkRunStatus) -> String {
          same nodes, in ABBA order; a figure's evidence is its per-round ratio (candidate / \
          base), so drift between rounds cancels out. Ratio: the median over the rounds, with a \
          95% bootstrap interval; p: exact Wilcoxon signed-rank test on the log ratios (the \
-         smaller one-sided p); a regression or improvement is significant at 5% and beyond a \
-         5% change. Rounds: {}.\n\n{}",
+         smaller one-sided p); {}. Rounds: {}.\n\n{}",
+        gate_rule(max_regression),
         rounds.join(", "),
-        table(&status.variants)
+        table(&status.variants, max_regression)
     )
 }
 
+/// How [`mark`] judged, in words for report.md.
+fn gate_rule(max_regression: Option<f64>) -> String {
+    match max_regression {
+        None => "a regression or improvement is significant at 5% and beyond a 5% change".into(),
+        Some(max) => format!(
+            "a regression is significant at 5% and worse than {max}% (`--max-regression`, as \
+             the exit code judged it); an improvement is significant at 5% and beyond a 5% change"
+        ),
+    }
+}
+
 /// The terminal's lines after a run with variants: one per figure, as [`figure_sentence`],
-/// marked with its verdict.
-pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
+/// with its [`mark`] under `max_regression`.
+pub fn closing_lines(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> Vec<String> {
     if status.variants.is_empty() {
         return Vec::new();
     }
@@ -227,7 +255,7 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
             lines.push(format!(
                 "  {} [{}]",
                 figure_sentence(c, f),
-                verdict_text(f.verdict)
+                mark(f, max_regression)
             ));
         }
     }
@@ -285,9 +313,19 @@ pub fn compare_within(run: &Compared, options: &CompareOptions, command: &str) -
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
+    if run.status.variants.iter().all(|c| c.figures.is_empty()) {
+        // Every candidate's rounds failed on one side or the other: a gate that compared
+        // nothing must not pass.
+        eprintln!(
+            "{command}: nothing to compare: {} has no round that both a base and a candidate \
+             measured (exit {EXIT_BAD_INPUT})",
+            run.label
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     let limit = options.max_regression.max(options.min_change);
     let found = regressions(&run.status.variants, limit);
-    let mut text = table(&run.status.variants);
+    let mut text = table(&run.status.variants, Some(limit));
     if found.is_empty() {
         let _ = writeln!(text, "\nNo candidate regressed beyond {limit}%.");
     } else {

@@ -99,7 +99,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     signals::install();
     let code = match runner::Runner::new(run, args.file.clone(), args.out.clone(), header_values) {
         Ok(r) => {
-            let status = r.run_to_end();
+            let status = r.with_max_regression(args.gate.max_regression).run_to_end();
             for line in args.ci.write(&name, &status, args.gate.max_regression) {
                 match line {
                     Ok(wrote) => println!("{wrote}"),

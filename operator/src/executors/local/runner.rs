@@ -48,6 +48,8 @@ pub struct Runner {
     current: Option<(LocalStep, Step, u64)>,
     steps_started: u64,
     wakes: Wakes,
+    /// `--max-regression`: the report and the closing lines mark variants as it judges them.
+    max_regression: Option<f64>,
 }
 
 impl Runner {
@@ -103,7 +105,15 @@ impl Runner {
             current: None,
             steps_started: 0,
             wakes,
+            max_regression: None,
         })
+    }
+
+    /// Marks the report's and the closing lines' variants as `--max-regression` judges them,
+    /// as the exit code does.
+    pub fn with_max_regression(mut self, max_regression: Option<f64>) -> Runner {
+        self.max_regression = max_regression;
+        self
     }
 
     /// Serves the built-in target and the load generator with `program` (a benchmatrix binary)
@@ -226,11 +236,14 @@ impl Runner {
             machine: machine_line(),
             workload: markdown::workload_line(self.run.run()),
             extra: self.fallback_notice.iter().cloned().collect(),
+            max_regression: self.max_regression,
         };
         self.display.show(progress::Update::Finished);
         match report::write_report(&self.out, status, &self.raw, &notes) {
             Ok(files) => {
-                for line in report::finished_lines(status, &self.out, files.len()) {
+                for line in
+                    report::finished_lines(status, &self.out, files.len(), self.max_regression)
+                {
                     self.display.line(&line);
                 }
             }

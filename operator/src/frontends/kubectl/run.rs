@@ -202,6 +202,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         machine: format!("Kubernetes ({})", cluster.describe),
         workload: crate::frontends::report::markdown::workload_line(checked.validated.run()),
         extra: Vec::new(),
+        max_regression: args.gate.max_regression,
     };
     write_outputs(&args.out, &last, &notes, &mut display);
     // Only a run that ended has verdicts to report; a timeout or an interrupt is the step's
@@ -626,7 +627,7 @@ fn write_outputs(out: &Path, status: &BenchmarkRunStatus, notes: &Notes, display
     }
     match report::write_report(out, status, &[], notes) {
         Ok(files) => {
-            for line in report::finished_lines(status, out, files.len()) {
+            for line in report::finished_lines(status, out, files.len(), notes.max_regression) {
                 display.line(&line);
             }
         }

@@ -22,6 +22,8 @@ pub struct Notes {
     pub workload: String,
     /// Extra sentences (e.g. a fallback notice), each a paragraph.
     pub extra: Vec<String>,
+    /// The run's `--max-regression`, which marks its variants as the exit code judged them.
+    pub max_regression: Option<f64>,
 }
 
 /// "warm-up 15s, then fast-only 30s, mixed 75s".
@@ -72,7 +74,10 @@ pub fn render(
     let mut o = String::new();
     overview(&mut o, status, &summary, notes);
     o.push_str(&super::verdicts::render(&status.thresholds));
-    o.push_str(&crate::frontends::variants::report_section(status));
+    o.push_str(&crate::frontends::variants::report_section(
+        status,
+        notes.max_regression,
+    ));
     o.push_str(&super::recommendation::render(status));
     cells_table(&mut o, status);
     latency_tables(&mut o, status, &summary, charts);

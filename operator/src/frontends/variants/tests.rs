@@ -140,7 +140,7 @@ fn a_run_without_variants_says_the_gate_had_nothing_to_judge() {
 
 #[test]
 fn the_table_shows_both_sides_the_ratio_its_interval_and_the_verdict() {
-    let table = table(&eight_percent_slower().variants);
+    let table = table(&eight_percent_slower().variants, None);
     let p99 = table
         .lines()
         .find(|l| l.contains("mixed/fast p99"))
@@ -151,8 +151,65 @@ fn the_table_shows_both_sides_the_ratio_its_interval_and_the_verdict() {
     );
     let rps = table.lines().find(|l| l.contains("rps")).unwrap();
     assert!(rps.contains("(+8.0%)"), "{rps}");
-    assert!(report_section(&BenchmarkRunStatus::default()).is_empty());
-    assert!(report_section(&eight_percent_slower()).contains("## Variants"));
+    assert!(report_section(&BenchmarkRunStatus::default(), None).is_empty());
+    assert!(report_section(&eight_percent_slower(), None).contains("## Variants"));
+}
+
+/// The exit code, the terminal's lines, report.md's table and the JUnit case say the same of
+/// one figure under one `--max-regression`: a +4% candidate (within the status's own 5% rule)
+/// gated at 3% is a regression everywhere; a +8% one (a regression by that rule) gated at 10%
+/// passes everywhere.
+#[test]
+fn the_exit_code_the_terminal_the_report_and_junit_agree_under_max_regression() {
+    let base = [20.0, 26.0, 21.0, 24.0, 19.5, 25.0];
+    let slower = |by: f64| -> BenchmarkRunStatus {
+        let candidate: Vec<f64> = base.iter().map(|b| b * by).collect();
+        status(&base, &candidate)
+    };
+    for (by, max, regressed_everywhere) in [(1.04, 3.0, true), (1.08, 10.0, false)] {
+        let s = slower(by);
+        let gate = GateArgs {
+            max_regression: Some(max),
+        };
+        let (code, _) = gated_code(0, &s, &gate);
+        assert_eq!(
+            code == EXIT_REGRESSION,
+            regressed_everywhere,
+            "+{by} at {max}%: exit {code}"
+        );
+        let p50_line = |lines: &[String]| -> String {
+            lines
+                .iter()
+                .find(|l| l.contains("mixed/fast p50"))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let terminal = p50_line(&closing_lines(&s, Some(max)));
+        let report: Vec<String> = report_section(&s, Some(max))
+            .lines()
+            .map(String::from)
+            .collect();
+        let report = p50_line(&report);
+        for (what, line) in [("terminal", &terminal), ("report.md", &report)] {
+            assert_eq!(
+                line.contains(&format!("regression beyond {max}%")),
+                regressed_everywhere,
+                "+{by} at {max}%: {what}: {line}"
+            );
+            if !regressed_everywhere {
+                assert!(
+                    line.contains(&format!("worse, within {max}%")),
+                    "{what}: {line}"
+                );
+            }
+        }
+        let junit = crate::frontends::report::junit::junit_xml("gate", &s, Some(max));
+        assert_eq!(
+            junit.contains("<failure"),
+            regressed_everywhere,
+            "+{by} at {max}%: {junit}"
+        );
+    }
 }
 
 #[test]
@@ -220,4 +277,30 @@ fn compare_with_one_run_gates_its_variants_and_writes_the_table() {
         compare_within(&plain, &options(0.0, None), "test"),
         ExitCode::from(EXIT_BAD_INPUT)
     );
+}
+
+/// A run whose every candidate round failed compared nothing: `compare RUN` must not pass it.
+#[test]
+fn variants_that_compared_no_round_exit_2() {
+    let mut s = eight_percent_slower();
+    for c in &mut s.cells {
+        c.phase = CellPhase::Failed;
+        for r in &mut c.repetitions {
+            r.phase = CellPhase::Failed;
+            r.results.clear();
+        }
+    }
+    s.variants = crate::engine::results::variants::compare(&s.cells);
+    assert!(!s.variants.is_empty() && s.variants.iter().all(|c| c.figures.is_empty()));
+    let run = crate::frontends::compare::Compared {
+        label: "all-failed.yaml".into(),
+        status: s,
+    };
+    let options = CompareOptions {
+        out: None,
+        max_regression: 0.0,
+        min_change: 0.0,
+    };
+    let code = compare_within(&run, &options, "benchmatrix compare");
+    assert_eq!(code, ExitCode::from(EXIT_BAD_INPUT));
 }
