@@ -182,6 +182,13 @@ pub struct Seen {
     pub never_fits: Option<String>,
     /// The step's target objects are gone (deleted behind the executor's back, or never made).
     pub target_missing: bool,
+    /// Since when the executor has known the step's target: when its objects were made (a
+    /// Deployment's creation time) or, while they are missing, when this executor began to
+    /// watch (an operator that was down saw no time pass). The ready clock runs from the later
+    /// of this and the step's start, so an operator down between writing the step and making
+    /// its target does not fail the cell for its own absence, while a target that cannot be
+    /// made under a watching executor still fails within `timeouts.ready`.
+    pub target_since: Option<Time>,
     /// A target replica failed in a way that will not mend by waiting: the cause and what it
     /// said.
     pub target_broken: Option<(Cause, String)>,
@@ -573,6 +580,7 @@ fn deploying(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, o
         fail(status, at, Cause::Unschedulable, message, ctx, out);
         return;
     }
+    let limit = ctx.limits.ready.as_secs() as i64;
     if seen.target_missing {
         out.commands.push(Command::Deploy(at));
     } else if let Some(ready) = seen.ready {
@@ -584,9 +592,14 @@ fn deploying(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, o
         }
         return;
     }
+    // The later of the step's start and `Seen::target_since`: a target made late (the operator
+    // was down, or it was deleted and made again) gets the whole ready timeout.
     let started = status.cells[at.cell].start_time.as_ref();
-    let waited = seconds_since(started, ctx.now);
-    let limit = ctx.limits.ready.as_secs() as i64;
+    let since = match (started, seen.target_since.as_ref()) {
+        (Some(s), Some(t)) => Some(if t.0 > s.0 { t } else { s }),
+        (s, t) => s.or(t),
+    };
+    let waited = seconds_since(since, ctx.now);
     if waited >= limit {
         let message = format!(
             "the target was not ready within {}: {}",

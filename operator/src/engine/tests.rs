@@ -624,6 +624,76 @@ fn a_lost_step_times_its_new_target_from_the_new_deployment() {
     );
 }
 
+/// An operator down for 5 minutes between writing a step (deploying) and making its target
+/// finds the target missing, makes it, and gives it the whole 20 s `ready` limit from when it
+/// looked again; only a target not ready 20 s after that fails.
+#[test]
+fn a_target_the_operator_was_down_to_make_is_made_and_timed_from_then() {
+    let missing_since = |at: i64| machine::Seen {
+        target_missing: true,
+        target_since: Some(time_from_secs(at)),
+        ..machine::Seen::default()
+    };
+    let made_at = |at: i64| machine::Seen {
+        target_since: Some(time_from_secs(at)),
+        not_ready: "0 of 1 ready".into(),
+        ..machine::Seen::default()
+    };
+    let (status, commands) = machine_moments(vec![
+        (1_000, machine::Seen::default()),
+        (1_300, missing_since(1_300)),
+    ]);
+    let c = &status.cells[0];
+    assert_eq!(c.phase, CellPhase::Deploying, "{:?}", c.message);
+    assert_eq!(
+        commands,
+        [
+            machine::Command::Deploy(Step {
+                cell: 0,
+                repetition: 1
+            }),
+            machine::Command::WakeIn(std::time::Duration::from_secs(20))
+        ]
+    );
+    let (status, _) = machine_moments(vec![
+        (1_000, machine::Seen::default()),
+        (1_300, missing_since(1_300)),
+        (1_310, made_at(1_301)),
+    ]);
+    assert_eq!(status.cells[0].phase, CellPhase::Deploying);
+    let (status, _) = machine_moments(vec![
+        (1_000, machine::Seen::default()),
+        (1_300, missing_since(1_300)),
+        (1_325, made_at(1_301)),
+    ]);
+    assert_eq!(status.cells[0].phase, CellPhase::Failed);
+    assert_eq!(
+        status.cells[0].reason.as_deref(),
+        Some(Cause::NeverReady.as_str())
+    );
+}
+
+/// A target that cannot be made while the operator watches the whole time still fails within
+/// the `ready` limit of the step's start.
+#[test]
+fn a_target_that_cannot_be_made_under_a_watching_operator_fails_in_time() {
+    let missing = || machine::Seen {
+        target_missing: true,
+        target_since: Some(time_from_secs(1_000)),
+        ..machine::Seen::default()
+    };
+    let (status, _) = machine_moments(vec![
+        (1_000, machine::Seen::default()),
+        (1_010, missing()),
+        (1_021, missing()),
+    ]);
+    assert_eq!(status.cells[0].phase, CellPhase::Failed);
+    assert_eq!(
+        status.cells[0].reason.as_deref(),
+        Some(Cause::NeverReady.as_str())
+    );
+}
+
 /// A load generator made again after its Job vanished gets its own deadline: 75 s after the
 /// first load started (beyond the 60 s deadline) but 30 s after the second, the step still runs.
 #[test]

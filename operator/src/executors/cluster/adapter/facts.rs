@@ -65,6 +65,14 @@ fn seen_before_deploy(
     }
 }
 
+/// When this operator process first looked at a step's target: about when it started, or took
+/// the lead. A missing target's ready clock runs from here at the earliest (`Seen::target_since`):
+/// time the operator was down, or not leading, is not held against the cell.
+fn watching_since(now: &Time) -> Time {
+    static SINCE: std::sync::OnceLock<Time> = std::sync::OnceLock::new();
+    SINCE.get_or_init(|| now.clone()).clone()
+}
+
 /// While the target starts: its pods' failures and readiness, and the target the load needs.
 fn seen_target(
     run: &BenchmarkRun,
@@ -85,6 +93,10 @@ fn seen_target(
             carried,
         ),
         target_missing: obs.deployment.is_none() || obs.service.is_none(),
+        target_since: match &obs.deployment {
+            Some(d) => d.metadata.creation_timestamp.clone(),
+            None => Some(watching_since(now)),
+        },
         ready: ready.as_ref().map(|r| match r {
             Ok(ready) => Ok(Ready {
                 message: format!(
