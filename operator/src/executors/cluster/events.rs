@@ -20,6 +20,7 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use tokio::sync::{Mutex, Notify, mpsc};
 use tokio::task::JoinHandle;
 
+use super::robustness_metrics::EventsDropped;
 use crate::engine::Note;
 use crate::resource::BenchmarkRun;
 
@@ -36,20 +37,34 @@ pub struct EventQueue {
     /// comes to none.
     pending: Arc<Pending>,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// `benchmatrix_events_dropped`: what a warning line alone would hide from alerting.
+    dropped: EventsDropped,
 }
 
 impl EventQueue {
-    /// Starts the publishing task on the current Tokio runtime.
-    pub fn start(recorder: Recorder) -> Self {
-        let (tx, rx) = mpsc::channel(CAPACITY);
+    /// Starts the publishing task on the current Tokio runtime; every Event lost is counted in
+    /// `dropped`.
+    pub fn start(recorder: Recorder, dropped: EventsDropped) -> Self {
+        Self::with_capacity(recorder, dropped, CAPACITY)
+    }
+
+    fn with_capacity(recorder: Recorder, dropped: EventsDropped, capacity: usize) -> Self {
+        let (tx, rx) = mpsc::channel(capacity);
         let closing = Arc::new(Notify::new());
         let pending = Arc::new(Pending::default());
-        let task = tokio::spawn(publish_all(recorder, rx, closing.clone(), pending.clone()));
+        let task = tokio::spawn(publish_all(
+            recorder,
+            rx,
+            closing.clone(),
+            pending.clone(),
+            dropped.clone(),
+        ));
         Self {
             tx,
             closing,
             pending,
             task: Mutex::new(Some(task)),
+            dropped,
         }
     }
 
@@ -63,10 +78,15 @@ impl EventQueue {
             self.pending.count.fetch_add(1, Ordering::SeqCst);
             if let Err(err) = self.tx.try_send((reference.clone(), note.clone())) {
                 self.pending.done();
-                let reason = match err {
-                    mpsc::error::TrySendError::Full(_) => "the queue of Events is full",
-                    mpsc::error::TrySendError::Closed(_) => "Events are no longer published",
+                let (reason, why) = match err {
+                    mpsc::error::TrySendError::Full(_) => {
+                        ("the queue of Events is full", "queue_full")
+                    }
+                    mpsc::error::TrySendError::Closed(_) => {
+                        ("Events are no longer published", "closed")
+                    }
                 };
+                self.dropped.inc(why);
                 tracing::warn!(reason = %note.reason, note = %note.note, "event dropped: {reason}");
             }
         }
@@ -106,12 +126,13 @@ async fn publish_all(
     mut rx: mpsc::Receiver<(ObjectReference, Note)>,
     closing: Arc<Notify>,
     pending: Arc<Pending>,
+    dropped: EventsDropped,
 ) {
     loop {
         tokio::select! {
             next = rx.recv() => match next {
                 Some((reference, note)) => {
-                    publish(&recorder, &reference, &note).await;
+                    publish(&recorder, &reference, &note, &dropped).await;
                     pending.done();
                 }
                 None => return,
@@ -121,7 +142,7 @@ async fn publish_all(
     }
     rx.close();
     while let Some((reference, note)) = rx.recv().await {
-        publish(&recorder, &reference, &note).await;
+        publish(&recorder, &reference, &note, &dropped).await;
         pending.done();
     }
 }
@@ -143,7 +164,12 @@ impl Pending {
 
 /// One Event; a refused one is logged, never fatal: Events are for people, the status is the
 /// record.
-async fn publish(recorder: &Recorder, reference: &ObjectReference, note: &Note) {
+async fn publish(
+    recorder: &Recorder,
+    reference: &ObjectReference,
+    note: &Note,
+    dropped: &EventsDropped,
+) {
     let event = Event {
         type_: if note.warning {
             EventType::Warning
@@ -156,6 +182,7 @@ async fn publish(recorder: &Recorder, reference: &ObjectReference, note: &Note) 
         secondary: None,
     };
     if let Err(err) = recorder.publish(&event, reference).await {
+        dropped.inc("refused");
         tracing::warn!(error = %err, reason = %note.reason, "could not publish an event");
     }
 }
@@ -166,12 +193,17 @@ mod tests {
     use crate::executors::cluster::tests::fake::FakeApi;
     use crate::executors::cluster::tests::sample;
 
-    fn queue(fake: &FakeApi) -> EventQueue {
+    fn queue(fake: &FakeApi, capacity: usize) -> (EventQueue, EventsDropped) {
         let reporter = kube::runtime::events::Reporter {
             controller: "benchmatrix-operator".into(),
             instance: None,
         };
-        EventQueue::start(Recorder::new(fake.client(), reporter))
+        let dropped = EventsDropped::default();
+        let recorder = Recorder::new(fake.client(), reporter);
+        (
+            EventQueue::with_capacity(recorder, dropped.clone(), capacity),
+            dropped,
+        )
     }
 
     fn note(reason: &str) -> Note {
@@ -193,19 +225,20 @@ mod tests {
     async fn events_are_published_in_the_order_handed_over_and_a_refused_one_stops_none_after_it() {
         let fake = FakeApi::default();
         let run: BenchmarkRun = serde_json::from_value(sample("r", &["a"])).unwrap();
-        let events = queue(&fake);
+        let (events, dropped) = queue(&fake, CAPACITY);
         fake.fail_next("POST", "events", 500);
         events.send(&run, &[note("First"), note("Second")]);
         events.send(&run, &[note("Third")]);
         events.published().await;
         assert_eq!(reasons(&fake), ["Second", "Third"]);
+        assert_eq!(dropped.get("refused"), 1, "the refused Event is counted");
     }
 
     #[tokio::test]
     async fn what_is_queued_at_shutdown_is_published_and_later_events_are_dropped() {
         let fake = FakeApi::default();
         let run: BenchmarkRun = serde_json::from_value(sample("r", &["a"])).unwrap();
-        let events = queue(&fake);
+        let (events, dropped) = queue(&fake, CAPACITY);
         let many: Vec<Note> = (0..20).map(|i| note(&format!("Step{i}"))).collect();
         events.send(&run, &many);
         events.flush(Duration::from_secs(10)).await;
@@ -213,5 +246,21 @@ mod tests {
         events.send(&run, &[note("Late")]);
         events.published().await;
         assert!(!reasons(&fake).contains(&"Late".to_owned()));
+        assert_eq!(dropped.get("closed"), 1);
+    }
+
+    /// Events handed over faster than they can be published overflow the queue: each one
+    /// dropped is counted, so an alert can see what the log's warnings say one by one.
+    #[tokio::test]
+    async fn events_beyond_a_full_queue_are_dropped_and_counted() {
+        let fake = FakeApi::default();
+        let run: BenchmarkRun = serde_json::from_value(sample("r", &["a"])).unwrap();
+        let (events, dropped) = queue(&fake, 4);
+        // On this single-threaded runtime the publishing task cannot run between the sends.
+        let many: Vec<Note> = (0..10).map(|i| note(&format!("Step{i}"))).collect();
+        events.send(&run, &many);
+        events.published().await;
+        assert_eq!(dropped.get("queue_full"), 6);
+        assert_eq!(reasons(&fake).len(), 4);
     }
 }

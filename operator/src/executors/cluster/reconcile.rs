@@ -91,7 +91,10 @@ impl Context {
             instance: std::env::var("POD_NAME").ok(),
         };
         Self {
-            events: super::events::EventQueue::start(Recorder::new(client.clone(), reporter)),
+            events: super::events::EventQueue::start(
+                Recorder::new(client.clone(), reporter),
+                metrics.robustness.events_dropped.clone(),
+            ),
             client,
             runs: vec![runs],
             max_active,

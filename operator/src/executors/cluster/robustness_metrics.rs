@@ -23,10 +23,38 @@ struct MethodLabel {
     method: String,
 }
 
+/// Label of an Event that never reached the API server: why (`queue_full`, `closed`,
+/// `refused`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DropLabel {
+    why: String,
+}
+
+/// Events lost on their way, by why; cloned into the Event queue, which counts into the same
+/// family the registry serves.
+#[derive(Clone, Debug, Default)]
+pub struct EventsDropped(Family<DropLabel, Counter>);
+
+impl EventsDropped {
+    /// Counts one Event lost for `why`: `queue_full` (the API server held or refused every
+    /// Event for so long that the queue filled), `closed` (handed over after shutdown began),
+    /// or `refused` (the API server answered the Event's write with an error).
+    pub fn inc(&self, why: &'static str) {
+        self.0.get_or_create(&DropLabel { why: why.into() }).inc();
+    }
+
+    /// Events lost for `why` so far.
+    pub fn get(&self, why: &'static str) -> u64 {
+        self.0.get_or_create(&DropLabel { why: why.into() }).get()
+    }
+}
+
 /// See the module doc.
 #[derive(Debug, Default)]
 pub struct RobustnessMetrics {
     status_refused: Family<CauseLabel, Counter>,
+    /// Events lost before the API server stored them.
+    pub events_dropped: EventsDropped,
     crd_schema_matches: Gauge,
     leader: Gauge,
     api_requests: Family<MethodLabel, Counter>,
@@ -46,6 +74,11 @@ impl RobustnessMetrics {
             "benchmatrix_crd_schema_matches",
             "1 when the installed BenchmarkRun CRD has this operator's schema, else 0",
             m.crd_schema_matches.clone(),
+        );
+        registry.register(
+            "benchmatrix_events_dropped",
+            "Events the operator gave up on, by why: queue_full, closed (at shutdown), refused (by the API server)",
+            m.events_dropped.0.clone(),
         );
         registry.register(
             "benchmatrix_leader",
