@@ -382,7 +382,7 @@ fn measure_cell(
     let Some(c) = status.cells.get_mut(cell) else {
         return Vec::new();
     };
-    let nodes = take_nodes(c);
+    let nodes = take_nodes(c, nodes_kept(ctx, cell));
     measured.neighbours = neighbours_of(
         &nodes,
         std::mem::take(&mut measured.neighbours),
@@ -462,14 +462,22 @@ fn measured_on(
     }
 }
 
+/// How many nodes a measurement of `cell` keeps: [`bound::nodes_recorded`] of its replicas
+/// (all [`bound::NODES_MAX`] when the context has no matrix, as in some tests).
+fn nodes_kept(ctx: &Ctx, cell: usize) -> usize {
+    ctx.cells
+        .get(cell)
+        .map_or(bound::NODES_MAX, |c| bound::nodes_recorded(c.replicas))
+}
+
 /// The nodes the cell's measurement ran on, from the target pods recorded to check it, which
-/// go: the measurement is over. At most [`bound::NODES_MAX`] names, each whole (a name longer
-/// than [`bound::NODE_NAME_MAX`] is left out).
-fn take_nodes(c: &mut CellStatus) -> Vec<String> {
+/// go: the measurement is over. At most `most` names (see [`bound::nodes_recorded`]), each
+/// whole (a name longer than [`bound::NODE_NAME_MAX`] is left out).
+fn take_nodes(c: &mut CellStatus, most: usize) -> Vec<String> {
     c.slot = None;
     let mut nodes: Vec<String> = Vec::new();
     for node in c.target_pods.drain(..).filter_map(|p| p.node) {
-        if nodes.len() < bound::NODES_MAX
+        if nodes.len() < most
             && bound::json_len(&node) <= bound::NODE_NAME_MAX
             && !nodes.contains(&node)
         {
@@ -784,7 +792,7 @@ fn fail_cell(
         return Vec::new();
     };
     let name = c.name.clone();
-    let nodes = take_nodes(c);
+    let nodes = take_nodes(c, nodes_kept(ctx, cell));
     c.histograms.clear();
     let message = if ctx.repeat.is_repeated() {
         let repetition = c.measured_repetitions() + 1;

@@ -36,6 +36,14 @@ pub const NODE_NAME_MAX: usize = 63;
 /// ones, and its variants are not pinned to them (see `engine::schedule::round_nodes`).
 pub const NODES_MAX: usize = 8;
 
+/// The most nodes a measurement of a cell of `replicas` replicas records: one per replica, at
+/// most [`NODES_MAX`]. The ready pods a load starts against can be more than the replicas
+/// (a replica being replaced, with the Deployment's surge) and span more nodes; the record keeps
+/// the first ones, so that the status's size bound (`resource::size`) is exact.
+pub fn nodes_recorded(replicas: u32) -> usize {
+    (replicas as usize).min(NODES_MAX)
+}
+
 /// The most other pods a measurement's node lists (`neighbours[].pods`), largest first.
 pub const NEIGHBOUR_PODS_MAX: usize = 3;
 

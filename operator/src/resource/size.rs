@@ -314,7 +314,7 @@ fn spread_of(shape: &Shape) -> Option<u32> {
 
 /// The most nodes a measurement of a cell of `replicas` replicas records.
 fn node_count(replicas: u32) -> usize {
-    (replicas as usize).min(NODES_MAX)
+    bound::nodes_recorded(replicas)
 }
 
 /// The nodes a cell of `replicas` replicas can have run on, each at the longest name.

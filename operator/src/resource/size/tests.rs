@@ -421,8 +421,11 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
         let pods = (0..2 * cell.replicas)
             .map(|i| RecordedPod {
                 name: format!("{}-{i:05}", "p".repeat(57)),
-                // The longest node name recorded, one node per replica.
-                node: Some(format!("{}{}", "n".repeat(62), i % cell.replicas)),
+                // The longest node name recorded, and every pod on a node of its own: while a
+                // replica is replaced the ready pods (up to twice the replicas, with the
+                // Deployment's surge) can span that many nodes, and a failed repetition keeps
+                // them all.
+                node: Some(format!("{}{}", "n".repeat(62), i)),
                 uid: "0123456789abcdef0123456789abcdef0123".into(),
                 restarts: i32::MAX,
             })
@@ -500,8 +503,13 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
     assert_eq!(status.summary.as_ref().unwrap().interference.len(), 3);
     assert_eq!(status.cells[3].phase, CellPhase::Failed);
     // Each measured repetition records its nodes' neighbours, clipped to their bounds.
+    // Started against 6 ready pods on 6 nodes, a cell of 3 replicas keeps 3 of them: what the
+    // bound counts, a failed repetition included.
     let pool = &status.cells[1].repetitions[0];
+    assert_eq!(pool.nodes.len(), 3, "3 replicas, 6 pods on 6 nodes");
     assert_eq!(pool.neighbours.len(), 3);
+    assert_eq!(status.cells[3].repetitions[2].phase, CellPhase::Failed);
+    assert_eq!(status.cells[3].repetitions[2].nodes.len(), 2);
     assert!(pool.neighbours[0].busy && pool.neighbours[0].pods.len() == 3);
     assert_eq!(pool.neighbours[0].more_pods, Some(u32::MAX));
     assert!(pool.neighbours[1].missing.is_some() && pool.neighbours[1].pods.is_empty());
