@@ -77,7 +77,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Err(err) => {
             let _ = err.print();
             return if err.use_stderr() {
-                ExitCode::from(2)
+                ExitCode::from(crate::engine::verdict::exit::BAD_INPUT)
             } else {
                 ExitCode::SUCCESS
             };

@@ -112,7 +112,9 @@ fn bad_input_exits_2_with_the_reason() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
-        stderr.contains("not-a-status.yaml is not a BenchmarkRun status with results"),
+        stderr.contains(
+            "not-a-status.yaml is not a BenchmarkRun status: the BenchmarkRun has no status yet"
+        ),
         "{stderr}"
     );
     let o = compare("base.yaml", "missing.yaml", &[]);

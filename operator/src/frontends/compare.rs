@@ -30,11 +30,11 @@ use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus};
 /// closed loop's p99 far more (see the README's "Comparing runs").
 pub const SINGLE_RUN_NOISE: f64 = 0.10;
 
-/// Exit code when a regression exceeds `--max-regression`.
-pub const EXIT_REGRESSION: u8 = 3;
+/// Exit code when a regression exceeds `--max-regression` (the exit table's gate failure).
+pub use crate::engine::verdict::exit::GATE_FAILED as EXIT_REGRESSION;
 
 /// Exit code for input that cannot be compared.
-pub const EXIT_BAD_INPUT: u8 = 2;
+pub use crate::engine::verdict::exit::BAD_INPUT as EXIT_BAD_INPUT;
 
 /// Arguments of `benchmatrix compare`.
 #[derive(Debug, clap::Args)]
@@ -653,7 +653,7 @@ pub fn run_on(
         && let Err(e) = write_files(dir, base, new, &rows, &table)
     {
         eprintln!("{command}: cannot write into {}: {e}", dir.display());
-        return ExitCode::from(1);
+        return ExitCode::from(crate::engine::verdict::exit::FAILED);
     }
     if nothing_compared(&rows) {
         eprintln!(

@@ -19,7 +19,7 @@ use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
 
 /// Exit code of a run whose candidate regressed beyond `--max-regression` (as a failed
 /// threshold, and as `benchmatrix compare`: the answer a CI gate asks for).
-pub const EXIT_REGRESSION: u8 = crate::frontends::compare::EXIT_REGRESSION;
+pub use crate::engine::verdict::exit::GATE_FAILED as EXIT_REGRESSION;
 
 /// `--max-regression`, shared by `benchmatrix run` and `kubectl benchmatrix run`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -343,7 +343,7 @@ pub fn compare_within(run: &Compared, options: &CompareOptions, command: &str) -
             .and_then(|_| write_atomically(&dir.join("compare.md"), md.as_bytes()));
         if let Err(e) = written {
             eprintln!("{command}: cannot write into {}: {e}", dir.display());
-            return ExitCode::from(1);
+            return ExitCode::from(crate::engine::verdict::exit::FAILED);
         }
     }
     if found.is_empty() {

@@ -3,6 +3,7 @@
 //! `run` commands give for it.
 
 pub mod end;
+pub mod exit;
 pub mod judge;
 pub mod outcome;
 pub mod recommend;

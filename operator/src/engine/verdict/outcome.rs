@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use super::exit;
 use crate::resource::conditions::{self, Reason, status as cs};
 use crate::resource::{BenchmarkRunStatus, CellPhase, RunPhase};
 
@@ -53,11 +54,11 @@ impl Outcome {
     /// threshold failed) or 130 (the shell's code for an interrupt).
     pub fn code(self) -> u8 {
         match self {
-            Outcome::AllSucceeded => 0,
-            Outcome::SomeFailed => 1,
-            Outcome::Refused => 2,
-            Outcome::ThresholdsFailed => 3,
-            Outcome::Interrupted => 130,
+            Outcome::AllSucceeded => exit::SUCCESS,
+            Outcome::SomeFailed => exit::FAILED,
+            Outcome::Refused => exit::BAD_INPUT,
+            Outcome::ThresholdsFailed => exit::GATE_FAILED,
+            Outcome::Interrupted => exit::INTERRUPTED,
         }
     }
 

@@ -20,7 +20,7 @@ use crate::resource::labels::{
 };
 
 /// Exit code when no pod matched (and nothing was printed).
-pub const EXIT_NO_PODS: u8 = 1;
+pub use crate::engine::verdict::exit::FAILED as EXIT_NO_PODS;
 
 const COMMAND: &str = "kubectl benchmatrix logs";
 

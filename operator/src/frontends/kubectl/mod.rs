@@ -39,15 +39,15 @@ pub const PLUGIN_NAME: &str = "kubectl-benchmatrix";
 /// Exit code for bad input, as `benchmatrix run`, `report` and `compare` give it: a file
 /// that cannot be read or is invalid, an `--out` that is not a writable folder, a run or cell
 /// that does not exist, a run of that name already there, a spec the cluster refuses.
-pub const EXIT_BAD_INPUT: u8 = crate::frontends::compare::EXIT_BAD_INPUT;
+pub use crate::engine::verdict::exit::BAD_INPUT as EXIT_BAD_INPUT;
 
 /// Exit code of `run` when `--timeout` expired before the run finished.
-pub const EXIT_TIMEOUT: u8 = 4;
+pub use crate::engine::verdict::exit::TIMEOUT as EXIT_TIMEOUT;
 
 /// Exit code when the cluster cannot be reached or asked (no kubeconfig, an API error such as
 /// a missing CRD or a refused permission), or the run was deleted by someone else before it
 /// finished.
-pub const EXIT_CLUSTER: u8 = 5;
+pub use crate::engine::verdict::exit::CLUSTER as EXIT_CLUSTER;
 
 /// The plugin's command line, as kubectl starts it (`kubectl benchmatrix ARGS` runs
 /// `kubectl-benchmatrix ARGS`).
@@ -114,7 +114,7 @@ pub fn plugin_main(args: Vec<OsString>) -> ExitCode {
         Err(err) => {
             let _ = err.print();
             if err.use_stderr() {
-                ExitCode::from(2)
+                ExitCode::from(EXIT_BAD_INPUT)
             } else {
                 ExitCode::SUCCESS
             }

@@ -186,7 +186,7 @@ pub async fn report(args: ReportArgs, connection: &mut Connection) -> ExitCode {
             let out = args.out.unwrap_or_else(|| PathBuf::from(&args.run));
             if let Err(e) = report::write_status(&out, &loaded.status) {
                 eprintln!("{COMMAND}: cannot write into {}: {e}", out.display());
-                return ExitCode::from(1);
+                return ExitCode::from(crate::engine::verdict::exit::FAILED);
             }
             report::render(&loaded.status, &loaded.label, &[], &out, COMMAND)
         }

@@ -51,7 +51,7 @@ pub fn run(args: ReportArgs) -> std::process::ExitCode {
         Ok(status) => render_saved(&status, &args.status, args.out, COMMAND),
         Err(e) => {
             eprintln!("{COMMAND}: {e}");
-            std::process::ExitCode::from(2)
+            std::process::ExitCode::from(crate::engine::verdict::exit::BAD_INPUT)
         }
     }
 }
@@ -110,7 +110,7 @@ pub fn render(
         }
         Err(e) => {
             eprintln!("{command}: cannot write into {}: {e}", out.display());
-            std::process::ExitCode::from(1)
+            std::process::ExitCode::from(crate::engine::verdict::exit::FAILED)
         }
     }
 }
