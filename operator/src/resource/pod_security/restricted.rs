@@ -209,12 +209,12 @@ fn restricted_type(v: &Volume) -> Option<&'static str> {
         ("scaleIO", v.scale_io.is_some()),
         ("storageos", v.storageos.is_some()),
     ];
-    Some(
-        named
-            .into_iter()
-            .find(|(_, set)| *set)
-            .map_or("unknown", |(name, _)| name),
-    )
+    // A volume with no source at all is an emptyDir once the API server has defaulted it,
+    // and admission judges the defaulted pod; every source k8s-openapi knows is listed above.
+    named
+        .into_iter()
+        .find(|(_, set)| *set)
+        .map(|(name, _)| name)
 }
 
 fn restricted_volumes(pod: &Pod) -> Option<Violation> {
@@ -225,13 +225,7 @@ fn restricted_volumes(pod: &Pod) -> Option<Violation> {
         if let Some(kind) = restricted_type(v) {
             names.push(v.name.as_str());
             types.insert(kind);
-            first.get_or_insert_with(|| {
-                if kind == "unknown" {
-                    format!("spec.volumes[{i}]")
-                } else {
-                    format!("spec.volumes[{i}].{kind}")
-                }
-            });
+            first.get_or_insert_with(|| format!("spec.volumes[{i}].{kind}"));
         }
     }
     let n = names.len();

@@ -426,7 +426,9 @@ fn restricted_allows_only_the_volume_types_a_pod_owns() {
             json!([{"name": "a", "configMap": {"name": "c"}}, {"name": "b", "secret": {"secretName": "s"}},
                    {"name": "c", "emptyDir": {}}, {"name": "d", "projected": {"sources": []}},
                    {"name": "e", "persistentVolumeClaim": {"claimName": "x"}},
-                   {"name": "f", "downwardAPI": {}}, {"name": "g", "image": {"reference": "x"}}]),
+                   {"name": "f", "downwardAPI": {}}, {"name": "g", "image": {"reference": "x"}},
+                   // No source: the API server makes it an emptyDir.
+                   {"name": "h"}]),
         )
     });
     assert!(violations(Level::Restricted, &pod).is_empty());
