@@ -399,7 +399,9 @@ fn assert_only_expected_calls(fake: &FakeApi) {
                 "jobs",
                 "pods",
                 "events",
-                "nodes"
+                "nodes",
+                // The run's namespace, read for its Pod Security label while the run is pending.
+                "namespaces"
             ]
             .contains(&call.resource.as_str()),
             "unexpected call {}",
