@@ -21,6 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodSpec, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
@@ -132,6 +135,8 @@ enum Object {
     ConfigMap(Box<ConfigMap>),
     /// prometheus-operator's type, which k8s-openapi lacks: checked field by field below.
     ServiceMonitor(Box<serde_yaml::Value>),
+    ValidatingAdmissionPolicy(Box<ValidatingAdmissionPolicy>),
+    ValidatingAdmissionPolicyBinding(Box<ValidatingAdmissionPolicyBinding>),
 }
 
 impl Object {
@@ -148,6 +153,8 @@ impl Object {
             Object::Crd(_) => "CustomResourceDefinition",
             Object::ConfigMap(_) => "ConfigMap",
             Object::ServiceMonitor(_) => "ServiceMonitor",
+            Object::ValidatingAdmissionPolicy(_) => "ValidatingAdmissionPolicy",
+            Object::ValidatingAdmissionPolicyBinding(_) => "ValidatingAdmissionPolicyBinding",
         }
     }
 }
@@ -189,6 +196,12 @@ fn parse_objects(source: &str, yaml: &str) -> Vec<Object> {
                 Object::Crd(typed(&what, &value))
             }
             ("v1", "ConfigMap") => Object::ConfigMap(typed(&what, &value)),
+            ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+                Object::ValidatingAdmissionPolicy(typed(&what, &value))
+            }
+            ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+                Object::ValidatingAdmissionPolicyBinding(typed(&what, &value))
+            }
             ("monitoring.coreos.com/v1", "ServiceMonitor") => {
                 Object::ServiceMonitor(Box::new(value.clone()))
             }
@@ -889,6 +902,10 @@ fn impossible_values_fail_the_render_with_a_message() {
             "operator.allowedImages={nginx:*}",
             "\"nginx:*\" names no registry",
         ),
+        (
+            "operator.podSecurity=Restricted",
+            "operator.podSecurity must be \"restricted\", \"baseline\" or \"privileged\", not \"Restricted\"",
+        ),
     ] {
         match render_result(helm, &["--set", set]) {
             Ok(_) => panic!("{set} rendered; it must fail"),
@@ -922,6 +939,7 @@ fn operator_flags_follow_the_values() {
         "--target-image=reg.example/t:v9",
         "--loadgen-image=ghcr.io/benchmatrix/benchmatrix-loadgen:v8",
         "--exported-runs=10",
+        "--pod-security=restricted",
     ] {
         assert!(args.iter().any(|a| a == want), "missing {want} in {args:?}");
     }
@@ -1555,5 +1573,104 @@ fn the_dashboard_config_map_carries_the_sidecar_label_and_the_generated_dashboar
         format!("{json}\n"),
         generated,
         "the ConfigMap holds the generated dashboard"
+    );
+}
+
+/// The API version the admission policy needs, as `helm template --api-versions` names it.
+const VAP_API: &str = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy";
+
+#[test]
+fn the_run_author_policy_is_rendered_where_the_cluster_serves_it_unless_turned_off() {
+    let Some(helm) = helm_or_skip(
+        "the_run_author_policy_is_rendered_where_the_cluster_serves_it_unless_turned_off",
+    ) else {
+        return;
+    };
+    let policies = |extra: &[&str]| -> (
+        Vec<ValidatingAdmissionPolicy>,
+        Vec<ValidatingAdmissionPolicyBinding>,
+    ) {
+        let objects = parse_objects(&format!("{extra:?}"), &render(helm, extra));
+        let mut p = Vec::new();
+        let mut b = Vec::new();
+        for o in objects {
+            match o {
+                Object::ValidatingAdmissionPolicy(x) => p.push(*x),
+                Object::ValidatingAdmissionPolicyBinding(x) => b.push(*x),
+                _ => {}
+            }
+        }
+        (p, b)
+    };
+    // A cluster without the API (helm template's default, or Kubernetes before 1.30): none.
+    let (p, b) = policies(&[]);
+    assert!(p.is_empty() && b.is_empty());
+    // Turned off: none either.
+    let (p, b) = policies(&[
+        "--api-versions",
+        VAP_API,
+        "--set",
+        "admissionPolicy.enabled=false",
+    ]);
+    assert!(p.is_empty() && b.is_empty());
+
+    let (p, b) = policies(&["--api-versions", VAP_API]);
+    let ([policy], [binding]) = (&p[..], &b[..]) else {
+        panic!("one policy and one binding: {p:?} {b:?}");
+    };
+    let name = policy.metadata.name.as_deref().unwrap();
+    let binding = &binding.spec;
+    assert_eq!(binding.policy_name, name);
+    assert_eq!(binding.validation_actions, ["Deny"]);
+    let spec = policy.spec.as_ref().unwrap();
+    assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
+    let rules = spec
+        .match_constraints
+        .as_ref()
+        .unwrap()
+        .resource_rules
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        rules[0].api_groups.as_deref(),
+        Some(&["benchmatrix.dev".to_owned()][..])
+    );
+    assert_eq!(
+        rules[0].resources.as_deref(),
+        Some(&["benchmarkruns".to_owned()][..])
+    );
+    let variables: String = spec
+        .variables
+        .iter()
+        .flatten()
+        .map(|v| format!("{}: {}\n", v.name, v.expression))
+        .collect();
+    // The questions asked of the authorizer, and every place a run names a Secret.
+    for want in [
+        "authorizer.group('').resource('pods').namespace(request.namespace).check('create').allowed()",
+        "authorizer.group('').resource('secrets').namespace(request.namespace).name(n)",
+        ".check('get').allowed()",
+        "object.spec.target.podTemplate",
+        "v.podTemplate",
+        "object.spec.target.image",
+        "object.spec.loadgen.image",
+        "h.valueFrom.secretKeyRef.name",
+        "f.secretRef.name",
+        "x.valueFrom.secretKeyRef.name",
+        "v.secret.secretName",
+        "s.secret.name",
+        "t.spec.initContainers",
+    ] {
+        assert!(
+            variables.contains(want),
+            "the policy's variables lack {want}:\n{variables}"
+        );
+    }
+    let validations = spec.validations.as_ref().unwrap();
+    assert_eq!(validations.len(), 2);
+    assert!(
+        validations
+            .iter()
+            .all(|v| v.message_expression.is_some() && v.reason.as_deref() == Some("Forbidden"))
     );
 }

@@ -64,6 +64,9 @@ Call with (dict "image" .Values.image.operator "root" .)
 
 {{/* Fails the render on values that cannot work, with a message saying what to change. */}}
 {{- define "benchmatrix.validate" -}}
+{{- if not (has .Values.operator.podSecurity (list "restricted" "baseline" "privileged")) }}
+{{- fail (printf "operator.podSecurity must be \"restricted\", \"baseline\" or \"privileged\", not %q" (toString .Values.operator.podSecurity)) }}
+{{- end }}
 {{- if not (has .Values.operator.logFormat (list "json" "text")) }}
 {{- fail (printf "operator.logFormat must be \"json\" or \"text\", not %q" .Values.operator.logFormat) }}
 {{- end }}

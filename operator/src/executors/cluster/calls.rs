@@ -126,6 +126,10 @@ pub const API_CALLS: &[ApiCall] = &[
     // and listed by the reconcile only while that watch does not follow them.
     call("list", "", "nodes", "", false),
     call("watch", "", "nodes", "", false),
+    // observe.rs: the run's namespace, while the run is pending, for its
+    // pod-security.kubernetes.io/enforce label, which can make the operator's Pod Security
+    // level stricter there (pod_security.rs). Namespaces are cluster-scoped.
+    call("get", "", "namespaces", "", false),
     // kubelet/reader.rs: each target pod's kubelet, read directly (never through the API
     // server's nodes/proxy): the kubelet asks the API server whether the operator may get
     // nodes/metrics (for /metrics/resource and /metrics/cadvisor). Not an API server call, so

@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod node_cache;
 pub mod observe;
 pub mod outage;
+pub mod pod_security;
 pub mod queue;
 pub mod reconcile;
 pub mod requested;
@@ -114,6 +115,17 @@ pub struct OperatorArgs {
         value_name = "PATTERN"
     )]
     pub allowed_images: Vec<images::ImagePattern>,
+    /// The Pod Security Standards level every pod the operator creates must meet, checked on
+    /// the merged pod before anything of a run is created: restricted, baseline or privileged
+    /// (no check). A namespace's pod-security.kubernetes.io/enforce label can make it stricter
+    /// there, never looser. A run whose pods would not meet it fails with reason InvalidSpec.
+    #[arg(
+        long = "pod-security",
+        env = "BENCHMATRIX_POD_SECURITY",
+        default_value = "restricted",
+        value_name = "LEVEL"
+    )]
+    pub pod_security: crate::resource::pod_security::Level,
     /// Watch only this namespace for BenchmarkRuns (repeat the flag, or separate with commas,
     /// for several). Not given: every namespace, which needs a ClusterRole; with it, a Role in
     /// each named namespace is enough.
@@ -298,6 +310,7 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         target_image: args.target_image.clone(),
         loadgen_image: args.loadgen_image.clone(),
         allowed_images: images::ImagePolicy::new(args.allowed_images.clone()),
+        pod_security: args.pod_security,
     };
     warn_about_refused_defaults(&settings);
     let wiring = wire(
@@ -353,6 +366,7 @@ async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     tracing::info!(
         max_active_runs = args.max_active_runs,
         namespaces = %if namespaces.is_empty() { "all".to_owned() } else { namespaces.join(",") },
+        pod_security = %wiring.ctx.settings.pod_security,
         allowed_images = %if wiring.ctx.settings.allowed_images.allows_all() {
             "all".to_owned()
         } else {
@@ -963,6 +977,32 @@ mod args_tests {
         assert_eq!(args.namespaces, ["bench-a", "bench-b", "bench-c"]);
         let none = parse(&[]).unwrap();
         assert!(none.allowed_images.is_empty() && none.namespaces.is_empty());
+    }
+
+    #[test]
+    fn the_pod_security_level_defaults_to_restricted_and_an_unknown_one_stops_the_start() {
+        use crate::resource::pod_security::Level;
+        // The environment could set it for the whole test process; the flag wins over it.
+        assert_eq!(
+            parse(&["--pod-security=restricted"]).unwrap().pod_security,
+            Level::Restricted
+        );
+        if std::env::var_os("BENCHMATRIX_POD_SECURITY").is_none() {
+            assert_eq!(parse(&[]).unwrap().pod_security, Level::Restricted);
+        }
+        assert_eq!(
+            parse(&["--pod-security", "baseline"]).unwrap().pod_security,
+            Level::Baseline
+        );
+        for bad in ["Privileged", "none", ""] {
+            let flag = format!("--pod-security={bad}");
+            let err = parse(&[&flag]).unwrap_err();
+            assert!(
+                err.contains("expected one of privileged, baseline, restricted")
+                    || err.contains("a value is required"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -71,11 +71,16 @@ pub async fn observe(
         // It waits in the queue: nothing of it is deployed, and nothing will be this turn.
         return Ok(obs);
     }
+    let ns = run.namespace().unwrap_or_else(|| "default".into());
+    if status.phase == RunPhase::Pending {
+        // Before anything of the run is created: the namespace may ask for a stricter Pod
+        // Security level than the operator's own.
+        obs.namespace_pod_security = namespace_pod_security(client, &ns).await?;
+    }
     if status.phase == RunPhase::Pending && run.spec.parallelism.is_parallel() {
         // The run is about to cut its node sets: they must fit what others leave free.
         obs.node_requests = requests_of_other_pods(client).await?;
     }
-    let ns = run.namespace().unwrap_or_else(|| "default".into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     // One look per step of the turn: several at once in a parallel run, each step's objects
     // in an observation of its own; the run's pods and the nodes are read once.
@@ -332,6 +337,30 @@ async fn read_load(
     }
     obs.loadgen_pods = loadgen;
     Ok(())
+}
+
+/// The namespace's `pod-security.kubernetes.io/enforce` label. An operator that may not read
+/// namespaces (an RBAC setup without the chart's rule) applies its own level alone, and says
+/// so: the namespace's Pod Security admission still stops what its label refuses, only later
+/// (the Deployment is created, its pods are not).
+async fn namespace_pod_security(client: &kube::Client, ns: &str) -> Result<Option<String>, Error> {
+    use k8s_openapi::api::core::v1::Namespace;
+    match Api::<Namespace>::all(client.clone()).get(ns).await {
+        Ok(namespace) => Ok(namespace
+            .metadata
+            .labels
+            .and_then(|l| l.get(crate::resource::pod_security::ENFORCE_LABEL).cloned())),
+        Err(kube::Error::Api(status)) if status.code == 403 || status.code == 404 => {
+            tracing::warn!(
+                namespace = ns,
+                error = %status.message,
+                "cannot read the namespace's Pod Security label; checking runs at the \
+                 operator's own --pod-security level only"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The cluster's nodes, for the fit check before a cell is deployed: from the node watch's

@@ -8,6 +8,7 @@
 
 pub mod cell;
 pub mod cgroup;
+pub mod dry_run;
 pub mod guard;
 pub mod loadgen;
 pub mod process;
@@ -39,6 +40,21 @@ pub struct RunArgs {
     /// JUnit XML and benchmark JSON for CI, on request.
     #[command(flatten)]
     pub ci: crate::frontends::report::ci::CiFiles,
+    /// The Pod Security Standards level the file's pod templates are held to, as the operator
+    /// holds them (its --pod-security, the chart's operator.podSecurity): restricted, baseline
+    /// or privileged. A local run does not use the templates, but a file meant for a cluster
+    /// fails here as it would there (exit 2).
+    #[arg(
+        long = "pod-security",
+        default_value = "restricted",
+        value_name = "LEVEL"
+    )]
+    pub pod_security: crate::resource::pod_security::Level,
+    /// Check the file as a run would (the spec, Pod Security, the Secrets of --secrets) and
+    /// print the cells, the measurements, the planned load and the largest status, without
+    /// running anything. Exit 0 when it would run, 2 when not.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
@@ -70,6 +86,22 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let refused = crate::executors::cluster::pod_security::refusals(
+        &run,
+        args.pod_security,
+        crate::resource::spec::DEFAULT_TARGET_IMAGE,
+        crate::resource::spec::DEFAULT_LOADGEN_IMAGE,
+    );
+    if !refused.is_empty() {
+        eprintln!(
+            "benchmatrix run: {} is not a valid BenchmarkRun:",
+            args.file.display()
+        );
+        for fe in &refused {
+            eprintln!("  {fe}");
+        }
+        return ExitCode::from(2);
+    }
     let header_values = match secrets::read(run.spec(), args.secrets.as_deref()) {
         Ok(v) => v,
         Err(errors) => {
@@ -83,6 +115,11 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.dry_run {
+        // Before --out is made: a dry run leaves nothing behind.
+        print!("{}", dry_run::describe(&run, &args.file, args.pod_security));
+        return ExitCode::SUCCESS;
+    }
     if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
         return ExitCode::from(2);

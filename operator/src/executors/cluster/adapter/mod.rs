@@ -50,7 +50,7 @@ pub fn turn(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Settin
         return after_the_end(run, old, now);
     }
     let generation = run.metadata.generation;
-    let validated = validate(run, settings);
+    let validated = validate(run, obs, settings);
     let ctx = match &validated {
         Ok(v) => Ctx::of(v, generation, now),
         Err(_) => Ctx::unvalidated(run, generation, now),
@@ -96,19 +96,34 @@ fn after_the_end(run: &BenchmarkRun, status: BenchmarkRunStatus, now: &Time) -> 
     turn
 }
 
-/// The run as the operator may run it, or why not: a spec that cannot run, or that names an
-/// image that is no valid reference or that the operator may not run. A refused run fails
-/// once, with the field named; nothing is created or retried until the spec changes (which
-/// triggers another reconcile). A run already running when the operator restarts with a
-/// narrower allow-list is refused too: a refused image must not keep going.
-fn validate(run: &BenchmarkRun, settings: &Settings) -> Result<ValidatedRun, (Reason, String)> {
+/// The run as the operator may run it, or why not: a spec that cannot run, that names an
+/// image that is no valid reference or that the operator may not run, or whose pods would not
+/// meet the Pod Security level that applies in its namespace. A refused run fails once, with
+/// the field named; nothing is created or retried until the spec changes (which triggers
+/// another reconcile). A run already running when the operator restarts with a narrower
+/// allow-list or a stricter level is refused too: a refused pod must not keep going.
+fn validate(
+    run: &BenchmarkRun,
+    obs: &Observation,
+    settings: &Settings,
+) -> Result<ValidatedRun, (Reason, String)> {
     let v = ValidatedRun::for_cluster(run.clone())
         .map_err(|err| (Reason::InvalidSpec, format!("invalid spec: {err}")))?;
     let uses = images::image_uses(run, &settings.target_image, &settings.loadgen_image);
-    match settings.allowed_images.refusal(&uses) {
-        Some(refused) => Err((refused.reason, refused.message)),
-        None => Ok(v),
+    if let Some(refused) = settings.allowed_images.refusal(&uses) {
+        return Err((refused.reason, refused.message));
     }
+    // Refused as an invalid template is: the pods' fields are the spec's.
+    let level = settings
+        .pod_security
+        .in_namespace(obs.namespace_pod_security.as_deref());
+    let refusals =
+        super::pod_security::refusals(&v, level, &settings.target_image, &settings.loadgen_image);
+    if !refusals.is_empty() {
+        let err = crate::resource::validate::SpecError { errors: refusals };
+        return Err((Reason::InvalidSpec, format!("invalid spec: {err}")));
+    }
+    Ok(v)
 }
 
 /// The cluster as the engine's executor, for one turn: it sees what `obs` holds and collects

@@ -50,6 +50,10 @@ pub struct Observation {
     /// Why [`Observation::neighbours`] is empty once the result is read: the operator does not
     /// read kubelets, or sampled nothing.
     pub neighbours_missing: Option<String>,
+    /// The `pod-security.kubernetes.io/enforce` label of the run's namespace, read while the
+    /// run is pending (before anything of it is created): it can make `--pod-security` stricter
+    /// there. None: no label, or the namespace could not be read.
+    pub namespace_pod_security: Option<String>,
     /// The load generator's pods, read while the load runs (one that cannot start fails the
     /// cell at once).
     pub loadgen_pods: Vec<Pod>,
@@ -160,6 +164,9 @@ pub struct Settings {
     pub loadgen_image: String,
     /// The images runs may use (`--allowed-images`); the default allows every image.
     pub allowed_images: images::ImagePolicy,
+    /// The Pod Security level every pod the operator creates must meet (`--pod-security`),
+    /// before a namespace's own label makes it stricter.
+    pub pod_security: crate::resource::pod_security::Level,
 }
 
 impl Default for Settings {
@@ -168,6 +175,7 @@ impl Default for Settings {
             target_image: crate::resource::spec::DEFAULT_TARGET_IMAGE.into(),
             loadgen_image: crate::resource::spec::DEFAULT_LOADGEN_IMAGE.into(),
             allowed_images: images::ImagePolicy::default(),
+            pod_security: crate::resource::pod_security::Level::default(),
         }
     }
 }

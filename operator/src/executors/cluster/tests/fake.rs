@@ -634,10 +634,11 @@ fn handle(
     // `ns` is None for a collection across all namespaces (a Controller's list and watch).
     let (ns, resource, name, sub) = match rest {
         [resource] if method == http::Method::GET => (None, *resource, None, None),
-        // A cluster-scoped object by name (nodes), stored under the namespace "".
-        [resource @ ("nodes" | "customresourcedefinitions"), name] => {
-            (Some(""), *resource, Some(*name), None)
-        }
+        // A cluster-scoped object by name (nodes, a namespace), stored under the namespace "".
+        [
+            resource @ ("nodes" | "customresourcedefinitions" | "namespaces"),
+            name,
+        ] => (Some(""), *resource, Some(*name), None),
         ["namespaces", ns, resource] => (Some(*ns), *resource, None, None),
         ["namespaces", ns, resource, name] => (Some(*ns), *resource, Some(*name), None),
         ["namespaces", ns, resource, name, sub] => (Some(*ns), *resource, Some(*name), Some(*sub)),

@@ -12,6 +12,7 @@ mod identity;
 mod images;
 mod namespaces;
 mod neighbours;
+mod pod_security;
 mod repeat;
 mod requests;
 
@@ -398,7 +399,9 @@ fn assert_only_expected_calls(fake: &FakeApi) {
                 "jobs",
                 "pods",
                 "events",
-                "nodes"
+                "nodes",
+                // The run's namespace, read for its Pod Security label while the run is pending.
+                "namespaces"
             ]
             .contains(&call.resource.as_str()),
             "unexpected call {}",
@@ -961,10 +964,11 @@ async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
         let unused: Vec<String> = crate::executors::cluster::API_CALLS
             .iter()
             // The reconciler's calls: within the run's namespace (not the controller's own
-            // watches), and the nodes (cluster-scoped).
+            // watches), and the nodes and the run's namespace (cluster-scoped).
             .filter(|c| {
                 (c.namespaced && !crate::executors::cluster::calls::is_controller_watch(c))
                     || c.resource == "nodes"
+                    || c.resource == "namespaces"
             })
             .filter(|c| !crate::executors::cluster::calls::KUBELET_CALLS.contains(c))
             // The node watch is the node cache's (node_cache.rs tests make it); the list is
@@ -991,10 +995,11 @@ async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
                 .filter(|c| !c.namespaced
                     && !crate::executors::cluster::calls::KUBELET_CALLS.contains(c)
                     && !crate::executors::cluster::calls::GATE_CALLS.contains(c))
-                .all(|c| ["list", "watch"].contains(&c.verb)),
-            "only the Controller's watch streams and the node list are made cluster-wide \
-             (and the kubelets' reads, which the kubelets authorize, and the gate's read of \
-             the CRD)"
+                .all(|c| ["list", "watch"].contains(&c.verb)
+                    || (c.verb == "get" && c.resource == "namespaces")),
+            "only the Controller's watch streams, the node list and the read of a run's own \
+             namespace are made cluster-wide (and the kubelets' reads, which the kubelets \
+             authorize, and the gate's read of the CRD)"
         );
     })
     .await;

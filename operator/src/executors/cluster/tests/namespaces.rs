@@ -71,9 +71,16 @@ async fn an_operator_for_namespace_a_ignores_a_run_in_namespace_b() {
             task.abort();
         }
         assert_eq!(phase(&fake, "b", "y"), None, "the run in b was touched");
-        // Nodes are cluster-scoped and only listed (the scheduling pre-check); every other call
-        // stays in namespace a.
-        for call in fake.calls().iter().filter(|c| c.resource != "nodes") {
+        // Nodes are cluster-scoped and only listed (the scheduling pre-check), and namespace a
+        // itself is read (its Pod Security label); every other call stays in namespace a.
+        for call in fake.calls() {
+            if call.resource == "nodes" {
+                continue;
+            }
+            if call.resource == "namespaces" {
+                assert_eq!(call.name.as_deref(), Some("a"), "{}", call.short());
+                continue;
+            }
             assert_eq!(
                 call.namespace.as_deref(),
                 Some("a"),
@@ -119,12 +126,13 @@ async fn scoped_controllers_make_every_listed_watch_call() {
         for task in &tasks {
             task.abort();
         }
-        // Besides the nodes list (cluster-scoped by nature, granted by its own ClusterRole),
-        // no call spans all namespaces.
+        // Besides the nodes list and the read of a run's own namespace (its Pod Security label),
+        // cluster-scoped by nature and granted by their own ClusterRole, no call spans all
+        // namespaces.
         assert!(
-            fake.api_calls()
-                .iter()
-                .all(|r| r.namespaced || (r.resource == "nodes" && r.verb == "list")),
+            fake.api_calls().iter().all(|r| r.namespaced
+                || (r.resource == "nodes" && r.verb == "list")
+                || (r.resource == "namespaces" && r.verb == "get")),
             "a namespaced operator makes no call across all namespaces: {:?}",
             fake.api_calls()
         );

@@ -1,0 +1,123 @@
+//! `benchmatrix run --dry-run FILE`: what a run of a valid file would do, without doing it.
+//!
+//! By the time this is printed the file has passed every check a run makes before it starts
+//! (the spec, Pod Security at `--pod-security`, the Secrets of `--secrets`), so "valid" here
+//! means the same as for a run. What follows is what a user decides on before spending the
+//! time: the cells, how many measurements, how long the load takes, and how large the run's
+//! status can grow on a cluster.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::resource::ValidatedRun;
+use crate::resource::pod_security::Level;
+use crate::resource::size::{Shape, largest_status};
+
+/// The text `--dry-run` prints for `run`, read from `file`.
+pub fn describe(run: &ValidatedRun, file: &Path, level: Level) -> String {
+    let mut out = String::new();
+    let cells = run.cells();
+    let rounds = run.repeat().min_rounds();
+    let max_rounds = run.repeat().max_rounds();
+    let load = run.planned_load();
+    let _ = writeln!(
+        out,
+        "{}: a valid BenchmarkRun; its pods meet Pod Security {level:?}",
+        file.display(),
+        level = level.name()
+    );
+    let _ = writeln!(out, "cells: {}", cells.len());
+    for cell in cells {
+        let _ = writeln!(
+            out,
+            "  {}: {} replica(s) x cpu {} memory {}",
+            cell.name, cell.replicas, cell.cpu, cell.memory
+        );
+    }
+    let measurements = |r: u32| cells.len() as u64 * u64::from(r);
+    if rounds == max_rounds {
+        let _ = writeln!(
+            out,
+            "measurements: {} ({} per cell)",
+            measurements(rounds),
+            rounds
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "measurements: {} to {} ({} to {} per cell, until precise)",
+            measurements(rounds),
+            measurements(max_rounds),
+            rounds,
+            max_rounds
+        );
+    }
+    let total = |r: u32| load * (measurements(r) as u32);
+    let _ = writeln!(
+        out,
+        "load: {} per measurement, {} in all{} (plus each cell's start-up until ready)",
+        secs(load),
+        secs(total(rounds)),
+        if rounds == max_rounds {
+            String::new()
+        } else {
+            format!(" to {}", secs(total(max_rounds)))
+        }
+    );
+    let _ = writeln!(
+        out,
+        "status: at most {} bytes on a cluster",
+        largest_status(&Shape::of(run.spec()))
+    );
+    out
+}
+
+/// `95s` / `1h02m05s`: whole seconds, rounded up.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dry_run_lists_the_cells_measurements_load_and_status_size() {
+        let run = ValidatedRun::parse(
+            "apiVersion: benchmatrix.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: r}\n\
+             spec:\n  target: {port: 8080}\n  repeat: 3\n  configurations:\n  \
+             - {name: one, cpu: 500m, memory: 64Mi}\n  \
+             - {name: two, replicas: 2, cpu: '1', memory: 128Mi}\n  workload:\n    \
+             endpoints: [{name: e, path: /}]\n    warmup: 5s\n    \
+             phases: [{name: p, duration: 55s, load: [{endpoint: e, connections: 1}]}]\n",
+        )
+        .unwrap();
+        let text = describe(&run, Path::new("r.yaml"), Level::Restricted);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "r.yaml: a valid BenchmarkRun; its pods meet Pod Security \"restricted\""
+        );
+        assert_eq!(lines[1], "cells: 2");
+        assert_eq!(lines[2], "  one: 1 replica(s) x cpu 500m memory 64Mi");
+        assert_eq!(lines[3], "  two: 2 replica(s) x cpu 1 memory 128Mi");
+        assert_eq!(lines[4], "measurements: 6 (3 per cell)");
+        assert_eq!(
+            lines[5],
+            "load: 1m00s per measurement, 6m00s in all (plus each cell's start-up until ready)"
+        );
+        assert!(lines[6].starts_with("status: at most "), "{text}");
+    }
+
+    #[test]
+    fn durations_read_in_whole_seconds() {
+        assert_eq!(secs(Duration::from_millis(1500)), "2s");
+        assert_eq!(secs(Duration::from_secs(3725)), "1h02m05s");
+    }
+}
