@@ -64,13 +64,13 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> ExitCode {
     if let Some(problem) = args.gate.problem() {
         eprintln!("benchmatrix run: {problem}");
-        return ExitCode::from(2);
+        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
     }
     let text = match std::fs::read_to_string(&args.file) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("benchmatrix run: cannot read {}: {e}", args.file.display());
-            return ExitCode::from(2);
+            return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
         }
     };
     let run = match crate::resource::ValidatedRun::parse(&text) {
@@ -83,7 +83,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             for fe in &e.errors {
                 eprintln!("  {fe}");
             }
-            return ExitCode::from(2);
+            return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
         }
     };
     let refused = crate::executors::cluster::pod_security::refusals(
@@ -100,7 +100,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         for fe in &refused {
             eprintln!("  {fe}");
         }
-        return ExitCode::from(2);
+        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
     }
     let header_values = match secrets::read(run.spec(), args.secrets.as_deref()) {
         Ok(v) => v,
@@ -112,7 +112,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             for fe in &errors {
                 eprintln!("  {fe}");
             }
-            return ExitCode::from(2);
+            return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
         }
     };
     if args.dry_run {
@@ -122,11 +122,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
-        return ExitCode::from(2);
+        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
     }
     if let Err(e) = args.ci.check() {
         eprintln!("benchmatrix run: {e}");
-        return ExitCode::from(2);
+        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
     }
     let name = run_name(&run, &args.file);
     // First, while this process has one thread: the guard that ends every child should the
@@ -155,7 +155,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                 "benchmatrix run: --out {}: cannot prepare it: {e}",
                 args.out.display()
             );
-            ExitCode::from(2)
+            ExitCode::from(crate::engine::verdict::exit::BAD_INPUT)
         }
     };
     guard::finish();

@@ -84,7 +84,7 @@ pub fn run(args: MetricsArgs) -> ExitCode {
     const COMMAND: &str = "benchmatrix metrics";
     if args.run.is_some() && args.files.len() > 1 {
         eprintln!("{COMMAND}: --run names one bare status; give one file, or whole BenchmarkRuns");
-        return ExitCode::from(2);
+        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
     }
     let mut saved = Vec::new();
     for file in &args.files {
@@ -92,7 +92,7 @@ pub fn run(args: MetricsArgs) -> ExitCode {
             Ok(s) => saved.push(s),
             Err(e) => {
                 eprintln!("{COMMAND}: {e}");
-                return ExitCode::from(2);
+                return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
             }
         }
     }
@@ -111,7 +111,7 @@ pub fn run(args: MetricsArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{COMMAND}: --listen {addr}: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(crate::engine::verdict::exit::FAILED)
         }
     }
 }
