@@ -4,6 +4,7 @@
 //! through [`write_atomically`].
 
 pub mod benchmark_json;
+pub mod capacity;
 mod charts;
 pub mod ci;
 pub mod files;
@@ -125,6 +126,7 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
         lines.push(wrapped(line));
     }
     lines.extend(crate::frontends::variants::closing_lines(status));
+    lines.extend(capacity::closing_lines(status).into_iter().map(wrapped));
     if let Some(gate) = crate::resource::conditions::find(
         &status.conditions,
         crate::resource::conditions::THRESHOLDS_MET,

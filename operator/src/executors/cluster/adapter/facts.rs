@@ -336,5 +336,6 @@ fn measured(
         histograms: results::histograms(doc),
         neighbours,
         neighbours_missing,
+        sends: crate::engine::capacity::Sends::of(doc),
     }
 }
