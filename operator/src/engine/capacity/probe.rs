@@ -4,14 +4,19 @@
 //! - every SLO figure passes with enough samples, by the rule thresholds apply
 //!   ([`judge::stream_figure`]: a percentile the samples cannot support is no figure, and
 //!   fails);
-//! - the load generator sent at least [`ON_TIME_MIN`] of the offered sends on time;
-//! - the target did not fall behind: what was still unanswered at the probe's end is no more
-//!   than what answers within the SLO's latency explain, plus [`BACKLOG_MAX`] of the sends.
+//! - at least [`ACHIEVED_MIN`] of the offered sends were achieved: answered by the probe's
+//!   end, counting as answered those still in flight that the SLO's latency explains (a
+//!   request sent within the last "SLO latency" seconds is not yet late);
+//! - so the target did not fall behind: no backlog grew through the probe.
 //!
-//! Who is to blame when the sends were late matters: a target with a growing backlog makes the
-//! load generator wait for connections (the target's failure), while late sends with no
-//! backlog mean the load generator itself could not keep the schedule (its failure, which
-//! says nothing of the target: [`ProbeVerdict::LoadgenBound`]).
+//! A send that went out late but was answered is not a shortfall: its latency runs from its
+//! intended time (coordinated omission corrected), so the SLO figures already judge it.
+//!
+//! Who is to blame for a shortfall matters. A target that falls behind makes requests wait
+//! for it, and what it was sent it answers slowly: the target's failure. When instead most
+//! sends went out late while the target answered what it was sent within the SLO's latency,
+//! the load generator could not keep the schedule: [`ProbeVerdict::LoadgenBound`], which says
+//! nothing of the target.
 
 use super::sends::Sends;
 use crate::engine::verdict::judge;
@@ -21,12 +26,13 @@ use crate::resource::capacity::{
 use crate::resource::thresholds::figure_text;
 use crate::resource::{CellResult, Metric};
 
-/// The least share of the offered sends that must go out on time (within 2 ms).
-pub const ON_TIME_MIN: f64 = 0.98;
+/// The least share of the offered sends that must be achieved (answered, or in flight within
+/// the SLO's latency) by the probe's end.
+pub const ACHIEVED_MIN: f64 = 0.98;
 
-/// The most share of the offered sends that may be left unanswered at the end beyond what
-/// answers within the SLO's latency explain.
-pub const BACKLOG_MAX: f64 = 0.02;
+/// The share of the offered sends that must have gone out late (more than 2 ms after their
+/// intended time) before a shortfall with fast answers is put down to the load generator.
+const LATE_SHARE: f64 = 0.02;
 
 /// How long an answer may take without counting as backlog when the SLO names no latency.
 const DEFAULT_ANSWER_SECS: f64 = 1.0;
@@ -60,33 +66,37 @@ pub fn judge_probe(
         why: None,
     };
     let at = format!("at {} rps", rate_text(rate));
-    let behind = sends.and_then(|s| behind(spec, rate, s));
-    let late = sends.filter(|s| s.on_time() < ON_TIME_MIN);
+    let answer_secs = answer_secs(spec);
+    let short = sends.and_then(|s| shortfall(rate, answer_secs, s));
     let failing = figures.iter().find(|(f, _)| !f.pass);
-    let (verdict, why) = if let Some(busy) = busy {
-        (ProbeVerdict::NotBelieved, Some(busy))
-    } else if let Some(behind) = &behind {
-        (ProbeVerdict::Failed, Some(format!("{behind} {at}")))
-    } else if let Some(s) = late {
-        (
+    let fell_short = short.is_some();
+    let (verdict, why) = match (busy, short, sends) {
+        (Some(busy), _, _) => (ProbeVerdict::NotBelieved, Some(busy)),
+        (None, Some(short), Some(s)) if loadgen_bound(s, answer_secs) => (
             ProbeVerdict::LoadgenBound,
             Some(format!(
-                "the load generator sent only {:.1}% of its sends on time {at} while the target \
-                 kept up: raise spec.loadgen.parallelism or spec.loadgen.cpu",
-                s.on_time() * 100.0
+                "{short} {at}, with {:.1}% of the sends late while the target answered what it \
+                 was sent in p99 {:.1} ms: the load generator could not keep the schedule; \
+                 raise spec.loadgen.parallelism or spec.loadgen.cpu",
+                (1.0 - s.on_time()) * 100.0,
+                s.sent_p99_ms.unwrap_or_default()
             )),
-        )
-    } else if let Some((_, why)) = failing {
-        (ProbeVerdict::Failed, Some(format!("{why} {at}")))
-    } else {
-        (ProbeVerdict::Held, None)
+        ),
+        (None, Some(short), _) => (
+            ProbeVerdict::Failed,
+            Some(format!("the target fell behind: {short} {at}")),
+        ),
+        (None, None, _) => match failing {
+            Some((_, why)) => (ProbeVerdict::Failed, Some(format!("{why} {at}"))),
+            None => (ProbeVerdict::Held, None),
+        },
     };
     probe.verdict = verdict;
     probe.why = why;
     // Only a verdict the SLO figures decided can be noise near a limit.
     let within = spec.repeat_within.fraction();
     probe.close = matches!(verdict, ProbeVerdict::Held | ProbeVerdict::Failed)
-        && behind.is_none()
+        && !fell_short
         && within > 0.0
         && probe.figures.iter().any(|f| {
             f.measured
@@ -95,26 +105,41 @@ pub fn judge_probe(
     probe
 }
 
-/// Why the target fell behind, if it did: more unanswered at the end than answers within the
-/// SLO's latency (at this rate) and [`BACKLOG_MAX`] of the sends explain.
-fn behind(spec: &CapacitySpec, rate: f64, sends: &Sends) -> Option<String> {
-    let answer_secs = spec
-        .slo
+/// The largest latency limit of the SLO in seconds: how long a request may be in flight at the
+/// probe's end without counting as backlog.
+fn answer_secs(spec: &CapacitySpec) -> f64 {
+    spec.slo
         .iter()
         .filter_map(|f| f.limit())
         .filter(|(m, _)| *m != Metric::ErrorRate)
         .map(|(_, ms)| ms / 1000.0)
         .reduce(f64::max)
-        .unwrap_or(DEFAULT_ANSWER_SECS);
-    let allowed = rate * answer_secs + BACKLOG_MAX * sends.offered;
+        .unwrap_or(DEFAULT_ANSWER_SECS)
+}
+
+/// The shortfall of the sends achieved, if there is one: more unanswered at the end than
+/// answers within `answer_secs` at this rate explain, by more than `1 - ACHIEVED_MIN` of the
+/// sends. In words: "1000 of 2000 sends (50.0%) unanswered at the end".
+fn shortfall(rate: f64, answer_secs: f64, sends: &Sends) -> Option<String> {
+    let explained = rate * answer_secs;
+    let allowed = explained + (1.0 - ACHIEVED_MIN) * sends.offered;
     (sends.unanswered as f64 > allowed.max(2.0)).then(|| {
         format!(
-            "the target fell behind: {} of {:.0} sends ({:.1}%) unanswered at the end",
+            "{} of {:.0} sends ({:.1}%) unanswered at the end",
             sends.unanswered,
             sends.offered,
             sends.backlog() * 100.0
         )
     })
+}
+
+/// A shortfall is the load generator's when many sends went out late while the target
+/// answered what it was sent within the SLO's latency.
+fn loadgen_bound(sends: &Sends, answer_secs: f64) -> bool {
+    1.0 - sends.on_time() > LATE_SHARE
+        && sends
+            .sent_p99_ms
+            .is_some_and(|p99| p99 <= answer_secs * 1000.0)
 }
 
 /// Each SLO figure of each endpoint it names (every endpoint of the mix when it names none),

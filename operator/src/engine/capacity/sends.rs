@@ -14,6 +14,9 @@ pub struct Sends {
     pub late: u64,
     /// Requests unanswered (or never sent for want of a connection) when the phase ended.
     pub unanswered: u64,
+    /// The highest p99 over the streams of the latency from each request's actual send (not
+    /// its intended time), milliseconds: how fast the target answered what it was sent.
+    pub sent_p99_ms: Option<f64>,
 }
 
 impl Sends {
@@ -31,6 +34,9 @@ impl Sends {
                 sends.offered += rate * phase.duration_secs;
                 sends.late += late;
                 sends.unanswered += s.in_flight_at_end;
+                if let Some(l) = &s.uncorrected_latency_ms {
+                    sends.sent_p99_ms = Some(sends.sent_p99_ms.map_or(l.p99, |m| m.max(l.p99)));
+                }
             }
         }
         open.then_some(sends)

@@ -37,8 +37,10 @@ pub const MAX_PROBES: u32 = 40;
 /// end with a confirmation probe at the rate held. Each probe is one open-loop phase of
 /// `probeDuration` (after `workload.warmup`) at the total rate split over `mix`, latency
 /// corrected for coordinated omission. A probe holds when every `slo` figure passes with
-/// enough samples, the load generator sent at least 98% of the sends on time, and the target
-/// did not fall behind (at most 2% of the probe's sends unanswered at its end). With
+/// enough samples, at least 98% of the offered sends were achieved (answered by the probe's
+/// end, or in flight for less than the SLO's latency), so the target did not fall behind; a
+/// shortfall while the target answered what it was sent quickly is the load generator's, and
+/// stops the search. With
 /// `capacity`, leave out `workload.phases` and `thresholds`; `repeat` and `variants` are not
 /// supported with it yet.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
