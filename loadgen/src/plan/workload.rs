@@ -22,7 +22,9 @@ pub struct Workload {
     /// A duration such as "15s", at most "24h". Default "0s" (no warm-up).
     #[serde(default)]
     pub warmup: Duration,
-    /// The measured phases, run back to back in this order.
+    /// The measured phases, run back to back in this order. At least one (a BenchmarkRun
+    /// with `capacity` leaves them out: its probes are its phases).
+    #[serde(default)]
     pub phases: Vec<Phase>,
     /// Per-request timeout: a request without a full answer by then is cut, its connection
     /// closed and counted as a timeout error. A duration such as "10s", at most "24h".

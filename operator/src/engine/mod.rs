@@ -17,6 +17,7 @@
 //! same status document (tested scenario by scenario, with the real processes of a local run,
 //! in `operator/tests/agreement.rs`).
 
+pub mod capacity;
 pub mod drive;
 pub mod machine;
 mod reduce;
@@ -61,6 +62,12 @@ pub struct Ctx<'a> {
     pub cells: &'a [crate::resource::matrix::Cell],
     /// spec.parallelism.
     pub parallelism: crate::resource::parallelism::Parallelism,
+    /// spec.capacity with the workload whose endpoints it mixes: each measurement of a cell is
+    /// a probe of its search.
+    pub capacity: Option<(
+        &'a crate::resource::capacity::CapacitySpec,
+        &'a crate::resource::Workload,
+    )>,
 }
 
 impl<'a> Ctx<'a> {
@@ -76,6 +83,7 @@ impl<'a> Ctx<'a> {
             limits: Limits::of(run),
             cells: run.cells(),
             parallelism: spec.parallelism,
+            capacity: spec.capacity.as_ref().map(|c| (c, &spec.workload)),
         }
     }
 }
@@ -97,6 +105,7 @@ impl Ctx<'static> {
             limits: Limits::default(),
             cells: &[],
             parallelism: run.spec.parallelism,
+            capacity: None,
         }
     }
 }
@@ -161,6 +170,9 @@ pub struct Measured {
     /// Why the nodes of the measurement that `neighbours` has no entry for have none (the
     /// operator does not read kubelets, sampled nothing).
     pub neighbours_missing: Option<String>,
+    /// What the load generator did with its open-loop schedule (a capacity probe is judged on
+    /// it); `None` without open-loop streams.
+    pub sends: Option<capacity::Sends>,
 }
 
 /// A cell as the run starts with it: what its status records before anything is measured.

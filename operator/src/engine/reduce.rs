@@ -306,6 +306,13 @@ fn cell_deploying(
     if ctx.repeat.is_repeated() {
         what.push_str(&format!(", repetition {}", ctx.repeat.round(repetition)));
     }
+    if let (Some((search, _)), Some(c)) = (ctx.capacity, status.cells.get(cell)) {
+        let rate = crate::engine::capacity::probe_rate(search, c);
+        what.push_str(&format!(
+            ", probe {repetition} at {} rps",
+            crate::engine::capacity::probe::rate_text(rate)
+        ));
+    }
     status.message = Some(format!("running {what}{}", others_in_flight(status, cell)));
     set_condition(
         &mut status.conditions,
@@ -444,6 +451,9 @@ fn measured_on(
     ctx: &Ctx,
 ) -> Vec<Note> {
     let c = &mut status.cells[cell];
+    if let Some(search) = ctx.capacity {
+        return crate::engine::capacity::measured(c, measured, nodes, search, ctx);
+    }
     if !ctx.repeat.is_repeated() {
         return measured_once(c, measured, nodes, ctx);
     }

@@ -15,6 +15,7 @@ fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> 
         limits: Limits::default(),
         cells: &[],
         parallelism: Default::default(),
+        capacity: None,
     }
 }
 

@@ -78,7 +78,13 @@ pub struct Plan {
 impl Plan {
     /// The plan of a validated run.
     pub fn of(run: &crate::resource::ValidatedRun) -> Plan {
-        let w = &run.spec().workload;
+        // A capacity search's measurements are probes: each has the probe's one phase.
+        let probe = run
+            .spec()
+            .capacity
+            .as_ref()
+            .and_then(|c| run.for_probe(c.start_rate));
+        let w = &probe.as_ref().unwrap_or(run).spec().workload;
         let warmup = (!w.warmup.0.is_zero()).then(|| {
             (
                 benchmatrix_loadgen::load::WARMUP_PHASE.to_string(),

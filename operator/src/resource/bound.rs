@@ -214,6 +214,13 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
             clip_opt(&mut p.widest_figure, NOTE_MAX);
             clip(&mut p.message, NOTE_MAX);
         }
+        if let Some(c) = &mut cell.capacity {
+            clip(&mut c.message, SENTENCE_MAX);
+            clip_opt(&mut c.limiting, NOTE_MAX);
+            for p in &mut c.probes {
+                clip_opt(&mut p.why, NOTE_MAX);
+            }
+        }
     }
     if let Some(s) = &mut status.summary {
         for c in s.comparisons.iter_mut().flat_map(|c| &mut c.cells) {

@@ -23,6 +23,7 @@ macro_rules! written_schema {
 }
 
 pub mod bound;
+pub mod capacity;
 pub mod conditions;
 pub mod crdgen;
 pub mod labels;

@@ -76,6 +76,9 @@ pub struct Shape {
     pub thresholds: Vec<Vec<usize>>,
     /// Each (endpoint, solo phase, mixed phase) the summary compares in every cell.
     pub interference: Vec<(String, String, String)>,
+    /// With spec.capacity: the most probes a cell's search takes, and the endpoint of each
+    /// figure a probe records.
+    pub capacity: Option<(u32, Vec<String>)>,
 }
 
 impl Shape {
@@ -102,7 +105,24 @@ impl Shape {
                 comparisons.push((configuration.clone(), candidates.clone()));
             }
         }
-        let phases = &spec.workload.phases;
+        // A capacity search's measurements are probes: one phase over the mix.
+        let probe = spec
+            .capacity
+            .as_ref()
+            .map(|c| c.probe_workload(&spec.workload, c.start_rate));
+        let phases = &probe.as_ref().unwrap_or(&spec.workload).phases;
+        let capacity = spec.capacity.as_ref().map(|c| {
+            let mix = c.mix_or_default(&spec.workload.endpoint_names());
+            let figures = c
+                .slo
+                .iter()
+                .flat_map(|f| match &f.endpoint {
+                    Some(e) => vec![e.clone()],
+                    None => mix.iter().map(|m| m.endpoint.clone()).collect(),
+                })
+                .collect();
+            (c.max_probes, figures)
+        });
         let thresholds = spec
             .thresholds
             .iter()
@@ -153,6 +173,7 @@ impl Shape {
             },
             thresholds,
             interference,
+            capacity,
         }
     }
 
@@ -548,6 +569,7 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
             widest_percent: Some(NUMBER),
             message: text(NOTE_MAX),
         }),
+        capacity: if full { capacity(shape) } else { None },
     }
 }
 
@@ -594,7 +616,46 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
         let pods = recorded_pods(*replicas);
         n += list_field("targetPods", pods, pods * len(&pod()));
     }
+    if let Some(c) = capacity(shape) {
+        n += field("capacity", len(&c));
+    }
     n
+}
+
+/// A cell's largest capacity search: every probe it may take, each with every figure failed
+/// at its longest and why.
+fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> {
+    use crate::resource::capacity::{CapacityStatus, ProbeFigure, ProbeStatus, ProbeVerdict};
+    let (probes, figures) = shape.capacity.as_ref()?;
+    let probe = ProbeStatus {
+        probe: u32::MAX,
+        rate: NUMBER,
+        achieved: NUMBER,
+        sent_on_time: Some(NUMBER),
+        backlog: Some(NUMBER),
+        figures: figures
+            .iter()
+            .map(|e| ProbeFigure {
+                endpoint: e.clone(),
+                figure: "errorRate".into(),
+                measured: Some(NUMBER),
+                limit: NUMBER,
+                pass: false,
+            })
+            .collect(),
+        verdict: ProbeVerdict::LoadgenBound,
+        close: true,
+        why: Some(text(NOTE_MAX)),
+    };
+    Some(CapacityStatus {
+        found: false,
+        held_rate: Some(NUMBER),
+        failed_rate: Some(NUMBER),
+        limiting: Some(text(NOTE_MAX)),
+        message: text(SENTENCE_MAX),
+        next_rate: Some(NUMBER),
+        probes: vec![probe; *probes as usize],
+    })
 }
 
 /// Sizes shared by every cell, worked out once.

@@ -98,6 +98,36 @@ pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
         "fieldPath": ".configurations",
     },
     {
+        "rule": "has(self.capacity) || (has(self.workload.phases) && size(self.workload.phases) > 0)",
+        "message": "give workload.phases (or capacity, to search each cell's highest rate instead)",
+        "fieldPath": ".workload.phases",
+    },
+    {
+        "rule": "!has(self.capacity) || !has(self.workload.phases) || size(self.workload.phases) == 0",
+        "message": "with capacity, leave out workload.phases: each cell's measurement is the search's probes",
+        "fieldPath": ".workload.phases",
+    },
+    {
+        "rule": "!has(self.capacity) || !has(self.thresholds) || size(self.thresholds) == 0",
+        "message": "with capacity, leave out thresholds: the service level is capacity.slo",
+        "fieldPath": ".thresholds",
+    },
+    {
+        "rule": "!has(self.capacity) || !has(self.capacity.mix) || self.capacity.mix.all(m, self.workload.endpoints.exists(e, e.name == m.endpoint))",
+        "message": "every capacity.mix entry must name an endpoint listed in workload.endpoints",
+        "fieldPath": ".capacity.mix",
+    },
+    {
+        "rule": "!has(self.capacity) || self.capacity.slo.all(f, !has(f.endpoint) || self.workload.endpoints.exists(e, e.name == f.endpoint))",
+        "message": "every capacity.slo endpoint must name an endpoint listed in workload.endpoints",
+        "fieldPath": ".capacity.slo",
+    },
+    {
+        "rule": "!has(self.capacity) || has(self.capacity.mix) || size(self.workload.endpoints) == 1",
+        "message": "capacity.mix is required when the workload has several endpoints",
+        "fieldPath": ".capacity",
+    },
+    {
         "rule": "self.workload.phases.all(p, p.load.all(s, self.workload.endpoints.exists(e, e.name == s.endpoint)))",
         "message": "every stream must name an endpoint listed in workload.endpoints",
         "fieldPath": ".workload.phases",
@@ -236,6 +266,23 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub thresholds: Vec<Threshold>,
+
+    /// Search each cell's capacity instead of measuring the phases: the highest total rate it
+    /// holds at a service level (`slo`), found by probes that grow the rate x2 until one fails,
+    /// bisect down to `resolution` and confirm. Results land in status.cells[].capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<super::capacity::CapacitySpec>,
+}
+
+impl BenchmarkRunSpec {
+    /// How long one measurement's load is planned to take: warm-up and every phase, or with
+    /// `capacity`, warm-up and one probe.
+    pub fn planned_load(&self) -> std::time::Duration {
+        match &self.capacity {
+            Some(c) => self.workload.warmup.get() + c.probe_duration.get(),
+            None => self.workload.planned_load(),
+        }
+    }
 }
 
 /// Caps the workload's lists so the API server's CEL cost estimate for the rules above stays

@@ -271,13 +271,22 @@ pub struct CellStatus {
     /// when it stopped repeating, and why it stopped (precise, or the most repetitions reached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<CellPrecision>,
+
+    /// With spec.capacity: the cell's search, its outcome and every probe. The cell's results
+    /// are then those of the last probe that held at the rate held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::resource::capacity::CapacityStatus>,
 }
 
 impl CellStatus {
     /// Repetitions measured so far: the successful entries of `repetitions` (a run that does
     /// not repeat records none, so its cells count 0 until they end).
     pub fn measured_repetitions(&self) -> u32 {
-        RepetitionStatus::measured(&self.repetitions).count() as u32
+        let repeated = RepetitionStatus::measured(&self.repetitions).count() as u32;
+        // A capacity search's steps are its probes: each is deployed and named as a step of
+        // its own (on a cluster, its own child objects), numbered from 1.
+        let probes = self.capacity.as_ref().map_or(0, |c| c.probes.len() as u32);
+        repeated.max(probes)
     }
 }
 

@@ -167,7 +167,10 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     let configured = check_configurations(spec, &mut errors);
     check_axes(spec, &configured, &mut errors);
     check_variants(spec, &mut errors);
-    check_workload(&spec.workload, &mut errors);
+    match &spec.capacity {
+        Some(capacity) => check_capacity(spec, capacity, &mut errors),
+        None => check_workload(&spec.workload, &mut errors),
+    }
     check_loadgen(&spec.loadgen, &mut errors);
     check_timeouts(spec, &mut errors);
     errors.extend(check_thresholds(spec));
@@ -451,6 +454,49 @@ fn check_workload(workload: &Workload, errors: &mut Vec<FieldError>) {
         );
     }
     check_header_sources(workload, errors);
+}
+
+/// `spec.capacity` and what it asks of the rest: no phases (the probes are each measurement's
+/// load), no thresholds (its `slo` is the service level), no repetitions or variants (not
+/// supported with a search yet), and a probe at the start rate that the load generator's own
+/// rules accept.
+fn check_capacity(
+    spec: &BenchmarkRunSpec,
+    capacity: &crate::resource::capacity::CapacitySpec,
+    errors: &mut Vec<FieldError>,
+) {
+    let w = &spec.workload;
+    let before = errors.len();
+    errors.extend(capacity.check(&w.endpoint_names()));
+    if !w.phases.is_empty() {
+        errors.push(FieldError::new(
+            "spec.workload.phases",
+            "with spec.capacity, leave out the phases: each cell's measurement is the search's \
+             probes",
+        ));
+    }
+    if !spec.thresholds.is_empty() {
+        errors.push(FieldError::new(
+            "spec.thresholds",
+            "with spec.capacity, leave out thresholds: the service level is spec.capacity.slo",
+        ));
+    }
+    if spec.repeat.is_repeated() {
+        errors.push(FieldError::new(
+            "spec.repeat",
+            "not supported with spec.capacity yet: a cell's search runs once",
+        ));
+    }
+    if !spec.variants.is_empty() {
+        errors.push(FieldError::new(
+            "spec.variants",
+            "not supported with spec.capacity yet: search each variant in a run of its own",
+        ));
+    }
+    if errors.len() == before {
+        // The probe's own rules (rates, endpoints, headers), checked on the first probe.
+        check_workload(&capacity.probe_workload(w, capacity.start_rate), errors);
+    }
 }
 
 /// `spec.loadgen`: resources, how many load generators and their threads.

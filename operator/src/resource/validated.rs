@@ -42,8 +42,7 @@ impl ValidatedRun {
 
     fn derive(run: BenchmarkRun) -> Self {
         let cells = matrix::cells(&run.spec);
-        let w = &run.spec.workload;
-        let planned_load = w.planned_load();
+        let planned_load = run.spec.planned_load();
         ValidatedRun {
             run,
             cells,
@@ -71,7 +70,26 @@ impl ValidatedRun {
         self.run.spec.repeat
     }
 
-    /// How long the load is planned to take: warm-up plus every phase.
+    /// The run as one probe of a capacity search at total rate `rate` sees it: its workload's
+    /// phases are the probe's one phase (see
+    /// [`CapacitySpec::probe_workload`](crate::resource::capacity::CapacitySpec::probe_workload)),
+    /// so everything an executor derives from the workload (the load generator's plan, the
+    /// load's timing, the phases its figures are read for) follows the probe. `None` for a
+    /// run without `spec.capacity`. The spec validated; the probe's workload is what the
+    /// validation checked at the start rate, at another rate.
+    pub fn for_probe(&self, rate: f64) -> Option<ValidatedRun> {
+        let capacity = self.run.spec.capacity.as_ref()?;
+        let mut run = self.run.clone();
+        run.spec.workload = capacity.probe_workload(&self.run.spec.workload, rate);
+        Some(ValidatedRun {
+            run,
+            cells: self.cells.clone(),
+            planned_load: self.planned_load,
+        })
+    }
+
+    /// How long the load is planned to take: warm-up plus every phase (with capacity: one
+    /// probe).
     pub fn planned_load(&self) -> Duration {
         self.planned_load
     }

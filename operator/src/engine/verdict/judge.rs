@@ -100,6 +100,13 @@ fn figure(result: &CellResult, metric: Metric) -> Result<(f64, bool), String> {
     Ok((value, unstable))
 }
 
+/// One figure of one stream's result as a threshold judges it, or why it has none: the same
+/// rule for thresholds and for the capacity search's SLO (a percentile the samples cannot
+/// support is no figure).
+pub fn stream_figure(result: &CellResult, metric: Metric) -> Result<f64, String> {
+    figure(result, metric).map(|(v, _)| v)
+}
+
 /// Why a cell has no figures, or None when it succeeded.
 fn not_measured(cell: &CellStatus) -> Option<String> {
     match cell.phase {

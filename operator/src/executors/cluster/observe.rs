@@ -84,7 +84,7 @@ pub async fn observe(
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     // One look per step of the turn: several at once in a parallel run, each step's objects
     // in an observation of its own; the run's pods and the nodes are read once.
-    let looks = machine::looks(&status, now, run.spec.workload.planned_load());
+    let looks = machine::looks(&status, now, run.spec.planned_load());
     for (i, look) in looks.into_iter().enumerate() {
         let mut one = Observation::default();
         if let Look::BeforeDeploy { .. } = look
@@ -127,7 +127,7 @@ pub fn stage(run: &BenchmarkRun, now: &Time, obs: &Observation) -> &'static str 
     if status.phase == RunPhase::Pending && !obs.queue.admits() {
         return "observe";
     }
-    match machine::looks(&status, now, run.spec.workload.planned_load()).first() {
+    match machine::looks(&status, now, run.spec.planned_load()).first() {
         Some(Look::BeforeDeploy { .. }) => "observe-deploy",
         Some(Look::Target(_)) => "observe-target",
         Some(Look::Load { .. }) => "observe-load",
@@ -513,7 +513,7 @@ async fn start_sampling(
     }
     let nodes: Api<Node> = Api::all(client.clone());
     match reader::targets_of(&nodes, pods, container).await {
-        Ok(targets) => kubelet.start(key, targets, run.spec.workload.planned_load()),
+        Ok(targets) => kubelet.start(key, targets, run.spec.planned_load()),
         Err(why) => tracing::warn!(
             run = %run.name_any(),
             repetition = key,

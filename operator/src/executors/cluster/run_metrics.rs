@@ -127,6 +127,8 @@ families! {
         "1 when the cell of a finished run was measured, 0 when it failed or was skipped";
     Repetitions = "benchmatrix_run_cell_repetitions", false, Gauge,
         "Measurements the figures of a finished run's cell are the median of";
+    Capacity = "benchmatrix_run_cell_capacity_requests_per_second", false, Gauge,
+        "With spec.capacity: the highest total rate a finished run's cell held at the SLO, where its search found one";
     Completed = "benchmatrix_run_completion_timestamp", true, Gauge,
         "When a finished run ended, in seconds since the epoch";
     Duration = "benchmatrix_run_duration", true, Gauge,
@@ -363,6 +365,14 @@ fn samples(namespace: Option<&str>, name: &str, status: &BenchmarkRunStatus) -> 
         push(F::Measured, &labels, if measured { 1.0 } else { 0.0 });
         let repetitions = cell.measured_repetitions().max(u32::from(measured));
         push(F::Repetitions, &labels, f64::from(repetitions));
+        if let Some(held) = cell
+            .capacity
+            .as_ref()
+            .filter(|c| c.found)
+            .and_then(|c| c.held_rate)
+        {
+            push(F::Capacity, &labels, held);
+        }
         if let Some(t) = &cell.target {
             let figures = [
                 (F::CpuUsed, t.cpu_seconds_used),

@@ -46,6 +46,9 @@ pub struct Runner {
     program: PathBuf,
     /// The step whose processes run, and its number in the order run (wakes carry it).
     current: Option<(LocalStep, Step, u64)>,
+    /// The run as the current step loads it, when that differs from `run`: a capacity
+    /// search's probe at its rate (`engine::capacity::step_run`).
+    step_run: Option<ValidatedRun>,
     steps_started: u64,
     wakes: Wakes,
     /// `--max-regression`: the report and the closing lines mark variants as it judges them.
@@ -103,6 +106,7 @@ impl Runner {
             header_values,
             program,
             current: None,
+            step_run: None,
             steps_started: 0,
             wakes,
             max_regression: None,
@@ -140,7 +144,7 @@ impl Runner {
     /// What the step `step` of a cell needs of the run.
     fn cell_context(&mut self, step: Step) -> CellContext<'_> {
         CellContext {
-            run: &self.run,
+            run: self.step_run.as_ref().unwrap_or(&self.run),
             out: &self.out,
             backend: &self.backend,
             display: &mut self.display,
@@ -157,8 +161,9 @@ impl Runner {
             .show(progress::Update::Measurements { done, total });
         self.steps_started += 1;
         let number = self.steps_started;
+        self.step_run = crate::engine::capacity::step_run(&self.run, status, at);
         let mut local = LocalStep::new(
-            &self.run,
+            self.step_run.as_ref().unwrap_or(&self.run),
             &self.run.cells()[at.cell],
             self.wakes.waker(number),
         );

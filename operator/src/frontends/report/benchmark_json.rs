@@ -79,6 +79,23 @@ pub fn entries(status: &BenchmarkRunStatus) -> (Vec<Entry>, Vec<Entry>) {
                 extra,
             });
         }
+        // A capacity search's answer: the rate held at the SLO, only when one was found (held
+        // at the upper bound or failed at the start is no capacity to chart).
+        if let Some(cap) = cell.capacity.as_ref().filter(|c| c.found)
+            && let Some(held) = cap.held_rate
+        {
+            bigger.push(Entry {
+                name: format!("capacity {}", cell.name),
+                unit: "req/s".into(),
+                value: round(held),
+                range: None,
+                extra: Some(format!(
+                    "held at the SLO; failed at {} req/s; {} probes",
+                    cap.failed_rate.map_or("-".into(), |f| round(f).to_string()),
+                    cap.probes.len()
+                )),
+            });
+        }
     }
     (smaller, bigger)
 }
@@ -199,5 +216,33 @@ mod tests {
             files(Path::new("bench")).1,
             PathBuf::from("bench.bigger.json")
         );
+    }
+    #[test]
+    fn a_found_capacity_is_charted_bigger_is_better_and_no_capacity_is_not() {
+        use crate::resource::capacity::CapacityStatus;
+        let cell = |name: &str, found: bool| CellStatus {
+            name: name.into(),
+            phase: CellPhase::Succeeded,
+            capacity: Some(CapacityStatus {
+                found,
+                held_rate: Some(47.5),
+                failed_rate: Some(49.84),
+                ..CapacityStatus::default()
+            }),
+            ..CellStatus::default()
+        };
+        let status = BenchmarkRunStatus {
+            cells: vec![cell("a", true), cell("b", false)],
+            ..BenchmarkRunStatus::default()
+        };
+        let (_, bigger) = entries(&status);
+        let capacity: Vec<&Entry> = bigger
+            .iter()
+            .filter(|e| e.name.starts_with("capacity"))
+            .collect();
+        assert_eq!(capacity.len(), 1);
+        assert_eq!(capacity[0].name, "capacity a");
+        assert_eq!(capacity[0].value, 47.5);
+        assert_eq!(capacity[0].unit, "req/s");
     }
 }

@@ -29,6 +29,23 @@ pub struct Notes {
 /// "warm-up 15s, then fast-only 30s, mixed 75s".
 pub fn workload_line(run: &BenchmarkRun) -> String {
     let w = &run.spec.workload;
+    if let Some(c) = &run.spec.capacity {
+        let mix = c.mix_or_default(&w.endpoint_names());
+        let mix: Vec<String> = mix
+            .iter()
+            .map(|m| format!("{} {}", m.endpoint, m.weight))
+            .collect();
+        return format!(
+            "capacity search: each probe warm-up {:?}, then {} open loop at one total rate              (mix {}), from {} rps x2 up to {} rps, bisected to {}, confirmed; load generator              cpu {}",
+            w.warmup.0,
+            c.probe_duration,
+            mix.join(" : "),
+            c.start_rate,
+            c.max_rate,
+            c.resolution,
+            run.spec.loadgen.cpu.as_str()
+        );
+    }
     let phases: Vec<String> = w
         .phases
         .iter()
@@ -78,6 +95,7 @@ pub fn render(
         status,
         notes.max_regression,
     ));
+    o.push_str(&super::capacity::render(status));
     o.push_str(&super::recommendation::render(status));
     cells_table(&mut o, status);
     latency_tables(&mut o, status, &summary, charts);

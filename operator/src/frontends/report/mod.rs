@@ -4,6 +4,7 @@
 //! through [`write_atomically`].
 
 pub mod benchmark_json;
+pub mod capacity;
 mod charts;
 pub mod ci;
 pub mod files;
@@ -129,6 +130,7 @@ pub fn closing_lines(status: &BenchmarkRunStatus, max_regression: Option<f64>) -
         status,
         max_regression,
     ));
+    lines.extend(capacity::closing_lines(status).into_iter().map(wrapped));
     if let Some(gate) = crate::resource::conditions::find(
         &status.conditions,
         crate::resource::conditions::THRESHOLDS_MET,

@@ -23,7 +23,8 @@ fn sample(name: &str) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-const SAMPLES: [&str; 6] = [
+const SAMPLES: [&str; 7] = [
+    "capacity",
     "quickstart",
     "ci-gate",
     "ci-smoke",
@@ -122,6 +123,7 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
         slots: 0,
         thresholds: vec![vec![0, 2], vec![], vec![1]],
         interference: vec![("fast&".into(), "solo<".into(), "mixed\u{8}".into())],
+        capacity: Some((3, vec!["fast&".into(), "slow\"".into()])),
     };
     shapes.push(odd.clone());
     shapes.push(Shape {
@@ -165,6 +167,7 @@ fn the_largest_status_sets_every_field_of_the_schema() {
     // Adaptive repetitions, so that each cell's precision is there too.
     let shape = Shape {
         adaptive: true,
+        capacity: Some((2, vec!["fast".into()])),
         ..Shape::of(&run_of(&sample("ci-gate")).spec).with_repeat(5)
     };
     let mut docs: Vec<Value> = [Moment::Running, Moment::Finished]
@@ -462,6 +465,7 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
                     overhead_seconds: Some(1.234_567_890_123_456_7e300),
                     message,
                     histograms: results::histograms(&doc),
+                    sends: None,
                     // Every node busy with more pods than are listed, at names longer than
                     // kept, but one whose figures are missing, at length.
                     neighbours: (0..cell.replicas)

@@ -57,6 +57,9 @@ pub fn carry_out(
         Command::StartLoad(at) => {
             if let (Some((v, cell)), Some(ready)) = (cell(at), ready) {
                 let r = at.repetition;
+                // A capacity probe loads the cell at its current rate.
+                let probe = crate::engine::capacity::step_run(v, status, at);
+                let v = probe.as_ref().unwrap_or(v);
                 let plan = build::plan_config_map(v, cell, r, &ready.target, &ready.replicas);
                 let mut job = build::job(v, cell, r, &settings.loadgen_image);
                 // In a parallel run the load generators share their step's nodes with nobody
@@ -110,4 +113,120 @@ pub fn delete_children(name: String) -> Vec<Action> {
     .into_iter()
     .map(|k| Action::Delete(k, name.clone()))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Ctx, Event, reduce};
+    use crate::resource::conditions::time_from_secs;
+
+    /// A capacity run on a cluster with two load generators, fast 19 : slow 1.
+    fn capacity_run() -> ValidatedRun {
+        let run = crate::resource::validate::parse_benchmark_run(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: cap, namespace: default, uid: u-1}
+spec:
+  configurations: [{name: a, cpu: "1"}]
+  workload:
+    endpoints: [{name: fast, path: /fast}, {name: slow, path: /slow}]
+    warmup: 2s
+  capacity:
+    slo: [{endpoint: fast, p99: {below: 100ms}}]
+    mix: [{endpoint: fast, weight: 19}, {endpoint: slow, weight: 1}]
+    startRate: 40
+    probeDuration: 7s
+  loadgen: {parallelism: 2}
+"#,
+        )
+        .unwrap();
+        ValidatedRun::for_cluster(run).unwrap()
+    }
+
+    /// The plans and the Job's deadline of StartLoad at `at` in `status`.
+    fn start_load(v: &ValidatedRun, status: &BenchmarkRunStatus, at: Step) -> (Vec<String>, i64) {
+        let ready = ReadyTarget {
+            target: "http://10.96.0.10:8080".into(),
+            replicas: vec!["10.1.0.5:8080".into()],
+            pods: Vec::new(),
+        };
+        let mut out = Carried::default();
+        carry_out(
+            v.run(),
+            Some(v),
+            status,
+            &Command::StartLoad(at),
+            Some(&ready),
+            &Settings::default(),
+            &mut out,
+        );
+        let mut plans = Vec::new();
+        let mut deadline = 0;
+        for a in out.actions {
+            match a {
+                Action::Apply(Child::ConfigMap(cm)) => {
+                    plans.extend(cm.data.unwrap().into_values());
+                }
+                Action::Apply(Child::Job(job)) => {
+                    deadline = job.spec.unwrap().active_deadline_seconds.unwrap();
+                }
+                _ => {}
+            }
+        }
+        (plans, deadline)
+    }
+
+    fn rates(plan: &str) -> Vec<(String, f64)> {
+        let plan: benchmatrix_loadgen::plan::PlanFile = serde_yaml::from_str(plan).unwrap();
+        let [phase] = plan.workload.phases.as_slice() else {
+            panic!("one phase: {plan:?}")
+        };
+        assert_eq!(phase.name, "probe");
+        assert_eq!(phase.duration.get(), std::time::Duration::from_secs(7));
+        phase
+            .load
+            .iter()
+            .map(|s| {
+                assert_eq!(s.connections, None, "open loop");
+                (s.endpoint.clone(), s.rate.unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_capacity_probe_on_a_cluster_loads_the_mix_at_the_searched_rate_over_the_load_generators() {
+        let v = capacity_run();
+        let now = time_from_secs(1_800_000_000);
+        let ctx = Ctx::of(&v, Some(1), &now);
+        let mut status = BenchmarkRunStatus::default();
+        reduce(&mut status, Event::admitted(v.cells()), &ctx);
+        let at = Step {
+            cell: 0,
+            repetition: 1,
+        };
+        // The first probe: the start rate, 40 rps, split 19 : 1 and over two load generators.
+        let (plans, deadline) = start_load(&v, &status, at);
+        assert_eq!(plans.len(), 2);
+        for plan in &plans {
+            assert_eq!(
+                rates(plan),
+                [("fast".to_owned(), 19.0), ("slow".to_owned(), 1.0)]
+            );
+        }
+        // The Job may run the probe's warm-up and phase (9 s) beyond its readiness check and
+        // slack, not more.
+        assert_eq!(deadline, 300 + 9 + 120);
+        // Once the search asks for 80 rps, the next step's plans carry it.
+        status.cells[0].capacity = Some(crate::resource::capacity::CapacityStatus {
+            next_rate: Some(80.0),
+            ..Default::default()
+        });
+        let (plans, _) = start_load(&v, &status, at);
+        assert_eq!(
+            rates(&plans[0]),
+            [("fast".to_owned(), 38.0), ("slow".to_owned(), 2.0)]
+        );
+    }
 }

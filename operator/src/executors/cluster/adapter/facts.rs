@@ -348,5 +348,6 @@ fn measured(
         histograms: results::histograms(doc),
         neighbours,
         neighbours_missing,
+        sends: crate::engine::capacity::Sends::of(doc),
     }
 }

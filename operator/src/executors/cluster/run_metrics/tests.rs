@@ -117,6 +117,7 @@ fn every_family_written_is_listed_with_the_name_queries_use() {
         &finished(),
     );
     m.record(Some("bench"), "paired", &with_variants());
+    m.record(Some("bench"), "capacity", &with_capacity(true));
     let text = m.render();
     let written: std::collections::BTreeSet<&str> = text
         .lines()
@@ -305,4 +306,33 @@ fn a_run_without_variants_writes_no_variant_family() {
     let text = m.render();
     assert!(!text.contains("benchmatrix_run_variant"), "{text}");
     assert!(!text.contains("variant="), "{text}");
+}
+
+/// The fixture with its first cell's capacity search, found or not.
+fn with_capacity(found: bool) -> BenchmarkRunStatus {
+    let mut s = finished();
+    s.cells[0].capacity = Some(crate::resource::capacity::CapacityStatus {
+        found,
+        held_rate: Some(46.25),
+        failed_rate: Some(47.5),
+        ..Default::default()
+    });
+    s
+}
+
+#[test]
+fn a_found_capacity_is_exported_per_cell_and_no_capacity_is_not() {
+    let m = Arc::new(RunMetrics::default());
+    m.record(Some("bench"), "cap", &with_capacity(true));
+    let text = m.render();
+    let cell = &finished().cells[0].name;
+    assert!(
+        text.contains(&format!(
+            "benchmatrix_run_cell_capacity_requests_per_second{{namespace=\"bench\",run=\"cap\",cell=\"{cell}\"}} 46.25"
+        )),
+        "{text}"
+    );
+    let m = Arc::new(RunMetrics::default());
+    m.record(Some("bench"), "cap", &with_capacity(false));
+    assert!(!m.render().contains("benchmatrix_run_cell_capacity"));
 }

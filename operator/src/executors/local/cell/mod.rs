@@ -327,6 +327,7 @@ impl LocalStep {
             // One machine: no node is shared with anything the run could name.
             neighbours: Vec::new(),
             neighbours_missing: None,
+            sends: crate::engine::capacity::Sends::of(&raw),
         };
         self.result = Some(Ok(Box::new(measured)));
         self.raw = Some(raw);

@@ -1,0 +1,41 @@
+//! The capacity search (`spec.capacity`): each cell's measurement becomes a search for the
+//! highest total rate it holds at the service level, probe by probe.
+//!
+//! Sans-IO, as the rest of the engine: a probe is a step of the cell (deployed, loaded,
+//! collected and cleaned up like a repetition, so each probe starts on a fresh target with no
+//! backlog carried over from a failed one), and after each measured probe the reducer judges
+//! it ([`probe::judge_probe`]), records it in `status.cells[].capacity` and asks the search
+//! ([`search::next`]) for the next rate, or the outcome. Both executors build a step's load
+//! from [`step_run`], so a probe runs the same plan locally and on a cluster.
+
+pub mod probe;
+mod record;
+pub mod search;
+pub mod sends;
+
+pub use record::measured;
+pub use sends::Sends;
+
+use crate::engine::Step;
+use crate::resource::{BenchmarkRunStatus, CellStatus, ValidatedRun};
+
+/// The total rate of the cell's next (or current) probe: what the search asked for last, or
+/// the start rate before the first.
+pub fn probe_rate(spec: &crate::resource::capacity::CapacitySpec, cell: &CellStatus) -> f64 {
+    cell.capacity
+        .as_ref()
+        .and_then(|c| c.next_rate)
+        .unwrap_or(spec.start_rate)
+}
+
+/// The run as step `at` must load it: with `spec.capacity`, the run whose one phase is the
+/// probe at the cell's current rate (see [`ValidatedRun::for_probe`]); `None` without (the run
+/// itself applies). Both executors call this where they write the load generator's plan.
+pub fn step_run(v: &ValidatedRun, status: &BenchmarkRunStatus, at: Step) -> Option<ValidatedRun> {
+    let spec = v.spec().capacity.as_ref()?;
+    let rate = status
+        .cells
+        .get(at.cell)
+        .map_or(spec.start_rate, |c| probe_rate(spec, c));
+    v.for_probe(rate)
+}

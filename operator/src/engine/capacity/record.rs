@@ -1,0 +1,191 @@
+//! A probe measured, written into the cell's status: the probe judged and recorded, then the
+//! cell goes back in line for the next probe or ends with the search's outcome.
+
+use super::probe::{judge_probe, rate_text};
+use super::search::{self, Next, Outcome, Params, Seen};
+use crate::engine::{Ctx, Measured, Note};
+use crate::resource::capacity::{CapacitySpec, CapacityStatus, ProbeStatus, ProbeVerdict};
+use crate::resource::{CellPhase, CellStatus, Workload};
+
+/// Records the probe `measured` of cell `c` (its measurement ran on `nodes`) in a search of
+/// `spec` over `workload`'s endpoints, and decides what comes next.
+pub fn measured(
+    c: &mut CellStatus,
+    measured: Measured,
+    nodes: Vec<String>,
+    (spec, workload): (&CapacitySpec, &Workload),
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let endpoints = workload.endpoint_names();
+    let rate = super::probe_rate(spec, c);
+    let busy: Vec<String> = measured
+        .neighbours
+        .iter()
+        .filter(|n| n.busy)
+        .map(|n| n.busy_words())
+        .collect();
+    let busy = (!busy.is_empty()).then(|| format!("busy neighbours: {}", busy.join("; ")));
+    let mut probe = judge_probe(
+        spec,
+        &endpoints,
+        rate,
+        &measured.results,
+        measured.sends.as_ref(),
+        busy,
+    );
+    let cap = c.capacity.get_or_insert_with(CapacityStatus::default);
+    probe.probe = cap.probes.len() as u32 + 1;
+    let said = probe_words(&probe);
+    // The cell's results are the last held probe's (before any held, the last probe's): once
+    // the search ends that is the confirmation at the rate held.
+    let held_before = cap.probes.iter().any(|p| p.verdict == ProbeVerdict::Held);
+    if probe.verdict == ProbeVerdict::Held || !held_before {
+        c.results = measured.results;
+        c.target = measured.target;
+    }
+    cap.probes.push(probe);
+    c.nodes = nodes;
+    c.neighbours = measured.neighbours;
+    c.enforcement = measured.enforcement.or(c.enforcement.take());
+    if let Some(o) = measured.overhead_seconds {
+        c.overhead_seconds = Some(round2(c.overhead_seconds.unwrap_or(0.0) + o));
+    }
+    let seen: Vec<Seen> = cap
+        .probes
+        .iter()
+        .map(|p| Seen {
+            rate: p.rate,
+            verdict: p.verdict,
+            close: p.close,
+        })
+        .collect();
+    match search::next(Params::of(spec), &seen) {
+        Next::Probe { rate: next, why } => {
+            cap.next_rate = Some(next);
+            cap.message = format!("{said}; next: {} rps ({why})", rate_text(next));
+            c.phase = CellPhase::Pending;
+            c.message = Some(cap.message.clone());
+            vec![Note::normal(
+                "ProbeMeasured",
+                format!("cell {}: {}", c.name, cap.message),
+            )]
+        }
+        Next::Done(outcome) => {
+            finish(cap, outcome, spec);
+            c.phase = CellPhase::Succeeded;
+            c.reason = None;
+            c.completion_time = Some(ctx.now.clone());
+            c.message = Some(cap.message.clone());
+            vec![Note::normal(
+                "CellSucceeded",
+                format!("cell {}: {}", c.name, cap.message),
+            )]
+        }
+    }
+}
+
+/// One probe in words: "probe 3 at 40 rps held" or "... failed: why".
+fn probe_words(p: &ProbeStatus) -> String {
+    let mut s = format!(
+        "probe {} at {} rps {}",
+        p.probe,
+        rate_text(p.rate),
+        p.verdict
+    );
+    if p.close {
+        s.push_str(" (close to the limit)");
+    }
+    if let Some(why) = &p.why
+        && p.verdict != ProbeVerdict::Held
+    {
+        s.push_str(&format!(": {why}"));
+    }
+    s
+}
+
+/// The search's end written into `cap`: the rates, what limited them, and a sentence.
+fn finish(cap: &mut CapacityStatus, outcome: Outcome, spec: &CapacitySpec) {
+    cap.next_rate = None;
+    let why_at = |rate: f64| {
+        cap.probes
+            .iter()
+            .rev()
+            .find(|p| p.rate == rate && p.verdict != ProbeVerdict::Held && p.why.is_some())
+            .and_then(|p| p.why.clone())
+    };
+    let n = cap.probes.len();
+    let (found, held, failed, limiting, message) = match outcome {
+        Outcome::Capacity { held, failed } => {
+            let limiting = why_at(failed);
+            let message = format!(
+                "capacity {} rps: held (and confirmed) at {} rps, failed at {} rps ({}); {n} \
+                 probes",
+                rate_text(held),
+                rate_text(held),
+                rate_text(failed),
+                limiting.as_deref().unwrap_or("no reason recorded")
+            );
+            (true, Some(held), Some(failed), limiting, message)
+        }
+        Outcome::HeldAtMax { max } => (
+            false,
+            Some(max),
+            None,
+            None,
+            format!(
+                "held at the upper bound, {} rps: raise spec.capacity.maxRate; no capacity \
+                 found ({n} probes)",
+                rate_text(max)
+            ),
+        ),
+        Outcome::FailedAtStart { start, failed } => {
+            let limiting = why_at(failed);
+            let message = format!(
+                "failed even at the start rate, {} rps ({}): lower spec.capacity.startRate; no \
+                 capacity found ({n} probes)",
+                rate_text(start),
+                limiting.as_deref().unwrap_or("no reason recorded")
+            );
+            (false, None, Some(failed), limiting, message)
+        }
+        Outcome::LoadgenBound { rate, held } => {
+            let limiting = cap
+                .probes
+                .last()
+                .and_then(|p| p.why.clone())
+                .unwrap_or_else(|| "the load generator".into());
+            let message = format!(
+                "load-generator bound at {} rps{}: {limiting}; no capacity found ({n} probes)",
+                rate_text(rate),
+                held.map(|h| format!(" (held {} rps)", rate_text(h)))
+                    .unwrap_or_default()
+            );
+            (false, held, None, Some(limiting), message)
+        }
+        Outcome::OutOfProbes { held, failed } => {
+            let limiting = failed.and_then(why_at);
+            let text = |r: Option<f64>| r.map_or("none".into(), rate_text);
+            let message = format!(
+                "ran out of probes (spec.capacity.maxProbes {}) with {} rps held and {} rps \
+                 failed, {} apart; no capacity found",
+                spec.max_probes,
+                text(held),
+                text(failed),
+                match (held, failed) {
+                    (Some(h), Some(f)) => format!("{:.1}%", (f / h - 1.0) * 100.0),
+                    _ => "not bracketed".into(),
+                }
+            );
+            (false, held, failed, limiting, message)
+        }
+    };
+    cap.found = found;
+    cap.held_rate = held;
+    cap.failed_rate = failed;
+    cap.limiting = limiting;
+    cap.message = message;
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}

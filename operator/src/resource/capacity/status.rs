@@ -1,0 +1,111 @@
+//! `status.cells[].capacity`: what a cell's search found, probe by probe.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A cell's capacity search: the rate held, the rate failed, what limited it, and every probe.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityStatus {
+    /// True when `heldRate` is the cell's capacity: the search bracketed it within
+    /// spec.capacity.resolution of `failedRate` and a confirmation probe held. False while the
+    /// search runs and when it ended without one (held even at maxRate, failed at startRate,
+    /// load-generator bound, out of probes: `message` says which).
+    #[serde(default)]
+    pub found: bool,
+    /// The highest total rate (requests per second offered, all endpoints) that held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_rate: Option<f64>,
+    /// The lowest total rate that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_rate: Option<f64>,
+    /// What failed at `failedRate`: an SLO figure ("probe/fast p99 118.0 ms, not below 100.0
+    /// ms at 62 rps"), the target falling behind, or the load generator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limiting: Option<String>,
+    /// The search's outcome in a sentence, or while it runs, what it does next.
+    #[serde(default)]
+    pub message: String,
+    /// While the search runs: the total rate of the next probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_rate: Option<f64>,
+    /// Every probe, in the order run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeStatus>,
+}
+
+/// One probe of a search: one open-loop phase at one total rate.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeStatus {
+    /// 1-based number of the probe in the cell's search.
+    pub probe: u32,
+    /// The total rate offered, requests per second over every endpoint of the mix.
+    pub rate: f64,
+    /// Successful requests per second the probe achieved, over every endpoint.
+    pub achieved: f64,
+    /// The share of the offered sends the load generator sent on time (within 2 ms of their
+    /// schedule), 0 to 1; absent when the load generator did not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_on_time: Option<f64>,
+    /// The share of the offered sends still unanswered when the probe ended: the backlog the
+    /// target built up, 0 to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<f64>,
+    /// Each SLO figure as this probe measured it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<ProbeFigure>,
+    /// Held, Failed, LoadgenBound or NotBelieved.
+    pub verdict: ProbeVerdict,
+    /// True when an SLO figure landed within spec.capacity.repeatWithin of its limit, so the
+    /// rate was probed again before its verdict was believed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub close: bool,
+    /// Why the probe did not hold (or was not believed), in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// One SLO figure of one endpoint in one probe.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeFigure {
+    /// The endpoint.
+    pub endpoint: String,
+    /// p50, p90, p99, p999, max (milliseconds) or errorRate (a fraction).
+    pub figure: String,
+    /// The probe's figure; absent when it could not be measured (too few samples, none
+    /// succeeded), which fails it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<f64>,
+    /// The limit, in the same unit.
+    pub limit: f64,
+    /// True when the figure was below its limit.
+    pub pass: bool,
+}
+
+/// How one probe went.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ProbeVerdict {
+    /// Every SLO figure passed, the sends went out on time and the target kept up.
+    Held,
+    /// An SLO figure failed, or the target fell behind.
+    #[default]
+    Failed,
+    /// The load generator could not send the rate on time while the target kept up: the
+    /// probe says nothing of the target, and the search stops.
+    LoadgenBound,
+    /// Measured beside a busy neighbour (cluster): repeated, not believed.
+    NotBelieved,
+}
+
+impl std::fmt::Display for ProbeVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProbeVerdict::Held => "held",
+            ProbeVerdict::Failed => "failed",
+            ProbeVerdict::LoadgenBound => "load-generator bound",
+            ProbeVerdict::NotBelieved => "not believed",
+        })
+    }
+}
