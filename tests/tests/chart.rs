@@ -1581,11 +1581,9 @@ const VAP_API: &str = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy
 
 #[test]
 fn the_run_author_policy_is_rendered_where_the_cluster_serves_it_unless_turned_off() {
-    let Some(helm) = helm_or_skip(
+    let helm = helm_required(
         "the_run_author_policy_is_rendered_where_the_cluster_serves_it_unless_turned_off",
-    ) else {
-        return;
-    };
+    );
     let policies = |extra: &[&str]| -> (
         Vec<ValidatingAdmissionPolicy>,
         Vec<ValidatingAdmissionPolicyBinding>,
