@@ -44,8 +44,9 @@ fn type_errors_name_the_field() {
     let misspelt = SAMPLE.replace("phases:", "phasez:");
     let errs = parse_plan_file(&misspelt).unwrap_err();
     assert_eq!(errs[0].path, "workload.phasez", "{errs:?}");
+    assert_eq!(errs[1].path, "workload.phases", "{errs:?}");
     assert!(
-        errs[1].message.contains("missing field `phases`"),
+        errs[1].message.contains("at least one phase is required"),
         "{errs:?}"
     );
 }

@@ -297,6 +297,12 @@ fn cell_deploying(
     // repetition's entry); once it ends, the first repetition's again.
     if ctx.repeat.is_repeated() {
         c.start_time = Some(ctx.now.clone());
+    } else if ctx.capacity.is_some() {
+        // A capacity search's probes are steps of their own: each one's start times its
+        // target's readiness and its overhead; the search's start is kept apart.
+        let search = c.capacity.get_or_insert_with(Default::default);
+        search.start_time.get_or_insert_with(|| ctx.now.clone());
+        c.start_time = Some(ctx.now.clone());
     } else {
         c.start_time.get_or_insert_with(|| ctx.now.clone());
     }

@@ -655,6 +655,7 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         message: text(SENTENCE_MAX),
         next_rate: Some(NUMBER),
         probes: vec![probe; *probes as usize],
+        start_time: Some(time()),
     })
 }
 

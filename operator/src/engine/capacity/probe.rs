@@ -34,6 +34,29 @@ pub const ACHIEVED_MIN: f64 = 0.98;
 /// intended time) before a shortfall with fast answers is put down to the load generator.
 const LATE_SHARE: f64 = 0.02;
 
+/// Without an `errorRate` in the SLO, more than `1 - ACHIEVED_MIN` of the probe's answers
+/// failing fails the probe: a failed answer is not an achieved send, and latency figures count
+/// successes only, so a target shedding load (fast 503s, refused connections) would otherwise
+/// hold at every rate. With an `errorRate` figure, that figure decides.
+fn failed_answers(spec: &CapacitySpec, results: &[CellResult]) -> Option<String> {
+    if spec.slo.iter().any(|f| f.error_rate.is_some()) {
+        return None;
+    }
+    let (requests, errors) = results
+        .iter()
+        .filter(|r| r.phase == PROBE_PHASE)
+        .fold((0u64, 0u64), |(n, e), r| (n + r.requests, e + r.errors));
+    let share = errors as f64 / requests.max(1) as f64;
+    (share > 1.0 - ACHIEVED_MIN).then(|| {
+        format!(
+            "{:.1}% of the answers failed ({errors} of {requests}; more than {:.0}% is not \
+             holding the rate)",
+            share * 100.0,
+            (1.0 - ACHIEVED_MIN) * 100.0
+        )
+    })
+}
+
 /// How long an answer may take without counting as backlog when the SLO names no latency.
 const DEFAULT_ANSWER_SECS: f64 = 1.0;
 
@@ -86,9 +109,10 @@ pub fn judge_probe(
             ProbeVerdict::Failed,
             Some(format!("the target fell behind: {short} {at}")),
         ),
-        (None, None, _) => match failing {
-            Some((_, why)) => (ProbeVerdict::Failed, Some(format!("{why} {at}"))),
-            None => (ProbeVerdict::Held, None),
+        (None, None, _) => match (failing, failed_answers(spec, results)) {
+            (Some((_, why)), _) => (ProbeVerdict::Failed, Some(format!("{why} {at}"))),
+            (None, Some(failed)) => (ProbeVerdict::Failed, Some(format!("{failed} {at}"))),
+            (None, None) => (ProbeVerdict::Held, None),
         },
     };
     probe.verdict = verdict;

@@ -59,6 +59,9 @@ pub fn measured(
             close: p.close,
         })
         .collect();
+    // The probe's end: the next probe's wait for this one's processes counts from here
+    // (`machine::previous_end`).
+    c.completion_time = Some(ctx.now.clone());
     match search::next(Params::of(spec), &seen) {
         Next::Probe { rate: next, why } => {
             cap.next_rate = Some(next);
@@ -72,6 +75,9 @@ pub fn measured(
         }
         Next::Done(outcome) => {
             finish(cap, outcome, spec);
+            if let Some(start) = cap.start_time.clone() {
+                c.start_time = Some(start);
+            }
             c.phase = CellPhase::Succeeded;
             c.reason = None;
             c.completion_time = Some(ctx.now.clone());

@@ -155,6 +155,40 @@ fn tallies(probes: &[Seen]) -> Vec<(f64, Tally)> {
 
 /// The next step of a search bounded by `params` that has run `probes`, in order.
 pub fn next(params: Params, probes: &[Seen]) -> Next {
+    // The probe budget stops only a search that asks for another probe: one whose last probe
+    // decided it (a confirmation held, the upper bound held) ends as decided.
+    match decide(params, probes) {
+        Next::Probe { .. } if probes.len() as u32 >= params.max_probes => {
+            let (held, failed) = bracket(probes);
+            Next::Done(Outcome::OutOfProbes { held, failed })
+        }
+        next => next,
+    }
+}
+
+/// The highest held rate below every failure, and the lowest failed rate, of the decided
+/// rates so far.
+fn bracket(probes: &[Seen]) -> (Option<f64>, Option<f64>) {
+    let tallies = tallies(probes);
+    let decided: Vec<(f64, bool)> = tallies
+        .iter()
+        .filter_map(|(r, t)| t.decided().map(|held| (*r, held)))
+        .collect();
+    let failed = decided
+        .iter()
+        .filter(|(_, held)| !held)
+        .map(|(r, _)| *r)
+        .reduce(f64::min);
+    let held = decided
+        .iter()
+        .filter(|(r, held)| *held && failed.is_none_or(|f| *r < f))
+        .map(|(r, _)| *r)
+        .reduce(f64::max);
+    (held, failed)
+}
+
+/// [`next`] without the probe budget.
+fn decide(params: Params, probes: &[Seen]) -> Next {
     let tallies = tallies(probes);
     let decided: Vec<(f64, bool)> = tallies
         .iter()
@@ -179,9 +213,6 @@ pub fn next(params: Params, probes: &[Seen]) -> Next {
             rate: round(last.rate),
             held,
         });
-    }
-    if probes.len() as u32 >= params.max_probes {
-        return Next::Done(Outcome::OutOfProbes { held, failed });
     }
     // The last rate probed first gets the verdict it still lacks.
     if let Some(last) = probes.last() {

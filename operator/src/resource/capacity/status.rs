@@ -32,6 +32,11 @@ pub struct CapacityStatus {
     /// Every probe, in the order run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeStatus>,
+    /// When the search's first probe started. While the search runs the cell's `startTime` is
+    /// the current probe's (its ready clock and overhead count from there), and its
+    /// `completionTime` the last probe's end; once it ends, `startTime` is this again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 /// One probe of a search: one open-loop phase at one total rate.

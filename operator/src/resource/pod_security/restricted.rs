@@ -249,11 +249,12 @@ fn restricted_volumes(pod: &Pod) -> Option<Violation> {
     ))
 }
 
+/// Stricter than pod-security-admission v1.35 on purpose: upstream lets a pod with
+/// `hostUsers: false` run as root (its root is not the node's), but on a cluster without user
+/// namespaces (`UserNamespacesSupport` off, the default before 1.33) the API server drops
+/// `hostUsers` and the pod would run as the node's root. The operator cannot tell which cluster
+/// it is on, so root is refused either way (the same holds for [`run_as_user`]).
 fn run_as_non_root(pod: &Pod) -> Option<Violation> {
-    // In its own user namespace, the pod's root is not the node's.
-    if pod.in_user_namespace() {
-        return None;
-    }
     let pod_says = pod.security().and_then(|s| s.run_as_non_root);
     let pod_false = pod_says == Some(false);
     let mut explicit = Vec::new();
@@ -303,9 +304,6 @@ fn run_as_non_root(pod: &Pod) -> Option<Violation> {
 }
 
 fn run_as_user(pod: &Pod) -> Option<Violation> {
-    if pod.in_user_namespace() {
-        return None;
-    }
     let by_pod = pod.security().and_then(|s| s.run_as_user) == Some(0);
     let mut first = by_pod.then(|| "spec.securityContext.runAsUser".to_owned());
     let mut bad = Vec::new();

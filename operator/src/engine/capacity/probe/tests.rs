@@ -202,3 +202,56 @@ fn an_slo_figure_without_an_endpoint_is_judged_on_every_endpoint_of_the_mix() {
     assert_eq!(p.verdict, ProbeVerdict::Failed);
     assert!(p.why.unwrap().starts_with("probe/slow p99 300.0 ms"));
 }
+
+/// Without an errorRate in the SLO, a target that answers half its requests with fast errors
+/// does not hold: failed answers are not achieved sends, and the latency figures count only
+/// successes. With an errorRate figure, that figure decides.
+#[test]
+fn a_target_shedding_load_does_not_hold_without_an_error_rate_in_the_slo() {
+    let latency_only = "slo: [{endpoint: fast, p99: {below: 100ms}}]";
+    let shedding = [result("fast", 500, 500, 5.0)];
+    let p = judge_probe(
+        &spec(latency_only),
+        &["fast"],
+        100.0,
+        &shedding,
+        Some(&sends(1000.0, 0, 0)),
+        None,
+    );
+    assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
+    assert!(
+        p.why
+            .as_deref()
+            .unwrap()
+            .contains("50.0% of the answers failed"),
+        "{p:?}"
+    );
+    let few = [result("fast", 995, 5, 5.0)];
+    let p = judge_probe(
+        &spec(latency_only),
+        &["fast"],
+        100.0,
+        &few,
+        Some(&sends(1000.0, 0, 0)),
+        None,
+    );
+    assert_eq!(
+        p.verdict,
+        ProbeVerdict::Held,
+        "0.5% failed is within 2%: {p:?}"
+    );
+    let lenient = "slo: [{endpoint: fast, p99: {below: 100ms}}, {errorRate: {below: 0.6}}]";
+    let p = judge_probe(
+        &spec(lenient),
+        &["fast"],
+        100.0,
+        &shedding,
+        Some(&sends(1000.0, 0, 0)),
+        None,
+    );
+    assert_eq!(
+        p.verdict,
+        ProbeVerdict::Held,
+        "the SLO's errorRate decides: {p:?}"
+    );
+}

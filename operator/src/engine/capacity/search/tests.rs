@@ -302,3 +302,41 @@ fn a_rate_held_above_a_failure_does_not_raise_the_capacity() {
         }
     );
 }
+
+/// The budget stops only a search that wants another probe: when the last allowed probe
+/// decides it (the upper bound held, or the confirmation held), the outcome is that decision,
+/// not "ran out of probes".
+#[test]
+fn the_last_allowed_probe_that_decides_the_search_ends_it_as_decided() {
+    let (outcome, probes) = drive(
+        Params {
+            start: 10.0,
+            max: 20.0,
+            max_probes: 2,
+            ..params()
+        },
+        holds_up_to(1_000.0),
+    );
+    assert_eq!(probes.len(), 2);
+    assert_eq!(outcome, Outcome::HeldAtMax { max: 20.0 });
+    // At a resolution of 100%: 10 held, 20 failed (bracketed), then the third and last
+    // allowed probe confirms 10.
+    let (outcome, probes) = drive(
+        Params {
+            start: 10.0,
+            max: 1_000.0,
+            resolution: 1.0,
+            max_probes: 3,
+        },
+        holds_up_to(12.0),
+    );
+    assert_eq!(probes.len(), 3, "{probes:?}");
+    assert_eq!(
+        outcome,
+        Outcome::Capacity {
+            held: 10.0,
+            failed: 20.0
+        },
+        "{probes:?}"
+    );
+}
