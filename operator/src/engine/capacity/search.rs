@@ -167,7 +167,8 @@ pub fn next(params: Params, probes: &[Seen]) -> Next {
 }
 
 /// The highest held rate below every failure, and the lowest failed rate, of the decided
-/// rates so far.
+/// rates so far. A held rate above a failed one is noise the failure outweighs: the capacity
+/// is below every failure.
 fn bracket(probes: &[Seen]) -> (Option<f64>, Option<f64>) {
     let tallies = tallies(probes);
     let decided: Vec<(f64, bool)> = tallies
@@ -190,22 +191,7 @@ fn bracket(probes: &[Seen]) -> (Option<f64>, Option<f64>) {
 /// [`next`] without the probe budget.
 fn decide(params: Params, probes: &[Seen]) -> Next {
     let tallies = tallies(probes);
-    let decided: Vec<(f64, bool)> = tallies
-        .iter()
-        .filter_map(|(r, t)| t.decided().map(|held| (*r, held)))
-        .collect();
-    let failed = decided
-        .iter()
-        .filter(|(_, held)| !held)
-        .map(|(r, _)| *r)
-        .reduce(f64::min);
-    // A held rate above a failed one is noise the failure outweighs: the capacity is below
-    // every failure.
-    let held = decided
-        .iter()
-        .filter(|(r, held)| *held && failed.is_none_or(|f| *r < f))
-        .map(|(r, _)| *r)
-        .reduce(f64::max);
+    let (held, failed) = bracket(probes);
     if let Some(last) = probes.last()
         && last.verdict == ProbeVerdict::LoadgenBound
     {
