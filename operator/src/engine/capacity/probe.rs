@@ -109,7 +109,17 @@ pub fn judge_probe(
             ProbeVerdict::Failed,
             Some(format!("the target fell behind: {short} {at}")),
         ),
-        (None, None, _) => match (failing, failed_answers(spec, results)) {
+        // Without send counts the third condition of holding (no backlog) cannot be checked,
+        // so the probe may not hold; it says nothing of the target either.
+        (None, None, None) => (
+            ProbeVerdict::LoadgenBound,
+            Some(format!(
+                "the load generator reported no send counts (offered rate, late sends, in flight \
+                 at the end) {at}: whether the target fell behind cannot be told; run the load \
+                 generator of this release (spec.loadgen.image)"
+            )),
+        ),
+        (None, None, Some(_)) => match (failing, failed_answers(spec, results)) {
             (Some((_, why)), _) => (ProbeVerdict::Failed, Some(format!("{why} {at}"))),
             (None, Some(failed)) => (ProbeVerdict::Failed, Some(format!("{failed} {at}"))),
             (None, None) => (ProbeVerdict::Held, None),

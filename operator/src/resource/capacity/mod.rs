@@ -306,10 +306,13 @@ impl CapacitySpec {
         }
         for (i, f) in self.slo.iter().enumerate() {
             let here = format!("{at}.slo[{i}]");
+            // An endpoint of weight 0 gets no stream: a figure of it would have no samples.
             if let Some(e) = &f.endpoint
-                && !mix.iter().any(|m| &m.endpoint == e)
+                && !mix.iter().any(|m| &m.endpoint == e && m.weight > 0.0)
             {
-                let what = if endpoints.contains(&e.as_str()) {
+                let what = if mix.iter().any(|m| &m.endpoint == e) {
+                    format!("endpoint {e:?} has weight 0 in the mix, so it gets no load")
+                } else if endpoints.contains(&e.as_str()) {
                     format!("endpoint {e:?} is not in the mix, so it gets no load")
                 } else {
                     format!("no endpoint is named {e:?}; the endpoints are {listed}")
@@ -523,6 +526,8 @@ probeDuration: 500ms
                 "spec.capacity.mix",
                 "spec.capacity.slo[0].endpoint",
                 "spec.capacity.slo[1].errorRate.below",
+                // fast has weight 0 in this mix.
+                "spec.capacity.slo[2].endpoint",
                 "spec.capacity.slo[2]",
                 "spec.capacity.slo[3]",
                 "spec.capacity.slo[4].endpoint",
@@ -538,8 +543,20 @@ probeDuration: 500ms
             "no endpoint is named \"medium\"; the endpoints are fast, slow"
         );
         assert_eq!(
-            errors[6].message,
+            errors[7].message,
             "endpoint \"slow\" is not in the mix, so it gets no load"
+        );
+        // A figure of an endpoint the mix gives weight 0 would judge a stream never sent.
+        let zero = capacity(
+            "slo: [{endpoint: slow, p99: {below: 1s}}]\nmix: [{endpoint: fast, weight: 1}, \
+             {endpoint: slow, weight: 0}]",
+        )
+        .check(&["fast", "slow"]);
+        assert_eq!(zero.len(), 1, "{zero:#?}");
+        assert_eq!(zero[0].path, "spec.capacity.slo[0].endpoint");
+        assert_eq!(
+            zero[0].message,
+            "endpoint \"slow\" has weight 0 in the mix, so it gets no load"
         );
         // Several endpoints and no mix: which share each gets is the user's to say.
         let no_mix = capacity("slo: [{p99: {below: 1s}}]").check(&["fast", "slow"]);

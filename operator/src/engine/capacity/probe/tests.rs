@@ -255,3 +255,23 @@ fn a_target_shedding_load_does_not_hold_without_an_error_rate_in_the_slo() {
         "the SLO's errorRate decides: {p:?}"
     );
 }
+
+#[test]
+fn a_probe_without_send_counts_never_holds_and_blames_the_load_generator() {
+    // Every figure passes, but whether a backlog grew is unknown: not held.
+    let p = judge_probe(
+        &spec(SLO),
+        &["fast"],
+        100.0,
+        &[result("fast", 1000, 0, 40.0)],
+        None,
+        None,
+    );
+    assert_eq!(p.verdict, ProbeVerdict::LoadgenBound, "{p:?}");
+    let why = p.why.unwrap();
+    assert!(
+        why.contains("no send counts") && why.contains("at 100 rps"),
+        "{why}"
+    );
+    assert_eq!((p.sent_on_time, p.backlog), (None, None));
+}
