@@ -1,6 +1,7 @@
 //! Command line: one-off use like wrk or oha, or `--plan FILE` for a phased workload.
 //!
-//! Exit codes: 0 when at least one request succeeded, 1 when none did (or the run could not be
+//! Exit codes: 0 when at least one request succeeded (or none did and the plan's
+//! `noSuccessIsAResult` says that is a result), 1 when none did (or the run could not be
 //! carried out), 2 for bad input (the message names the field or flag).
 
 use std::ffi::OsString;
@@ -121,7 +122,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .try_init();
-    let cfg = match config(&args) {
+    let (cfg, no_success_is_a_result) = match config(&args) {
         Ok(c) => c,
         Err(errors) => {
             for e in errors {
@@ -158,7 +159,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     if let Err(code) = emit(&args, out_file.as_mut(), &result) {
         return code;
     }
-    if result.successful_requests() > 0 {
+    if result.successful_requests() > 0 || no_success_is_a_result {
         ExitCode::SUCCESS
     } else {
         eprintln!("error: no request succeeded");
@@ -270,16 +271,18 @@ fn default_threads() -> usize {
     benchmatrix_quota::detect().detected_cpus.max(1)
 }
 
-/// What to run: the plan file's workload with `--plan`, else the one-off run the flags describe.
-fn config(args: &Args) -> Result<RunConfig, Vec<FieldError>> {
+/// What to run: the plan file's workload with `--plan`, else the one-off run the flags
+/// describe; and whether a run with no success is still a result (the plan's
+/// `noSuccessIsAResult`; never for one-off use).
+fn config(args: &Args) -> Result<(RunConfig, bool), Vec<FieldError>> {
     match &args.plan {
         Some(path) => plan_config(args, path),
-        None => one_off_config(args),
+        None => one_off_config(args).map(|c| (c, false)),
     }
 }
 
 /// `--plan FILE`: the plan as written, with `--threads` and `--stats-path` over its own.
-fn plan_config(args: &Args, path: &std::path::Path) -> Result<RunConfig, Vec<FieldError>> {
+fn plan_config(args: &Args, path: &std::path::Path) -> Result<(RunConfig, bool), Vec<FieldError>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         vec![field(
             "--plan",
@@ -299,7 +302,8 @@ fn plan_config(args: &Args, path: &std::path::Path) -> Result<RunConfig, Vec<Fie
         (Some(t), _) | (None, Some(t)) => t as usize,
         (None, None) => default_threads(),
     };
-    Ok(RunConfig {
+    let no_success_is_a_result = plan.no_success_is_a_result;
+    let cfg = RunConfig {
         target,
         workload: plan.workload,
         threads,
@@ -318,7 +322,8 @@ fn plan_config(args: &Args, path: &std::path::Path) -> Result<RunConfig, Vec<Fie
         },
         preflight: plan.preflight,
         header_values,
-    })
+    };
+    Ok((cfg, no_success_is_a_result))
 }
 
 /// The one-off flags that need parsing, parsed.
@@ -593,7 +598,7 @@ mod tests {
     fn parse(args: &[&str]) -> Result<RunConfig, Vec<FieldError>> {
         let mut v = vec!["benchmatrix-loadgen"];
         v.extend_from_slice(args);
-        config(&Args::try_parse_from(v).unwrap())
+        config(&Args::try_parse_from(v).unwrap()).map(|(c, _)| c)
     }
 
     #[test]

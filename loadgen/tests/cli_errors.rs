@@ -228,3 +228,29 @@ fn bad_plans_exit_2_naming_the_field() {
     }
     expect_exit_2(&["--plan", "/nonexistent/plan.yaml"], "--plan");
 }
+
+/// A plan that says no success is a result (a capacity probe at a rate the target cannot
+/// answer) writes its result and exits 0; the same plan without it exits 1, as before.
+#[test]
+fn timing_a_plan_whose_no_success_is_a_result_exits_0_with_its_result() {
+    let server = TestServer::start(Behaviour::Status(503));
+    let plan = PLAN.replace("http://127.0.0.1:1", &server.url(""));
+    for (extra, want) in [("noSuccessIsAResult: true\n", 0), ("", 1)] {
+        let f = plan_file(&format!("{plan}{extra}"));
+        let out_file = tempfile::NamedTempFile::new().unwrap();
+        let (out, _) = loadgen(&[
+            "--plan",
+            f.path().to_str().unwrap(),
+            "--out",
+            out_file.path().to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(want), "{extra:?}: {stderr}");
+        let doc: RunResult =
+            serde_json::from_str(&std::fs::read_to_string(out_file.path()).unwrap())
+                .unwrap_or_else(|e| panic!("{extra:?}: no result written ({e}): {stderr}"));
+        let s = &doc.phases[0].streams[0];
+        assert_eq!(doc.successful_requests(), 0);
+        assert!(s.errors > 0 && s.latency_ms.is_none(), "{s:?}");
+    }
+}

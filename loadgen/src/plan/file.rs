@@ -47,6 +47,12 @@ pub struct PlanFile {
     /// check, the load starts at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preflight: Option<Preflight>,
+    /// True: a run in which no request succeeded still writes its result and exits 0. A
+    /// capacity probe at a rate the target cannot answer at all is a probe that failed, judged
+    /// from its result (nothing answered, everything in flight at the end), not a load
+    /// generator that failed. Default false: no success is exit 1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_success_is_a_result: bool,
 }
 
 /// The check before the load (see [`crate::preflight`]): `GET path` on a fresh connection

@@ -411,6 +411,8 @@ pub fn plan_share(
         // round-robin spread) answers: a ready pod does not mean kube-proxy has programmed
         // the new Service yet.
         preflight: Some(crate::resource::preflight(&run.spec)),
+        // A capacity probe that nothing answered is a failed probe, judged from its result.
+        no_success_is_a_result: run.spec.capacity.is_some(),
     }
 }
 

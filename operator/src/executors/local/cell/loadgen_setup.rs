@@ -90,6 +90,8 @@ pub fn write_plan(
         generator_index: 0,
         generators: 1,
         preflight: Some(crate::resource::preflight(spec)),
+        // A capacity probe that nothing answered is a failed probe, judged from its result.
+        no_success_is_a_result: spec.capacity.is_some(),
     };
     serde_json::to_string_pretty(&plan)
         .map_err(std::io::Error::other)
