@@ -163,9 +163,12 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
 /// is marked `withinNoiseOf` instead of being ranked against it; cells run once are ranked
 /// as measured.
 pub fn summarize(cells: &[CellStatus]) -> Summary {
+    // A searched cell's results are its confirmation probe at the rate it held, which differs
+    // from cell to cell: its latencies are not comparable with another cell's, so capacity
+    // ranks it instead ([`crate::engine::capacity::rank`]).
     let measured: Vec<&CellStatus> = cells
         .iter()
-        .filter(|c| c.phase == CellPhase::Succeeded)
+        .filter(|c| c.phase == CellPhase::Succeeded && c.capacity.is_none())
         .collect();
 
     // (phase, endpoint) pairs in the order they first appear.
@@ -333,6 +336,14 @@ fn cell_interference(cell: &CellStatus) -> Vec<Interference> {
         });
     }
     out
+}
+
+/// The run's one line for `kubectl get` and the report: the capacity ranking's when cells
+/// searched ([`crate::engine::capacity::rank::headline`]), else [`headline`]'s.
+pub fn run_headline(cells: &[CellStatus], summary: &Summary) -> Option<String> {
+    crate::engine::capacity::rank::rank(cells)
+        .and_then(|r| crate::engine::capacity::rank::headline(&r))
+        .or_else(|| headline(summary))
 }
 
 /// One line for `kubectl get`: the best cell of the last phase's first endpoint, e.g.

@@ -698,7 +698,9 @@ pub struct Summary {
     /// In one sentence: the configuration that meets every threshold with the smallest
     /// reserved CPU (cells[].reservedCpu), equal reservations decided by the widest margin on
     /// the thresholds, and how it compares with the other cells that meet them. Without
-    /// thresholds none is recommended, and the sentence lists what each cell traded.
+    /// thresholds none is recommended, and the sentence lists what each cell traded. When the
+    /// cells searched for their capacity (spec.capacity): the configuration holding the most
+    /// requests per second at the SLO per reserved CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recommendation: Option<String>,
 }

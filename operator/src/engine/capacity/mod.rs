@@ -6,9 +6,11 @@
 //! backlog carried over from a failed one), and after each measured probe the reducer judges
 //! it ([`probe::judge_probe`]), records it in `status.cells[].capacity` and asks the search
 //! ([`search::next`]) for the next rate, or the outcome. Both executors build a step's load
-//! from [`step_run`], so a probe runs the same plan locally and on a cluster.
+//! from [`step_run`], so a probe runs the same plan locally and on a cluster. Once the run
+//! ends, [`rank`] compares the cells by the rate held per reserved core.
 
 pub mod probe;
+pub mod rank;
 mod record;
 pub mod search;
 pub mod sends;

@@ -494,3 +494,30 @@ fn no_stats_means_no_target_figures() {
     }
     assert_eq!(target_stats(&d), None);
 }
+
+#[test]
+fn searched_cells_are_not_ranked_by_latency_and_the_headline_is_their_capacity() {
+    // Each result is a confirmation probe at the rate its cell held: 120 rps against 40.
+    let searched = |name: &str, held: f64, p99: f64| {
+        let mut c = CellStatus::succeeded(name)
+            .reserving(2.0)
+            .with_results(vec![result("probe", "fast", p99, held)]);
+        c.capacity = Some(crate::resource::capacity::CapacityStatus {
+            found: true,
+            held_rate: Some(held),
+            ..Default::default()
+        });
+        c
+    };
+    let cells = [
+        searched("single", 40.0, 30.0),
+        searched("pool", 120.0, 80.0),
+    ];
+    let summary = summarize(&cells);
+    assert!(summary.comparisons.is_empty(), "{summary:?}");
+    assert_eq!(headline(&summary), None);
+    assert_eq!(
+        run_headline(&cells, &summary).unwrap(),
+        "capacity: pool 60.0 rps per reserved CPU (120 rps held; single 3.0x less)"
+    );
+}

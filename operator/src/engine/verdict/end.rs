@@ -92,7 +92,7 @@ pub fn finish_run(
     now: &Time,
 ) -> RunEnd {
     let summary = results::summarize(&status.cells);
-    status.headline = results::headline(&summary);
+    status.headline = results::run_headline(&status.cells, &summary);
     status.summary = Some(summary);
     status.variants = results::variants::compare(&status.cells);
     // The verdicts, the ThresholdsMet condition and the recommendation, in the same status

@@ -23,7 +23,7 @@ fn rate(r: Option<f64>) -> String {
 }
 
 /// The capacity, or why there is none, in a table cell.
-fn capacity_text(cap: &CapacityStatus) -> String {
+pub(super) fn capacity_text(cap: &CapacityStatus) -> String {
     match (cap.found, cap.held_rate) {
         (true, Some(h)) => format!("{} rps", rate_text(h)),
         _ if cap.next_rate.is_some() => "searching".into(),

@@ -132,7 +132,9 @@ fn overview(o: &mut String, status: &BenchmarkRunStatus, summary: &Summary, note
             .map(|m| format!(" — {m}"))
             .unwrap_or_default()
     );
-    if let Some(h) = crate::engine::results::headline(summary).or_else(|| status.headline.clone()) {
+    if let Some(h) = crate::engine::results::run_headline(&status.cells, summary)
+        .or_else(|| status.headline.clone())
+    {
         let _ = writeln!(o, "- headline: {h}");
     }
     let _ = writeln!(o, "- spread: {}", spread_line(status));

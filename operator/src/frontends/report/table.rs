@@ -25,8 +25,13 @@ const INDENT: &str = "  ";
 
 /// The comparison table: a heading per phase and endpoint, under it one row per cell with
 /// p99 relative to the best ranked cell of the group. Streams that were not ranked say why below the table.
+///
+/// A run that searched (`spec.capacity`) shows each cell's confirmation probe, at the rate that
+/// cell held, and its capacity in the last column: the rates differ, so the cells' latencies are
+/// not compared ([`crate::engine::capacity::rank`] ranks them by capacity).
 pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
     let summary = ranking(status);
+    let searched = status.cells.iter().any(|c| c.capacity.is_some());
     let header: Row = [
         "configuration",
         "samples",
@@ -35,7 +40,7 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
         "p99 ms",
         "max ms",
         "errors",
-        "p99 vs best",
+        if searched { "capacity" } else { "p99 vs best" },
     ]
     .map(String::from);
     let (groups, not_ranked) = groups(status, &summary);
@@ -67,18 +72,11 @@ fn groups(status: &BenchmarkRunStatus, summary: &Summary) -> (Vec<Group>, Vec<(S
                 continue;
             };
             let place = ranked(summary, &c.name, &phase, &endpoint);
-            let vs_best = match place.and_then(ratio_text) {
-                Some(x) => x,
-                None => match place {
-                    Some(CellRatio {
-                        excluded: Some(why),
-                        ..
-                    }) => {
-                        not_ranked.push((format!("{} {phase}/{endpoint}", c.name), why.clone()));
-                        "not ranked".into()
-                    }
-                    _ => ABSENT.into(),
-                },
+            let vs_best = match c.capacity.as_ref() {
+                Some(cap) => super::capacity::capacity_text(cap),
+                None => vs_best(place, &mut not_ranked, || {
+                    format!("{} {phase}/{endpoint}", c.name)
+                }),
             };
             let pct = |p| with_compact_spread(percentile_text(r, p, THIN), r, figure_key(p));
             rows.push([
@@ -95,6 +93,28 @@ fn groups(status: &BenchmarkRunStatus, summary: &Summary) -> (Vec<Group>, Vec<(S
         groups.push((format!("{phase} / {endpoint}"), rows));
     }
     (groups, not_ranked)
+}
+
+/// The "p99 vs best" column of a stream at `place` in the ranking; a stream not ranked is
+/// added to `not_ranked` under the name `stream` gives, with why.
+fn vs_best(
+    place: Option<&CellRatio>,
+    not_ranked: &mut Vec<(String, String)>,
+    stream: impl FnOnce() -> String,
+) -> String {
+    if let Some(x) = place.and_then(ratio_text) {
+        return x;
+    }
+    match place {
+        Some(CellRatio {
+            excluded: Some(why),
+            ..
+        }) => {
+            not_ranked.push((stream(), why.clone()));
+            "not ranked".into()
+        }
+        _ => ABSENT.into(),
+    }
 }
 
 /// The header and the groups with every column as wide as its widest text: the configuration
@@ -138,6 +158,14 @@ fn notes(
     not_ranked: Vec<(String, String)>,
 ) -> Vec<String> {
     let mut notes = Vec::new();
+    if status.cells.iter().any(|c| c.capacity.is_some()) {
+        notes.push(
+            "capacity: the highest total rate each cell held at spec.capacity.slo; each row is \
+             that cell's confirmation probe, at the rate it held, so latencies are not compared \
+             across cells"
+                .to_owned(),
+        );
+    }
     if any_thin(status, &SHOWN) {
         notes.push(thin_note(&SHOWN));
     }

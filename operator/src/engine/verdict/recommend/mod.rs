@@ -14,7 +14,11 @@
 //! [`margin`], how far inside its thresholds a cell stayed. Without thresholds there is nothing
 //! to meet, so nothing is recommended and the sentence lists what each cell traded
 //! ([`trades`]).
+//!
+//! A run that searched (`spec.capacity`) is ranked by capacity instead: the most traffic held
+//! at the SLO per reserved core ([`capacity`]).
 
+mod capacity;
 mod trades;
 
 #[cfg(test)]
@@ -214,8 +218,12 @@ fn by_margin(a: &Option<Margin>, b: &Option<Margin>) -> Ordering {
 /// A cell qualifies when it succeeded, at least one threshold judged it and every verdict on
 /// it passed (a cell no threshold names is not known to meet the service level), no figure
 /// those verdicts rest on is unstable over the repetitions, and its reservation is recorded.
-/// The CPU it used plays no part.
+/// The CPU it used plays no part. A run whose cells searched for their capacity is
+/// recommended by [`capacity::recommend`] instead.
 pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommendation {
+    if let Some(ranking) = crate::engine::capacity::rank::rank(cells) {
+        return capacity::recommend(ranking, results);
+    }
     if results.is_empty() {
         return trades::without_service_level(cells);
     }

@@ -511,3 +511,75 @@ fn cores_read_as_the_spec_writes_them() {
     assert_eq!(cpus(2.0), "2 CPUs");
     assert_eq!(cpus(1.998), "1.998 CPUs");
 }
+
+/// A cell that searched and held `held` rps (none found when `None`) on `reserved` cores.
+fn searched(name: &str, reserved: f64, held: Option<f64>) -> CellStatus {
+    let mut c = CellStatus::succeeded(name).reserving(reserved);
+    c.capacity = Some(crate::resource::capacity::CapacityStatus {
+        found: held.is_some(),
+        held_rate: held,
+        message: "held even at the upper bound".into(),
+        ..Default::default()
+    });
+    c
+}
+
+#[test]
+fn a_run_that_searched_recommends_the_most_traffic_per_reserved_core() {
+    // single-x2 holds the most in all, but pool-x1 holds the most per core; no threshold.
+    let cells = [
+        searched("single-x2", 4.0, Some(120.0)),
+        searched("pool-x1", 2.0, Some(90.0)),
+        searched("single-x1", 2.0, Some(60.0)),
+        searched("capped", 2.0, None),
+    ];
+    let r = recommend(&cells, &[]);
+    assert_eq!(r.cell.as_deref(), Some("pool-x1"));
+    assert_eq!(r.reserved_cpu, Some(2.0));
+    assert!(r.service_level);
+    // 45 rps per core against 30: a third less CPU for the same traffic.
+    assert_eq!(r.alternatives[0].cell, "single-x2");
+    assert!((r.alternatives[0].percent_less - 100.0 / 3.0).abs() < 1e-9);
+    assert_eq!(
+        r.sentence,
+        "pool-x1 holds the most traffic per reserved CPU at the SLO: 90 rps on 2 CPUs (CPU \
+         limit x replicas), 45.0 rps per CPU; against single-x2 30.0 (33% less CPU for the same \
+         traffic), single-x1 30.0 (33% less CPU for the same traffic)."
+    );
+    assert_eq!(
+        r.passed_over,
+        [(
+            "capped".to_owned(),
+            "no capacity found: held even at the upper bound".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn a_searched_cell_failing_a_threshold_is_passed_over_and_none_left_says_why() {
+    let cells = [
+        searched("pool-x1", 2.0, Some(90.0)),
+        searched("single-x1", 2.0, Some(60.0)),
+    ];
+    let failing = [verdict(0, "pool-x1", "errorRate", 0.2, 0.01, Verdict::Fail)];
+    let r = recommend(&cells, &failing);
+    assert_eq!(r.cell.as_deref(), Some("single-x1"));
+    assert_eq!(
+        r.passed_over,
+        [("pool-x1".to_owned(), "it fails threshold 0".to_owned())]
+    );
+    assert!(
+        r.sentence
+            .ends_with("the only configuration with a capacity."),
+        "{}",
+        r.sentence
+    );
+
+    let none = recommend(&[searched("capped", 1.0, None)], &[]);
+    assert_eq!(none.cell, None);
+    assert_eq!(
+        none.sentence,
+        "No configuration has a capacity at the SLO (capped: no capacity found: held even at \
+         the upper bound), so none is recommended."
+    );
+}

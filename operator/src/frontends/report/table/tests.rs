@@ -222,3 +222,64 @@ fn notes_wrap_at_spaces_with_an_indent_and_long_words_are_cut() {
         assert!(line.chars().count() <= 40, "{line}");
     }
 }
+
+#[test]
+fn a_run_that_searched_shows_each_cells_capacity_and_compares_no_latency_across_rates() {
+    use crate::resource::capacity::CapacityStatus;
+    // Each cell's row is its confirmation probe at its own rate: pool held 3x single's rate at
+    // a higher p99, which must not read as pool being slower.
+    let probe = |rps: f64, p99: f64| crate::resource::CellResult {
+        phase: "probe".into(),
+        endpoint: "fast".into(),
+        requests: (rps * 10.0) as u64,
+        samples: (rps * 10.0) as u64,
+        rps,
+        latency_ms: Some(crate::resource::LatencyMs {
+            p50: p99 / 2.0,
+            p90: p99,
+            p99,
+            p999: p99,
+            max: p99,
+            mean: p99 / 2.0,
+        }),
+        ..Default::default()
+    };
+    let searched = |name: &str, held: Option<f64>, result| {
+        let mut c = CellStatus::succeeded(name)
+            .reserving(2.0)
+            .with_results(vec![result]);
+        c.capacity = Some(CapacityStatus {
+            found: held.is_some(),
+            held_rate: held,
+            ..CapacityStatus::default()
+        });
+        c
+    };
+    let status = BenchmarkRunStatus {
+        cells: vec![
+            searched("single", Some(40.0), probe(40.0, 30.0)),
+            searched("pool", Some(120.5), probe(120.5, 80.0)),
+            searched("capped", None, probe(10.0, 900.0)),
+        ],
+        ..BenchmarkRunStatus::default()
+    };
+    let table = comparison_table(&status);
+    let header = table.lines().next().unwrap();
+    assert!(header.trim_end().ends_with("capacity"), "{table}");
+    assert!(!table.contains("p99 vs best"), "{table}");
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(row("single").ends_with("40 rps"), "{table}");
+    assert!(row("pool").ends_with("120.50 rps"), "{table}");
+    assert!(row("capped").ends_with("none found"), "{table}");
+    assert!(!table.contains("not ranked"), "{table}");
+    assert!(
+        table.contains("latencies are not compared across cells"),
+        "{table}"
+    );
+}
