@@ -66,7 +66,7 @@ Server(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
 "#;
 
 /// A run of one cell of the service at `script` with `env`, searched at `slo` (YAML flow
-/// list) from 25 rps in probes of 5 s (125 samples at the start, over the 100 a p99 needs).
+/// list) from 40 rps in probes of 3 s (120 samples at the start, over the 100 a p99 needs).
 fn spec(script: &Path, env: &str, slo: &str) -> String {
     format!(
         r#"
@@ -84,9 +84,9 @@ spec:
   capacity:
     slo: {slo}
     resolution: 5%
-    startRate: 25
+    startRate: 40
     maxRate: 400
-    probeDuration: 5s
+    probeDuration: 3s
 "#,
         script = script.display()
     )
@@ -180,28 +180,28 @@ fn a_search_at_its_bounds_says_so_and_reports_no_capacity() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("service.py");
     std::fs::write(&script, SERVICE).unwrap();
-    // A 1 ms service searched up to 40 rps holds all the way.
+    // A 1 ms service searched up to 80 rps holds all the way.
     let yaml = spec(
         &script,
         "[{name: BASE_MS, value: \"1\"}]",
         "[{endpoint: work, p99: {below: 500ms}}]",
     )
-    .replace("maxRate: 400", "maxRate: 40");
+    .replace("maxRate: 400", "maxRate: 80");
     let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let st = status(&out);
     let (held, _, found, _, probes) = search(&st);
-    assert!(!found && held == 40.0 && probes == 2, "{t}");
+    assert!(!found && held == 80.0 && probes == 2, "{t}");
     let message = cell(&st, "known")["capacity"]["message"]
         .as_str()
         .unwrap()
         .to_owned();
     assert!(
-        message.starts_with("held at the upper bound, 40 rps: raise spec.capacity.maxRate"),
+        message.starts_with("held at the upper bound, 80 rps: raise spec.capacity.maxRate"),
         "{message}"
     );
-    // A 100 ms service at 25 rps cannot hold a p99 below 50 ms: fails at the start.
+    // A 100 ms service at 40 rps cannot hold a p99 below 50 ms: fails at the start.
     let yaml = spec(
         &script,
         "[{name: BASE_MS, value: \"100\"}]",
@@ -217,7 +217,7 @@ fn a_search_at_its_bounds_says_so_and_reports_no_capacity() {
         cap["message"]
             .as_str()
             .unwrap()
-            .starts_with("failed even at the start rate, 25 rps"),
+            .starts_with("failed even at the start rate, 40 rps"),
         "{t}"
     );
 }

@@ -44,9 +44,11 @@ fn timing_node_express_local_matrix_shows_what_the_seeds_found() {
     );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    // The sample as shipped, with two repetitions instead of its five: the same cells and phases,
-    // medians and spreads, in two fifths of the time (the suite stays short; the full sample
-    // was measured passing in BENCHMARKS.md).
+    // The sample as shipped, measured once instead of five times: the same cells and phases in
+    // a fifth of the time (the suite stays short; the full sample, with medians and spreads,
+    // was measured passing in BENCHMARKS.md). The ratios asserted below are wide (single
+    // against pool, asserted 5x, measured 12.6x in BENCHMARKS.md), so one measurement per cell
+    // decides them.
     let text_of_sample = std::fs::read_to_string(root.join(SAMPLE)).expect("the sample");
     assert!(
         text_of_sample.contains("\n  repeat: 5\n"),
@@ -55,7 +57,7 @@ fn timing_node_express_local_matrix_shows_what_the_seeds_found() {
     let copy = dir.path().join("node-express-local.yaml");
     std::fs::write(
         &copy,
-        text_of_sample.replace("\n  repeat: 5\n", "\n  repeat: 2\n"),
+        text_of_sample.replace("\n  repeat: 5\n", "\n  repeat: 1\n"),
     )
     .unwrap();
 
@@ -74,7 +76,7 @@ fn timing_node_express_local_matrix_shows_what_the_seeds_found() {
     assert_eq!(o.status.code(), Some(0), "benchmatrix run {SAMPLE}\n{t}");
     assert!(
         took < Duration::from_secs(240),
-        "the sample with repeat: 2 should take about two minutes, took {took:?}\n{t}"
+        "the sample with repeat: 1 should take about a minute, took {took:?}\n{t}"
     );
 
     let st: Value = serde_yaml::from_str(
