@@ -1568,7 +1568,7 @@ fn the_dashboard_config_map_carries_the_sidecar_label_and_the_generated_dashboar
         Some("Benchmarks")
     );
     let json = &map.data.as_ref().unwrap()["benchmatrix.json"];
-    let generated = benchmatrix::executors::cluster::run_metrics::dashboard::dashboard_json();
+    let generated = benchmatrix::run_metrics::dashboard::dashboard_json();
     assert_eq!(
         format!("{json}\n"),
         generated,

@@ -38,7 +38,6 @@ pub mod queue;
 pub mod reconcile;
 pub mod requested;
 pub mod robustness_metrics;
-pub mod run_metrics;
 pub mod slots;
 pub mod target_pods;
 pub mod telemetry;
@@ -68,6 +67,7 @@ use kube::{Api, Resource, ResourceExt};
 use crate::executors::cluster::kubelet::reader::KubeletReader;
 use crate::executors::cluster::metrics::Metrics;
 use crate::resource::{BenchmarkRun, labels};
+use crate::run_metrics;
 use admin::AdminState;
 use telemetry::LogFormat;
 
