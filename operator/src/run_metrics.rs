@@ -1,7 +1,7 @@
 //! The figures of finished runs, for Prometheus: latency percentiles, throughput, requests and
 //! errors per cell, phase and endpoint; the target's CPU and CFS throttling per cell; and per
 //! run when it ended and with which verdict. Served beside the operator's own metrics on
-//! `/metrics` (a [`Collector`] in the registry of `executors/cluster/metrics.rs`), and by
+//! `/metrics` (a [`Collector`] in the registry of `executors/cluster/telemetry/metrics.rs`), and by
 //! `benchmatrix metrics` (`frontends/metrics.rs`) for statuses saved by the local runner. Pure
 //! (statuses in, text out), so both can use it; [`dashboard`] builds the Grafana dashboard on
 //! the same families.

@@ -17,34 +17,13 @@
 //! `--max-active-runs` counts runs across every watched namespace.
 
 pub mod adapter;
-pub mod admin;
-pub mod backoff;
-pub mod build;
-pub mod calls;
-pub mod child_caches;
-pub mod error;
-pub mod events;
-pub mod fit;
-pub mod gate;
-pub mod images;
-pub mod kubelet;
-pub mod leader;
-pub mod metrics;
-pub mod node_cache;
-pub mod observe;
-pub mod outage;
-pub mod pod_security;
-pub mod queue;
-pub mod reconcile;
-pub mod requested;
-pub mod robustness_metrics;
-pub mod slots;
-pub mod target_pods;
+pub mod children;
+pub mod placement;
+pub mod process;
+pub mod reconciler;
 pub mod telemetry;
-pub mod template;
-pub mod write;
 
-pub use calls::{API_CALLS, ApiCall};
+pub use process::calls::{API_CALLS, ApiCall};
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -64,12 +43,16 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::executors::cluster::kubelet::reader::KubeletReader;
-use crate::executors::cluster::metrics::Metrics;
+use crate::executors::cluster::telemetry::kubelet::reader::KubeletReader;
+use crate::executors::cluster::telemetry::metrics::Metrics;
 use crate::resource::{BenchmarkRun, labels};
 use crate::run_metrics;
-use admin::AdminState;
-use telemetry::LogFormat;
+use children::{child_caches, images};
+use placement::{node_cache, queue};
+use process::admin::{self, AdminState};
+use process::leader;
+use reconciler::{backoff, gate, outage, reconcile};
+use telemetry::logging::{self, LogFormat};
 
 /// Arguments of `benchmatrix operator`.
 #[derive(Debug, clap::Args)]
@@ -264,7 +247,7 @@ fn parse_duration(s: &str) -> Result<ShutdownTimeout, String> {
 
 /// Runs the operator until SIGTERM or Ctrl-C.
 pub fn main(args: OperatorArgs) -> std::process::ExitCode {
-    telemetry::init(args.log_format);
+    logging::init(args.log_format);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

@@ -3,7 +3,7 @@
 //! It is closed while the installed BenchmarkRun CRD is not the one this build was made with
 //! (its status writes would be refused or pruned: an operator older than the CRD once stalled
 //! every run with 500s and said nothing), and while another replica holds the leader Lease
-//! (`leader.rs`). A closed gate makes every reconcile return at once, before any read or write,
+//! (`process/leader.rs`). A closed gate makes every reconcile return at once, before any read or write,
 //! and writes already under way check it again before they are sent (`reconcile.rs`), so a
 //! replica that loses the Lease stops writing at once. The watches keep running behind a closed
 //! gate, so a standby that takes over starts from warm caches; when the gate opens every run is

@@ -143,7 +143,7 @@ impl Metrics {
         }
     }
 
-    /// The figures of finished runs (`run_metrics.rs`).
+    /// The figures of finished runs (`crate::run_metrics`).
     pub fn finished_runs(&self) -> &RunMetrics {
         &self.finished_runs
     }
