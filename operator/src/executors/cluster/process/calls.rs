@@ -79,7 +79,7 @@ const RUNS: &str = "benchmarkruns";
 /// Every API call the operator makes, with why.
 ///
 /// The reconciler's calls are the ones its faked-API tests record. The Controller's watches are
-/// made by kube's runtime (`Controller::new(...).owns(...).watches(...)` in mod.rs), not
+/// made by kube's runtime (`Controller::new(...).owns(...).watches(...)` in process/wiring.rs), not
 /// by `reconcile`: a list, then a watch from its resourceVersion, for BenchmarkRuns and for the
 /// Deployments, Services, Jobs and pods the operator labels (the Deployments, Services and pods are
 /// cached for the reconciles, `children/child_caches.rs`); across all namespaces by default, within
