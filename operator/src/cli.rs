@@ -35,7 +35,7 @@ enum Command {
     /// Print (or serve on /metrics with --listen) the figures of saved, finished runs as the
     /// operator exports them for Prometheus: latency quantiles, rps, errors, target CPU and
     /// throttling per cell, phase and endpoint.
-    Metrics(crate::executors::cluster::run_metrics::serve::MetricsArgs),
+    Metrics(crate::frontends::metrics::MetricsArgs),
     /// The kubectl plugin (`kubectl benchmatrix`, when installed as `kubectl-benchmatrix`):
     /// run a BenchmarkRun on the cluster and follow it to its verdict; report, compare and
     /// read the logs of runs there.
@@ -87,14 +87,11 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Command::Run(run) => crate::executors::local::run(run),
         Command::Report(report) => crate::frontends::report::run(report),
         Command::Compare(args) => crate::frontends::compare::run(args),
-        Command::Metrics(args) => crate::executors::cluster::run_metrics::serve::run(args),
+        Command::Metrics(args) => crate::frontends::metrics::run(args),
         Command::Operator(args) => crate::executors::cluster::main(args),
         Command::Kubectl(args) => crate::frontends::kubectl::main(args),
         Command::Dashboard => {
-            print!(
-                "{}",
-                crate::executors::cluster::run_metrics::dashboard::dashboard_json()
-            );
+            print!("{}", crate::run_metrics::dashboard::dashboard_json());
             ExitCode::SUCCESS
         }
         Command::Crd => {

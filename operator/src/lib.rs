@@ -7,3 +7,4 @@ pub mod executors;
 pub mod fixtures;
 pub mod frontends;
 pub mod resource;
+pub mod run_metrics;

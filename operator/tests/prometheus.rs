@@ -10,7 +10,7 @@
 //!   OpenMetrics counters (see [`promtool_lint_is_clean`]).
 //!
 //! What is scraped is `benchmatrix metrics --listen`, which serves a saved status with the
-//! operator's own exporter (`executors/cluster/run_metrics.rs`): the families, labels and
+//! operator's own exporter (`operator/src/run_metrics.rs`): the families, labels and
 //! encoder the operator's /metrics serves, without a cluster. Both processes are started by the
 //! test on loopback ports, and killed when it ends; every wait is bounded.
 
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benchmatrix::executors::cluster::run_metrics::dashboard;
+use benchmatrix::run_metrics::dashboard;
 
 /// How long Prometheus may take to start and scrape the first time (it scrapes every second).
 const FIRST_SCRAPE: Duration = Duration::from_secs(60);

@@ -79,8 +79,8 @@ case "${args}" in
     ;;
   *"logs -n benchmatrix-system deployment/benchmatrix --since-time="*)
     echo "2026-12-01T10:00:01Z  INFO benchmatrix::executors::cluster: reconciled"
-    echo "2026-12-01T10:00:02Z  WARN benchmatrix::executors::cluster::outage: lost the API server's watches; retrying until it answers (logged once per outage)"
-    echo "$(date -u -d "@$(cat "${STUB_STATE}/answered" 2>/dev/null || date +%s)" +%Y-%m-%dT%H:%M:%SZ)  WARN benchmatrix::executors::cluster::outage: the API server answers again: watches re-listed, runs carried on outage_secs=28.0"
+    echo "2026-12-01T10:00:02Z  WARN benchmatrix::executors::cluster::reconciler::outage: lost the API server's watches; retrying until it answers (logged once per outage)"
+    echo "$(date -u -d "@$(cat "${STUB_STATE}/answered" 2>/dev/null || date +%s)" +%Y-%m-%dT%H:%M:%SZ)  WARN benchmatrix::executors::cluster::reconciler::outage: the API server answers again: watches re-listed, runs carried on outage_secs=28.0"
     ;;
   # kubectl wait: ThresholdsMet as STUB_THRESHOLDS_MET says; every other condition is met.
   *"wait "*"--for=condition=ThresholdsMet"*) [[ "${STUB_THRESHOLDS_MET:-True}" == True ]] || exit 1 ;;

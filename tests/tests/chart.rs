@@ -835,7 +835,7 @@ fn node_calls_are_granted_by_a_cluster_role() {
         .collect();
     assert!(
         !node_calls.is_empty(),
-        "the operator lists nodes before each cell (controller/observe.rs)"
+        "the operator lists nodes before each cell (executors/cluster/reconciler/observe.rs)"
     );
     for c in &node_calls {
         assert!(
@@ -1165,13 +1165,13 @@ fn the_operator_accepts_the_flags_the_chart_renders() {
             "",
             1,
             "0.0.0.0:8080",
-            benchmatrix::executors::cluster::telemetry::LogFormat::Json,
+            benchmatrix::executors::cluster::telemetry::logging::LogFormat::Json,
         ),
         (
             "operator.maxActiveRuns=4,operator.metricsPort=9100,operator.logFormat=text",
             4,
             "0.0.0.0:9100",
-            benchmatrix::executors::cluster::telemetry::LogFormat::Text,
+            benchmatrix::executors::cluster::telemetry::logging::LogFormat::Text,
         ),
     ] {
         let extra: Vec<&str> = if set.is_empty() {
@@ -1208,7 +1208,7 @@ fn the_operator_accepts_the_flags_the_chart_renders() {
 fn two_replicas_elect_a_leader_through_a_lease_in_their_own_namespace() {
     use clap::Parser;
     let helm = helm_required("two_replicas_elect_a_leader_through_a_lease_in_their_own_namespace");
-    let lease_calls: Vec<Call> = benchmatrix::executors::cluster::calls::LEASE_CALLS
+    let lease_calls: Vec<Call> = benchmatrix::executors::cluster::process::calls::LEASE_CALLS
         .iter()
         .map(|c| call(c.verb, c.group, &c.rbac_resource()))
         .collect();
@@ -1568,7 +1568,7 @@ fn the_dashboard_config_map_carries_the_sidecar_label_and_the_generated_dashboar
         Some("Benchmarks")
     );
     let json = &map.data.as_ref().unwrap()["benchmatrix.json"];
-    let generated = benchmatrix::executors::cluster::run_metrics::dashboard::dashboard_json();
+    let generated = benchmatrix::run_metrics::dashboard::dashboard_json();
     assert_eq!(
         format!("{json}\n"),
         generated,

@@ -52,7 +52,7 @@ fn checked_in_crd_files_match_the_generated_crd() {
 fn the_charts_dashboard_is_the_generated_one() {
     let file = "charts/benchmatrix/dashboards/benchmatrix.json";
     let on_disk = std::fs::read_to_string(repo_root().join(file)).unwrap_or_default();
-    let generated = benchmatrix::executors::cluster::run_metrics::dashboard::dashboard_json();
+    let generated = benchmatrix::run_metrics::dashboard::dashboard_json();
     assert!(
         on_disk == generated,
         "{file} has drifted from the exporter's families; regenerate with:\n  \

@@ -11,10 +11,10 @@
 //!   refusals) reports becomes the next status: cell and run phases, failure causes,
 //!   conditions, messages, repetitions and when to stop repeating, the summary and the end.
 //!
-//! The operator (`controller::decide`, `controller::observe`) and the local runner
-//! (`local::runner`, `local::cell`) only look and do: neither writes those fields itself, so a
-//! run on a cluster and the same run on one machine give the same commands and end in the
-//! same status document (tested scenario by scenario, with the real processes of a local run,
+//! The operator (`executors::cluster::adapter`, `executors::cluster::reconciler::observe`) and the
+//! local runner (`local::runner`, `local::cell`) only look and do: neither writes those fields
+//! itself, so a run on a cluster and the same run on one machine give the same commands and end in
+//! the same status document (tested scenario by scenario, with the real processes of a local run,
 //! in `operator/tests/agreement.rs`).
 
 pub mod capacity;

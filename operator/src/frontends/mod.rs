@@ -1,9 +1,11 @@
 //! What people use to start runs and read their results: the kubectl plugin, reports and
-//! charts, the live progress display, the comparison of two runs and of the variants of one. They read statuses;
+//! charts, the live progress display, the comparison of two runs and of the variants of one,
+//! and the figures of saved runs for Prometheus (`benchmatrix metrics`). They read statuses;
 //! none reaches into an executor.
 
 pub mod compare;
 pub mod kubectl;
+pub mod metrics;
 pub mod progress;
 pub mod report;
 pub mod variants;

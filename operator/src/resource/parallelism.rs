@@ -1,9 +1,9 @@
 //! `spec.parallelism`: how many measurements of a run may run at once, each on nodes no other
-//! measurement uses at that moment. A number (default 1, today's one at a time) or `auto`: as
-//! many as the Ready, schedulable nodes that match `spec.placement` can hold. The operator
-//! decides the slots and their nodes (`executors/cluster/slots.rs`); the engine fills them
-//! (`engine::schedule::plan`). Locally one machine has no separate nodes, so a run measures
-//! one cell at a time whatever this says.
+//! measurement uses at that moment. A number (default 1, today's one at a time) or `auto`: as many
+//! as the Ready, schedulable nodes that match `spec.placement` can hold. The operator decides the
+//! slots and their nodes (`executors/cluster/placement/slots.rs`); the engine fills them
+//! (`engine::schedule::plan`). Locally one machine has no separate nodes, so a run measures one
+//! cell at a time whatever this says.
 
 use std::fmt;
 

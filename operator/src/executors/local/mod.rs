@@ -86,7 +86,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
         }
     };
-    let refused = crate::executors::cluster::pod_security::refusals(
+    let refused = crate::executors::cluster::children::pod_security::refusals(
         &run,
         args.pod_security,
         crate::resource::spec::DEFAULT_TARGET_IMAGE,

@@ -258,7 +258,7 @@ async fn base_and_candidate_images_run_as_variants_of_one_run() {
             created["spec"]["variants"],
             json!([{"name": "base", "image": "app:main"}, {"name": "candidate", "image": "app:pr-7"}])
         );
-        // The images themselves reach the Deployments as cluster::build's tests show.
+        // The images themselves reach the Deployments as cluster::children::build's tests show.
         let st = &h.fake.get("benchmarkruns", NS, "pair").unwrap()["status"];
         let cells: Vec<&str> = st["cells"]
             .as_array()

@@ -5,7 +5,7 @@ use super::inspect::ReadyTarget;
 use super::types::{Action, Child, ChildKind, Settings};
 use crate::engine::Step;
 use crate::engine::machine::Command;
-use crate::executors::cluster::build;
+use crate::executors::cluster::children::build;
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus, ValidatedRun};
 
 /// What one turn asks of the cluster.
@@ -69,7 +69,7 @@ pub fn carry_out(
                 if !nodes.is_empty()
                     && let Some(pod) = job.spec.as_mut().and_then(|s| s.template.spec.as_mut())
                 {
-                    crate::executors::cluster::template::pin(pod, nodes.to_vec());
+                    crate::executors::cluster::children::template::pin(pod, nodes.to_vec());
                 }
                 out.actions.extend([
                     Action::Apply(Child::ConfigMap(Box::new(plan))),

@@ -11,7 +11,8 @@ use super::previous;
 use super::types::{Action, Observation};
 use crate::engine::machine::{self, Look, Ready, Seen};
 use crate::engine::{Measured, Step, results};
-use crate::executors::cluster::{kubelet, target_pods};
+use crate::executors::cluster::placement::target_pods;
+use crate::executors::cluster::telemetry::kubelet;
 use crate::resource::conditions::{self, Cause};
 use crate::resource::matrix::Cell;
 use crate::resource::status::Neighbours;
@@ -286,7 +287,7 @@ fn measured(
     at: Step,
     cell: &Cell,
     doc: &RunResult,
-    kubelet: Option<&crate::executors::cluster::kubelet::ContainerFigures>,
+    kubelet: Option<&crate::executors::cluster::telemetry::kubelet::ContainerFigures>,
     status: &BenchmarkRunStatus,
     now: &Time,
     (neighbours, neighbours_missing): (Vec<Neighbours>, Option<String>),

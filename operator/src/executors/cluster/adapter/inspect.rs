@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use super::types::Observation;
-use crate::executors::cluster::fit::{self, CellRequests};
-use crate::executors::cluster::target_pods;
+use crate::executors::cluster::placement::fit::{self, CellRequests};
+use crate::executors::cluster::placement::target_pods;
 use crate::resource::BenchmarkRun;
 use crate::resource::conditions::{self, Cause};
 use crate::resource::matrix::Cell;

@@ -29,7 +29,8 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::images;
+use super::children::{images, pod_security};
+use super::placement::slots;
 use crate::engine::Ctx;
 use crate::engine::drive::{self, Executor};
 use crate::engine::machine::{Command, Look, Seen};
@@ -118,7 +119,7 @@ fn validate(
         .pod_security
         .in_namespace(obs.namespace_pod_security.as_deref());
     let refusals =
-        super::pod_security::refusals(&v, level, &settings.target_image, &settings.loadgen_image);
+        pod_security::refusals(&v, level, &settings.target_image, &settings.loadgen_image);
     if !refusals.is_empty() {
         let err = crate::resource::validate::SpecError { errors: refusals };
         return Err((Reason::InvalidSpec, format!("invalid spec: {err}")));
@@ -147,7 +148,7 @@ impl Executor for Cluster<'_> {
                 let (mut seen, ready) =
                     facts::of_step(v, status, look, obs, now, &mut self.carried);
                 if status.phase == RunPhase::Pending && v.spec().parallelism.is_parallel() {
-                    seen.slots = Some(super::slots::node_sets(
+                    seen.slots = Some(slots::node_sets(
                         self.run,
                         v.cells(),
                         self.obs.nodes.as_deref(),

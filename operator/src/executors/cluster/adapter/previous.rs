@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::engine::Step;
-use crate::executors::cluster::build;
+use crate::executors::cluster::children::build;
 use crate::resource::labels::{CELL_LABEL, REPETITION_LABEL, RUN_UID_LABEL};
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase, CleanupPolicy};
 

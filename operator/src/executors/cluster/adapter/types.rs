@@ -9,7 +9,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 
 use crate::engine::machine::QueuePlace;
-use crate::executors::cluster::images;
+use crate::executors::cluster::children::images;
 use crate::resource::BenchmarkRunStatus;
 
 /// What the operator saw of the current cell's children.
@@ -39,11 +39,12 @@ pub struct Observation {
     /// Per node, what pods other than benchmark runs' request there, read before a parallel run
     /// cuts its node sets; `None` when not read (or the operator may not list pods in every
     /// namespace), and then the sets are cut from allocatable alone.
-    pub node_requests:
-        Option<std::collections::BTreeMap<String, crate::executors::cluster::fit::PodRequest>>,
+    pub node_requests: Option<
+        std::collections::BTreeMap<String, crate::executors::cluster::placement::fit::PodRequest>,
+    >,
     /// The kubelets' figures of the target containers over the measured phases, read with the
     /// result; `None` when the operator does not read kubelets or sampled nothing.
-    pub kubelet: Option<crate::executors::cluster::kubelet::ContainerFigures>,
+    pub kubelet: Option<crate::executors::cluster::telemetry::kubelet::ContainerFigures>,
     /// What else used the CPU of the target pods' nodes over the measured phases (not yet
     /// flagged busy), read with the result.
     pub neighbours: Vec<crate::resource::status::Neighbours>,

@@ -18,8 +18,8 @@ use super::fake::{FakeApi, StatusWrite};
 use super::{Harness, NS, healthy, sample};
 use crate::engine::QUEUE_PLACES_SHOWN;
 use crate::executors::cluster::adapter::Settings;
-use crate::executors::cluster::metrics::Metrics;
-use crate::executors::cluster::{Wiring, drive, wire};
+use crate::executors::cluster::process::wiring::{Wiring, drive, wire};
+use crate::executors::cluster::telemetry::metrics::Metrics;
 
 /// Runs in the burst (the real-cluster burst's, bench/cluster-burst.sh).
 const RUNS: usize = 50;

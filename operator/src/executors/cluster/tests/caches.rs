@@ -1,7 +1,7 @@
 //! The reads while a target comes up and while its load runs, from the watches' caches
-//! (`child_caches.rs`): none goes to the API server once the caches hold the step's objects
-//! (until the result is read from the load generator's log), and an object they lack (applied a
-//! moment ago, its watch event still on the way) is read rather than applied again.
+//! (`children/child_caches.rs`): none goes to the API server once the caches hold the step's
+//! objects (until the result is read from the load generator's log), and an object they lack
+//! (applied a moment ago, its watch event still on the way) is read rather than applied again.
 
 use std::sync::Arc;
 
@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use serde::de::DeserializeOwned;
 
 use super::{Harness, healthy, sample, until, with_timeout};
-use crate::executors::cluster::child_caches::{self, Caches, TestWriters};
-use crate::executors::cluster::node_cache;
+use crate::executors::cluster::children::child_caches::{self, Caches, TestWriters};
+use crate::executors::cluster::placement::node_cache;
 use crate::resource::{CellPhase, RunPhase};
 
 /// Every object of `resource` the fake holds, typed.
@@ -142,8 +142,8 @@ async fn watch_nodes(h: &mut Harness) -> tokio::task::JoinHandle<()> {
 }
 
 /// The fit check at each admission reads the nodes from the node watch's cache
-/// (`node_cache.rs`): no list of the nodes in the admission's reconcile, and a cell too big for
-/// the cached nodes still fails at once, named, with nothing deployed.
+/// (`placement/node_cache.rs`): no list of the nodes in the admission's reconcile, and a cell too
+/// big for the cached nodes still fails at once, named, with nothing deployed.
 #[tokio::test]
 async fn an_admission_checks_the_fit_against_the_watched_nodes_without_listing_them() {
     with_timeout(async {
@@ -190,7 +190,7 @@ async fn an_admission_checks_the_fit_against_the_watched_nodes_without_listing_t
 }
 
 /// A parallel run cuts its slots from the watched nodes as it would from listed ones: the cache
-/// keeps each node's Ready condition, which the slots count by (`slots.rs`).
+/// keeps each node's Ready condition, which the slots count by (`placement/slots.rs`).
 #[tokio::test]
 async fn a_parallel_run_cuts_its_slots_from_the_watched_nodes() {
     with_timeout(async {

@@ -34,7 +34,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use serde_json::{Value, json};
 
-use crate::executors::cluster::calls::{self, ApiCall};
+use crate::executors::cluster::process::calls::{self, ApiCall};
 
 /// One request the fake answered.
 #[derive(Debug, Clone, PartialEq, Eq)]

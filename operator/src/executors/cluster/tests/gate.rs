@@ -7,7 +7,7 @@ use kube::runtime::controller::Action as Requeue;
 use kube::runtime::reflector::store::Writer;
 
 use super::{Harness, NS, sample, with_timeout};
-use crate::executors::cluster::gate::{self, CrdState, Gate};
+use crate::executors::cluster::reconciler::gate::{self, CrdState, Gate};
 use crate::resource::RunPhase;
 use crate::resource::crdgen::{self, SCHEMA_HASH_ANNOTATION};
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::with_timeout;
 use super::{Behaviour, Harness, NS, canned_log, healthy, owner, replica_set_of, sample};
-use crate::executors::cluster::child_caches::{self, Caches, TestWriters};
+use crate::executors::cluster::children::child_caches::{self, Caches, TestWriters};
 use crate::resource::{CellPhase, RunPhase};
 
 /// The harness, with the watches' caches when `cached` (kept up to date by [`refresh`]).

@@ -9,7 +9,7 @@ use kube::runtime::controller::Action as Requeue;
 use serde_json::json;
 
 use super::{Behaviour, Harness, healthy, sample, with_timeout};
-use crate::executors::cluster::images::{
+use crate::executors::cluster::children::images::{
     IMAGE_NOT_ALLOWED, INVALID_IMAGE_REFERENCE, ImagePattern, ImagePolicy,
 };
 use crate::resource::{CellPhase, RunPhase, conditions};

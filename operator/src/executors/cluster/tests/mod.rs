@@ -27,9 +27,9 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 
-use super::error::Error;
-use super::reconcile::{Context, error_policy, reconcile};
-use crate::executors::cluster::metrics::Metrics;
+use super::reconciler::error::Error;
+use super::reconciler::reconcile::{Context, error_policy, reconcile};
+use crate::executors::cluster::telemetry::metrics::Metrics;
 use crate::fixtures::fast_then_mixed;
 use crate::resource::conditions;
 use crate::resource::{BenchmarkRun, CellPhase, Configuration, Mode, RunPhase};
@@ -947,7 +947,7 @@ async fn a_ttl_deletes_the_finished_run() {
 /// `namespaces::scoped_controllers_make_every_listed_watch_call` checks those).
 #[tokio::test]
 async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
-    use crate::executors::cluster::calls::NODE_WATCH_CALLS;
+    use crate::executors::cluster::process::calls::NODE_WATCH_CALLS;
     with_timeout(async {
         let h = Harness::new();
         let mut run = sample("all", &["a", "b"]);
@@ -966,13 +966,13 @@ async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
             // The reconciler's calls: within the run's namespace (not the controller's own
             // watches), and the nodes and the run's namespace (cluster-scoped).
             .filter(|c| {
-                (c.namespaced && !crate::executors::cluster::calls::is_controller_watch(c))
+                (c.namespaced && !crate::executors::cluster::process::calls::is_controller_watch(c))
                     || c.resource == "nodes"
                     || c.resource == "namespaces"
             })
-            .filter(|c| !crate::executors::cluster::calls::KUBELET_CALLS.contains(c))
-            // The node watch is the node cache's (node_cache.rs tests make it); the list is
-            // also the reconcile's, made while no node watch follows (none runs here).
+            .filter(|c| !crate::executors::cluster::process::calls::KUBELET_CALLS.contains(c))
+            // The node watch is the node cache's (placement/node_cache.rs tests make it); the list
+            // is also the reconcile's, made while no node watch follows (none runs here).
             .filter(|c| c.verb != "watch" || !NODE_WATCH_CALLS.contains(c))
             .filter(|c| {
                 !recorded.iter().any(|r| {
@@ -993,8 +993,8 @@ async fn every_listed_reconciler_call_is_made_by_a_run_with_a_ttl() {
             crate::executors::cluster::API_CALLS
                 .iter()
                 .filter(|c| !c.namespaced
-                    && !crate::executors::cluster::calls::KUBELET_CALLS.contains(c)
-                    && !crate::executors::cluster::calls::GATE_CALLS.contains(c))
+                    && !crate::executors::cluster::process::calls::KUBELET_CALLS.contains(c)
+                    && !crate::executors::cluster::process::calls::GATE_CALLS.contains(c))
                 .all(|c| ["list", "watch"].contains(&c.verb)
                     || (c.verb == "get" && c.resource == "namespaces")),
             "only the Controller's watch streams, the node list and the read of a run's own \
@@ -1038,7 +1038,7 @@ async fn a_job_deleted_behind_the_operators_back_is_applied_again_under_the_same
 
 #[test]
 fn backoff_grows_and_is_capped() {
-    use super::backoff::reconcile_retry;
+    use super::reconciler::backoff::reconcile_retry;
     assert_eq!(reconcile_retry(1, false), Duration::from_secs(1));
     assert_eq!(reconcile_retry(3, false), Duration::from_secs(4));
     assert_eq!(reconcile_retry(30, false), Duration::from_secs(300));
@@ -1386,7 +1386,7 @@ async fn a_huge_log_line_is_read_only_up_to_the_limit_and_named_in_the_failure()
         let h = Harness::new();
         h.fake.insert("benchmarkruns", sample("huge", &["a"]));
         // A custom image that prints one line larger than the read limit, as its last line.
-        let limit = super::observe::LOG_LIMIT_BYTES;
+        let limit = super::reconciler::observe::LOG_LIMIT_BYTES;
         let line = format!(
             "{{\"version\": 1, \"pad\": \"{}\"}}",
             "x".repeat(limit + 1024)

@@ -11,9 +11,9 @@ use serde_json::Value;
 use super::fake::FakeApi;
 use super::{sample, until, with_timeout};
 use crate::executors::cluster::adapter::Settings;
-use crate::executors::cluster::calls::{API_CALLS, is_controller_watch};
-use crate::executors::cluster::metrics::Metrics;
-use crate::executors::cluster::{Wiring, drive, wire};
+use crate::executors::cluster::process::calls::{API_CALLS, is_controller_watch};
+use crate::executors::cluster::process::wiring::{Wiring, drive, wire};
+use crate::executors::cluster::telemetry::metrics::Metrics;
 
 /// `sample(name)` placed in namespace `ns`.
 fn run_in(ns: &str, name: &str) -> Value {

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::routing::get;
 
 use super::*;
-use crate::executors::cluster::kubelet::reader::KubeletReader;
+use crate::executors::cluster::telemetry::kubelet::reader::KubeletReader;
 
 /// The system's own use on the node (the kubelet, the runtime), in cores.
 const SYSTEM: f64 = 0.05;

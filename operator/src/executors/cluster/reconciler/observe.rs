@@ -17,15 +17,16 @@ use kube::{Api, ResourceExt};
 
 use std::sync::Arc;
 
-use super::adapter::{self, Observation};
-use super::build::{self, LOADGEN_CONTAINER};
-use super::child_caches::{Caches, ChildCaches};
 use super::error::Error;
 use crate::engine::Step;
 use crate::engine::machine::QueuePlace;
 use crate::engine::machine::{self, Look};
-use crate::executors::cluster::kubelet::reader::{self, KubeletReader};
-use crate::executors::cluster::kubelet::{ContainerFigures, Window};
+use crate::executors::cluster::adapter::{self, Observation};
+use crate::executors::cluster::children::build::{self, LOADGEN_CONTAINER};
+use crate::executors::cluster::children::child_caches::{Caches, ChildCaches};
+use crate::executors::cluster::placement::{fit, requested};
+use crate::executors::cluster::telemetry::kubelet::reader::{self, KubeletReader};
+use crate::executors::cluster::telemetry::kubelet::{ContainerFigures, Window};
 use crate::resource::labels::{self, ROLE_LOADGEN, ROLE_TARGET};
 use crate::resource::{BenchmarkRun, RunPhase};
 
@@ -364,7 +365,7 @@ async fn namespace_pod_security(client: &kube::Client, ns: &str) -> Result<Optio
 }
 
 /// The cluster's nodes, for the fit check before a cell is deployed: from the node watch's
-/// cache when it follows them (`node_cache.rs`), else from the API server.
+/// cache when it follows them (`placement/node_cache.rs`), else from the API server.
 async fn nodes(client: &kube::Client, caches: &Caches) -> Result<Option<Vec<Node>>, Error> {
     match caches.nodes() {
         Some(nodes) => Ok(Some(nodes)),
@@ -393,14 +394,14 @@ async fn list_nodes(client: &kube::Client) -> Result<Option<Vec<Node>>, Error> {
 }
 
 /// Per node, what the pods bound there that are not a benchmark run's request
-/// ([`super::requested`]). An operator that may not list pods in every namespace (a namespaced
+/// ([`requested`]). An operator that may not list pods in every namespace (a namespaced
 /// install) cuts its node sets from allocatable alone, and says so in the log.
 async fn requests_of_other_pods(
     client: &kube::Client,
-) -> Result<Option<std::collections::BTreeMap<String, super::fit::PodRequest>>, Error> {
+) -> Result<Option<std::collections::BTreeMap<String, fit::PodRequest>>, Error> {
     let unfinished = ListParams::default().fields("status.phase!=Succeeded,status.phase!=Failed");
     match Api::<Pod>::all(client.clone()).list(&unfinished).await {
-        Ok(list) => Ok(Some(super::requested::requested_by_others(&list.items))),
+        Ok(list) => Ok(Some(requested::requested_by_others(&list.items))),
         Err(kube::Error::Api(status)) if status.code == 403 => {
             tracing::warn!(
                 error = %status.message,

@@ -1,5 +1,6 @@
-//! The writes of a decision, its I/O half: server-side apply of child objects under one field manager,
-//! deletions and the status patch (Events go out behind the reconcile: `events.rs`).
+//! The writes of a decision, its I/O half: server-side apply of child objects under one field
+//! manager, deletions and the status patch (Events go out behind the reconcile:
+//! `telemetry/events.rs`).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
@@ -9,8 +10,8 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::adapter::{Action, Child, ChildKind};
 use super::error::Error;
+use crate::executors::cluster::adapter::{Action, Child, ChildKind};
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus};
 
 /// The field manager of every write the operator makes, so server-side apply knows which

@@ -57,8 +57,8 @@ pub struct CellRequests {
 }
 
 impl CellRequests {
-    /// The requests of `cell` of `run` (requests equal limits, see build.rs). `None` when a
-    /// quantity does not parse, which validation has already refused.
+    /// The requests of `cell` of `run` (requests equal limits, see children/build.rs). `None` when
+    /// a quantity does not parse, which validation has already refused.
     pub fn of(run: &BenchmarkRun, cell: &Cell) -> Option<Self> {
         let spec = &run.spec;
         Some(Self {

@@ -10,7 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::executors::cluster::metrics::Metrics;
+use crate::executors::cluster::telemetry::metrics::Metrics;
 
 /// What the admin endpoints read.
 #[derive(Debug, Clone, Default)]
@@ -21,7 +21,7 @@ pub struct AdminState {
     pub ready: Arc<AtomicBool>,
     /// Whether this replica may reconcile (the CRD check and the leader Lease): a CRD of
     /// another schema makes it not ready; a standby is ready, and says so.
-    pub gate: Arc<crate::executors::cluster::gate::Gate>,
+    pub gate: Arc<crate::executors::cluster::reconciler::gate::Gate>,
 }
 
 /// The admin router.
@@ -55,7 +55,7 @@ async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
-            crate::executors::cluster::metrics::CONTENT_TYPE,
+            crate::executors::cluster::telemetry::metrics::CONTENT_TYPE,
         )],
         state.metrics.render(),
     )
@@ -97,7 +97,7 @@ mod tests {
 
     #[tokio::test]
     async fn readyz_says_why_the_gate_is_closed() {
-        use crate::executors::cluster::gate::Gate;
+        use crate::executors::cluster::reconciler::gate::Gate;
         let state = AdminState {
             gate: Arc::new(Gate::closed(true)),
             ..AdminState::default()

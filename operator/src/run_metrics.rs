@@ -1,8 +1,10 @@
 //! The figures of finished runs, for Prometheus: latency percentiles, throughput, requests and
 //! errors per cell, phase and endpoint; the target's CPU and CFS throttling per cell; and per
 //! run when it ended and with which verdict. Served beside the operator's own metrics on
-//! `/metrics` (a [`Collector`] in the registry of `metrics.rs`), and by `benchmatrix metrics`
-//! for statuses saved by the local runner.
+//! `/metrics` (a [`Collector`] in the registry of `executors/cluster/telemetry/metrics.rs`), and by
+//! `benchmatrix metrics` (`frontends/metrics.rs`) for statuses saved by the local runner. Pure
+//! (statuses in, text out), so both can use it; [`dashboard`] builds the Grafana dashboard on
+//! the same families.
 //!
 //! Cardinality is bounded: only the [`RunMetrics::limit`] runs that finished last are kept (one
 //! per namespace and name: a run created again under its name replaces the earlier one), and
@@ -21,7 +23,6 @@
 //! requests of a finished measurement never go down), `_per_second` for a rate.
 
 pub mod dashboard;
-pub mod serve;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -37,6 +38,10 @@ use crate::engine::verdict::outcome::Outcome;
 use crate::resource::conditions::secs_of;
 use crate::resource::status::{ChangeVerdict, Percentile, VariantComparison};
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus, Verdict};
+
+/// The Content-Type of the OpenMetrics text that [`RunMetrics::render`] and the operator's own
+/// metrics write.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Runs kept by default (`benchmatrix operator --exported-runs`).
 pub const DEFAULT_EXPORTED_RUNS: usize = 10;

@@ -23,7 +23,7 @@ pub fn init(format: LogFormat) {
     if !std::env::var("RUST_LOG").is_ok_and(|f| f.contains("kube")) {
         // kube's client logs every failed request at error level: during an API server outage
         // that is a line per watch every few seconds. The operator reports an outage once,
-        // with the error, and its end with the duration (controller/outage.rs).
+        // with the error, and its end with the duration (reconciler/outage.rs).
         if let Ok(quiet) = "kube_client::client::builder=off".parse() {
             filter = filter.add_directive(quiet);
         }

@@ -583,7 +583,7 @@ mod sampler_tests {
     use axum::routing::get;
 
     use super::*;
-    use crate::executors::cluster::calls::KUBELET_CALLS;
+    use crate::executors::cluster::process::calls::KUBELET_CALLS;
 
     /// Two cores' worth of CPU per second, 10 CFS periods a second of which 4 throttled.
     const CPU_RATE: f64 = 2.0;

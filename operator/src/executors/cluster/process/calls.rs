@@ -1,10 +1,10 @@
 //! Every kind of Kubernetes API call the operator makes, as RBAC sees it.
 //!
 //! This is the source of truth for the Helm chart's ClusterRole: tests/tests/chart.rs checks that
-//! the rendered rules allow each of these calls and grant nothing else. The list cannot fall
-//! behind the code: the reconciler's tests record every request their faked API server answers
-//! (operator/src/controller/tests/fake.rs) and fail when one is not listed here; and one of them
-//! (`every_listed_reconciler_call_is_made_by_a_run_with_a_ttl`) fails when a listed reconciler
+//! the rendered rules allow each of these calls and grant nothing else. The list cannot fall behind
+//! the code: the reconciler's tests record every request their faked API server answers
+//! (operator/src/executors/cluster/tests/fake.rs) and fail when one is not listed here; and one of
+//! them (`every_listed_reconciler_call_is_made_by_a_run_with_a_ttl`) fails when a listed reconciler
 //! call is never made, so the list, and the ClusterRole, hold nothing stale.
 
 /// One kind of API call, by what an RBAC authorizer checks.
@@ -79,12 +79,12 @@ const RUNS: &str = "benchmarkruns";
 /// Every API call the operator makes, with why.
 ///
 /// The reconciler's calls are the ones its faked-API tests record. The Controller's watches are
-/// made by kube's runtime (`Controller::new(...).owns(...).watches(...)` in
-/// controller/mod.rs), not by `reconcile`: a list, then a watch from its resourceVersion, for
-/// BenchmarkRuns and for the Deployments, Services, Jobs and pods the operator labels (the
-/// Deployments, Services and pods are cached for the reconciles, `child_caches.rs`); across all
-/// namespaces by default, within each namespace given with `--namespace` otherwise (a test runs
-/// the Controllers over the faked API in that mode and records them).
+/// made by kube's runtime (`Controller::new(...).owns(...).watches(...)` in process/wiring.rs), not
+/// by `reconcile`: a list, then a watch from its resourceVersion, for BenchmarkRuns and for the
+/// Deployments, Services, Jobs and pods the operator labels (the Deployments, Services and pods are
+/// cached for the reconciles, `children/child_caches.rs`); across all namespaces by default, within
+/// each namespace given with `--namespace` otherwise (a test runs the Controllers over the faked
+/// API in that mode and records them).
 pub const API_CALLS: &[ApiCall] = &[
     // kube's Controller: the watches that feed it (all namespaces).
     call("list", GROUP, RUNS, "", false),
@@ -95,13 +95,13 @@ pub const API_CALLS: &[ApiCall] = &[
     call("watch", "batch", "jobs", "", false),
     call("list", "", "services", "", false),
     call("watch", "", "services", "", false),
-    // (The list of pods in every namespace is also observe.rs's: what other pods request on
-    // each node, as a parallel run cuts its node sets; a namespaced install may not, and cuts
+    // (The list of pods in every namespace is also reconciler/observe.rs's: what other pods request
+    // on each node, as a parallel run cuts its node sets; a namespaced install may not, and cuts
     // them from allocatable.)
     call("list", "", "pods", "", false),
     call("watch", "", "pods", "", false),
     // The same watches with `--namespace`, one namespace each (the namespaced list of pods is
-    // observe.rs's too, below).
+    // reconciler/observe.rs's too, below).
     call("list", GROUP, RUNS, "", true),
     call("watch", GROUP, RUNS, "", true),
     call("list", "apps", "deployments", "", true),
@@ -111,32 +111,33 @@ pub const API_CALLS: &[ApiCall] = &[
     call("list", "", "services", "", true),
     call("watch", "", "services", "", true),
     call("watch", "", "pods", "", true),
-    // observe.rs: the current cell's children, read by name.
+    // reconciler/observe.rs: the current cell's children, read by name.
     call("get", "apps", "deployments", "", true),
     call("get", "", "services", "", true),
     call("get", "batch", "jobs", "", true),
-    // observe.rs: the cell's pods by label (replica addresses for /stats, failure causes,
-    // terminating pods of the previous cell), and the load generator's log, whose last line is
-    // its result document (it can exceed the 4 KiB termination-message limit).
+    // reconciler/observe.rs: the cell's pods by label (replica addresses for /stats, failure
+    // causes, terminating pods of the previous cell), and the load generator's log, whose last line
+    // is its result document (it can exceed the 4 KiB termination-message limit).
     call("list", "", "pods", "", true),
     call("get", "", "pods", "log", true),
-    // observe.rs: the nodes, before a cell is deployed, so a cell whose pods can never fit the
-    // nodes spec.placement lets them use fails at once (fit.rs). Nodes are cluster-scoped: only
-    // a ClusterRole can grant this. They are kept by a watch (node_cache.rs, NODE_WATCH_CALLS)
-    // and listed by the reconcile only while that watch does not follow them.
+    // reconciler/observe.rs: the nodes, before a cell is deployed, so a cell whose pods can never
+    // fit the nodes spec.placement lets them use fails at once (placement/fit.rs). Nodes are
+    // cluster-scoped: only a ClusterRole can grant this. They are kept by a watch
+    // (placement/node_cache.rs, NODE_WATCH_CALLS) and listed by the reconcile only while that watch
+    // does not follow them.
     call("list", "", "nodes", "", false),
     call("watch", "", "nodes", "", false),
-    // observe.rs: the run's namespace, while the run is pending, for its
+    // reconciler/observe.rs: the run's namespace, while the run is pending, for its
     // pod-security.kubernetes.io/enforce label, which can make the operator's Pod Security
-    // level stricter there (pod_security.rs). Namespaces are cluster-scoped.
+    // level stricter there (children/pod_security/). Namespaces are cluster-scoped.
     call("get", "", "namespaces", "", false),
     // kubelet/reader.rs: each target pod's kubelet, read directly (never through the API
     // server's nodes/proxy): the kubelet asks the API server whether the operator may get
     // nodes/metrics (for /metrics/resource and /metrics/cadvisor). Not an API server call, so
     // the faked API never sees it: see KUBELET_CALLS.
     call("get", "", "nodes", "metrics", false),
-    // write.rs: children by server-side apply (a PATCH; the API server checks create as well
-    // when the apply makes a new object), and deleted per the cleanup policy.
+    // reconciler/write.rs: children by server-side apply (a PATCH; the API server checks create as
+    // well when the apply makes a new object), and deleted per the cleanup policy.
     call("patch", "apps", "deployments", "", true),
     call("create", "apps", "deployments", "", true),
     call("delete", "apps", "deployments", "", true),
@@ -149,10 +150,10 @@ pub const API_CALLS: &[ApiCall] = &[
     call("patch", "batch", "jobs", "", true),
     call("create", "batch", "jobs", "", true),
     call("delete", "batch", "jobs", "", true),
-    // reconcile.rs: the run itself, read again when the Controller's cached copy is not the
-    // version of the operator's last status write (the cache can lag behind that write).
+    // reconciler/reconcile.rs: the run itself, read again when the Controller's cached copy is not
+    // the version of the operator's last status write (the cache can lag behind that write).
     call("get", GROUP, RUNS, "", true),
-    // write.rs: the status (server-side apply; a merge patch for an object that does not
+    // reconciler/write.rs: the status (server-side apply; a merge patch for an object that does not
     // decode), and the TTL's delete of a finished run.
     call("patch", GROUP, RUNS, "status", true),
     call("delete", GROUP, RUNS, "", true),
@@ -160,8 +161,8 @@ pub const API_CALLS: &[ApiCall] = &[
     // series (kube-runtime's events.rs; no test repeats an event within its cache window).
     call("create", "events.k8s.io", "events", "", true),
     call("patch", "events.k8s.io", "events", "", true),
-    // gate.rs: the installed BenchmarkRun CRD, read at start-up and every few seconds, so an
-    // operator whose schema is not the CRD's reconciles nothing (see GATE_CALLS).
+    // reconciler/gate.rs: the installed BenchmarkRun CRD, read at start-up and every few seconds,
+    // so an operator whose schema is not the CRD's reconciles nothing (see GATE_CALLS).
     call(
         "get",
         "apiextensions.k8s.io",
@@ -171,15 +172,15 @@ pub const API_CALLS: &[ApiCall] = &[
     ),
 ];
 
-/// The calls of [`API_CALLS`] made by the node cache's watch (`node_cache.rs`), not by a
+/// The calls of [`API_CALLS`] made by the node cache's watch (`placement/node_cache.rs`), not by a
 /// reconcile (which lists nodes only when that watch does not follow them).
 pub const NODE_WATCH_CALLS: &[ApiCall] = &[
     call("list", "", "nodes", "", false),
     call("watch", "", "nodes", "", false),
 ];
 
-/// The calls of [`API_CALLS`] made by the gate (`gate.rs`), not by a reconcile: the faked API's
-/// reconciles never make them.
+/// The calls of [`API_CALLS`] made by the gate (`reconciler/gate.rs`), not by a reconcile: the
+/// faked API's reconciles never make them.
 pub const GATE_CALLS: &[ApiCall] = &[call(
     "get",
     "apiextensions.k8s.io",

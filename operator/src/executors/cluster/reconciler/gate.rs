@@ -2,24 +2,26 @@
 //!
 //! It is closed while the installed BenchmarkRun CRD is not the one this build was made with
 //! (its status writes would be refused or pruned: an operator older than the CRD once stalled
-//! every run with 500s and said nothing), and while another replica holds the leader Lease
-//! (`leader.rs`). A closed gate makes every reconcile return at once, before any read or write,
-//! and writes already under way check it again before they are sent (`reconcile.rs`), so a
-//! replica that loses the Lease stops writing at once. The watches keep running behind a closed
-//! gate, so a standby that takes over starts from warm caches; when the gate opens every run is
-//! woken (`queue::Queue::wake_all`).
+//! every run with 500s and said nothing; [`watch_crd`] reads it at start-up and every
+//! [`CRD_CHECK_EVERY`]), and while another replica holds the leader Lease
+//! (`process/leader.rs`). A closed gate makes every reconcile return at once, before any read or
+//! write, and writes already under way check it again before they are sent (`reconcile.rs`), so
+//! a replica that loses the Lease stops writing at once. The watches keep running behind a
+//! closed gate, so a standby that takes over starts from warm caches; when the gate opens every
+//! run is woken (`queue::Queue::wake_all`).
 //!
 //! `/readyz` says why the gate is closed: not ready while the CRD differs (a rollout of a new
 //! operator before its CRD stops there), ready but standby while another replica leads.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
+use crate::executors::cluster::telemetry::metrics::Metrics;
 use crate::resource::crdgen::{self, SCHEMA_HASH_ANNOTATION};
 
 /// The BenchmarkRun CRD's name.
@@ -128,6 +130,61 @@ pub async fn check_crd(client: &kube::Client) -> CrdState {
             why: e.to_string(),
             forbidden: false,
         },
+    }
+}
+
+/// Checks the installed CRD at once and then every [`CRD_CHECK_EVERY`], keeping the gate
+/// closed while it differs from this build's (logged once per installed version, with what
+/// differs) and waking every run when it opens.
+pub async fn watch_crd(
+    client: kube::Client,
+    gate: Arc<Gate>,
+    metrics: Arc<Metrics>,
+    wake_all: impl Fn(),
+) {
+    let mut said = None::<String>;
+    loop {
+        match check_crd(&client).await {
+            CrdState::Matches => {
+                metrics.robustness.set_crd_schema_matches(true);
+                if gate.crd_problem().is_some() {
+                    tracing::info!(
+                        crd = CRD_NAME,
+                        "the installed CRD carries this operator's schema"
+                    );
+                }
+                said = None;
+                if gate.set_crd_problem(None) {
+                    wake_all();
+                }
+            }
+            CrdState::Differs(why) => {
+                metrics.robustness.set_crd_schema_matches(false);
+                if said.as_deref() != Some(why.as_str()) {
+                    tracing::error!(crd = CRD_NAME, "{why}");
+                    said = Some(why.clone());
+                }
+                gate.set_crd_problem(Some(why));
+            }
+            CrdState::Unknown {
+                why,
+                forbidden: true,
+            } => {
+                // An older chart's RBAC: going on unchecked beats stopping every run.
+                if said.as_deref() != Some(why.as_str()) {
+                    tracing::warn!(error = %why, "may not read the BenchmarkRun CRD (the chart's ClusterRole needs get on customresourcedefinitions); reconciling without checking its schema");
+                    said = Some(why);
+                }
+                if gate.set_crd_problem(None) {
+                    wake_all();
+                }
+            }
+            CrdState::Unknown { why, .. } => {
+                // Unreachable for now: the last verdict stands (at start-up, closed).
+                tracing::debug!(error = %why, "could not read the BenchmarkRun CRD; checking again");
+            }
+        }
+        tokio::time::sleep(CRD_CHECK_EVERY).await;
     }
 }
 

@@ -23,7 +23,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::node_cache::NodeCache;
+use crate::executors::cluster::placement::node_cache::NodeCache;
 
 /// The caches of one Controller's scope: the whole cluster, or one namespace.
 #[derive(Clone)]
@@ -89,7 +89,7 @@ impl ChildCaches {
 pub struct Caches {
     /// One per Controller.
     pub scopes: Vec<ChildCaches>,
-    /// The nodes, when a watch keeps them (`node_cache.rs`).
+    /// The nodes, when a watch keeps them (`placement/node_cache.rs`).
     pub nodes: Option<NodeCache>,
 }
 

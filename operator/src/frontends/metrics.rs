@@ -1,15 +1,16 @@
 //! `benchmatrix metrics FILE...`: the figures the operator exports for finished runs, for
 //! statuses saved on disk (a local run's `status.yaml`, a run kept from `kubectl get bmr -o
 //! yaml`, a CI artifact), so a Prometheus without a cluster can scrape them: printed once, or
-//! served on `/metrics` with `--listen` until SIGTERM or Ctrl-C.
+//! served on `/metrics` with `--listen` until SIGTERM or Ctrl-C. The figures are rendered by
+//! [`crate::run_metrics`], as the operator renders its own.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::RunMetrics;
 use crate::resource::BenchmarkRunStatus;
+use crate::run_metrics::RunMetrics;
 
 /// Arguments of `benchmatrix metrics`.
 #[derive(Debug, clap::Args)]
@@ -43,7 +44,7 @@ struct Saved {
 fn read(file: &std::path::Path, args: &MetricsArgs) -> Result<Saved, String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let status = crate::frontends::report::parse_status(&text)
+    let status = super::report::parse_status(&text)
         .map_err(|e| format!("{} is not a BenchmarkRun status: {e}", file.display()))?;
     if !status.phase.is_finished() {
         return Err(format!(
@@ -127,10 +128,7 @@ async fn serve(addr: SocketAddr, metrics: Arc<RunMetrics>) -> anyhow::Result<()>
             let text = metrics.render();
             async move {
                 (
-                    [(
-                        header::CONTENT_TYPE,
-                        crate::executors::cluster::metrics::CONTENT_TYPE,
-                    )],
+                    [(header::CONTENT_TYPE, crate::run_metrics::CONTENT_TYPE)],
                     text,
                 )
             }

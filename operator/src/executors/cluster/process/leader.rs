@@ -3,21 +3,21 @@
 //! once, when the leader releases it on a graceful shutdown).
 //!
 //! The Lease is kept by `kube-lease-manager` (server-side apply on the Lease, tolerant of clock
-//! skew between nodes up to the grace period). What this module adds is fencing: the holder
-//! renews `grace` seconds before the Lease would expire, and every Lease call has a timeout of a
-//! third of that, so a renewal that fails or hangs is known to have failed while the Lease is
-//! still ours. On any such failure, and when the Lease is seen held by another, this replica
-//! closes its gate at once (`gate.rs`): it stops reconciling before anyone else may start, and
-//! two leaders never write. A manager that failed is made anew (a fresh one re-reads the
-//! Lease: if it is still ours, leadership resumes at once).
+//! skew between nodes up to the grace period). What this module adds is fencing: the holder renews
+//! `grace` seconds before the Lease would expire, and every Lease call has a timeout of a third of
+//! that, so a renewal that fails or hangs is known to have failed while the Lease is still ours. On
+//! any such failure, and when the Lease is seen held by another, this replica closes its gate at
+//! once (`reconciler/gate.rs`): it stops reconciling before anyone else may start, and two leaders
+//! never write. A manager that failed is made anew (a fresh one re-reads the Lease: if it is still
+//! ours, leadership resumes at once).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 
-use super::gate::Gate;
-use super::metrics::Metrics;
+use crate::executors::cluster::reconciler::gate::Gate;
+use crate::executors::cluster::telemetry::metrics::Metrics;
 
 /// How this replica takes part in the election.
 #[derive(Debug, Clone)]

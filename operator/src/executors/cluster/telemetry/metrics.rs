@@ -2,7 +2,7 @@
 //!
 //! Kept in a `prometheus-client` registry, so names, types, label escaping and histogram buckets
 //! follow the exposition format by construction instead of by hand-written text. The figures of
-//! finished runs are written by `run_metrics.rs` into the same registry.
+//! finished runs are written by `crate::run_metrics` into the same registry.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,10 +16,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::executors::cluster::run_metrics::RunMetrics;
-
-/// The Content-Type of [`Metrics::render`]'s text.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub use crate::run_metrics::CONTENT_TYPE;
+use crate::run_metrics::RunMetrics;
 
 /// Label of a failed reconcile: the error kind.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -145,7 +143,7 @@ impl Metrics {
         }
     }
 
-    /// The figures of finished runs (`run_metrics.rs`).
+    /// The figures of finished runs (`crate::run_metrics`).
     pub fn finished_runs(&self) -> &RunMetrics {
         &self.finished_runs
     }

@@ -486,7 +486,7 @@ fn loadgen_env(v: &ValidatedRun) -> Option<Vec<K8sEnvVar>> {
 ///
 /// `backoffLimit: 0`: a retried load generator would measure twice and hide the failure.
 /// Indexed completions give each pod its own plan file through `$(JOB_COMPLETION_INDEX)`.
-/// The result travels in the pod log's last line (see `controller::observe`), not in the
+/// The result travels in the pod log's last line (see `reconciler::observe`), not in the
 /// termination message, which is cut at 4 KiB; `FallbackToLogsOnError` still puts the last log
 /// lines of a failed pod there, which is where the failure cause is read from.
 pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) -> Job {

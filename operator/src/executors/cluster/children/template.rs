@@ -165,7 +165,7 @@ fn with_cpu_and_memory(
 
 #[cfg(test)]
 mod tests {
-    use crate::executors::cluster::build::{deployment, target_container_name};
+    use crate::executors::cluster::children::build::{deployment, target_container_name};
     use crate::resource::ValidatedRun;
 
     const RUN: &str = r#"

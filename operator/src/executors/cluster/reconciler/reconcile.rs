@@ -1,7 +1,7 @@
 //! One reconcile, in this order: a copy of the run at least as new as the last status this
 //! operator wrote (`fresh`), the reads the engine's machine names (`observe`), one engine turn
 //! (`adapter::turn`), the status written, then the children applied and deleted and the
-//! Events handed to `events.rs`, which publishes them behind the reconcile; and the error
+//! Events handed to `telemetry/events.rs`, which publishes them behind the reconcile; and the error
 //! policy.
 
 use std::collections::HashMap;
@@ -15,12 +15,15 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::{Instrument, field, info_span};
 
-use super::adapter;
 use super::error::Error;
 use super::outage::Outage;
-use super::queue::{self, Queue};
 use super::{backoff, observe, write};
-use crate::executors::cluster::metrics::{Metrics, Stages};
+use crate::executors::cluster::adapter;
+use crate::executors::cluster::children::child_caches::Caches;
+use crate::executors::cluster::placement::queue::{self, Queue};
+use crate::executors::cluster::telemetry::events::EventQueue;
+use crate::executors::cluster::telemetry::kubelet::reader::KubeletReader;
+use crate::executors::cluster::telemetry::metrics::{Metrics, Stages};
 use crate::resource::{BenchmarkRun, CellPhase, RunPhase, conditions};
 
 /// What every reconcile shares.
@@ -28,7 +31,7 @@ pub struct Context {
     /// The API client.
     pub client: kube::Client,
     /// Publishes Events, behind the reconciles.
-    pub events: super::events::EventQueue,
+    pub events: EventQueue,
     /// The controllers' caches of every watched BenchmarkRun (for the admission queue): one,
     /// or one per namespace when the operator watches a set of namespaces (`--namespace`), so
     /// `max_active` counts runs across all of them.
@@ -54,13 +57,13 @@ pub struct Context {
     pub written: Mutex<HashMap<String, Written>>,
     /// Reads the target containers' CPU, throttling and memory from the kubelets; `None` when
     /// the operator runs with `--kubelet-metrics=false` (and in tests of the faked API).
-    pub kubelet: Option<Arc<crate::executors::cluster::kubelet::reader::KubeletReader>>,
+    pub kubelet: Option<Arc<KubeletReader>>,
     /// Whether this replica may reconcile: it leads, and the installed CRD is its own
     /// (`gate.rs`). Open by default (one replica, tests).
     pub gate: Arc<super::gate::Gate>,
     /// The Controllers' caches of the runs' Deployments, Services and pods; none by default
     /// (tests), and then every read goes to the API server.
-    pub children: super::child_caches::Caches,
+    pub children: Caches,
 }
 
 /// The last status write to one run: the version it made, the version it was decided from,
@@ -91,7 +94,7 @@ impl Context {
             instance: std::env::var("POD_NAME").ok(),
         };
         Self {
-            events: super::events::EventQueue::start(
+            events: EventQueue::start(
                 Recorder::new(client.clone(), reporter),
                 metrics.robustness.events_dropped.clone(),
             ),
@@ -255,7 +258,7 @@ async fn reconcile_once(
     let now = (ctx.clock)();
     // While a watch cannot reach the API server its cache stands still: the reads go to the
     // API server then, so no timeout is decided from a frozen picture.
-    let no_caches = super::child_caches::Caches::default();
+    let no_caches = Caches::default();
     let children = if ctx.outage.ongoing() {
         &no_caches
     } else {

@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::node_sets;
-use crate::executors::cluster::fit::PodRequest;
+use crate::executors::cluster::placement::fit::PodRequest;
 use crate::resource::BenchmarkRun;
 use crate::resource::matrix::cells;
 use crate::resource::parallelism::Parallelism;

@@ -5,8 +5,9 @@ use crate::resource::RunPhase;
 
 /// The finished run of the shared fixture: ci-gate in namespace bench.
 fn finished() -> BenchmarkRunStatus {
-    let text = include_str!("../../../../tests/fixtures/finished/ci-gate.yaml");
-    crate::frontends::report::parse_status(text).expect("the fixture is a status")
+    let text = include_str!("../../tests/fixtures/finished/ci-gate.yaml");
+    let run: serde_yaml::Value = serde_yaml::from_str(text).expect("the fixture is YAML");
+    serde_yaml::from_value(run["status"].clone()).expect("the fixture is a status")
 }
 
 /// `status` as if it had finished `secs` seconds after the fixture.
