@@ -72,7 +72,8 @@ pub fn text(s: &SizingStatus) -> String {
     out
 }
 
-fn chosen_text(c: &ChosenConfiguration) -> String {
+/// The chosen configuration, its settings and its autoscaler target, in lines.
+pub fn chosen_text(c: &ChosenConfiguration) -> String {
     let env: Vec<String> = c
         .env
         .iter()

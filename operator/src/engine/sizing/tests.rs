@@ -1,8 +1,8 @@
 use super::*;
-use crate::fixtures::sim_sizing::{Simulated, grid_answer, simulate};
+use crate::fixtures::sim_sizing::{Simulated, admitted, grid_answer, simulate};
 use crate::resource::capacity::{CapacityStatus, CheckPurpose, ProbeStatus};
 use crate::resource::sizing::{SizingOutcome, SizingSpec};
-use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, TargetStats};
+use crate::resource::{CellPhase, CellStatus, TargetStats};
 
 fn sizing(traffic: f64, budget: u32) -> SizingSpec {
     serde_yaml::from_str(&format!(
@@ -168,14 +168,7 @@ fn a_budget_spent_before_an_answer_ends_the_search_and_says_raise_it() {
 fn a_configuration_that_held_but_failed_its_confirmation_is_never_chosen() {
     let spec = sizing(150.0, 12);
     let cells = spec.cells();
-    let mut statuses: Vec<CellStatus> = cells
-        .iter()
-        .map(|c| CellStatus {
-            name: c.name.clone(),
-            phase: CellPhase::Pending,
-            ..CellStatus::default()
-        })
-        .collect();
+    let mut statuses = admitted(&cells).cells;
     let searched = |held: f64, failed: f64| CellStatus {
         phase: CellPhase::Succeeded,
         capacity: Some(CapacityStatus {
@@ -303,17 +296,7 @@ fn the_autoscaler_target_is_the_cpu_used_at_the_held_rate_less_the_margin_and_to
 fn only_the_configurations_the_search_names_may_run() {
     let spec = sizing(150.0, 12);
     let cells = spec.cells();
-    let mut status = BenchmarkRunStatus {
-        cells: cells
-            .iter()
-            .map(|c| CellStatus {
-                name: c.name.clone(),
-                phase: CellPhase::Pending,
-                ..CellStatus::default()
-            })
-            .collect(),
-        ..BenchmarkRunStatus::default()
-    };
+    let mut status = admitted(&cells);
     assert!(eligible(&status, 0), "no sizing yet: nothing is held back");
     update(&mut status, (&spec, &capacity_spec()), &cells, 1);
     let runnable: Vec<&str> = (0..cells.len())

@@ -22,42 +22,8 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
     );
     let _ = writeln!(o, "**{:?}**: {}\n", s.outcome, s.message);
     if let Some(c) = &s.chosen {
-        let env: Vec<String> = c
-            .env
-            .iter()
-            .map(|v| format!("{}={}", v.name, v.value))
-            .collect();
-        let _ = writeln!(
-            o,
-            "Chosen: **{}**, {} replicas x {} CPU ({} CPU reserved), {} memory each, mode {}{}; \
-             held {} rps, {:.0}% above the traffic; {}.",
-            c.configuration,
-            c.replicas,
-            c.cpu,
-            c.reserved_cpu,
-            c.memory,
-            c.mode,
-            if env.is_empty() {
-                String::new()
-            } else {
-                format!(", env {}", env.join(" "))
-            },
-            rate_text(c.held_rate),
-            c.headroom * 100.0,
-            c.confirmed
-        );
-        if let Some(h) = &c.hpa {
-            let _ = writeln!(
-                o,
-                "Autoscaler: CPU {:.0}% of the request at the held rate, so a target of {}% \
-                 (replicas {} to {}); `benchmatrix size --manifests DIR` writes it.",
-                h.utilization_at_held * 100.0,
-                h.target_utilization,
-                h.min_replicas,
-                h.max_replicas
-            );
-        }
-        o.push('\n');
+        // The same words as `benchmatrix size` prints, as a block.
+        let _ = writeln!(o, "```\n{}```\n", crate::frontends::size::chosen_text(c));
     }
     let _ = writeln!(
         o,
