@@ -25,6 +25,12 @@ struct Cli {
 enum Command {
     /// Run a BenchmarkRun YAML on this machine, with no cluster.
     Run(crate::executors::local::RunArgs),
+    /// Size a service: run a BenchmarkRun with spec.sizing on this machine (or read a saved
+    /// status of one, status.yaml or `kubectl get bmr NAME -o yaml`) and print the cheapest
+    /// configuration that holds the traffic, with the evidence; --manifests DIR writes a
+    /// Deployment patch and a HorizontalPodAutoscaler for it. Exit 0 with an answer, 1 without
+    /// one, 2 on bad input.
+    Size(SizeArgs),
     /// Render report.md, charts and the comparison table from a saved status.yaml (or a
     /// BenchmarkRun from `kubectl get bmr NAME -o yaml`).
     Report(crate::frontends::report::ReportArgs),
@@ -85,6 +91,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     };
     match cli.command {
         Command::Run(run) => crate::executors::local::run(run),
+        Command::Size(args) => size(args),
         Command::Report(report) => crate::frontends::report::run(report),
         Command::Compare(args) => crate::frontends::compare::run(args),
         Command::Metrics(args) => crate::frontends::metrics::run(args),
@@ -110,4 +117,55 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// Prepends a program name, as the delegated parsers expect `args[0]` to be one.
 fn with_program(name: &str, args: Vec<OsString>) -> Vec<OsString> {
     std::iter::once(OsString::from(name)).chain(args).collect()
+}
+
+/// `benchmatrix size`: what `run` takes, and where the manifests go.
+#[derive(Debug, clap::Args)]
+struct SizeArgs {
+    #[command(flatten)]
+    run: crate::executors::local::RunArgs,
+    #[command(flatten)]
+    manifests: crate::frontends::size::ManifestArgs,
+}
+
+/// A saved status is printed as it is; a BenchmarkRun without one is run here first (as
+/// `benchmatrix run`, into --out) and its status printed once it has ended.
+fn size(args: SizeArgs) -> ExitCode {
+    const COMMAND: &str = "benchmatrix size";
+    let saved = std::fs::read_to_string(&args.run.file)
+        .ok()
+        .and_then(|text| crate::frontends::report::parse_status(&text).ok())
+        // A BenchmarkRun to run parses as a status with nothing in it.
+        .filter(|s| s.sizing.is_some() || !s.cells.is_empty());
+    if let Some(status) = saved {
+        return ExitCode::from(crate::frontends::size::print(
+            &status,
+            &args.manifests,
+            COMMAND,
+        ));
+    }
+    let out = args.run.out.clone();
+    let dry_run = args.run.dry_run;
+    let started = std::time::SystemTime::now();
+    let code = crate::executors::local::run(args.run);
+    if dry_run {
+        return code;
+    }
+    let path = out.join("status.yaml");
+    // Only a status this run wrote: one left in --out by an earlier run is not this answer.
+    let fresh = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= started);
+    match crate::frontends::report::read_status_file(&path) {
+        Ok(status) if fresh && status.sizing.is_some() => {
+            println!();
+            ExitCode::from(crate::frontends::size::print(
+                &status,
+                &args.manifests,
+                COMMAND,
+            ))
+        }
+        // Refused before it ran (the reason is printed), or a run without spec.sizing.
+        _ => code,
+    }
 }

@@ -23,6 +23,7 @@ pub mod machine;
 mod reduce;
 pub mod results;
 pub mod schedule;
+pub mod sizing;
 pub mod verdict;
 
 #[cfg(test)]
@@ -68,6 +69,11 @@ pub struct Ctx<'a> {
         &'a crate::resource::capacity::CapacitySpec,
         &'a crate::resource::Workload,
     )>,
+    /// spec.sizing with spec.capacity: which cells are measured is the sizing search's.
+    pub sizing: Option<(
+        &'a crate::resource::sizing::SizingSpec,
+        &'a crate::resource::capacity::CapacitySpec,
+    )>,
 }
 
 impl<'a> Ctx<'a> {
@@ -84,6 +90,7 @@ impl<'a> Ctx<'a> {
             cells: run.cells(),
             parallelism: spec.parallelism,
             capacity: spec.capacity.as_ref().map(|c| (c, &spec.workload)),
+            sizing: spec.sizing.as_ref().zip(spec.capacity.as_ref()),
         }
     }
 }
@@ -106,6 +113,7 @@ impl Ctx<'static> {
             cells: &[],
             parallelism: run.spec.parallelism,
             capacity: None,
+            sizing: None,
         }
     }
 }

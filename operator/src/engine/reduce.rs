@@ -22,7 +22,17 @@ use crate::resource::{
 /// then current, and every text of the status within its [`bound`], whatever the executor
 /// reported.
 pub fn reduce(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
-    let notes = apply(status, event, ctx);
+    let mut notes = apply(status, event, ctx);
+    if let Some(sizing) = ctx.sizing
+        && status.phase == RunPhase::Running
+    {
+        // Which cells run next, and when the run is over, is the sizing search's to say: it
+        // reads every measurement so far, after each event.
+        let slots = crate::engine::schedule::slots(status);
+        notes.extend(crate::engine::sizing::update(
+            status, sizing, ctx.cells, slots,
+        ));
+    }
     if !status.cells.is_empty() {
         // A queued run has no cells yet: its count is the plan's, set by `queued`.
         status.progress = Some(Measurements::of(status, ctx.repeat).to_string());

@@ -50,7 +50,7 @@ pub fn next_step(status: &BenchmarkRunStatus) -> Option<Step> {
         return next_paired_step(status);
     }
     cells
-        .filter(|(_, c)| !c.phase.is_finished())
+        .filter(|(i, c)| !c.phase.is_finished() && crate::engine::sizing::eligible(status, *i))
         .min_by_key(|(i, c)| (c.measured_repetitions(), *i))
         .map(step)
 }

@@ -16,6 +16,7 @@ fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> 
         cells: &[],
         parallelism: Default::default(),
         capacity: None,
+        sizing: None,
     }
 }
 

@@ -8,4 +8,5 @@ pub mod kubectl;
 pub mod metrics;
 pub mod progress;
 pub mod report;
+pub mod size;
 pub mod variants;

@@ -28,6 +28,9 @@ pub const EXCLUDED_MAX: usize = 128;
 /// One word: reasons, enforcement mechanisms, the figure a threshold judges, a replica's label.
 pub const WORD_MAX: usize = 64;
 
+/// Most notes a sizing search keeps of where the service broke its assumptions.
+pub const SIZING_NOTES_MAX: usize = 8;
+
 /// The longest node name a measurement records (a DNS label's length; the rare longer name is
 /// not recorded, see [`NODES_MAX`]).
 pub const NODE_NAME_MAX: usize = 63;
@@ -220,6 +223,22 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
             for p in &mut c.probes {
                 clip_opt(&mut p.why, NOTE_MAX);
             }
+            if let Some(k) = &mut c.check {
+                clip(&mut k.message, SENTENCE_MAX);
+            }
+        }
+    }
+    if let Some(s) = &mut status.sizing {
+        clip(&mut s.message, SENTENCE_MAX);
+        s.notes.truncate(SIZING_NOTES_MAX);
+        for n in &mut s.notes {
+            clip(n, NOTE_MAX);
+        }
+        for c in &mut s.configurations {
+            clip_opt(&mut c.why, NOTE_MAX);
+        }
+        if let Some(c) = &mut s.chosen {
+            clip(&mut c.confirmed, NOTE_MAX);
         }
     }
     if let Some(s) = &mut status.summary {

@@ -50,7 +50,8 @@ impl Cell {
     }
 }
 
-/// The cells of a spec, in order: `configurations`, then the `axes` cross product.
+/// The cells of a spec, in order: `configurations`, then the `axes` cross product, then the
+/// configurations of a `sizing` space.
 pub fn cells(spec: &BenchmarkRunSpec) -> Vec<Cell> {
     let mut out: Vec<Cell> = spec
         .configurations
@@ -70,6 +71,9 @@ pub fn cells(spec: &BenchmarkRunSpec) -> Vec<Cell> {
         .collect();
     if let Some(axes) = &spec.axes {
         out.extend(axes_cells(axes));
+    }
+    if let Some(sizing) = &spec.sizing {
+        out.extend(sizing.cells());
     }
     for cell in &mut out {
         cell.env = merge_env(&spec.target.env, &cell.env);
@@ -157,7 +161,7 @@ fn split_cpu(total: &Quantity, replicas: u32) -> Quantity {
 }
 
 /// A CPU quantity as a name fragment: `"500m"` -> `500m`, `"1.5"` -> `1500m`, `"2"` -> `2`.
-fn cpu_label(q: &Quantity) -> String {
+pub fn cpu_label(q: &Quantity) -> String {
     match q.cpu_millis() {
         Ok(m) if m % 1000 == 0 => (m / 1000).to_string(),
         Ok(m) => format!("{m}m"),

@@ -34,6 +34,7 @@ pub mod pod_template;
 pub mod quantity;
 pub mod repeat;
 pub mod size;
+pub mod sizing;
 pub mod spec;
 pub mod status;
 pub mod thresholds;

@@ -79,6 +79,8 @@ pub struct Shape {
     /// With spec.capacity: the most probes a cell's search takes, and the endpoint of each
     /// figure a probe records.
     pub capacity: Option<(u32, Vec<String>)>,
+    /// With spec.sizing: the configurations' names and env axes of the chosen one.
+    pub sizing: Option<(Vec<String>, Vec<crate::resource::EnvVar>)>,
 }
 
 impl Shape {
@@ -174,6 +176,22 @@ impl Shape {
             thresholds,
             interference,
             capacity,
+            sizing: spec.sizing.as_ref().map(|s| {
+                let env = s
+                    .search
+                    .env
+                    .iter()
+                    .map(|(k, v)| {
+                        let longest = v
+                            .iter()
+                            .max_by_key(|x| x.len())
+                            .cloned()
+                            .unwrap_or_default();
+                        crate::resource::EnvVar::new(k.clone(), longest)
+                    })
+                    .collect();
+                (s.cells().into_iter().map(|c| c.name).collect(), env)
+            }),
         }
     }
 
@@ -625,7 +643,9 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
 /// A cell's largest capacity search: every probe it may take, each with every figure failed
 /// at its longest and why.
 fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> {
-    use crate::resource::capacity::{CapacityStatus, ProbeFigure, ProbeStatus, ProbeVerdict};
+    use crate::resource::capacity::{
+        CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck,
+    };
     let (probes, figures) = shape.capacity.as_ref()?;
     let probe = ProbeStatus {
         probe: u32::MAX,
@@ -645,6 +665,7 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
             .collect(),
         verdict: ProbeVerdict::LoadgenBound,
         close: true,
+        check: Some(CheckPurpose::RuleOut),
         why: Some(text(NOTE_MAX)),
     };
     Some(CapacityStatus {
@@ -656,6 +677,15 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         next_rate: Some(NUMBER),
         probes: vec![probe; *probes as usize],
         start_time: Some(time()),
+        check: Some(RateCheck {
+            purpose: CheckPurpose::RuleOut,
+            rate: NUMBER,
+            wanted: u32::MAX,
+            held: u32::MAX,
+            failed: u32::MAX,
+            done: true,
+            message: text(SENTENCE_MAX),
+        }),
     })
 }
 
@@ -890,7 +920,68 @@ fn status_base(shape: &Shape, moment: Moment) -> BenchmarkRunStatus {
             message: text(SENTENCE_MAX),
         }),
         variants: Vec::new(),
+        sizing: shape.sizing.as_ref().map(sizing),
     }
+}
+
+/// The largest sizing status: every configuration with every figure and its longest reason,
+/// every note, and the chosen one with its autoscaler target.
+fn sizing(
+    (names, env): &(Vec<String>, Vec<crate::resource::EnvVar>),
+) -> crate::resource::sizing::SizingStatus {
+    use crate::resource::sizing::{
+        ChosenConfiguration, HpaTarget, SizedConfiguration, SizedState, SizingOutcome, SizingStatus,
+    };
+    let longest = names
+        .iter()
+        .max_by_key(|n| n.len())
+        .cloned()
+        .unwrap_or_default();
+    SizingStatus {
+        traffic: NUMBER,
+        target_rate: NUMBER,
+        outcome: SizingOutcome::NothingHolds,
+        message: text(SENTENCE_MAX),
+        next: vec![longest.clone(); shape_next(names.len())],
+        searched: u32::MAX,
+        chosen: Some(ChosenConfiguration {
+            configuration: longest.clone(),
+            mode: text(WORD_MAX),
+            replicas: u32::MAX,
+            cpu: text(WORD_MAX),
+            memory: text(WORD_MAX),
+            env: env.clone(),
+            reserved_cpu: NUMBER,
+            held_rate: NUMBER,
+            headroom: NUMBER,
+            confirmed: text(NOTE_MAX),
+            hpa: Some(HpaTarget {
+                utilization_at_held: NUMBER,
+                target_utilization: u32::MAX,
+                min_replicas: u32::MAX,
+                max_replicas: u32::MAX,
+            }),
+        }),
+        configurations: names
+            .iter()
+            .map(|n| SizedConfiguration {
+                name: n.clone(),
+                reserved_cpu: NUMBER,
+                state: SizedState::Unmeasured,
+                held_rate: Some(NUMBER),
+                failed_rate: Some(NUMBER),
+                bound: Some(NUMBER),
+                predicted: Some(NUMBER),
+                why: Some(text(NOTE_MAX)),
+            })
+            .collect(),
+        notes: vec![text(NOTE_MAX); bound::SIZING_NOTES_MAX],
+    }
+}
+
+/// The most configurations a sizing search names as next: one per slot, at most all.
+fn shape_next(configurations: usize) -> usize {
+    configurations.min(crate::resource::parallelism::MAX_PARALLELISM as usize)
 }
 
 /// The largest status the engine can write for `shape` at `moment`, built in full (what

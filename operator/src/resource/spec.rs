@@ -89,8 +89,18 @@ pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
         "message": "the spec of a BenchmarkRun is immutable (results of two specs would mix): delete the run and apply it again",
     },
     {
-        "rule": "has(self.configurations) || has(self.axes)",
-        "message": "give at least one of configurations or axes",
+        "rule": "has(self.configurations) || has(self.axes) || has(self.sizing)",
+        "message": "give at least one of configurations or axes (or sizing, to search a space of them)",
+    },
+    {
+        "rule": "!has(self.sizing) || (!has(self.configurations) && !has(self.axes))",
+        "message": "with sizing, leave out configurations and axes: sizing.search states the configurations",
+        "fieldPath": ".sizing",
+    },
+    {
+        "rule": "!has(self.sizing) || has(self.capacity)",
+        "message": "sizing needs capacity: its service level and mix are what a configuration must hold",
+        "fieldPath": ".sizing",
     },
     {
         "rule": "!has(self.configurations) || self.configurations.all(c, self.configurations.exists_one(d, d.name == c.name))",
@@ -272,6 +282,15 @@ pub struct BenchmarkRunSpec {
     /// bisect down to `resolution` and confirm. Results land in status.cells[].capacity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<super::capacity::CapacitySpec>,
+
+    /// Find the configuration with the least reserved CPU that holds `traffic` at
+    /// `capacity.slo`, searching the space `search` (replicas x CPU x mode x env) instead of
+    /// measuring a list of configurations: only the configurations that what was measured
+    /// cannot rule out are searched for capacity, cheapest first, and the answer is confirmed
+    /// by measurement. Needs `capacity`; leave out `configurations` and `axes`. Results land
+    /// in status.sizing; `benchmatrix size` prints them as Kubernetes settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<super::sizing::SizingSpec>,
 }
 
 impl BenchmarkRunSpec {

@@ -69,6 +69,11 @@ pub struct BenchmarkRunStatus {
     /// round by round, written when the run finished.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantComparison>,
+
+    /// With spec.sizing: the search over configurations, its answer as settings and the
+    /// evidence (every configuration: measured, ruled out by a bound, or not needed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<super::sizing::SizingStatus>,
 }
 
 /// How a run with spec.parallelism measures: in how many slots, on which nodes.

@@ -171,6 +171,9 @@ pub fn validate_spec(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
         Some(capacity) => check_capacity(spec, capacity, &mut errors),
         None => check_workload(&spec.workload, &mut errors),
     }
+    if let Some(sizing) = &spec.sizing {
+        check_sizing(spec, sizing, &mut errors);
+    }
     check_loadgen(&spec.loadgen, &mut errors);
     check_timeouts(spec, &mut errors);
     errors.extend(check_thresholds(spec));
@@ -235,10 +238,10 @@ fn check_configurations<'a>(
     spec: &'a BenchmarkRunSpec,
     errors: &mut Vec<FieldError>,
 ) -> HashMap<&'a str, usize> {
-    if spec.configurations.is_empty() && spec.axes.is_none() {
+    if spec.configurations.is_empty() && spec.axes.is_none() && spec.sizing.is_none() {
         errors.push(FieldError::new(
             "spec.configurations",
-            "give at least one configuration (or an axes block)",
+            "give at least one configuration (or an axes block, or a sizing search)",
         ));
     }
     let mut first_seen: HashMap<&str, usize> = HashMap::new();
@@ -497,6 +500,49 @@ fn check_capacity(
         // The probe's own rules (rates, endpoints, headers), checked on the first probe.
         check_workload(&capacity.probe_workload(w, capacity.start_rate), errors);
     }
+}
+
+/// `spec.sizing` and what it asks of the rest: a capacity (its service level and mix are the
+/// search's), and no configurations or axes (the space replaces them).
+fn check_sizing(
+    spec: &BenchmarkRunSpec,
+    sizing: &crate::resource::sizing::SizingSpec,
+    errors: &mut Vec<FieldError>,
+) {
+    errors.extend(sizing.check());
+    if spec.capacity.is_none() {
+        errors.push(FieldError::new(
+            "spec.capacity",
+            "spec.sizing needs spec.capacity: its slo says what holding the traffic means, its \
+             mix the traffic's shape",
+        ));
+    }
+    for (field, set) in [
+        ("configurations", !spec.configurations.is_empty()),
+        ("axes", spec.axes.is_some()),
+    ] {
+        if set {
+            errors.push(FieldError::new(
+                format!("spec.{field}"),
+                "with spec.sizing, leave this out: the configurations are spec.sizing.search's",
+            ));
+        }
+    }
+    let s = &sizing.search;
+    for (i, r) in s.replicas.iter().enumerate() {
+        check_replicas(*r, &format!("spec.sizing.search.replicas[{i}]"), errors);
+    }
+    for (i, q) in s.cpu.iter().enumerate() {
+        check_cpu(q, &format!("spec.sizing.search.cpu[{i}]"), errors);
+    }
+    check_memory(&s.memory, "spec.sizing.search.memory", errors);
+    check_pool_size(s.pool_size, "spec.sizing.search.poolSize", errors);
+    let names: Vec<crate::resource::EnvVar> = s
+        .env
+        .keys()
+        .map(|k| crate::resource::EnvVar::new(k.clone(), ""))
+        .collect();
+    check_env(&names, "spec.sizing.search.env", errors);
 }
 
 /// `spec.loadgen`: resources, how many load generators and their threads.

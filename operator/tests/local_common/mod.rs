@@ -9,6 +9,11 @@ use std::process::{Command, Output};
 use benchmatrix::fixtures::fast_then_mixed;
 use benchmatrix::resource::BenchmarkRun;
 
+/// A service of known capacity (Python's standard library): one request at a time, each
+/// holding a lock for `BASE_MS` milliseconds, then waiting `WAIT_PER_RPS_MS x (requests started
+/// in the last second)` more without it (`local_capacity.rs` says what each setting models).
+pub const QUEUE_SERVICE: &str = include_str!("queue_service.py");
+
 /// The `benchmatrix` binary under test.
 pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_benchmatrix"))

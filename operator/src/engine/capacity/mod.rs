@@ -21,13 +21,14 @@ pub use sends::Sends;
 use crate::engine::Step;
 use crate::resource::{BenchmarkRunStatus, CellStatus, ValidatedRun};
 
-/// The total rate of the cell's next (or current) probe: what the search asked for last, or
-/// the start rate before the first.
+/// The total rate of the cell's next (or current) probe: a sizing check's rate while one is
+/// open, else what the search asked for last, or the start rate before the first.
 pub fn probe_rate(spec: &crate::resource::capacity::CapacitySpec, cell: &CellStatus) -> f64 {
-    cell.capacity
-        .as_ref()
-        .and_then(|c| c.next_rate)
-        .unwrap_or(spec.start_rate)
+    let cap = cell.capacity.as_ref();
+    if let Some(check) = cap.and_then(|c| c.check.as_ref()).filter(|c| !c.done) {
+        return check.rate;
+    }
+    cap.and_then(|c| c.next_rate).unwrap_or(spec.start_rate)
 }
 
 /// The run as step `at` must load it: with `spec.capacity`, the run whose one phase is the

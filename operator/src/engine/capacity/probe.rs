@@ -86,6 +86,7 @@ pub fn judge_probe(
         figures: figures.iter().map(|(f, _)| f.clone()).collect(),
         verdict: ProbeVerdict::Held,
         close: false,
+        check: None,
         why: None,
     };
     let at = format!("at {} rps", rate_text(rate));

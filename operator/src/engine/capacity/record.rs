@@ -4,7 +4,9 @@
 use super::probe::{judge_probe, rate_text};
 use super::search::{self, Next, Outcome, Params, Seen};
 use crate::engine::{Ctx, Measured, Note};
-use crate::resource::capacity::{CapacitySpec, CapacityStatus, ProbeStatus, ProbeVerdict};
+use crate::resource::capacity::{
+    CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict,
+};
 use crate::resource::{CellPhase, CellStatus, Workload};
 
 /// Records the probe `measured` of cell `c` (its measurement ran on `nodes`) in a search of
@@ -35,11 +37,21 @@ pub fn measured(
     );
     let cap = c.capacity.get_or_insert_with(CapacityStatus::default);
     probe.probe = cap.probes.len() as u32 + 1;
+    let checking = cap.check.as_ref().filter(|k| !k.done).map(|k| k.purpose);
+    probe.check = checking;
     let said = probe_words(&probe);
-    // The cell's results are the last held probe's (before any held, the last probe's): once
-    // the search ends that is the confirmation at the rate held.
-    let held_before = cap.probes.iter().any(|p| p.verdict == ProbeVerdict::Held);
-    if probe.verdict == ProbeVerdict::Held || !held_before {
+    // The cell's results are the last held probe's of its search (before any held, the last
+    // probe's): once the search ends that is the confirmation at the rate held. A sizing
+    // check's probes leave them alone unless the cell has none.
+    let held_before = cap
+        .probes
+        .iter()
+        .any(|p| p.verdict == ProbeVerdict::Held && p.check.is_none());
+    let keep = match checking {
+        Some(_) => c.results.is_empty(),
+        None => probe.verdict == ProbeVerdict::Held || !held_before,
+    };
+    if keep {
         c.results = measured.results;
         c.target = measured.target;
     }
@@ -50,18 +62,25 @@ pub fn measured(
     if let Some(o) = measured.overhead_seconds {
         c.overhead_seconds = Some(round2(c.overhead_seconds.unwrap_or(0.0) + o));
     }
+    // The probe's end: the next probe's wait for this one's processes counts from here
+    // (`machine::previous_end`).
+    c.completion_time = Some(ctx.now.clone());
+    if checking.is_some() {
+        return check_measured(c, spec, ctx, said);
+    }
+    let Some(cap) = c.capacity.as_mut() else {
+        return Vec::new();
+    };
     let seen: Vec<Seen> = cap
         .probes
         .iter()
+        .filter(|p| p.check.is_none())
         .map(|p| Seen {
             rate: p.rate,
             verdict: p.verdict,
             close: p.close,
         })
         .collect();
-    // The probe's end: the next probe's wait for this one's processes counts from here
-    // (`machine::previous_end`).
-    c.completion_time = Some(ctx.now.clone());
     match search::next(Params::of(spec), &seen) {
         Next::Probe { rate: next, why } => {
             cap.next_rate = Some(next);
@@ -88,6 +107,82 @@ pub fn measured(
             )]
         }
     }
+}
+
+/// A probe of a sizing check recorded: the check counts it, and the cell goes back in line
+/// until the check has its verdict (a failed probe decides it; every wanted probe must hold).
+/// A probe not believed, or one the load generator could not drive, is not counted; the
+/// latter ends the check without a verdict, as it ends a search.
+fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: String) -> Vec<Note> {
+    let Some(cap) = c.capacity.as_mut() else {
+        return Vec::new();
+    };
+    let Some(verdict) = cap.probes.last().map(|p| p.verdict) else {
+        return Vec::new();
+    };
+    let probes = cap.probes.len() as u32;
+    let Some(check) = cap.check.as_mut() else {
+        return Vec::new();
+    };
+    match verdict {
+        ProbeVerdict::Held => check.held += 1,
+        ProbeVerdict::Failed => check.failed += 1,
+        ProbeVerdict::LoadgenBound | ProbeVerdict::NotBelieved => {}
+    }
+    let what = match check.purpose {
+        CheckPurpose::Confirm => "confirmation",
+        CheckPurpose::RuleOut => "rule-out probe",
+    };
+    let rate = rate_text(check.rate);
+    let ended = if verdict == ProbeVerdict::LoadgenBound {
+        Some(format!(
+            "{what} at {rate} rps: load-generator bound, no verdict ({said})"
+        ))
+    } else if check.failed > 0 {
+        Some(format!(
+            "{what} at {rate} rps failed: {} of {} believed probes held ({said})",
+            check.held,
+            check.held + check.failed
+        ))
+    } else if check.held >= check.wanted {
+        Some(format!(
+            "{what} at {rate} rps held: {} of {} probes held",
+            check.held, check.wanted
+        ))
+    } else if probes >= spec.max_probes {
+        Some(format!(
+            "{what} at {rate} rps ran out of probes (spec.capacity.maxProbes {}) with {} of {} \
+             held",
+            spec.max_probes, check.held, check.wanted
+        ))
+    } else {
+        None
+    };
+    let message = match ended {
+        Some(m) => {
+            check.done = true;
+            check.message = m.clone();
+            c.phase = CellPhase::Succeeded;
+            if let Some(start) = cap.start_time.clone() {
+                c.start_time = Some(start);
+            }
+            m
+        }
+        None => {
+            c.phase = CellPhase::Pending;
+            format!(
+                "{said}; {what} at {rate} rps: {} of {} held so far",
+                check.held, check.wanted
+            )
+        }
+    };
+    c.reason = None;
+    c.message = Some(message.clone());
+    c.completion_time = Some(ctx.now.clone());
+    vec![Note::normal(
+        "ProbeMeasured",
+        format!("cell {}: {message}", c.name),
+    )]
 }
 
 /// One probe in words: "probe 3 at 40 rps held" or "... failed: why".

@@ -97,7 +97,9 @@ pub fn plan(status: &BenchmarkRunStatus) -> Vec<Placed> {
             .cells
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.phase == CellPhase::Pending)
+            .filter(|(i, c)| {
+                c.phase == CellPhase::Pending && crate::engine::sizing::eligible(status, *i)
+            })
             .map(|(cell, c)| Step {
                 cell,
                 repetition: c.measured_repetitions() + 1,

@@ -193,7 +193,9 @@ impl Runner {
                 None => (c.phase, c.reason.clone(), c.message.clone()),
             };
             let message = message.unwrap_or_default();
-            if phase == CellPhase::Succeeded {
+            // Pending: the step measured and the cell is back in line for its next (a
+            // capacity probe, a repetition): not a failure.
+            if matches!(phase, CellPhase::Succeeded | CellPhase::Pending) {
                 self.display.show(progress::Update::Succeeded {
                     step,
                     detail: &message,

@@ -93,6 +93,14 @@ enum KubectlCommand {
     /// As `benchmatrix compare`: exit 3 on a regression beyond --max-regression, 2 on bad
     /// input, 5 when the cluster cannot be asked.
     Compare(runs::CompareArgs),
+    /// Print the sizing answer of a run with spec.sizing (by name) or of a saved file.
+    ///
+    /// As `benchmatrix size` given a saved status: the chosen configuration, every
+    /// configuration of the space with what the search knows of it, and with --manifests DIR
+    /// the Deployment patch and the HorizontalPodAutoscaler. Exit 0 with an answer, 1 when
+    /// nothing holds or the budget ran out (or the run has not ended), 2 on bad input, 5 when
+    /// the cluster cannot be asked.
+    Size(runs::SizeArgs),
     /// Print the logs of a run's pods (targets and load generators).
     ///
     /// Each log is headed by its pod and container. Exit 1 when no pod is left (the operator
@@ -149,6 +157,7 @@ async fn dispatch(args: KubectlArgs) -> ExitCode {
         },
         KubectlCommand::Report(report) => runs::report(report, &mut connection).await,
         KubectlCommand::Compare(compare) => runs::compare(compare, &mut connection).await,
+        KubectlCommand::Size(size) => runs::size(size, &mut connection).await,
         KubectlCommand::Logs(logs) => match connection.cluster().await {
             Ok(cluster) => logs::logs(cluster, &logs, &mut std::io::stdout().lock()).await,
             Err(e) => {

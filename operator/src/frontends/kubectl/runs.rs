@@ -45,6 +45,18 @@ pub struct CompareArgs {
     pub options: CompareOptions,
 }
 
+/// Arguments of `kubectl benchmatrix size`.
+#[derive(Debug, clap::Args)]
+pub struct SizeArgs {
+    /// A BenchmarkRun with spec.sizing on the cluster (its name), or a saved status.yaml /
+    /// `kubectl get -o yaml` file (an existing file is taken as one).
+    #[arg(value_name = "NAME|FILE")]
+    pub run: String,
+    /// Where the manifests go and what they name.
+    #[command(flatten)]
+    pub manifests: crate::frontends::size::ManifestArgs,
+}
+
 /// A run's status and where it came from.
 #[derive(Debug, Clone)]
 pub struct Loaded {
@@ -189,6 +201,23 @@ pub async fn report(args: ReportArgs, connection: &mut Connection) -> ExitCode {
                 return ExitCode::from(crate::engine::verdict::exit::FAILED);
             }
             report::render(&loaded.status, &loaded.label, &[], &out, COMMAND)
+        }
+    }
+}
+
+/// `kubectl benchmatrix size NAME|FILE`: the sizing answer of a run, as `benchmatrix size`
+/// prints a saved one.
+pub async fn size(args: SizeArgs, connection: &mut Connection) -> ExitCode {
+    const COMMAND: &str = "kubectl benchmatrix size";
+    match load(&args.run, connection).await {
+        Ok(loaded) => ExitCode::from(crate::frontends::size::print(
+            &loaded.status,
+            &args.manifests,
+            COMMAND,
+        )),
+        Err(e) => {
+            eprintln!("{COMMAND}: {}", e.message());
+            ExitCode::from(e.code())
         }
     }
 }

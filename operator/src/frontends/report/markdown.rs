@@ -95,6 +95,7 @@ pub fn render(
         status,
         notes.max_regression,
     ));
+    o.push_str(&super::sizing::render(status));
     o.push_str(&super::capacity::render(status));
     o.push_str(&super::recommendation::render(status));
     cells_table(&mut o, status);

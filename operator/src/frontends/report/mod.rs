@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod neighbours;
 pub mod node_effect;
 pub mod recommendation;
+pub mod sizing;
 pub mod svg;
 mod table;
 pub mod verdicts;

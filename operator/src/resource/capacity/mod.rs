@@ -21,7 +21,7 @@ use super::thresholds::{ErrorRateLimit, Metric};
 
 mod status;
 
-pub use status::{CapacityStatus, ProbeFigure, ProbeStatus, ProbeVerdict};
+pub use status::{CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck};
 
 /// Name of the one phase of every probe: the cell's results, once searched, are the
 /// confirmation probe's under this phase name.
@@ -251,6 +251,55 @@ impl CapacitySpec {
         }
     }
 
+    /// Why the first probe, at `startRate` for `probeDuration`, cannot judge a percentile of
+    /// the SLO: its endpoint's share of the probe's requests is fewer than the percentile
+    /// needs (p99: 100), so the search would fail at its start for want of samples, not for
+    /// the target's latency. None when every percentile has its samples.
+    fn too_few_samples(&self, mix: &[MixEntry]) -> Option<String> {
+        let total: f64 = mix.iter().map(|m| m.weight).sum();
+        let seconds = self.probe_duration.get().as_secs_f64();
+        if total <= 0.0 || seconds <= 0.0 {
+            return None;
+        }
+        self.slo.iter().find_map(|f| {
+            let needed = f
+                .limits()
+                .iter()
+                .filter_map(|(m, _)| match m {
+                    Metric::P50 => Some(("p50", 2.0)),
+                    Metric::P90 => Some(("p90", 10.0)),
+                    Metric::P99 => Some(("p99", 100.0)),
+                    Metric::P999 => Some(("p99.9", 1000.0)),
+                    _ => None,
+                })
+                .next()?;
+            // Without an endpoint the figure is each endpoint's: the smallest share binds.
+            let entry = mix
+                .iter()
+                .filter(|m| m.weight > 0.0)
+                .filter(|m| f.endpoint.as_ref().is_none_or(|e| *e == m.endpoint))
+                .min_by(|a, b| a.weight.total_cmp(&b.weight))?;
+            let share = entry.weight / total;
+            let samples = self.start_rate * share * seconds;
+            let wanted = needed.1;
+            (samples < wanted).then(|| {
+                let rate = (wanted / (share * seconds)).ceil();
+                let secs = (wanted / (share * self.start_rate)).ceil();
+                format!(
+                    "a probe at {} rps for {} sends {} {} requests; its {} needs {}: raise \
+                     startRate to {rate} or probeDuration to {secs}s (or more: requests in \
+                     flight as it ends are no samples)",
+                    self.start_rate,
+                    self.probe_duration,
+                    entry.endpoint,
+                    samples.floor(),
+                    needed.0,
+                    needed.1
+                )
+            })
+        })
+    }
+
     /// Everything wrong with this search for a workload with endpoints `endpoints`. Paths
     /// start with `spec.capacity`.
     pub fn check(&self, endpoints: &[&str]) -> Vec<FieldError> {
@@ -385,6 +434,9 @@ impl CapacitySpec {
                 format!("{at}.probeDuration"),
                 format!("{} is outside 1s to 1h", self.probe_duration),
             );
+        }
+        if let Some(short) = self.too_few_samples(&mix) {
+            refuse(format!("{at}.startRate"), short);
         }
         if !(2..=MAX_PROBES).contains(&self.max_probes) {
             refuse(
@@ -561,5 +613,39 @@ probeDuration: 500ms
         // Several endpoints and no mix: which share each gets is the user's to say.
         let no_mix = capacity("slo: [{p99: {below: 1s}}]").check(&["fast", "slow"]);
         assert_eq!(no_mix[0].path, "spec.capacity.mix");
+    }
+
+    #[test]
+    fn a_first_probe_too_short_for_its_percentile_is_refused_with_what_would_do() {
+        // 10 rps for 5 s is 50 requests: a p99 needs 100.
+        let short = capacity(
+            "slo: [{endpoint: fast, p99: {below: 100ms}}]\nstartRate: 10\nprobeDuration: 5s",
+        );
+        let errors = short.check(&["fast"]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].path, "spec.capacity.startRate");
+        assert_eq!(
+            errors[0].message,
+            "a probe at 10 rps for 5s sends fast 50 requests; its p99 needs 100: raise startRate to \
+             20 or probeDuration to 10s (or more: requests in flight as it ends are no samples)"
+        );
+        // In a 19:1 mix the slow endpoint gets a twentieth of the rate.
+        let mixed = capacity(
+            "slo: [{endpoint: slow, p99: {below: 1s}}]\nmix: [{endpoint: fast, weight: 19}, \
+             {endpoint: slow, weight: 1}]\nstartRate: 40\nprobeDuration: 10s",
+        );
+        let errors = mixed.check(&["fast", "slow"]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].message.contains("sends slow 20 requests"),
+            "{errors:?}"
+        );
+        // Enough samples, or a figure that needs none: accepted.
+        for ok in [
+            "slo: [{endpoint: fast, p99: {below: 100ms}}]\nstartRate: 20\nprobeDuration: 5s",
+            "slo: [{errorRate: {below: 0.01}}]\nstartRate: 1\nprobeDuration: 1s",
+        ] {
+            assert_eq!(capacity(ok).check(&["fast"]), Vec::new(), "{ok}");
+        }
     }
 }

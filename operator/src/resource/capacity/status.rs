@@ -37,6 +37,57 @@ pub struct CapacityStatus {
     /// `completionTime` the last probe's end; once it ends, `startTime` is this again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    /// With spec.sizing: probes at one fixed rate that the sizing search asked of this cell
+    /// (confirming the chosen configuration, or ruling out a cheaper one), outside its search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<RateCheck>,
+}
+
+/// Probes of one cell at one fixed rate, asked by the sizing search.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateCheck {
+    /// Why: Confirm (the chosen configuration at traffic x (1 + margin); every probe must
+    /// hold) or RuleOut (a cheaper configuration at the same rate; one probe, expected to fail).
+    pub purpose: CheckPurpose,
+    /// The total rate probed.
+    pub rate: f64,
+    /// How many believed probes it takes.
+    pub wanted: u32,
+    /// Believed probes that held.
+    #[serde(default)]
+    pub held: u32,
+    /// Believed probes that failed.
+    #[serde(default)]
+    pub failed: u32,
+    /// True once decided (or ended without a verdict: `message` says why).
+    #[serde(default)]
+    pub done: bool,
+    /// The check's outcome, in a sentence.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+impl RateCheck {
+    /// Decided and every believed probe held.
+    pub fn passed(&self) -> bool {
+        self.done && self.failed == 0 && self.held >= self.wanted
+    }
+
+    /// Decided with a probe that failed.
+    pub fn refuted(&self) -> bool {
+        self.done && self.failed > 0
+    }
+}
+
+/// What a [`RateCheck`] is for.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum CheckPurpose {
+    /// The chosen configuration, at traffic x (1 + margin).
+    #[default]
+    Confirm,
+    /// A cheaper configuration the bounds ruled out, at the target rate.
+    RuleOut,
 }
 
 /// One probe of a search: one open-loop phase at one total rate.
@@ -66,6 +117,9 @@ pub struct ProbeStatus {
     /// rate was probed again before its verdict was believed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub close: bool,
+    /// Set on a probe of a sizing check (not part of the capacity search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckPurpose>,
     /// Why the probe did not hold (or was not believed), in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,

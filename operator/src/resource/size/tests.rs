@@ -23,8 +23,9 @@ fn sample(name: &str) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-const SAMPLES: [&str; 7] = [
+const SAMPLES: [&str; 8] = [
     "capacity",
+    "sizing",
     "quickstart",
     "ci-gate",
     "ci-smoke",
@@ -124,6 +125,10 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
         thresholds: vec![vec![0, 2], vec![], vec![1]],
         interference: vec![("fast&".into(), "solo<".into(), "mixed\u{8}".into())],
         capacity: Some((3, vec!["fast&".into(), "slow\"".into()])),
+        sizing: Some((
+            vec!["single-x1-cpu1-w<1".into(), "pool-x2-cpu500m-wé".into()],
+            vec![crate::resource::EnvVar::new("W<", "é&")],
+        )),
     };
     shapes.push(odd.clone());
     shapes.push(Shape {
@@ -205,6 +210,17 @@ fn the_largest_status_sets_every_field_of_the_schema() {
     variants.slots = 2;
     for m in [Moment::Running, Moment::Finished] {
         docs.push(serde_json::to_value(worst_status(&variants, m)).unwrap());
+    }
+    // Sized (a search over configurations, with a check at a fixed rate in each cell).
+    let sized = Shape {
+        sizing: Some((
+            shape.cells.iter().map(|(n, _)| n.clone()).collect(),
+            vec![crate::resource::EnvVar::new("W", "1")],
+        )),
+        ..shape.clone()
+    };
+    for m in [Moment::Running, Moment::Finished] {
+        docs.push(serde_json::to_value(worst_status(&sized, m)).unwrap());
     }
     let mut missing = Vec::new();
     unset_fields(

@@ -1,0 +1,633 @@
+//! The search over configurations, as a pure function of what the cells measured so far:
+//! which configuration to search (or check at a fixed rate) next, or the answer.
+//!
+//! The strategy is model-guided pruning, cheapest first:
+//! 1. **Seeds.** Each family (mode x env values) first searches its configuration with the
+//!    fewest replicas and the most CPU.
+//! 2. **Cheapest first.** The configurations in order of reserved CPU (limit x replicas): one
+//!    whose bound (`model::upper_bound`) is below the target rate is pruned unmeasured; the
+//!    first that is not is searched for capacity, and its result tightens the bounds of the
+//!    rest. The first configuration in that order that holds the target rate is the answer:
+//!    everything cheaper was measured below it or bounded below it.
+//! 3. **Confirmation.** The answer is probed `confirmations` times at the target rate; a failure
+//!    sends the walk on past it.
+//! 4. **Rule-out.** Up to `ruleOut` of the cheaper configurations that were pruned, those the
+//!    fitted model predicts closest to holding first, are probed once at the target rate and
+//!    must fail. One that holds was pruned wrongly: it becomes a candidate and is confirmed.
+//!
+//! The cost: the seeds, then about one search per cost level below the answer whose
+//! configurations the bounds cannot exclude yet, plus a probe per confirmation and rule-out.
+//! On the simulated 48-configuration space of BENCHMARKS.md that is 6 to 12 searches (median
+//! 8). Bayesian optimisation or a bandit would spend searches on learning a space whose order
+//! (more resources, no less capacity) is known; successive halving needs a cheap low-fidelity
+//! measurement, and a short probe near the SLO is not one.
+
+use super::knowledge::Known;
+use super::model::{self, Fit, Measured, Point};
+use crate::engine::capacity::probe::rate_text;
+use crate::resource::CellStatus;
+use crate::resource::capacity::CheckPurpose;
+use crate::resource::matrix::Cell;
+use crate::resource::sizing::{
+    ChosenConfiguration, SizedConfiguration, SizedState, SizingOutcome, SizingSpec, SizingStatus,
+};
+
+/// What to measure next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Search this configuration's capacity.
+    Search(usize),
+    /// Probe this configuration at a fixed rate.
+    Check {
+        /// The configuration.
+        cell: usize,
+        /// Confirm the answer, or rule a cheaper one out.
+        purpose: CheckPurpose,
+        /// The total rate.
+        rate: f64,
+        /// Believed probes wanted.
+        wanted: u32,
+    },
+}
+
+/// The search's next actions, and its status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// New measurements to start (none while every slot is busy).
+    pub actions: Vec<Action>,
+    /// status.sizing as it stands after them.
+    pub status: SizingStatus,
+}
+
+/// The next step of the search of `spec` over `cells` (the space's configurations), from what
+/// `measured` (their statuses) holds, with `slots` measurements allowed at once.
+pub fn decide(
+    spec: &SizingSpec,
+    cells: &[Cell],
+    measured: &[CellStatus],
+    slots: usize,
+) -> Decision {
+    Walk::new(spec, cells, measured, slots).run()
+}
+
+struct Walk<'a> {
+    spec: &'a SizingSpec,
+    cells: &'a [Cell],
+    target: f64,
+    known: Vec<Known>,
+    points: Vec<Point>,
+    costs: Vec<f64>,
+    states: Vec<SizedConfiguration>,
+    bounds: Vec<Option<(f64, usize)>>,
+    fit: Fit,
+    notes: Vec<String>,
+    actions: Vec<Action>,
+    free: usize,
+    searched: u32,
+}
+
+impl<'a> Walk<'a> {
+    fn new(spec: &'a SizingSpec, cells: &'a [Cell], measured: &[CellStatus], slots: usize) -> Self {
+        let target = spec.target_rate();
+        let per_family = (spec.search.replicas.len() * spec.search.cpu.len()).max(1);
+        let known: Vec<Known> = cells
+            .iter()
+            .map(|c| {
+                measured.get(c.index).map_or_else(
+                    || Known::of(&CellStatus::default(), target),
+                    |s| Known::of(s, target),
+                )
+            })
+            .collect();
+        let points: Vec<Point> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Point {
+                family: i / per_family,
+                replicas: c.replicas,
+                cpu: c.cpu.cpu_cores().unwrap_or(0.0),
+            })
+            .collect();
+        let costs: Vec<f64> = cells
+            .iter()
+            .map(|c| c.reserved_cpu().unwrap_or(f64::INFINITY))
+            .collect();
+        let facts: Vec<Measured> = known
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| k.held > 0.0 || k.failed.is_finite())
+            .map(|(i, k)| Measured {
+                index: i,
+                at: points[i],
+                held: k.held,
+                failed: k.failed,
+            })
+            .collect();
+        let name = |i: usize| cells[i].name.clone();
+        let broken = model::broken(&facts, &name);
+        let untrusted: Vec<usize> = broken.iter().map(|(_, i)| *i).collect();
+        let mut notes: Vec<String> = broken.into_iter().map(|(s, _)| s).collect();
+        notes.dedup();
+        let estimates: Vec<(Point, f64)> = known
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| k.estimate().map(|e| (points[i], e)))
+            .collect();
+        let fit = Fit::of(&estimates);
+        let bounds = points
+            .iter()
+            .map(|p| model::upper_bound(p, &facts, &untrusted))
+            .collect();
+        let busy = known.iter().filter(|k| k.busy).count();
+        let searched = known.iter().filter(|k| k.search_started).count() as u32;
+        let states = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| SizedConfiguration {
+                name: c.name.clone(),
+                reserved_cpu: round3(costs[i]),
+                state: SizedState::Unmeasured,
+                held_rate: (known[i].held > 0.0).then_some(known[i].held),
+                failed_rate: known[i].failed.is_finite().then_some(known[i].failed),
+                bound: None,
+                predicted: None,
+                why: None,
+            })
+            .collect();
+        Walk {
+            spec,
+            cells,
+            target,
+            known,
+            points,
+            costs,
+            states,
+            bounds,
+            fit,
+            notes,
+            actions: Vec::new(),
+            free: slots.max(1).saturating_sub(busy),
+            searched,
+        }
+    }
+
+    /// Configurations cheapest first (fewer replicas, then matrix order, among equals).
+    fn order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.cells.len()).collect();
+        order.sort_by(|&a, &b| {
+            self.costs[a]
+                .total_cmp(&self.costs[b])
+                .then(self.points[a].replicas.cmp(&self.points[b].replicas))
+                .then(a.cmp(&b))
+        });
+        order
+    }
+
+    fn run(mut self) -> Decision {
+        for i in 0..self.cells.len() {
+            self.states[i].predicted = self.fit.predict(&self.points[i]).map(round2);
+            let k = self.known[i];
+            if k.busy {
+                self.states[i].state = SizedState::Measuring;
+            } else if k.failed_cell {
+                self.states[i].state = SizedState::Failed;
+                self.states[i].why = Some("its measurement failed: nothing is known of it".into());
+            } else if k.searched {
+                self.states[i].state = SizedState::Measured;
+            }
+        }
+        let order = self.order();
+        let out_of_budget = self.seed(&order);
+        let (answer, pending, out_of_budget) = if out_of_budget {
+            (None, true, true)
+        } else {
+            self.walk(&order)
+        };
+        let answer = answer.filter(|_| !pending);
+        let ruling = match answer {
+            Some(a) if !out_of_budget => self.rule_out(&order, a),
+            _ => false,
+        };
+        let busy = self.known.iter().any(|k| k.busy);
+        let open = busy || !self.actions.is_empty();
+        let outcome = if out_of_budget && !open {
+            SizingOutcome::OutOfBudget
+        } else if open {
+            if ruling {
+                SizingOutcome::RulingOut
+            } else if self.known.iter().any(|k| k.confirming)
+                || self.actions.iter().any(|a| {
+                    matches!(
+                        a,
+                        Action::Check {
+                            purpose: CheckPurpose::Confirm,
+                            ..
+                        }
+                    )
+                })
+            {
+                SizingOutcome::Confirming
+            } else {
+                SizingOutcome::Searching
+            }
+        } else if answer.is_some() {
+            SizingOutcome::Chosen
+        } else {
+            SizingOutcome::NothingHolds
+        };
+        let final_ = outcome.is_final();
+        for i in 0..self.cells.len() {
+            let s = &mut self.states[i];
+            if final_ && s.state == SizedState::Unmeasured {
+                s.state = SizedState::NotNeeded;
+                s.why.get_or_insert_with(|| match outcome {
+                    SizingOutcome::Chosen => "not needed: a cheaper configuration holds".into(),
+                    _ => "not measured: the search ended before it".into(),
+                });
+            }
+            if let Some((b, _)) = self.bounds[i]
+                && matches!(s.state, SizedState::Pruned | SizedState::RuledOut)
+            {
+                s.bound = Some(round2(b));
+            }
+        }
+        let chosen = answer.filter(|_| final_).map(|a| self.chosen(a));
+        if let Some(a) = answer.filter(|_| final_) {
+            self.states[a].state = SizedState::Chosen;
+        }
+        let message = self.message(outcome, answer);
+        let next: Vec<String> = self
+            .known
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| k.busy)
+            .map(|(i, _)| i)
+            .chain(self.actions.iter().map(|a| match a {
+                Action::Search(i) | Action::Check { cell: i, .. } => *i,
+            }))
+            .map(|i| self.cells[i].name.clone())
+            .collect();
+        let mut states = std::mem::take(&mut self.states);
+        let order_now = order;
+        states = order_now.iter().map(|&i| states[i].clone()).collect();
+        Decision {
+            actions: self.actions,
+            status: SizingStatus {
+                traffic: self.spec.traffic,
+                target_rate: round2(self.target),
+                outcome,
+                message,
+                next,
+                searched: self.searched,
+                chosen,
+                configurations: states,
+                notes: self.notes,
+            },
+        }
+    }
+
+    /// Step 1: each family's seed, before anything else is searched in it. True when the
+    /// budget is spent before a seed could start.
+    fn seed(&mut self, order: &[usize]) -> bool {
+        let families = self.spec.families();
+        let per_family = self.cells.len() / families.max(1);
+        for f in 0..families {
+            let members: Vec<usize> = (f * per_family..(f + 1) * per_family).collect();
+            if members
+                .iter()
+                .any(|&i| self.known[i].search_started || self.known[i].busy)
+            {
+                continue;
+            }
+            // A family whose cheapest configuration costs more than a confirmed answer is not
+            // needed at all.
+            let cheapest = members
+                .iter()
+                .map(|&i| self.costs[i])
+                .fold(f64::INFINITY, f64::min);
+            if let Some(best) = order
+                .iter()
+                .find(|&&i| self.known[i].confirmed == Some(true))
+                && self.costs[*best] <= cheapest
+            {
+                continue;
+            }
+            let Some(&seed) = members.iter().min_by(|&&a, &&b| {
+                self.points[a]
+                    .replicas
+                    .cmp(&self.points[b].replicas)
+                    .then(self.points[b].cpu.total_cmp(&self.points[a].cpu))
+            }) else {
+                continue;
+            };
+            if self.free == 0 {
+                // Seeds go first: nothing else starts until they have.
+                self.free = 0;
+                return false;
+            }
+            if !self.search(seed, "seed: bounds its family") {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Starts a search of `i` if the budget and a slot allow; false when the budget is spent.
+    fn search(&mut self, i: usize, why: &str) -> bool {
+        if self.searched >= self.spec.budget {
+            return false;
+        }
+        if self.free == 0 {
+            return true;
+        }
+        self.searched += 1;
+        self.free -= 1;
+        self.actions.push(Action::Search(i));
+        self.states[i].state = SizedState::Measuring;
+        self.states[i].why = Some(why.to_owned());
+        true
+    }
+
+    /// Step 2 and 3: (the answer, whether a cheaper configuration is still open, whether the
+    /// budget ran out).
+    fn walk(&mut self, order: &[usize]) -> (Option<usize>, bool, bool) {
+        let target = self.target;
+        let mut pending = self
+            .known
+            .iter()
+            .any(|k| k.busy && !k.confirming && !k.ruling_out)
+            || self.actions.iter().any(|a| matches!(a, Action::Search(_)));
+        for &i in order {
+            let k = self.known[i];
+            if k.busy || k.failed_cell {
+                pending |= k.busy && !k.confirming && !k.ruling_out;
+                if k.confirming && !pending {
+                    return (None, false, false);
+                }
+                continue;
+            }
+            if k.searched || k.ruled_out == Some(true) || k.confirmed.is_some() {
+                // A search whose bracket straddles the target (held below it, failed above it)
+                // is decided by the confirmation at the target itself.
+                let candidate = k.holds(target) || (k.searched && !k.falls_short(target));
+                if candidate && k.confirmed != Some(false) {
+                    if pending {
+                        self.states[i].why = Some(format!(
+                            "held {} rps; cheaper configurations are still measured",
+                            rate_text(k.held)
+                        ));
+                        return (None, true, false);
+                    }
+                    return match k.confirmed {
+                        Some(true) => (Some(i), false, false),
+                        _ => {
+                            self.confirm(i);
+                            (None, false, false)
+                        }
+                    };
+                }
+                if k.falls_short(target) {
+                    self.states[i].why = Some(match k.confirmed {
+                        Some(false) => format!(
+                            "held {} rps in its search, but the confirmation at {} rps failed",
+                            rate_text(k.held),
+                            rate_text(target)
+                        ),
+                        _ => format!(
+                            "failed at {} rps, below {}",
+                            rate_text(k.failed),
+                            rate_text(target)
+                        ),
+                    });
+                    continue;
+                }
+                // A rule-out probe that held at the target makes it a candidate (above); one
+                // that has no verdict yet leaves nothing to do here.
+                continue;
+            }
+            if k.ruled_out == Some(false) {
+                self.states[i].state = SizedState::RuledOut;
+                self.states[i].why = Some(format!(
+                    "failed at the target, {} rps, as its bound said",
+                    rate_text(k.failed)
+                ));
+                continue;
+            }
+            if let Some((bound, from)) = self.bounds[i]
+                && bound < target
+            {
+                self.states[i].state = SizedState::Pruned;
+                self.states[i].why = Some(format!(
+                    "holds at most {} rps (from {}), below {}",
+                    rate_text(bound),
+                    self.cells[from].name,
+                    rate_text(target)
+                ));
+                continue;
+            }
+            if self.free == 0 {
+                return (None, true, false);
+            }
+            if !self.search(i, "the cheapest configuration not ruled out") {
+                return (None, pending, true);
+            }
+            pending = true;
+        }
+        (None, pending, false)
+    }
+
+    fn confirm(&mut self, i: usize) {
+        if self.known[i].confirming {
+            return;
+        }
+        if self.free == 0 {
+            return;
+        }
+        self.free -= 1;
+        self.actions.push(Action::Check {
+            cell: i,
+            purpose: CheckPurpose::Confirm,
+            rate: round2(self.target),
+            wanted: self.spec.confirmations,
+        });
+        self.states[i].state = SizedState::Measuring;
+        self.states[i].why = Some(format!(
+            "the cheapest that held: confirming at {} rps",
+            rate_text(self.target)
+        ));
+    }
+
+    /// Step 4: the rule-out probes of the configurations cheaper than `answer` that the bounds
+    /// pruned, those the model predicts closest to holding first (a wrong bound is likeliest
+    /// there). True while one is open or started.
+    fn rule_out(&mut self, order: &[usize], answer: usize) -> bool {
+        let mut before: Vec<usize> = order
+            .iter()
+            .copied()
+            .take_while(|&i| i != answer)
+            .filter(|&i| {
+                matches!(
+                    self.states[i].state,
+                    SizedState::Pruned | SizedState::RuledOut
+                ) || self.known[i].ruling_out
+            })
+            .collect();
+        let likely = |i: usize| {
+            self.states[i]
+                .predicted
+                .or(self.bounds[i].map(|(b, _)| b))
+                .unwrap_or(0.0)
+        };
+        // Most likely first; among equals the most expensive (stable sort keeps cost order).
+        before.reverse();
+        before.sort_by(|&a, &b| likely(b).total_cmp(&likely(a)));
+        let wanted = self.spec.rule_out as usize;
+        let mut open = false;
+        for &i in before.iter().take(wanted) {
+            let k = self.known[i];
+            if k.ruling_out {
+                open = true;
+                continue;
+            }
+            // Probed already: its verdict stands (a rule-out that held became a candidate and
+            // was confirmed, or failed its confirmation).
+            if k.ruled_out.is_some() || k.confirmed.is_some() {
+                continue;
+            }
+            if self.free == 0 {
+                open = true;
+                continue;
+            }
+            self.free -= 1;
+            open = true;
+            self.actions.push(Action::Check {
+                cell: i,
+                purpose: CheckPurpose::RuleOut,
+                rate: round2(self.target),
+                wanted: 1,
+            });
+            self.states[i].state = SizedState::Measuring;
+            self.states[i].why = Some(format!(
+                "ruled out by its bound: probing it once at the target, {} rps",
+                rate_text(self.target)
+            ));
+        }
+        open
+    }
+
+    fn chosen(&self, i: usize) -> ChosenConfiguration {
+        let c = &self.cells[i];
+        let k = self.known[i];
+        ChosenConfiguration {
+            configuration: c.name.clone(),
+            mode: c.mode.to_string(),
+            replicas: c.replicas,
+            cpu: c.cpu.as_str().to_owned(),
+            memory: c.memory.as_str().to_owned(),
+            env: c.env.clone(),
+            reserved_cpu: round3(self.costs[i]),
+            held_rate: k.held,
+            headroom: round3(k.held / self.spec.traffic - 1.0),
+            confirmed: format!(
+                "{} of {} probes held {} rps",
+                self.spec.confirmations,
+                self.spec.confirmations,
+                rate_text(self.target)
+            ),
+            hpa: None,
+        }
+    }
+
+    fn message(&self, outcome: SizingOutcome, answer: Option<usize>) -> String {
+        let target = rate_text(self.target);
+        let measured: Vec<usize> = (0..self.cells.len())
+            .filter(|&i| self.known[i].searched)
+            .collect();
+        let searched = format!(
+            "{} of {} configurations searched",
+            self.searched,
+            self.cells.len()
+        );
+        match outcome {
+            SizingOutcome::Chosen => {
+                let a = answer.unwrap_or_default();
+                let pruned = self
+                    .states
+                    .iter()
+                    .filter(|s| matches!(s.state, SizedState::Pruned | SizedState::RuledOut))
+                    .count();
+                format!(
+                    "{} holds {} rps (traffic {} + {}): {} reserved, held {} rps; {searched}, \
+                     {pruned} ruled out by bounds",
+                    self.cells[a].name,
+                    target,
+                    rate_text(self.spec.traffic),
+                    self.spec.margin,
+                    cores(self.costs[a]),
+                    rate_text(self.known[a].held)
+                )
+            }
+            SizingOutcome::NothingHolds => {
+                let best = measured
+                    .iter()
+                    .copied()
+                    .filter(|&i| self.known[i].held > 0.0)
+                    .max_by(|&a, &b| self.known[a].held.total_cmp(&self.known[b].held));
+                let largest = measured
+                    .iter()
+                    .copied()
+                    .max_by(|&a, &b| self.costs[a].total_cmp(&self.costs[b]));
+                let biggest =
+                    (0..self.cells.len()).max_by(|&a, &b| self.costs[a].total_cmp(&self.costs[b]));
+                let biggest = biggest.map_or(String::new(), |b| {
+                    let at_most = match (self.bounds[b], self.known[b].failed) {
+                        (_, f) if f.is_finite() => format!("failed at {} rps", rate_text(f)),
+                        (Some((bound, _)), _) => format!("holds at most {} rps", rate_text(bound)),
+                        _ => "was not bounded".into(),
+                    };
+                    format!(
+                        "; the largest in the space, {} ({} reserved), {at_most}",
+                        self.cells[b].name,
+                        cores(self.costs[b])
+                    )
+                });
+                format!(
+                    "no configuration holds {target} rps: {}; the largest tried was {}{biggest}; \
+                     {searched}",
+                    best.map_or("none held even the first rate probed".into(), |b| format!(
+                        "the best held {} rps ({})",
+                        rate_text(self.known[b].held),
+                        self.cells[b].name
+                    )),
+                    largest.map_or("none".into(), |l| format!(
+                        "{} ({} reserved)",
+                        self.cells[l].name,
+                        cores(self.costs[l])
+                    )),
+                )
+            }
+            SizingOutcome::OutOfBudget => format!(
+                "out of budget (spec.sizing.budget {}) before the cheapest configuration that \
+                 holds {target} rps was found: raise it; {searched}",
+                self.spec.budget
+            ),
+            SizingOutcome::Searching => format!("searching for {target} rps; {searched}"),
+            SizingOutcome::Confirming => format!("confirming at {target} rps; {searched}"),
+            SizingOutcome::RulingOut => {
+                format!("probing cheaper configurations at the target, {target} rps; {searched}")
+            }
+        }
+    }
+}
+
+fn cores(c: f64) -> String {
+    format!("{} CPU", round3(c))
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
