@@ -267,9 +267,8 @@ impl<'a> Walk<'a> {
             }))
             .map(|i| self.cells[i].name.clone())
             .collect();
-        let mut states = std::mem::take(&mut self.states);
-        let order_now = order;
-        states = order_now.iter().map(|&i| states[i].clone()).collect();
+        // Cheapest first, as the walk saw them.
+        let states = order.iter().map(|&i| self.states[i].clone()).collect();
         Decision {
             actions: self.actions,
             status: SizingStatus {
@@ -322,7 +321,6 @@ impl<'a> Walk<'a> {
             };
             if self.free == 0 {
                 // Seeds go first: nothing else starts until they have.
-                self.free = 0;
                 return false;
             }
             if !self.search(seed, "seed: bounds its family") {
