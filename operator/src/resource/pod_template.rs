@@ -197,7 +197,11 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
         if set == Some(true) {
             errors.push(FieldError::new(
                 at(&format!("spec.{field}")),
-                "is not allowed: a benchmark target runs in its own pod namespaces",
+                format!(
+                    "is not allowed at any Pod Security level: a benchmark target runs in its \
+                     own pod namespaces {}",
+                    held_always("hostNamespaces")
+                ),
             ));
         }
     }
@@ -205,7 +209,11 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
         if volume.host_path.is_some() {
             errors.push(FieldError::new(
                 at(&format!("spec.volumes[{i}].hostPath")),
-                "is not allowed: use a ConfigMap, Secret, emptyDir or projected volume",
+                format!(
+                    "is not allowed at any Pod Security level: use a ConfigMap, Secret, \
+                     emptyDir or projected volume {}",
+                    held_always("hostPathVolumes")
+                ),
             ));
         }
     }
@@ -218,7 +226,10 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
         if c.security_context.as_ref().and_then(|s| s.privileged) == Some(true) {
             errors.push(FieldError::new(
                 here("securityContext.privileged"),
-                "is not allowed",
+                format!(
+                    "is not allowed at any Pod Security level {}",
+                    held_always("privileged")
+                ),
             ));
         }
         let is_target = list == "containers" && Some(i) == target;
@@ -229,6 +240,13 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
         }
     }
     errors
+}
+
+/// The Pod Security check a template rule shares its id with. These rules hold even at the
+/// `privileged` level, so the id is tagged with that: a reader who looks the id up finds
+/// Pod Security admission's wording, and learns why no install setting lifts it.
+fn held_always(check: &str) -> String {
+    format!("[check {check}, held at every level]")
 }
 
 fn check_target(
@@ -389,6 +407,26 @@ mod tests {
             assert!(p.iter().any(|x| x == want), "{want} missing from {p:#?}");
         }
         assert_eq!(p.len(), 12, "{p:#?}");
+        // The rules Pod Security shares carry its check id, so the refusal reads the same as
+        // the operator's level checks and can be looked up.
+        for (path, id) in [
+            ("spec.hostNetwork", "hostNamespaces"),
+            ("spec.volumes[0].hostPath", "hostPathVolumes"),
+            (
+                "spec.containers[1].securityContext.privileged",
+                "privileged",
+            ),
+        ] {
+            let e = errors
+                .iter()
+                .find(|e| e.path == format!("spec.target.podTemplate.{path}"))
+                .unwrap();
+            assert!(
+                e.message
+                    .ends_with(&format!("[check {id}, held at every level]")),
+                "{e:?}"
+            );
+        }
         assert!(!p.iter().any(|x| x.contains("team")), "own labels are fine");
         assert!(
             !p.iter().any(|x| x.contains("ephemeral")),
