@@ -19,7 +19,11 @@
 #   KILL=sigstop bench/cluster-failover.sh   freezes the leader for STOP_SECONDS (20), past the
 #                                            Lease, then lets it go on: a standby must take over
 #                                            when the Lease expires, and the old leader, thawed,
-#                                            must step down (a lost node, a long pause)
+#                                            must step down (a lost node, a long pause).
+#                                            With the operator at logLevel debug and logFormat
+#                                            text, it also checks the fence: no "status written"
+#                                            line of the thawed process after the new leader's
+#                                            first one (the try fails otherwise)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tries="${TRIES:-3}" ns="${NAMESPACE:-bench-failover}" kill="${KILL:-force}"
@@ -86,8 +90,10 @@ EOF
     if [[ "$kill" == sigkill ]]; then
       kill -KILL "${pids[@]}"
     else
+      frozen_at="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
       kill -STOP "${pids[@]}"
-      (sleep "$stop_seconds" && kill -CONT "${pids[@]}") &
+      thawed_at="$(mktemp)"
+      (sleep "$stop_seconds" && date -u +%Y-%m-%dT%H:%M:%S.%NZ >"$thawed_at" && kill -CONT "${pids[@]}") &
     fi
   else
     kubectl delete pod -n "$release_ns" "$leader" --wait=false >/dev/null
@@ -117,6 +123,37 @@ EOF
     kubectl logs -n "$release_ns" "$leader" --since=60s 2>/dev/null |
       grep -E "Lease|stepping down|stopped reconciling" | tail -n 3 | cut -c1-240 || true
     echo "  holder now: $(holder)"
+    # The fence: every status write that landed, by process, from the debug lines "status
+    # written" (reconciler/reconcile.rs). The thawed process may have written before the new
+    # leader's first write (a turn decided before the freeze, which the resourceVersion
+    # precondition lets through only while nobody else has written), never after.
+    new_pod="${new_holder% (restarted)}"
+    if [[ "$new_pod" != "$leader" ]]; then
+      fence_ok=1
+      python3 - "$frozen_at" "$(cat "$thawed_at")" \
+        <(kubectl logs -n "$release_ns" "$leader" --timestamps=false 2>/dev/null) \
+        <(kubectl logs -n "$release_ns" "$new_pod" --timestamps=false 2>/dev/null) <<'PY' || fence_ok=0
+import sys
+frozen, thawed, old_log, new_log = sys.argv[1:5]
+def writes(path):
+    return [l.split()[0] for l in open(path) if "status written" in l]
+def withheld(path):
+    return [l.split()[0] for l in open(path) if "status write withheld" in l]
+new = [t for t in writes(new_log) if t >= frozen]
+if not new:
+    print("  fence: no 'status written' line from the new leader (is logLevel debug, logFormat text?)")
+    sys.exit(0)
+first_new = min(new)
+old_after_thaw = [t for t in writes(old_log) if t >= thawed]
+late = [t for t in old_after_thaw if t >= first_new]
+print(f"  fence: thawed at {thawed}; new leader's first write {first_new}; the thawed process "
+      f"wrote {len(old_after_thaw)} status(es) after its thaw, {len(late)} after the new leader's "
+      f"first, and withheld {len([t for t in withheld(old_log) if t >= thawed])}")
+sys.exit(1 if late else 0)
+PY
+      [[ "$fence_ok" == 1 ]] || fence_failed=1
+    fi
+    rm -f "$thawed_at"
   fi
   kubectl get benchmarkrun -n "$ns" failover -o json | python3 -c '
 import json, sys
@@ -135,3 +172,7 @@ for cell, r in reps:
 ' "$t0" "$t_holder" "$t_status" "$duration" "$leader" "$new_holder"
   kubectl -n "$release_ns" rollout status deployment/benchmatrix --timeout=120s >/dev/null
 done
+if [[ -n "${fence_failed:-}" ]]; then
+  echo "FAILED: a thawed former leader wrote a status after the new leader's first write" >&2
+  exit 1
+fi

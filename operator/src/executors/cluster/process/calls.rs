@@ -189,7 +189,8 @@ pub const GATE_CALLS: &[ApiCall] = &[call(
     false,
 )];
 
-/// The calls of leader election (`leader.rs`, through kube-lease-manager), made on one Lease in
+/// The calls of leader election (`leader.rs`, through kube-lease-manager, and the `get` of the
+/// status writes' fence, `reconciler/gate.rs`), made on one Lease in
 /// the operator's own namespace only when it runs with `--leader-elect`: the chart grants them
 /// by a Role in its release namespace when `replicas` is above 1, never cluster-wide (a
 /// ClusterRole could patch every node's heartbeat Lease). Not in [`API_CALLS`], whose rules go

@@ -19,7 +19,7 @@ use super::wiring::wire;
 use crate::executors::cluster::adapter;
 use crate::executors::cluster::children::images;
 use crate::executors::cluster::placement::queue;
-use crate::executors::cluster::reconciler::gate::{self, Gate};
+use crate::executors::cluster::reconciler::gate::{self, Gate, LeaseFence};
 use crate::executors::cluster::telemetry::kubelet::reader::KubeletReader;
 use crate::executors::cluster::telemetry::logging;
 use crate::executors::cluster::telemetry::metrics::Metrics;
@@ -245,6 +245,12 @@ fn stand_for_leader(
     };
     tracing::info!(identity = %election.identity, lease = %election.lease, namespace = %election.namespace, "leader election: waiting for the Lease");
     let lease_client = election.client(config.clone())?;
+    gate.fence_with(LeaseFence::new(
+        kube::Api::namespaced(lease_client.clone(), &election.namespace),
+        &election.lease,
+        &election.identity,
+        election.call_timeout(),
+    ));
     let task = tokio::spawn(leader::take_part(
         election,
         lease_client,

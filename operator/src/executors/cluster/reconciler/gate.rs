@@ -10,14 +10,24 @@
 //! closed gate, so a standby that takes over starts from warm caches; when the gate opens every
 //! run is woken (`queue::Queue::wake_all`).
 //!
+//! A process that is frozen (SIGSTOP, a paused VM, a long GC-like stall of the node) past the
+//! Lease's expiry wakes up believing it leads: its Lease task has not run yet, so the gate is
+//! still open. Two things keep its writes out once another replica leads:
+//! - every status write is conditional on the run's resourceVersion (`write.rs`), so a turn
+//!   decided before the freeze is refused with 409 once the new leader has written;
+//! - a turn decided after the thaw must first pass the [`LeaseFence`]: a status write needs a
+//!   read of the Lease that showed this replica as its holder no longer ago, by the monotonic
+//!   clock, than a Lease call's timeout. Older than that, the Lease is read again first.
+//!
 //! `/readyz` says why the gate is closed: not ready while the CRD differs (a rollout of a new
 //! operator before its CRD stops there), ready but standby while another replica leads.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
@@ -37,6 +47,8 @@ pub struct Gate {
     leading: AtomicBool,
     /// Why the CRD keeps the gate closed, if it does.
     crd: Mutex<Option<String>>,
+    /// With leader election, what a status write must pass besides the gate.
+    fence: OnceLock<LeaseFence>,
 }
 
 impl Default for Gate {
@@ -45,6 +57,85 @@ impl Default for Gate {
         Self {
             leading: AtomicBool::new(true),
             crd: Mutex::new(None),
+            fence: OnceLock::new(),
+        }
+    }
+}
+
+/// A status write's proof of leadership: a recent read of the Lease naming this replica.
+///
+/// The Lease task (`process/leader.rs`) renews through `kube-lease-manager`, which says only
+/// when leadership changes, not when it renewed, so the fence keeps its own evidence: the
+/// monotonic instant at which a Lease read that named this replica was sent. A frozen process
+/// cannot renew, and its monotonic clock runs on while it is frozen, so after a freeze longer
+/// than `fresh_for` the evidence is stale and the Lease is read before anything is written.
+#[derive(Debug)]
+pub struct LeaseFence {
+    api: kube::Api<Lease>,
+    lease: String,
+    identity: String,
+    fresh_for: Duration,
+    confirmed: Mutex<Option<tokio::time::Instant>>,
+}
+
+impl LeaseFence {
+    /// A fence on Lease `lease` read through `api` (a client with the Lease calls' timeouts),
+    /// whose holder must be `identity`; a read counts for `fresh_for`.
+    pub fn new(
+        api: kube::Api<Lease>,
+        lease: impl Into<String>,
+        identity: impl Into<String>,
+        fresh_for: Duration,
+    ) -> Self {
+        Self {
+            api,
+            lease: lease.into(),
+            identity: identity.into(),
+            fresh_for,
+            confirmed: Mutex::new(None),
+        }
+    }
+
+    fn is_fresh(&self, now: tokio::time::Instant) -> bool {
+        self.confirmed
+            .lock()
+            .ok()
+            .and_then(|c| *c)
+            .is_some_and(|at| now.duration_since(at) < self.fresh_for)
+    }
+
+    fn confirm(&self, at: tokio::time::Instant) {
+        if let Ok(mut c) = self.confirmed.lock() {
+            *c = Some(c.map_or(at, |was| was.max(at)));
+        }
+    }
+
+    fn forget(&self) {
+        if let Ok(mut c) = self.confirmed.lock() {
+            *c = None;
+        }
+    }
+
+    /// Whether the Lease names this replica now: from a read no older than `fresh_for`, else
+    /// from a new read. The instant kept is the one at which the read was sent, before the API
+    /// server answered, so the evidence never looks newer than it is.
+    async fn holds(&self) -> Result<Result<(), Option<String>>, kube::Error> {
+        let now = tokio::time::Instant::now();
+        if self.is_fresh(now) {
+            return Ok(Ok(()));
+        }
+        let holder = self
+            .api
+            .get_opt(&self.lease)
+            .await?
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity);
+        if holder.as_deref() == Some(self.identity.as_str()) {
+            self.confirm(now);
+            Ok(Ok(()))
+        } else {
+            self.forget();
+            Ok(Err(holder))
         }
     }
 }
@@ -56,6 +147,37 @@ impl Gate {
         Self {
             leading: AtomicBool::new(!leader_election),
             crd: Mutex::new(Some("the installed CRD has not been checked yet".into())),
+            fence: OnceLock::new(),
+        }
+    }
+
+    /// Makes every status write pass `fence` first (see the module doc). Set once, when the
+    /// replica stands for leader; a second fence is ignored.
+    pub fn fence_with(&self, fence: LeaseFence) {
+        let _ = self.fence.set(fence);
+    }
+
+    /// Whether a status write may go out now: the gate is open and, with leader election, the
+    /// Lease named this replica no longer ago than the fence allows (read again if it is older).
+    /// `Ok(false)` when another replica holds the Lease (the Lease task steps down on its next
+    /// look); an error when the Lease could not be read, which the caller retries.
+    pub async fn may_write(&self) -> Result<bool, kube::Error> {
+        if !self.is_open() {
+            return Ok(false);
+        }
+        let Some(fence) = self.fence.get() else {
+            return Ok(true);
+        };
+        match fence.holds().await? {
+            Ok(()) => Ok(self.is_open()),
+            Err(holder) => {
+                tracing::warn!(
+                    identity = %fence.identity,
+                    holder = holder.as_deref().unwrap_or("nobody"),
+                    "the leader Lease is not this replica's: status write withheld"
+                );
+                Ok(false)
+            }
         }
     }
 

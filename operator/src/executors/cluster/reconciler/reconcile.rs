@@ -186,6 +186,9 @@ pub async fn reconcile(
 /// runs out, and then the reconcile is retried as any conflict is.
 const STATUS_CONFLICT_TRIES: u32 = 3;
 
+/// When a run whose status write the Lease fence withheld is reconciled again.
+const FENCED_RETRY: Duration = Duration::from_secs(5);
+
 async fn reconcile_run(cached: &BenchmarkRun, ctx: &Context) -> Result<Requeue, Error> {
     let phase = cached.status.as_ref().map(|s| s.phase).unwrap_or_default();
     let mut stages = ctx.metrics.stages(&phase.to_string());
@@ -289,11 +292,26 @@ async fn reconcile_once(
         // may lead by now, and only one may write.
         return Ok(Decided::Done(Requeue::await_change()));
     }
+    if !deleted && turn.status != old && !ctx.gate.may_write().await? {
+        // The Lease names another replica, and the Lease task has not seen it yet (a process
+        // thawed after a freeze): nothing is written. Asked again later rather than on a
+        // change, in case this replica holds the Lease again by then without the gate closing.
+        return Ok(Decided::Done(Requeue::requeue(FENCED_RETRY)));
+    }
     if !deleted && turn.status != old {
         let written = write::write_status(&ctx.client, run, &turn.status).await;
         stages.lap("status");
         match written {
-            Ok(written) => ctx.note_written(run, written),
+            Ok(written) => {
+                // At debug, each write that landed, with the version it made: what the
+                // failover check (bench/cluster-failover.sh KILL=sigstop) reads to show that a
+                // thawed former leader wrote nothing once another replica led.
+                tracing::debug!(
+                    resource_version = written.metadata.resource_version.as_deref().unwrap_or(""),
+                    "status written"
+                );
+                ctx.note_written(run, written)
+            }
             Err(e) if e.is_conflict() => return Ok(Decided::Stale),
             // Deleted since it was read (or since the copy it was decided from was written):
             // nothing to write, nothing to refuse.

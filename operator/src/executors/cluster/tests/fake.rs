@@ -83,9 +83,13 @@ pub struct RecordedCall {
 }
 
 impl RecordedCall {
-    /// Whether `controller::API_CALLS` lists this call.
+    /// Whether `controller::API_CALLS` lists this call, or, for the Lease (which the status
+    /// writes' fence reads), `LEASE_CALLS`, whose Role the chart grants with leader election.
     pub fn is_declared(&self) -> bool {
-        calls::API_CALLS.iter().any(|c| self.matches(c))
+        calls::API_CALLS
+            .iter()
+            .chain(calls::LEASE_CALLS)
+            .any(|c| self.matches(c))
     }
 
     fn matches(&self, c: &ApiCall) -> bool {

@@ -65,3 +65,102 @@ async fn the_crd_check_reads_the_installed_crd_and_names_what_differs() {
     })
     .await;
 }
+
+/// A gate that leads with a Lease fence for replica `pod-a`, whose reads count for `fresh_for`.
+fn fenced(h: &mut Harness, fresh_for: std::time::Duration) {
+    let gate = Arc::new(Gate::closed(true));
+    gate.set_crd_problem(None);
+    gate.set_leading(true);
+    gate.fence_with(gate::LeaseFence::new(
+        kube::Api::namespaced(h.fake.client(), "benchmatrix-system"),
+        "benchmatrix",
+        "pod-a",
+        fresh_for,
+    ));
+    let mut ctx = Harness::context(&h.fake, &h.now, 1, Writer::default());
+    Arc::get_mut(&mut ctx).unwrap().gate = gate;
+    h.ctx = ctx;
+}
+
+fn lease(holder: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "benchmatrix", "namespace": "benchmatrix-system"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15},
+    })
+}
+
+fn lease_reads(h: &Harness) -> usize {
+    h.fake
+        .calls()
+        .iter()
+        .filter(|c| c.method == "GET" && c.resource == "leases")
+        .count()
+}
+
+/// A former leader thawed after a freeze past its Lease still has an open gate (its Lease task
+/// has not looked yet): the fence reads the Lease, sees another holder and writes nothing.
+#[tokio::test]
+async fn a_thawed_former_leader_writes_no_status_while_another_holds_the_lease() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        fenced(&mut h, std::time::Duration::ZERO);
+        h.fake.insert("leases", lease("pod-b"));
+        h.fake.insert("benchmarkruns", sample("held", &["a"]));
+        let requeue = h.reconcile("held").await.unwrap();
+        assert_ne!(
+            requeue,
+            Requeue::await_change(),
+            "asked again, not left waiting"
+        );
+        assert!(h.fake.get("benchmarkruns", NS, "held").unwrap()["status"].is_null());
+        assert!(
+            !h.fake.calls().iter().any(|c| c.method == "PATCH"),
+            "no status write, no child: {:?}",
+            h.fake.calls()
+        );
+        assert_eq!(lease_reads(&h), 1);
+        // The Lease names this replica again: the same reconcile writes.
+        h.fake
+            .edit("leases", "benchmatrix-system", "benchmatrix", |l| {
+                l["spec"]["holderIdentity"] = "pod-a".into();
+            });
+        h.reconcile("held").await.unwrap();
+        assert_eq!(h.phase("held"), RunPhase::Running);
+    })
+    .await;
+}
+
+/// A Lease read counts for the fence's window: writes inside it read the Lease once, and
+/// with no window every write reads it first.
+#[tokio::test]
+async fn the_fence_reads_the_lease_again_only_once_its_last_read_is_stale() {
+    with_timeout(async {
+        for (fresh_for, reads_at_least, reads_at_most) in [
+            (std::time::Duration::from_secs(600), 1, 1),
+            (std::time::Duration::ZERO, 2, usize::MAX),
+        ] {
+            let mut h = Harness::new();
+            fenced(&mut h, fresh_for);
+            h.fake.insert("leases", lease("pod-a"));
+            for run in ["one", "two"] {
+                h.fake.insert("benchmarkruns", sample(run, &["a"]));
+                h.reconcile(run).await.unwrap();
+                assert_eq!(h.phase(run), RunPhase::Running);
+            }
+            let writes = h
+                .fake
+                .calls()
+                .iter()
+                .filter(|c| c.sub.as_deref() == Some("status") && c.method == "PATCH")
+                .count();
+            assert!(writes >= 2, "two status writes, got {writes}");
+            let reads = lease_reads(&h);
+            assert!(
+                (reads_at_least..=reads_at_most).contains(&reads),
+                "window {fresh_for:?}: {reads} Lease reads for {writes} writes"
+            );
+        }
+    })
+    .await;
+}
