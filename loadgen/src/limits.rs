@@ -54,7 +54,7 @@ pub const MAX_POOL_SIZE: u32 = 1024;
 /// is an OS thread with its own runtime, and no machine a benchmark runs on has more cores.
 pub const MAX_THREADS: u32 = 256;
 
-/// Most load generators sharing one workload (`generators`, `spec.loadgen.parallelism`).
+/// Most load generators sharing one workload (`generators`, `spec.loadgen.generators`).
 pub const MAX_GENERATORS: u32 = 32;
 
 /// Largest request body of one endpoint, in bytes: 64 KiB, plenty for the JSON documents an

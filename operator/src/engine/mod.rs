@@ -74,6 +74,9 @@ pub struct Ctx<'a> {
         &'a crate::resource::sizing::SizingSpec,
         &'a crate::resource::capacity::CapacitySpec,
     )>,
+    /// Fields the spec sets under an old name (`path: what to write instead`): the SpecValid
+    /// condition says them, and the run's admission warns of them once.
+    pub deprecations: &'a [String],
 }
 
 impl<'a> Ctx<'a> {
@@ -91,6 +94,7 @@ impl<'a> Ctx<'a> {
             parallelism: spec.parallelism,
             capacity: spec.capacity.as_ref().map(|c| (c, &spec.workload)),
             sizing: spec.sizing.as_ref().zip(spec.capacity.as_ref()),
+            deprecations: run.deprecations(),
         }
     }
 }
@@ -114,6 +118,7 @@ impl Ctx<'static> {
             parallelism: run.spec.parallelism,
             capacity: None,
             sizing: None,
+            deprecations: &[],
         }
     }
 }

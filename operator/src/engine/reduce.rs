@@ -269,7 +269,7 @@ fn admitted(status: &mut BenchmarkRunStatus, cells: Vec<Admission>, ctx: &Ctx) -
         ctx.generation,
         ctx.now,
     );
-    Vec::new()
+    deprecated(ctx)
 }
 
 /// With several steps in flight (spec.parallelism), the run's message names them all, not
@@ -380,17 +380,30 @@ fn finished(status: &mut BenchmarkRunStatus, interrupted: bool, ctx: &Ctx) -> Ve
     }]
 }
 
-/// Condition SpecValid True: the spec passed validation (a queued run says so too).
+/// Condition SpecValid True: the spec passed validation (a queued run says so too). Its
+/// message names the fields set under an old name, if any.
 fn spec_valid(status: &mut BenchmarkRunStatus, ctx: &Ctx) {
     set_condition(
         &mut status.conditions,
         conditions::SPEC_VALID,
         cs::TRUE,
         Reason::Valid,
-        "",
+        ctx.deprecations.join("; "),
         ctx.generation,
         ctx.now,
     );
+}
+
+/// A Warning Event per field set under an old name, when the run starts.
+fn deprecated(ctx: &Ctx) -> Vec<Note> {
+    ctx.deprecations
+        .iter()
+        .map(|d| Note {
+            warning: true,
+            reason: "Deprecated".into(),
+            note: d.clone(),
+        })
+        .collect()
 }
 
 /// A repetition of `cell` measured: the cell succeeds with its figures (a run that does not

@@ -17,6 +17,7 @@ fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> 
         parallelism: Default::default(),
         capacity: None,
         sizing: None,
+        deprecations: &[],
     }
 }
 
@@ -876,4 +877,33 @@ fn a_variant_that_fails_ends_alone_and_its_partner_measures_on() {
     assert_eq!(status.cells[1].phase, CellPhase::Failed);
     // The one round both measured is compared.
     assert_eq!(status.variants[0].rounds, 1);
+}
+
+/// A spec that sets a field under its old name is admitted, with the deprecation in the
+/// SpecValid condition and one Warning Event; without one, neither.
+#[test]
+fn a_deprecated_field_is_said_at_admission_without_stopping_the_run() {
+    let now = time_from_secs(1_000);
+    let said =
+        ["spec.loadgen.parallelism: is deprecated: write spec.loadgen.generators".to_owned()];
+    for deprecations in [&said[..], &[]] {
+        let c = Ctx {
+            deprecations,
+            ..ctx(&now, 1, false)
+        };
+        let mut status = BenchmarkRunStatus::default();
+        let cells = vec![Admission {
+            name: "a".into(),
+            variant_of: None,
+            reserved_cpu: None,
+        }];
+        let notes = reduce(&mut status, Event::Admitted { cells }, &c);
+        assert_eq!(status.phase, RunPhase::Running);
+        let valid = find(&status.conditions, conditions::SPEC_VALID).unwrap();
+        assert_eq!(valid.status, "True");
+        assert_eq!(valid.message, deprecations.join("; "));
+        let warned: Vec<_> = notes.iter().filter(|n| n.reason == "Deprecated").collect();
+        assert_eq!(warned.len(), deprecations.len(), "{notes:?}");
+        assert!(warned.iter().all(|n| n.warning && n.note == said[0]));
+    }
 }

@@ -68,8 +68,8 @@ pub struct Shape {
     pub repeat: u32,
     /// spec.repeat is `{min, max, precision}`: each cell records why it stopped repeating.
     pub adaptive: bool,
-    /// spec.loadgen.parallelism.
-    pub parallelism: u32,
+    /// spec.loadgen.generators.
+    pub generators: u32,
     /// With spec.parallelism other than 1: the most slots, else 0 (no status.parallelism).
     pub slots: u32,
     /// For each threshold, the indices of the cells it selects.
@@ -167,7 +167,7 @@ impl Shape {
                 .collect(),
             repeat: spec.repeat.max_rounds(),
             adaptive: spec.repeat.is_adaptive(),
-            parallelism: spec.loadgen.parallelism.max(1),
+            generators: spec.loadgen.generators(),
             slots: if spec.parallelism.is_parallel() {
                 spec.parallelism.most()
             } else {

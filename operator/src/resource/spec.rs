@@ -743,11 +743,18 @@ pub struct LoadgenSpec {
     #[serde(default = "default_memory")]
     pub memory: Quantity,
 
-    /// Number of load generator pods, 1 to 32; each drives its share of the connections and
-    /// rate and the histograms are merged exactly.
-    #[serde(default = "default_parallelism")]
+    /// Number of load generator pods, 1 to 32 (default 1); each drives its share of the
+    /// connections and rate and the histograms are merged exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = MAX_GENERATORS))]
-    pub parallelism: u32,
+    pub generators: Option<u32>,
+
+    /// Deprecated: the old name of `generators` (1 to 32), still read (with a warning) so that
+    /// runs written for it keep working. It was renamed because `spec.parallelism` means something
+    /// else: how many measurements run at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_GENERATORS))]
+    pub parallelism: Option<u32>,
 
     /// Worker threads per load generator, 1 to 256 (default: from its CPU limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -761,18 +768,23 @@ impl Default for LoadgenSpec {
             image: None,
             cpu: default_loadgen_cpu(),
             memory: default_memory(),
-            parallelism: default_parallelism(),
+            generators: None,
+            parallelism: None,
             threads: None,
         }
     }
 }
 
-fn default_loadgen_cpu() -> Quantity {
-    Quantity::from("1")
+impl LoadgenSpec {
+    /// How many load generators share each measurement: `generators`, else the deprecated
+    /// `parallelism`, else 1. (Both set to different counts is refused by validation.)
+    pub fn generators(&self) -> u32 {
+        self.generators.or(self.parallelism).unwrap_or(1)
+    }
 }
 
-fn default_parallelism() -> u32 {
-    1
+fn default_loadgen_cpu() -> Quantity {
+    Quantity::from("1")
 }
 
 /// Where the pods of a run are scheduled.
@@ -965,6 +977,12 @@ mod tests {
             &with(&stream, &["rate"]),
             MAX_RATE_PER_STREAM,
             "10000000",
+        );
+        bounded(
+            &spec,
+            &["properties", "loadgen", "properties", "generators"],
+            f64::from(MAX_GENERATORS),
+            "32",
         );
         bounded(
             &spec,

@@ -114,7 +114,7 @@ pub fn validate_run(run: &BenchmarkRun) -> Result<(), SpecError> {
 }
 
 /// [`validate_run`] plus the rules only a cluster needs: the run's name becomes a label value,
-/// each of the `spec.loadgen.parallelism` load generators takes a share of every closed-loop
+/// each of the `spec.loadgen.generators` load generators takes a share of every closed-loop
 /// stream's connections, and the object with its status must fit what etcd stores
 /// ([`crate::resource::size`]).
 pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
@@ -125,7 +125,7 @@ pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
             "at most 63 characters (it is used as a label value)",
         ));
     }
-    let n = run.spec.loadgen.parallelism;
+    let n = run.spec.loadgen.generators();
     check_plan_size(&run.spec.workload, n, &mut errors);
     if n > 1 {
         for (p, phase) in run.spec.workload.phases.iter().enumerate() {
@@ -134,7 +134,7 @@ pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
                     errors.push(FieldError::new(
                         format!("spec.workload.phases[{p}].load[{s}].connections"),
                         format!(
-                            "must be at least spec.loadgen.parallelism ({n}): each load generator gets a share"
+                            "must be at least spec.loadgen.generators ({n}): each load generator gets a share"
                         ),
                     ));
                 }
@@ -545,21 +545,47 @@ fn check_sizing(
     check_env(&names, "spec.sizing.search.env", errors);
 }
 
+/// Fields that still work under an old name, each at its path with what to write instead.
+/// Nothing here stops a run: a local run prints them, the operator puts them in the SpecValid
+/// condition's message and a Warning Event.
+pub fn deprecations(spec: &crate::resource::BenchmarkRunSpec) -> Vec<FieldError> {
+    let mut found = Vec::new();
+    if spec.loadgen.parallelism.is_some() {
+        found.push(FieldError::new(
+            "spec.loadgen.parallelism",
+            "is deprecated: write spec.loadgen.generators (the same count of load generator \
+             pods; spec.parallelism is how many measurements run at once)",
+        ));
+    }
+    found
+}
+
 /// `spec.loadgen`: resources, how many load generators and their threads.
 fn check_loadgen(loadgen: &LoadgenSpec, errors: &mut Vec<FieldError>) {
     check_cpu(&loadgen.cpu, "spec.loadgen.cpu", errors);
     check_memory(&loadgen.memory, "spec.loadgen.memory", errors);
-    if loadgen.parallelism == 0 {
-        errors.push(FieldError::new(
-            "spec.loadgen.parallelism",
-            "must be at least 1",
-        ));
-    } else if loadgen.parallelism > MAX_GENERATORS {
+    for (field, count) in [
+        ("generators", loadgen.generators),
+        ("parallelism", loadgen.parallelism),
+    ] {
+        let path = format!("spec.loadgen.{field}");
+        match count {
+            Some(0) => errors.push(FieldError::new(path, "must be at least 1")),
+            Some(n) if n > MAX_GENERATORS => errors.push(FieldError::new(
+                path,
+                format!("{n} is more than the {MAX_GENERATORS} load generators allowed"),
+            )),
+            _ => {}
+        }
+    }
+    if let (Some(new), Some(old)) = (loadgen.generators, loadgen.parallelism)
+        && new != old
+    {
         errors.push(FieldError::new(
             "spec.loadgen.parallelism",
             format!(
-                "{} is more than the {MAX_GENERATORS} load generators allowed",
-                loadgen.parallelism
+                "is the deprecated name of spec.loadgen.generators, which says {new}: set \
+                 generators alone"
             ),
         ));
     }
@@ -713,7 +739,7 @@ fn check_plan_size(workload: &Workload, parallelism: u32, errors: &mut Vec<Field
         errors.push(FieldError::new(
             "spec.workload.endpoints",
             format!(
-                "the bodies and headers ({per_plan} bytes) times spec.loadgen.parallelism ({parallelism}) come to {total} bytes; one cell's plans share a ConfigMap of at most 1 MiB, so at most {PLAN_REQUEST_BUDGET} bytes: shorten them or use fewer load generators"
+                "the bodies and headers ({per_plan} bytes) times spec.loadgen.generators ({parallelism}) come to {total} bytes; one cell's plans share a ConfigMap of at most 1 MiB, so at most {PLAN_REQUEST_BUDGET} bytes: shorten them or use fewer load generators"
             ),
         ));
     }

@@ -19,6 +19,7 @@ pub struct ValidatedRun {
     run: BenchmarkRun,
     cells: Vec<Cell>,
     planned_load: Duration,
+    deprecations: Vec<String>,
 }
 
 impl ValidatedRun {
@@ -43,11 +44,21 @@ impl ValidatedRun {
     fn derive(run: BenchmarkRun) -> Self {
         let cells = matrix::cells(&run.spec);
         let planned_load = run.spec.planned_load();
+        let deprecations = validate::deprecations(&run.spec)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         ValidatedRun {
             run,
             cells,
             planned_load,
+            deprecations,
         }
+    }
+
+    /// The fields it sets under an old name, each as `path: what to write instead`.
+    pub fn deprecations(&self) -> &[String] {
+        &self.deprecations
     }
 
     /// The run as applied.
@@ -85,6 +96,7 @@ impl ValidatedRun {
             run,
             cells: self.cells.clone(),
             planned_load: self.planned_load,
+            deprecations: self.deprecations.clone(),
         })
     }
 

@@ -101,7 +101,7 @@ pub fn judge_probe(
             Some(format!(
                 "{short} {at}, with {:.1}% of the sends late while the target answered what it \
                  was sent in p99 {:.1} ms: the load generator could not keep the schedule; \
-                 raise spec.loadgen.parallelism or spec.loadgen.cpu",
+                 raise spec.loadgen.generators or spec.loadgen.cpu",
                 (1.0 - s.on_time()) * 100.0,
                 s.sent_p99_ms.unwrap_or_default()
             )),

@@ -86,6 +86,9 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
         }
     };
+    for old in crate::resource::validate::deprecations(run.spec()) {
+        eprintln!("benchmatrix run: warning: {old}");
+    }
     let refused = crate::executors::cluster::children::pod_security::refusals(
         &run,
         args.pod_security,

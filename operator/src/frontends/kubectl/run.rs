@@ -255,6 +255,9 @@ fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
             }
             EXIT_BAD_INPUT
         })?;
+    for old in crate::resource::validate::deprecations(validated.spec()) {
+        eprintln!("{COMMAND}: warning: {old}");
+    }
     let Some(name) = validated
         .run()
         .metadata

@@ -120,7 +120,7 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
         ],
         repeat: 4,
         adaptive: true,
-        parallelism: 3,
+        generators: 3,
         slots: 0,
         thresholds: vec![vec![0, 2], vec![], vec![1]],
         interference: vec![("fast&".into(), "solo<".into(), "mixed\u{8}".into())],

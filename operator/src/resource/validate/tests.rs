@@ -50,7 +50,7 @@ fn a_good_spec_parses_with_defaults() {
     assert_eq!(run.spec.configurations.len(), 2);
     assert_eq!(run.spec.configurations[0].memory.as_str(), "256Mi");
     assert_eq!(run.spec.target.port, 8080);
-    assert_eq!(run.spec.loadgen.parallelism, 1);
+    assert_eq!(run.spec.loadgen.generators(), 1);
 }
 
 #[test]
@@ -289,9 +289,9 @@ fn run_level_values_beyond_the_limits_are_refused() {
     assert_error(
         &GOOD.replace(
             "  workload:\n",
-            "  loadgen:\n    parallelism: 33\n    threads: 257\n  workload:\n",
+            "  loadgen:\n    generators: 33\n    threads: 257\n  workload:\n",
         ),
-        "spec.loadgen.parallelism: 33 is more than the 32 load generators allowed",
+        "spec.loadgen.generators: 33 is more than the 32 load generators allowed",
     );
     assert_error(
         &GOOD.replace(
@@ -336,13 +336,13 @@ fn on_a_cluster_each_load_generator_gets_a_connection_of_every_closed_stream() {
     let with_parallelism = |n: u32| {
         GOOD.replace(
             "  workload:\n",
-            &format!("  loadgen:\n    parallelism: {n}\n  workload:\n"),
+            &format!("  loadgen:\n    generators: {n}\n  workload:\n"),
         )
     };
     // Closed-loop streams have 2 connections each; the open-loop one has none to share.
     assert!(cluster_errors_of(&with_parallelism(2)).is_empty());
     let errs = cluster_errors_of(&with_parallelism(3));
-    let share = "must be at least spec.loadgen.parallelism (3): each load generator gets a share";
+    let share = "must be at least spec.loadgen.generators (3): each load generator gets a share";
     assert_eq!(
         errs,
         [
@@ -455,12 +455,12 @@ fn bodies_that_would_overflow_a_clusters_plan_config_map_are_refused_there_only(
     let big = format!("'{}'", "x".repeat(40_000));
     let yaml = with_post(&POST.replace("'{\"n\": 1}'", &big)).replace(
         "  workload:\n",
-        "  loadgen: {parallelism: 32}\n  workload:\n",
+        "  loadgen: {generators: 32}\n  workload:\n",
     );
     let run = parse_benchmark_run(&yaml).unwrap_or_else(|e| panic!("{e}"));
     let err = validate_for_cluster(&run).unwrap_err().to_string();
     assert!(
-            err.contains("spec.workload.endpoints: the bodies and headers (40041 bytes) times spec.loadgen.parallelism (32)"),
+            err.contains("spec.workload.endpoints: the bodies and headers (40041 bytes) times spec.loadgen.generators (32)"),
             "{err}"
         );
 }
@@ -668,4 +668,35 @@ fn thresholds_name_known_variants_and_judge_one_against_another() {
 
     let none = errors(&run("[{p99: {atMost: 1.05, ofVariant: base}}]", Vec::new()));
     assert!(none[0].contains("the run has no spec.variants"), "{none:?}");
+}
+
+/// `spec.loadgen.parallelism` was renamed `generators`: the old name still counts (with a
+/// deprecation a run shows), the two disagreeing is refused, and the new name warns of nothing.
+#[test]
+fn the_old_name_of_loadgen_generators_still_counts_and_is_reported_deprecated() {
+    let with = |loadgen: &str| {
+        GOOD.replace(
+            "  workload:\n",
+            &format!("  loadgen: {loadgen}\n  workload:\n"),
+        )
+    };
+    let old = parse_benchmark_run(&with("{parallelism: 2}")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(old.spec.loadgen.generators(), 2);
+    let said = super::deprecations(&old.spec);
+    assert_eq!(said.len(), 1);
+    assert_eq!(said[0].path, "spec.loadgen.parallelism");
+    assert!(
+        said[0].message.contains("spec.loadgen.generators"),
+        "{said:?}"
+    );
+    let new = parse_benchmark_run(&with("{generators: 2}")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(new.spec.loadgen.generators(), 2);
+    assert!(super::deprecations(&new.spec).is_empty());
+    assert!(parse_benchmark_run(&with("{generators: 2, parallelism: 2}")).is_ok());
+    assert_error(
+        &with("{generators: 2, parallelism: 3}"),
+        "spec.loadgen.parallelism: is the deprecated name of spec.loadgen.generators, which says 2: set generators alone",
+    );
+    let default = parse_benchmark_run(GOOD).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(default.spec.loadgen.generators(), 1);
 }

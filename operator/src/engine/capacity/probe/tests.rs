@@ -159,7 +159,7 @@ fn a_shortfall_with_fast_answers_is_the_load_generators_not_the_targets() {
         None,
     );
     assert_eq!(p.verdict, ProbeVerdict::LoadgenBound, "{p:?}");
-    assert!(p.why.unwrap().contains("spec.loadgen.parallelism"));
+    assert!(p.why.unwrap().contains("spec.loadgen.generators"));
 }
 
 #[test]

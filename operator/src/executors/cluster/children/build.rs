@@ -442,7 +442,7 @@ pub fn plan_config_map(
     replicas: &[String],
 ) -> ConfigMap {
     let run = v.run();
-    let n = run.spec.loadgen.parallelism.max(1);
+    let n = run.spec.loadgen.generators();
     let data = (0..n)
         .map(|i| {
             let mut plan = plan_share(run, target, replicas, i, n);
@@ -492,7 +492,7 @@ fn loadgen_env(v: &ValidatedRun) -> Option<Vec<K8sEnvVar>> {
 pub fn job(v: &ValidatedRun, cell: &Cell, repetition: u32, default_image: &str) -> Job {
     let at = cell_run(v, cell, repetition);
     let spec = v.spec();
-    let n = spec.loadgen.parallelism.max(1) as i32;
+    let n = spec.loadgen.generators() as i32;
     let pod_labels = at.labels(ROLE_LOADGEN);
     // Whole seconds, rounded up, and at least one second beyond the planned load.
     let deadline = v

@@ -48,7 +48,7 @@ pub struct CellRequests {
     pub replicas: u32,
     /// One load generator pod's requests.
     pub loadgen: PodRequest,
-    /// Load generator pods (`spec.loadgen.parallelism`).
+    /// Load generator pods (`spec.loadgen.generators`).
     pub loadgens: u32,
     /// `spec.placement.nodeSelector`.
     pub node_selector: BTreeMap<String, String>,
@@ -65,7 +65,7 @@ impl CellRequests {
             target: pod_request(&cell.cpu, &cell.memory)?,
             replicas: cell.replicas,
             loadgen: pod_request(&spec.loadgen.cpu, &spec.loadgen.memory)?,
-            loadgens: spec.loadgen.parallelism.max(1),
+            loadgens: spec.loadgen.generators(),
             node_selector: spec.placement.node_selector.clone(),
             tolerations: spec.placement.tolerations.clone(),
         })
