@@ -5,7 +5,7 @@
 //! Two kinds of metric live in the registry:
 //!
 //! - The event-loop lag histogram, a real histogram the loops observe into as they measure.
-//! - Everything else, read at scrape time by [`StatsCollector`] from the counters and samples in
+//! - Everything else, read at scrape time by `StatsCollector` from the counters and samples in
 //!   [`Stats`]. Those atomics are what `/stats` reads too and what the connection code, the pool
 //!   and the request counter already update; a second set of `prometheus-client` counters
 //!   would double the bookkeeping on every request and could drift from `/stats`. The sampled

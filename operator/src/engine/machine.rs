@@ -3,7 +3,7 @@
 //!
 //! An executor tells the machine what it saw of the step as [`Seen`] facts (pods, processes,
 //! a result) and gets back [`Command`]s (deploy, start the load, collect, stop, wake up later),
-//! while the machine moves the status through the engine's events ([`super::record`]). Which
+//! while the machine moves the status through the engine's events ([`super::reduce()`]). Which
 //! failure wins over which, every timeout, when to read the result and when to clean up are
 //! decided here and nowhere else; the executors only do what they are told.
 //!

@@ -7,8 +7,8 @@
 //!   it picks what happens next (which failure wins, every timeout, when to read the result,
 //!   when to clean up) and returns [`machine::Command`]s: deploy, start the load, collect,
 //!   stop, wake up later.
-//! - [`record`] writes: each [`Event`] the machine (or an executor, for the run's start and
-//!   refusals) reports becomes the next status: cell and run phases, failure causes,
+//! - [`reduce`](fn@reduce) writes: each [`Event`] the machine (or an executor, for the run's
+//!   start and refusals) reports becomes the next status: cell and run phases, failure causes,
 //!   conditions, messages, repetitions and when to stop repeating, the summary and the end.
 //!
 //! The operator (`executors::cluster::adapter`, `executors::cluster::reconciler::observe`) and the
@@ -278,7 +278,7 @@ pub enum Event {
     CellFailed {
         /// Index of the cell.
         cell: usize,
-        /// One of [`cause`].
+        /// The [`Cause`].
         cause: Cause,
         /// The cause in a sentence, with the failing part's own words.
         message: String,

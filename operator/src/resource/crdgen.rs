@@ -19,7 +19,7 @@ pub fn crd_yaml() -> String {
 }
 
 /// The CRD as the API server should receive it: the derived one with every schema `format` the
-/// API server knows and every description in whole sentences (see [`tidy`]).
+/// API server knows and every description in whole sentences (see `tidy`).
 pub fn crd_value() -> Value {
     let mut crd = serde_json::to_value(BenchmarkRun::crd()).expect("a CRD always serializes");
     tidy(&mut crd);

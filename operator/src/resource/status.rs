@@ -85,7 +85,7 @@ pub struct ParallelismStatus {
     /// Measurements that run at once.
     pub slots: u32,
     /// The nodes of each slot: every pod of a measurement in slot i is pinned to
-    /// nodeSets[i]. Empty where the executor has no separate nodes (a local run).
+    /// `nodeSets[i]`. Empty where the executor has no separate nodes (a local run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_sets: Vec<Vec<String>>,
     /// How the slots came about, and fewer than asked said so, e.g. "2 slots of the 4 asked:

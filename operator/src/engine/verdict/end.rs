@@ -16,7 +16,7 @@ use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, RunPhase};
 pub struct RunEnd {
     /// `Succeeded` when at least one cell was measured and the run was not stopped.
     pub phase: RunPhase,
-    /// Reason of the `Complete` condition (one of [`reason`]).
+    /// Reason of the `Complete` condition (a [`Reason`]).
     pub reason: Reason,
     /// One line a person can act on, naming the failed cells.
     pub message: String,

@@ -1,6 +1,6 @@
 //! `kubectl benchmatrix logs NAME`: the logs of a run's pods (the targets and the load
-//! generators), found by the labels the operator puts on them (`controller::build`), each log
-//! headed by its pod and container.
+//! generators), found by the labels the operator puts on them
+//! (`executors::cluster::children::build`), each log headed by its pod and container.
 //!
 //! The operator deletes each repetition's objects when the repetition ends unless
 //! `spec.cleanup` keeps them, so a finished run usually has no pods left; the command says so

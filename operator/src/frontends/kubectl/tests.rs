@@ -1,6 +1,7 @@
 //! `kubectl benchmatrix` against the faked API server. The runs are driven by the operator's
-//! own reconciler (`controller::tests::Harness`) over the same fake, so the plugin follows the
-//! statuses a real operator writes, through a watch that serves each change as an event.
+//! own reconciler (`executors::cluster::tests::Harness`) over the same fake, so the plugin
+//! follows the statuses a real operator writes, through a watch that serves each change as an
+//! event.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -21,7 +21,7 @@ const FIGURES: [&str; 2] = ["p99", "rps"];
 pub struct NodeEffect {
     /// The node, or the nodes of a set joined by "+".
     pub node: String,
-    /// Per figure of [`FIGURES`], the median across cells of (the cell's median on this node)
+    /// Per figure of `FIGURES`, the median across cells of (the cell's median on this node)
     /// / (its median on all nodes); `None` without a measured value.
     pub ratios: [Option<f64>; 2],
     /// Cells measured on this node.

@@ -11,7 +11,7 @@ use super::{ABSENT, phase_endpoints, result_of};
 use crate::engine::verdict::recommend::{cpu_per_1000_requests, cpus};
 use crate::resource::{BenchmarkRunStatus, CellStatus};
 
-/// Markdown for report.md: "**Recommendation.** <sentence>" when the status has one, then a
+/// Markdown for report.md: `**Recommendation.** <sentence>` when the status has one, then a
 /// table with a column per cell: its reserved CPU, its rate on each phase and endpoint, and
 /// its CPU used per 1,000 requests (`!` when that spread more than 2x over the repetitions).
 /// Empty when there is neither a sentence nor a measured cell.

@@ -12,7 +12,7 @@
 //! same check ids, the same rules, and the same reason and detail texts, so a refusal reads as
 //! the API server would word it. Each refusal also names the field to change. The levels nest:
 //! restricted is every baseline check, some of them replaced by a stricter one (see
-//! [`restricted::CHECKS`]).
+//! `restricted::CHECKS`).
 //!
 //! Pure: a pod spec in, the violations out. The callers decide what a violation means.
 

@@ -13,10 +13,10 @@
 //! smallest reservation wins; equal reservations (an equal-budget matrix) are decided by the
 //! [`margin`], how far inside its thresholds a cell stayed. Without thresholds there is nothing
 //! to meet, so nothing is recommended and the sentence lists what each cell traded
-//! ([`trades`]).
+//! (`trades`).
 //!
 //! A run that searched (`spec.capacity`) is ranked by capacity instead: the most traffic held
-//! at the SLO per reserved core ([`capacity`]).
+//! at the SLO per reserved core (`capacity`).
 
 mod capacity;
 mod trades;
@@ -213,13 +213,13 @@ fn by_margin(a: &Option<Margin>, b: &Option<Margin>) -> Ordering {
 /// Names the configuration that meets every threshold for the least reserved CPU (CPU limit
 /// times replicas), equal reservations decided by the wider [`margin`] and then by the order
 /// of the matrix. `results` are [`crate::engine::verdict::judge::evaluate`]'s verdicts; empty means the run
-/// had no thresholds, and then nothing is recommended (see [`trades`]).
+/// had no thresholds, and then nothing is recommended (see `trades`).
 ///
 /// A cell qualifies when it succeeded, at least one threshold judged it and every verdict on
 /// it passed (a cell no threshold names is not known to meet the service level), no figure
 /// those verdicts rest on is unstable over the repetitions, and its reservation is recorded.
 /// The CPU it used plays no part. A run whose cells searched for their capacity is
-/// recommended by [`capacity::recommend`] instead.
+/// recommended by `capacity::recommend` instead.
 pub fn recommend(cells: &[CellStatus], results: &[ThresholdResult]) -> Recommendation {
     if let Some(ranking) = crate::engine::capacity::rank::rank(cells) {
         return capacity::recommend(ranking, results);

@@ -4,8 +4,8 @@
 //!
 //! The engine's machine decides everything about the run (admission, refusals, every step and
 //! timeout) and writes the status through its reducer, exactly as for a local run. This module
-//! is the adapter between it and the cluster: [`facts`] turns the objects observed into the
-//! machine's facts, [`actions`] turns its commands into objects to apply or delete.
+//! is the adapter between it and the cluster: `facts` turns the objects observed into the
+//! machine's facts, `actions` turns its commands into objects to apply or delete.
 //!
 //! The status is the machine's only memory. Each turn looks at the current step (the cell and
 //! repetition not finished, see `engine::next_step`) and moves it at most one step, so a

@@ -7,7 +7,7 @@
 //! fails validation, and nothing of it is created. An empty list allows every image.
 //!
 //! Images are matched in their full form, the one the kubelet pulls, and only after they parse
-//! as an image reference ([`reference`]): `nginx:1.27` is `docker.io/library/nginx:1.27`, and an
+//! as an image reference (`reference`): `nginx:1.27` is `docker.io/library/nginx:1.27`, and an
 //! image with neither tag nor digest gets `:latest`. Matching the full form means a short name
 //! cannot slip past a pattern meant for one registry, and a pattern says where the image really
 //! comes from; parsing first means a string such as `ghcr.io/acme/../evil/x:1`, which the

@@ -14,7 +14,7 @@
 //!
 //! What a burst costs (50 runs applied at once): each waiting run's reconcile looks at every
 //! other run, so whether a run holds a place (the cluster's validation rules) is decided once per
-//! run and generation ([`Queue::holds_place`]), not once per look. And a waiting run's status
+//! run and generation (`Queue::holds_place`), not once per look. And a waiting run's status
 //! shows its exact place only among the first [`QUEUE_PLACES_SHOWN`] in line
 //! (`engine::reduce::queue_message`): when a run starts, only those runs' words change, so only
 //! they are woken ([`Queue::wake_behind`]) and rewritten, not every waiting run. And they are
@@ -349,7 +349,7 @@ impl Queue {
 
     /// Where `run` stands: the other active runs, and the waiting runs ahead of it in queue
     /// order (creation time, then name), from the caches (no API call; whether a run holds a
-    /// place is decided once per generation, [`Queue::holds_place`]). Only runs that could
+    /// place is decided once per generation, `Queue::holds_place`). Only runs that could
     /// share a node with it count: runs whose `placement` selects disjoint nodes cannot distort
     /// each other's numbers, so each such group of nodes has its own `max_active` slots.
     pub fn view(

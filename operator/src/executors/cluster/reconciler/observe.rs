@@ -35,7 +35,7 @@ use crate::resource::{BenchmarkRun, RunPhase};
 /// it.
 const LOG_TAIL_LINES: i64 = 20;
 
-/// The most bytes read from one load generator's log (its last [`LOG_TAIL_LINES`] lines), so a
+/// The most bytes read from one load generator's log (its last `LOG_TAIL_LINES` lines), so a
 /// custom image printing a huge line cannot exhaust the operator's memory (its limit in the
 /// chart is 256Mi). A real result document is far smaller. Its size is dominated by each
 /// stream's per-second timeline, one point with its own compact histogram per second: real

@@ -31,7 +31,7 @@ pub fn unreachable(error: &kube::Error) -> bool {
     }
 }
 
-/// Whether a watch error means the API server could not be reached (see [`unreachable`]).
+/// Whether a watch error means the API server could not be reached (see [`unreachable()`]).
 pub fn watch_unreachable(error: &kube::runtime::watcher::Error) -> bool {
     use kube::runtime::watcher::Error as W;
     match error {

@@ -53,7 +53,7 @@ pub struct Context {
     pub outage: Arc<Outage>,
     /// The last status this operator wrote, per run UID: a reconcile whose cached copy is not
     /// that version takes the run as written, or reads it again, before deciding (see
-    /// [`fresh`]).
+    /// `fresh`).
     pub written: Mutex<HashMap<String, Written>>,
     /// Reads the target containers' CPU, throttling and memory from the kubelets; `None` when
     /// the operator runs with `--kubelet-metrics=false` (and in tests of the faked API).

@@ -1,6 +1,6 @@
 //! A burst: 50 runs applied at once to an operator with `--max-active-runs 1`, driven by the
-//! operator's real Controllers (`controller::wire`) over the faked API server with watch events
-//! on, the test playing the cluster's other controllers. What a user relies on: every run
+//! operator's real Controllers (`process::wiring::wire`) over the faked API server with watch
+//! events on, the test playing the cluster's other controllers. What a user relies on: every run
 //! succeeds, they start in creation order, never more than max-active at once, the first in line
 //! starts as soon as a slot frees (not on the 60 s safety net); and what the API server pays:
 //! the status writes to waiting runs grow linearly with the runs that start, not with their

@@ -10,7 +10,7 @@
 //! happened; every first apply of a name is recorded as a creation, so tests can assert that
 //! nothing was created twice. Every call is also recorded as RBAC sees it (verb, group,
 //! resource, subresource, namespaced): [`FakeApi::undeclared_calls`] lists those missing from
-//! `controller::API_CALLS`, the list the Helm chart's ClusterRole is checked against, and every
+//! `process::calls::API_CALLS`, the list the Helm chart's ClusterRole is checked against, and every
 //! test harness fails on one when it is dropped. Tests play the cluster's other controllers by editing objects
 //! (Deployment availability, pods, Job completion, logs), and inject failures (409, 403).
 //!
@@ -83,7 +83,7 @@ pub struct RecordedCall {
 }
 
 impl RecordedCall {
-    /// Whether `controller::API_CALLS` lists this call, or, for the Lease (which the status
+    /// Whether `process::calls::API_CALLS` lists this call, or, for the Lease (which the status
     /// writes' fence reads), `LEASE_CALLS`, whose Role the chart grants with leader election.
     pub fn is_declared(&self) -> bool {
         calls::API_CALLS
@@ -398,7 +398,7 @@ impl FakeApi {
             .count()
     }
 
-    /// The recorded calls that `controller::API_CALLS` does not list (distinct, sorted).
+    /// The recorded calls that `process::calls::API_CALLS` does not list (distinct, sorted).
     pub fn undeclared_calls(&self) -> Vec<RecordedCall> {
         let mut out: Vec<RecordedCall> = self
             .api_calls()
@@ -410,7 +410,7 @@ impl FakeApi {
         out
     }
 
-    /// Fails the test when a recorded call is not in `controller::API_CALLS`. With
+    /// Fails the test when a recorded call is not in `process::calls::API_CALLS`. With
     /// `BENCHMATRIX_RECORD_CALLS=FILE` set, also appends the distinct recorded calls to FILE,
     /// one a line, so the union over a test run can be compared with the list by hand.
     pub fn check_calls_are_declared(&self) {
@@ -431,7 +431,7 @@ impl FakeApi {
         let undeclared = self.undeclared_calls();
         assert!(
             undeclared.is_empty(),
-            "the reconciler made calls that controller::API_CALLS (and so the chart's \
+            "the reconciler made calls that process::calls::API_CALLS (and so the chart's \
              ClusterRole) does not list: {undeclared:#?}"
         );
     }
@@ -602,7 +602,7 @@ impl State {
 /// Whose client made a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Caller {
-    /// The operator: its calls must be in `controller::API_CALLS`.
+    /// The operator: its calls must be in `process::calls::API_CALLS`.
     Operator,
     /// A user's tool.
     User,

@@ -60,7 +60,7 @@ pub(crate) struct Harness {
 }
 
 /// Whatever a test did, each call it made must be one the chart's ClusterRole is checked
-/// against (`controller::API_CALLS`).
+/// against (`process::calls::API_CALLS`).
 impl Drop for Harness {
     fn drop(&mut self) {
         if !std::thread::panicking() {
@@ -940,7 +940,7 @@ async fn a_ttl_deletes_the_finished_run() {
     .await;
 }
 
-/// The other direction of `controller::API_CALLS` (every test fails on a call it lacks): each
+/// The other direction of `process::calls::API_CALLS` (every test fails on a call it lacks): each
 /// call listed for the reconciler is one it really makes, so the chart's ClusterRole, checked
 /// against the list, grants nothing stale. One plain run with a TTL makes them all. Only the
 /// Controllers' list + watch streams are not the reconciler's (kube's Controller makes them;

@@ -1,4 +1,4 @@
-//! The operator's real Controllers (`controller::wire`, as `benchmatrix operator` builds them)
+//! The operator's real Controllers (`process::wiring::wire`, as `benchmatrix operator` builds them)
 //! over the faked API server: with `--namespace a` they list and watch namespace a only and never
 //! see a run in namespace b; with no namespace they watch the whole cluster; with several, the
 //! admission queue (`--max-active-runs`) counts runs across all of them.

@@ -139,7 +139,7 @@ pub enum ReferenceError {
         problem: String,
     },
     #[error("name {} is {len} characters long (at most {NAME_MAX})", quote(.name))]
-    /// The normalized name has more than [`NAME_MAX`] characters.
+    /// The normalized name has more than `NAME_MAX` characters.
     TooLong {
         /// The normalized name.
         name: String,
