@@ -135,20 +135,24 @@ EOF
         <(kubectl logs -n "$release_ns" "$new_pod" --timestamps=false 2>/dev/null) <<'PY' || fence_ok=0
 import sys
 frozen, thawed, old_log, new_log = sys.argv[1:5]
-def writes(path):
-    return [l.split()[0] for l in open(path) if "status written" in l]
-def withheld(path):
-    return [l.split()[0] for l in open(path) if "status write withheld" in l]
-new = [t for t in writes(new_log) if t >= frozen]
+# Each log is a pipe: read it once.
+old_lines, new_lines = list(open(old_log)), list(open(new_log))
+def stamps(lines, words):
+    return [l.split()[0] for l in lines if words in l]
+def writes(lines):
+    return stamps(lines, "status written")
+def withheld(lines):
+    return stamps(lines, "status write withheld")
+new = [t for t in writes(new_lines) if t >= frozen]
 if not new:
     print("  fence: no 'status written' line from the new leader (is logLevel debug, logFormat text?)")
     sys.exit(0)
 first_new = min(new)
-old_after_thaw = [t for t in writes(old_log) if t >= thawed]
+old_after_thaw = [t for t in writes(old_lines) if t >= thawed]
 late = [t for t in old_after_thaw if t >= first_new]
 print(f"  fence: thawed at {thawed}; new leader's first write {first_new}; the thawed process "
       f"wrote {len(old_after_thaw)} status(es) after its thaw, {len(late)} after the new leader's "
-      f"first, and withheld {len([t for t in withheld(old_log) if t >= thawed])}")
+      f"first, and withheld {len([t for t in withheld(old_lines) if t >= thawed])}")
 sys.exit(1 if late else 0)
 PY
       [[ "$fence_ok" == 1 ]] || fence_failed=1
