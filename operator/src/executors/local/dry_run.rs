@@ -35,6 +35,56 @@ pub fn describe(run: &ValidatedRun, file: &Path, level: Level) -> String {
             cell.name, cell.replicas, cell.cpu, cell.memory
         );
     }
+    if let Some(capacity) = &run.spec().capacity {
+        searches(&mut out, run, capacity.max_probes, load);
+    } else {
+        fixed_rate(&mut out, run, rounds, max_rounds, load);
+    }
+    let _ = writeln!(
+        out,
+        "status: at most {} bytes on a cluster",
+        largest_status(&Shape::of(run.spec()))
+    );
+    out
+}
+
+/// With `spec.capacity` every measurement is one probe of a cell's search, so what bounds the
+/// time is the probes: `maxProbes` per cell searched and, with `spec.sizing`, only `budget`
+/// cells searched, plus the probes at the target that confirm the answer and rule out cheaper
+/// configurations.
+fn searches(out: &mut String, run: &ValidatedRun, max_probes: u32, probe: Duration) {
+    let cells = run.cells().len() as u32;
+    let (searched, checks) = match &run.spec().sizing {
+        Some(sizing) => (
+            sizing.budget.min(cells),
+            sizing.confirmations + sizing.rule_out,
+        ),
+        None => (cells, 0),
+    };
+    let most = searched * max_probes + checks;
+    let what = if run.spec().sizing.is_some() {
+        format!(
+            "sizing: at most {searched} of the {cells} configurations searched, up to \
+             {max_probes} probes each, plus about {checks} probes at the target (confirmations \
+             and rule-outs; a failed confirmation brings more)"
+        )
+    } else {
+        format!("capacity: {cells} searches of up to {max_probes} probes each")
+    };
+    let _ = writeln!(out, "{what}");
+    let _ = writeln!(
+        out,
+        "load: {} per probe, at most about {} in all (plus each probe's start-up until ready; \
+         searches usually stop well before their probe limit)",
+        secs(probe),
+        secs(probe * most)
+    );
+}
+
+/// A matrix measured at the workload's own load: each cell `rounds` times, or up to
+/// `max_rounds` with an adaptive repeat.
+fn fixed_rate(out: &mut String, run: &ValidatedRun, rounds: u32, max_rounds: u32, load: Duration) {
+    let cells = run.cells();
     let measurements = |r: u32| cells.len() as u64 * u64::from(r);
     if rounds == max_rounds {
         let _ = writeln!(
@@ -65,12 +115,6 @@ pub fn describe(run: &ValidatedRun, file: &Path, level: Level) -> String {
             format!(" to {}", secs(total(max_rounds)))
         }
     );
-    let _ = writeln!(
-        out,
-        "status: at most {} bytes on a cluster",
-        largest_status(&Shape::of(run.spec()))
-    );
-    out
 }
 
 /// `95s` / `1h02m05s`: whole seconds, rounded up.
@@ -113,6 +157,30 @@ mod tests {
             "load: 1m00s per measurement, 6m00s in all (plus each cell's start-up until ready)"
         );
         assert!(lines[6].starts_with("status: at most "), "{text}");
+    }
+
+    /// A capacity search's measurements are probes, and a sizing run searches at most its
+    /// budget: the dry run bounds the time by those, not by one measurement per cell.
+    #[test]
+    fn a_sizing_run_is_bounded_by_its_budget_and_probe_limit() {
+        let run =
+            ValidatedRun::parse(include_str!("../../../../manifests/samples/sizing.yaml")).unwrap();
+        let text = describe(&run, Path::new("sizing.yaml"), Level::Restricted);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "cells: 12");
+        assert_eq!(
+            lines[14],
+            "sizing: at most 8 of the 12 configurations searched, up to 20 probes each, plus \
+             about 4 probes at the target (confirmations and rule-outs; a failed confirmation \
+             brings more)"
+        );
+        // A probe is the 2 s warm-up and the 5 s probe; 8 x 20 + 4 probes.
+        assert_eq!(
+            lines[15],
+            "load: 7s per probe, at most about 19m08s in all (plus each probe's start-up until \
+             ready; searches usually stop well before their probe limit)"
+        );
+        assert!(lines[16].starts_with("status: at most "), "{text}");
     }
 
     #[test]
