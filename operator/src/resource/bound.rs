@@ -8,6 +8,7 @@
 //! ([`json_len`]), which is what etcd stores.
 
 use crate::resource::BenchmarkRunStatus;
+use crate::resource::rounding::round3;
 
 /// Sentences: the run's and each cell's message, condition messages, how limits were enforced,
 /// the recommendation and the headline. A failure message keeps the first 1 KiB of the pod's
@@ -263,7 +264,7 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
 /// A measurement's neighbours within their bounds: the reason a figure is missing, the pods
 /// listed and their names (node names are bounded where the nodes are recorded).
 fn clip_neighbours(all: &mut [crate::resource::status::Neighbours]) {
-    let figure = |v: f64| (v.clamp(0.0, NEIGHBOUR_FIGURE_MAX) * 1000.0).round() / 1000.0;
+    let figure = |v: f64| round3(v.clamp(0.0, NEIGHBOUR_FIGURE_MAX));
     for n in all {
         clip_opt(&mut n.missing, NOTE_MAX);
         if n.missing.is_some() {

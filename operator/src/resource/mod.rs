@@ -33,6 +33,7 @@ pub mod pod_security;
 pub mod pod_template;
 pub mod quantity;
 pub mod repeat;
+pub mod rounding;
 pub mod size;
 pub mod sizing;
 pub mod spec;

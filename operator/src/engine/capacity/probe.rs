@@ -23,6 +23,7 @@ use crate::engine::verdict::judge;
 use crate::resource::capacity::{
     CapacitySpec, PROBE_PHASE, ProbeFigure, ProbeStatus, ProbeVerdict,
 };
+use crate::resource::rounding::{round2, round4};
 use crate::resource::thresholds::figure_text;
 use crate::resource::{CellResult, Metric};
 
@@ -244,14 +245,6 @@ pub fn rate_text(rate: f64) -> String {
     } else {
         format!("{rate:.2}")
     }
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
-}
-
-fn round4(v: f64) -> f64 {
-    (v * 10_000.0).round() / 10_000.0
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{
     CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict,
 };
+use crate::resource::rounding::round2;
 use crate::resource::{CellPhase, CellStatus, Workload};
 
 /// Records the probe `measured` of cell `c` (its measurement ran on `nodes`) in a search of
@@ -285,8 +286,4 @@ fn finish(cap: &mut CapacityStatus, outcome: Outcome, spec: &CapacitySpec) {
     cap.failed_rate = failed;
     cap.limiting = limiting;
     cap.message = message;
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
 }

@@ -16,6 +16,7 @@
 //! target, and a higher rate would not either.
 
 use crate::resource::capacity::ProbeVerdict;
+use crate::resource::rounding::round2;
 
 /// What the search is bounded by, from `spec.capacity`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -108,7 +109,7 @@ pub enum Outcome {
 /// Rates are kept to hundredths of a request per second: finer says nothing, and equal rates
 /// must compare equal when a probe is repeated.
 fn round(rate: f64) -> f64 {
-    (rate * 100.0).round() / 100.0
+    round2(rate)
 }
 
 /// The believed probes of one rate.

@@ -16,6 +16,7 @@ use crate::resource::status::{FigureSpread, Spread, histogram_key};
 use crate::resource::{CellResult, LatencyMs, RepetitionStatus, TargetStats};
 
 use super::noise::spread_of;
+use crate::resource::rounding::round3;
 
 /// The cell's histograms after one more successful repetition: the first repetition's as the
 /// load generator wrote them, then each stream's sum with the latest repetition's (exact).
@@ -177,7 +178,7 @@ pub fn add_target(so_far: Option<TargetStats>, latest: Option<TargetStats>) -> O
         return Some(latest);
     };
     let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => Some(((a + b) * 1000.0).round() / 1000.0),
+        (Some(a), Some(b)) => Some(round3(a + b)),
         (a, b) => a.or(b),
     };
     latest.cpu_seconds_used = add(prev.cpu_seconds_used, latest.cpu_seconds_used);

@@ -14,6 +14,7 @@
 use crate::resource::CellStatus;
 use crate::resource::capacity::CapacitySpec;
 use crate::resource::matrix::Cell;
+use crate::resource::rounding::round3;
 use crate::resource::sizing::{HpaTarget, SizingSpec};
 
 /// The autoscaler's tolerance around its target.
@@ -36,7 +37,7 @@ pub fn target(
     let utilization = used / (seconds * f64::from(cell.replicas) * per_replica);
     let target = utilization / ((1.0 + spec.margin.fraction()) * (1.0 + TOLERANCE));
     Some(HpaTarget {
-        utilization_at_held: (utilization * 1000.0).round() / 1000.0,
+        utilization_at_held: round3(utilization),
         target_utilization: ((target * 100.0).floor() as u32).clamp(1, 100),
         min_replicas: cell.replicas,
         max_replicas: (cell.replicas * 2).max(cell.replicas + 1),

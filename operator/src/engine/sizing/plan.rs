@@ -28,6 +28,7 @@ use crate::engine::capacity::probe::rate_text;
 use crate::resource::CellStatus;
 use crate::resource::capacity::CheckPurpose;
 use crate::resource::matrix::Cell;
+use crate::resource::rounding::{round2, round3};
 use crate::resource::sizing::{
     ChosenConfiguration, SizedConfiguration, SizedState, SizingOutcome, SizingSpec, SizingStatus,
 };
@@ -620,12 +621,4 @@ impl<'a> Walk<'a> {
 
 fn cores(c: f64) -> String {
     format!("{} CPU", round3(c))
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::resource::rounding::round3;
 use crate::resource::status::Percentile;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus};
 
@@ -147,7 +148,7 @@ fn extra(cell: &CellStatus, r: &CellResult) -> String {
 
 /// Three decimals: more is noise in a chart, and the same status always gives the same file.
 fn round(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
+    round3(v)
 }
 
 #[cfg(test)]

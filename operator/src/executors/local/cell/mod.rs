@@ -29,6 +29,7 @@ use crate::frontends::progress::{Display, ProgressLine};
 use crate::resource::ValidatedRun;
 use crate::resource::conditions::Cause;
 use crate::resource::matrix::Cell;
+use crate::resource::rounding::{round2, round3};
 use crate::resource::{Enforcement, TargetStats};
 
 /// What a cell needs of the run: the spec, the output folder, the CPU-limit backend, and the
@@ -346,12 +347,4 @@ impl LocalStep {
         }
         self.lg = None;
     }
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::parse::{Reading, Source};
+use crate::resource::rounding::round3;
 
 /// At most this many points per series; the oldest go first (a sampler polling every second
 /// keeps over an hour, bounded whatever the run's length).
@@ -298,7 +299,7 @@ fn throttling(
     Ok(Throttling {
         periods: (grew.0 as f64 * scale).round() as u64,
         throttled: (grew.1 as f64 * scale).round() as u64,
-        throttled_seconds: (grew.2 * scale * 1000.0).round() / 1000.0,
+        throttled_seconds: round3(grew.2 * scale),
         covered_seconds: covered as f64 / 1000.0,
     })
 }
@@ -327,11 +328,7 @@ pub fn sum_replicas(replicas: &[ContainerFigures]) -> ContainerFigures {
         cpu_seconds: all(replicas, |f| f.cpu_seconds, |a, b| a + b),
         cfs_periods: all(replicas, |f| f.cfs_periods, |a, b| a + b),
         throttled_periods: all(replicas, |f| f.throttled_periods, |a, b| a + b),
-        throttled_seconds: all(
-            replicas,
-            |f| f.throttled_seconds,
-            |a, b| ((a + b) * 1000.0).round() / 1000.0,
-        ),
+        throttled_seconds: all(replicas, |f| f.throttled_seconds, |a, b| round3(a + b)),
         throttle_covered_seconds: all(replicas, |f| f.throttle_covered_seconds, f64::min),
         memory_idle_bytes: all(replicas, |f| f.memory_idle_bytes, |a, b| a + b),
         memory_peak_bytes: all(replicas, |f| f.memory_peak_bytes, |a, b| a + b),

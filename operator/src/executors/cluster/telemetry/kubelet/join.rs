@@ -10,6 +10,7 @@
 
 use super::ContainerFigures;
 use crate::resource::TargetStats;
+use crate::resource::rounding::{round1, round3};
 use crate::resource::status::SOURCE_KUBELET;
 
 /// The target's figures with the kubelet's joined in. `kubelet` is None when the operator
@@ -43,14 +44,6 @@ pub fn with_kubelet(
         t.note = Some(format!("kubelet: {}", k.missing.join("; ")));
     }
     Some(t)
-}
-
-fn round1(v: f64) -> f64 {
-    (v * 10.0).round() / 10.0
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }
 
 #[cfg(test)]

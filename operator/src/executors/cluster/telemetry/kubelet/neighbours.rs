@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::figures::Window;
 use super::parse::samples;
+use crate::resource::rounding::round3;
 use crate::resource::status::{NeighbourPod, Neighbours};
 
 /// At most this many points per series; past it every other point is dropped (the first and
@@ -245,7 +246,7 @@ pub fn neighbours(node: &str, samples: &NodeSamples, w: Window, own: &[String]) 
     Neighbours {
         node: node.to_owned(),
         foreign_cpu: Some(round3(foreign)),
-        window_seconds: Some((seconds * 10.0).round() / 10.0),
+        window_seconds: Some(crate::resource::rounding::round1(seconds)),
         busy: false,
         pods: others
             .into_iter()
@@ -265,10 +266,6 @@ pub fn flag(all: &mut [Neighbours], limit_cores: f64) {
     for n in all {
         n.busy = n.foreign_cpu.is_some_and(|f| f > limit_cores);
     }
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }
 
 #[cfg(test)]
