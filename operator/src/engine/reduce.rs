@@ -6,15 +6,16 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::schedule::Measurements;
+use super::schedule::{self, Measurements};
 use super::verdict::end;
 use super::{Admission, Ctx, Event, Measured, Note, QUEUE_PLACES_SHOWN};
 use crate::engine::results;
 use crate::resource::bound;
 use crate::resource::conditions::{self, Cause, Reason, set_condition, status as cs};
+use crate::resource::rounding::round2;
 use crate::resource::status::RecordedPod;
 use crate::resource::{
-    BenchmarkRunStatus, CellPhase, CellPrecision, CellResult, CellStatus, Repeat, RepetitionStatus,
+    BenchmarkRunStatus, CellPhase, CellPrecision, CellResult, CellStatus, RepetitionStatus,
     RunPhase,
 };
 
@@ -493,7 +494,7 @@ fn measured_on(
     }
     let c = &mut status.cells[cell];
     let merged = results::repeat::merge(&c.repetitions, &c.histograms);
-    let (again, precision) = repeat_again(ctx, &c.name, repetition, &merged);
+    let (again, precision) = schedule::stop::repeat_again(ctx, &c.name, repetition, &merged);
     if again {
         back_in_line(c, repetition, &message, precision, ctx)
     } else {
@@ -644,100 +645,6 @@ fn all_measured(
     )]
 }
 
-/// Whether a repeated cell is measured again after `done` successful repetitions whose
-/// figures merge into `merged`; with `repeat: {min, max, precision}`, how precise they are.
-/// A fixed count repeats until it is reached. The adaptive rule repeats until `min`, then
-/// while a ranked or judged figure's 95% confidence interval is wider than `precision`
-/// percent of it (`results::precision`), and never beyond `max`.
-fn repeat_again(
-    ctx: &Ctx,
-    cell: &str,
-    done: u32,
-    merged: &[CellResult],
-) -> (bool, Option<CellPrecision>) {
-    let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
-        return (done < ctx.repeat.max_rounds(), None);
-    };
-    let judged = crate::engine::verdict::judge::figures_judged(ctx.thresholds, cell, merged);
-    let assessment = results::precision::assess(merged, &judged);
-    let widest = assessment
-        .widest()
-        .map(|w| (w.figure.clone(), w.width_percent));
-    let width = Width {
-        precise: assessment.within(precision),
-        widest,
-        what: "ranked or judged figure's 95% CI",
-        without_interval: "has no interval (a value of 0)",
-        nothing: "no figure is ranked or judged",
-    };
-    let (again, status) = width.decide(ctx, done, precision);
-    (again, Some(status))
-}
-
-/// How precise a cell's (or a configuration's variants') deciding figures are after some
-/// repetitions, in the words of its status.
-struct Width<'a> {
-    precise: bool,
-    /// The widest figure and its interval's width in percent (`None`: no interval yet).
-    widest: Option<(String, Option<f64>)>,
-    /// What is measured, e.g. "ranked or judged figure's 95% CI".
-    what: &'a str,
-    /// Why a figure has no interval.
-    without_interval: &'a str,
-    /// What it means that there is no figure at all.
-    nothing: &'a str,
-}
-
-impl Width<'_> {
-    /// Again, or stop, after `done` repetitions of `repeat: {min, max, precision}`, and why.
-    fn decide(&self, ctx: &Ctx, done: u32, precision: f64) -> (bool, CellPrecision) {
-        let widest_text = match &self.widest {
-            Some((figure, Some(pct))) => format!("widest {figure} at {pct:.1}%"),
-            Some((figure, None)) => format!("{figure} {}", self.without_interval),
-            None => self.nothing.to_owned(),
-        };
-        let (again, message) = if done < ctx.repeat.min_rounds() {
-            (
-                true,
-                format!(
-                    "{widest_text} after {done}; every cell runs {} first",
-                    ctx.repeat.min_rounds()
-                ),
-            )
-        } else if self.precise {
-            let message = if self.widest.is_some() {
-                format!(
-                    "precise after {done}: every {} within {precision}% ({widest_text})",
-                    self.what
-                )
-            } else {
-                format!("stopped after {done}: {widest_text}, so more repetitions decide nothing")
-            };
-            (false, message)
-        } else if done >= ctx.repeat.max_rounds() {
-            (
-                false,
-                format!(
-                    "max of {done} reached and still spread: {widest_text}, wanted {precision}%"
-                ),
-            )
-        } else {
-            (
-                true,
-                format!("not yet precise: {widest_text}, wanted {precision}%"),
-            )
-        };
-        let status = CellPrecision {
-            precise: self.precise && done >= ctx.repeat.min_rounds(),
-            repetitions: done,
-            widest_figure: self.widest.as_ref().map(|w| w.0.clone()),
-            widest_percent: self.widest.as_ref().and_then(|w| w.1).map(round2),
-            message,
-        };
-        (again, status)
-    }
-}
-
 /// A variant's repetition measured. Until every variant of its configuration has measured this
 /// round, the cell waits for them (they go next: a round's variants run back to back). Once
 /// the round is complete, the configuration's cells repeat or stop together: a fixed count
@@ -776,7 +683,7 @@ fn variant_measured(
             format!("cell {} repetition {r} measured", c.name),
         )];
     }
-    let (again, precision) = pair_again(status, &group, round, ctx);
+    let (again, precision) = schedule::stop::pair_again(status, &group, round, ctx);
     let mut notes = Vec::new();
     for &i in &group {
         let c = &mut status.cells[i];
@@ -791,32 +698,6 @@ fn variant_measured(
         });
     }
     notes
-}
-
-/// Whether the configuration `group` is measured for another round after `done` rounds.
-fn pair_again(
-    status: &BenchmarkRunStatus,
-    group: &[usize],
-    done: u32,
-    ctx: &Ctx,
-) -> (bool, Option<CellPrecision>) {
-    let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
-        return (done < ctx.repeat.max_rounds(), None);
-    };
-    let comparisons = results::variants::compare_group(&status.cells, group);
-    let widest = results::variants::widest(&comparisons);
-    let precise = widest
-        .as_ref()
-        .is_none_or(|(_, w)| w.is_some_and(|w| w <= precision));
-    let width = Width {
-        precise,
-        widest,
-        what: "candidate/base ratio's 95% CI",
-        without_interval: "has no interval yet (it takes 3 rounds)",
-        nothing: "no figure is compared",
-    };
-    let (again, status) = width.decide(ctx, done, precision);
-    (again, Some(status))
 }
 
 fn fail_cell(
@@ -882,10 +763,6 @@ fn fail_cell(
         "CellFailed",
         format!("cell {name}: {cause}: {message}"),
     )]
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, Repeat};
 
 mod plan;
+pub(crate) mod stop;
 
 pub use plan::{Placed, in_flight, plan, slot_nodes, slots, times_on};
 
