@@ -145,8 +145,9 @@ def withheld(lines):
     return stamps(lines, "status write withheld")
 new = [t for t in writes(new_lines) if t >= frozen]
 if not new:
-    print("  fence: no 'status written' line from the new leader (is logLevel debug, logFormat text?)")
-    sys.exit(0)
+    print("  fence: FAILED to check: no 'status written' line from the new leader (install with "
+          "operator.logFormat=text and operator.logLevel=info,benchmatrix=debug)")
+    sys.exit(1)
 first_new = min(new)
 old_after_thaw = [t for t in writes(old_lines) if t >= thawed]
 late = [t for t in old_after_thaw if t >= first_new]

@@ -15,9 +15,17 @@
 //! still open. Two things keep its writes out once another replica leads:
 //! - every status write is conditional on the run's resourceVersion (`write.rs`), so a turn
 //!   decided before the freeze is refused with 409 once the new leader has written;
-//! - a turn decided after the thaw must first pass the [`LeaseFence`]: a status write needs a
-//!   read of the Lease that showed this replica as its holder no longer ago, by the monotonic
-//!   clock, than a Lease call's timeout. Older than that, the Lease is read again first.
+//! - a turn decided after the thaw must first pass the [`LeaseFence`]: a status write, and any
+//!   change to a run's children, needs a read of the Lease that showed this replica as its
+//!   holder, with a renewal that holds beyond the read's window, no longer ago, by the
+//!   monotonic clock, than a Lease call's timeout. Older than that, the Lease is read again
+//!   first.
+//!
+//! What remains is a freeze between the fence's read and the request it lets through, shorter
+//! than the fence's window but long enough for the Lease to pass: the Lease then still had more
+//! than that window to run when it was read, so this needs a freeze longer than the window in a
+//! span of microseconds, and the resourceVersion precondition still stops a status write if the
+//! new leader has written by then.
 //!
 //! `/readyz` says why the gate is closed: not ready while the CRD differs (a rollout of a new
 //! operator before its CRD stops there), ready but standby while another replica leads.
@@ -116,26 +124,67 @@ impl LeaseFence {
         }
     }
 
-    /// Whether the Lease names this replica now: from a read no older than `fresh_for`, else
+    /// Whether the Lease is this replica's now: from a read no older than `fresh_for`, else
     /// from a new read. The instant kept is the one at which the read was sent, before the API
-    /// server answered, so the evidence never looks newer than it is.
-    async fn holds(&self) -> Result<Result<(), Option<String>>, kube::Error> {
+    /// server answered, so the evidence never looks newer than it is. `Err` says why not.
+    async fn holds(&self) -> Result<(), String> {
         let now = tokio::time::Instant::now();
         if self.is_fresh(now) {
-            return Ok(Ok(()));
+            return Ok(());
         }
-        let holder = self
-            .api
-            .get_opt(&self.lease)
-            .await?
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity);
-        if holder.as_deref() == Some(self.identity.as_str()) {
-            self.confirm(now);
-            Ok(Ok(()))
-        } else {
-            self.forget();
-            Ok(Err(holder))
+        let read = self.api.get_opt(&self.lease).await;
+        let spec = match read {
+            Ok(lease) => lease.and_then(|l| l.spec),
+            Err(e) => {
+                self.forget();
+                return Err(format!("the leader Lease could not be read: {e}"));
+            }
+        };
+        match self.judge(spec.as_ref(), k8s_openapi::jiff::Timestamp::now()) {
+            Ok(()) => {
+                self.confirm(now);
+                Ok(())
+            }
+            Err(why) => {
+                self.forget();
+                Err(why)
+            }
+        }
+    }
+
+    /// Whether a Lease read at wall-clock time `now` counts as this replica's for the
+    /// fence's window: it names this replica, and its last renewal plus its duration reaches
+    /// beyond `now + fresh_for`. A Lease keeps naming its last holder after it expires, until
+    /// a standby takes it over, so the name alone is not enough. The renewal time is the
+    /// holder's own clock (`kube-lease-manager` writes it), which is this process's clock.
+    fn judge(
+        &self,
+        spec: Option<&k8s_openapi::api::coordination::v1::LeaseSpec>,
+        now: k8s_openapi::jiff::Timestamp,
+    ) -> Result<(), String> {
+        let holder = spec.and_then(|s| s.holder_identity.as_deref());
+        if holder != Some(self.identity.as_str()) {
+            return Err(format!(
+                "the leader Lease is held by {}",
+                holder.unwrap_or("nobody")
+            ));
+        }
+        let expires = spec.and_then(|s| {
+            let renewed = s.renew_time.as_ref()?.0;
+            let lasts =
+                k8s_openapi::jiff::SignedDuration::from_secs(i64::from(s.lease_duration_seconds?));
+            renewed.checked_add(lasts).ok()
+        });
+        let needed = k8s_openapi::jiff::SignedDuration::try_from(self.fresh_for)
+            .ok()
+            .and_then(|d| now.checked_add(d).ok());
+        match (expires, needed) {
+            (Some(expires), Some(needed)) if expires > needed => Ok(()),
+            (Some(expires), _) => Err(format!(
+                "the leader Lease is this replica's but runs out at {expires}, within the \
+                 fence's window"
+            )),
+            (None, _) => Err("the leader Lease has no renewal time or duration".into()),
         }
     }
 }
@@ -157,26 +206,25 @@ impl Gate {
         let _ = self.fence.set(fence);
     }
 
-    /// Whether a status write may go out now: the gate is open and, with leader election, the
-    /// Lease named this replica no longer ago than the fence allows (read again if it is older).
-    /// `Ok(false)` when another replica holds the Lease (the Lease task steps down on its next
-    /// look); an error when the Lease could not be read, which the caller retries.
-    pub async fn may_write(&self) -> Result<bool, kube::Error> {
+    /// Whether a status write (or a change to a run's children) may go out now: the gate is
+    /// open and, with leader election, the fence holds (see [`LeaseFence`]). `false` when the
+    /// Lease is another replica's, runs out within the fence's window, or could not be read:
+    /// the Lease task steps down or renews on its next look, and the caller asks again later.
+    pub async fn may_write(&self) -> bool {
         if !self.is_open() {
-            return Ok(false);
+            return false;
         }
         let Some(fence) = self.fence.get() else {
-            return Ok(true);
+            return true;
         };
-        match fence.holds().await? {
-            Ok(()) => Ok(self.is_open()),
-            Err(holder) => {
+        match fence.holds().await {
+            Ok(()) => self.is_open(),
+            Err(why) => {
                 tracing::warn!(
                     identity = %fence.identity,
-                    holder = holder.as_deref().unwrap_or("nobody"),
-                    "the leader Lease is not this replica's: status write withheld"
+                    "{why}: status write withheld"
                 );
-                Ok(false)
+                false
             }
         }
     }

@@ -156,7 +156,9 @@ pub async fn reconcile(
                     invalid.metadata.name.as_deref().unwrap_or(""),
                     invalid.error
                 ));
-                if let Err(patch_err) = write::mark_malformed(&ctx.client, invalid).await {
+                if ctx.gate.may_write().await
+                    && let Err(patch_err) = write::mark_malformed(&ctx.client, invalid).await
+                {
                     tracing::warn!(error = %patch_err, "could not mark a malformed run Failed");
                 }
                 return Err(err);
@@ -292,10 +294,12 @@ async fn reconcile_once(
         // may lead by now, and only one may write.
         return Ok(Decided::Done(Requeue::await_change()));
     }
-    if !deleted && turn.status != old && !ctx.gate.may_write().await? {
-        // The Lease names another replica, and the Lease task has not seen it yet (a process
-        // thawed after a freeze): nothing is written. Asked again later rather than on a
-        // change, in case this replica holds the Lease again by then without the gate closing.
+    let writes = (!deleted && turn.status != old) || !turn.actions.is_empty();
+    if writes && !ctx.gate.may_write().await {
+        // The Lease is not surely this replica's (another holds it, as after a freeze the Lease
+        // task has not noticed yet; it runs out; it could not be read): nothing is written,
+        // neither the status nor the children. Asked again later rather than on a change, in
+        // case this replica holds the Lease again by then without the gate closing.
         return Ok(Decided::Done(Requeue::requeue(FENCED_RETRY)));
     }
     if !deleted && turn.status != old {

@@ -82,12 +82,29 @@ fn fenced(h: &mut Harness, fresh_for: std::time::Duration) {
     h.ctx = ctx;
 }
 
-fn lease(holder: &str) -> serde_json::Value {
+/// The Lease held by `holder`, renewed `ago` seconds before now, for 15 s.
+fn lease_renewed(holder: &str, ago: i64) -> serde_json::Value {
+    lease_lasting(holder, ago, 15)
+}
+
+/// The Lease held by `holder`, renewed `ago` seconds before now, for `secs`.
+fn lease_lasting(holder: &str, ago: i64, secs: i64) -> serde_json::Value {
+    let renewed = k8s_openapi::jiff::Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(ago))
+        .unwrap();
     serde_json::json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "benchmatrix", "namespace": "benchmatrix-system"},
-        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": secs,
+            "renewTime": renewed.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        },
     })
+}
+
+fn lease(holder: &str) -> serde_json::Value {
+    lease_renewed(holder, 1)
 }
 
 fn lease_reads(h: &Harness) -> usize {
@@ -142,7 +159,8 @@ async fn the_fence_reads_the_lease_again_only_once_its_last_read_is_stale() {
         ] {
             let mut h = Harness::new();
             fenced(&mut h, fresh_for);
-            h.fake.insert("leases", lease("pod-a"));
+            // A Lease that lasts beyond the longest window, so only the window decides.
+            h.fake.insert("leases", lease_lasting("pod-a", 1, 3600));
             for run in ["one", "two"] {
                 h.fake.insert("benchmarkruns", sample(run, &["a"]));
                 h.reconcile(run).await.unwrap();
@@ -161,6 +179,32 @@ async fn the_fence_reads_the_lease_again_only_once_its_last_read_is_stale() {
                 "window {fresh_for:?}: {reads} Lease reads for {writes} writes"
             );
         }
+    })
+    .await;
+}
+
+/// A Lease keeps naming its last holder after it runs out, until a standby takes it: a former
+/// leader that reads its own name on an expired Lease (or one that runs out within the fence's
+/// window) writes nothing, and writes once the Lease is renewed.
+#[tokio::test]
+async fn a_lease_that_names_this_replica_but_runs_out_fences_the_write() {
+    with_timeout(async {
+        let mut h = Harness::new();
+        fenced(&mut h, std::time::Duration::from_secs(2));
+        // Renewed 20 s ago for 15 s: expired. Then 14 s ago: 1 s left, inside the 2 s window.
+        for ago in [20, 14] {
+            h.fake.insert("leases", lease_renewed("pod-a", ago));
+            h.fake.insert("benchmarkruns", sample("held", &["a"]));
+            let requeue = h.reconcile("held").await.unwrap();
+            assert_ne!(requeue, Requeue::await_change());
+            assert!(
+                h.fake.get("benchmarkruns", NS, "held").unwrap()["status"].is_null(),
+                "renewed {ago} s ago"
+            );
+        }
+        h.fake.insert("leases", lease("pod-a"));
+        h.reconcile("held").await.unwrap();
+        assert_eq!(h.phase("held"), RunPhase::Running);
     })
     .await;
 }
