@@ -198,8 +198,8 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
             errors.push(FieldError::new(
                 at(&format!("spec.{field}")),
                 format!(
-                    "is not allowed at any Pod Security level: a benchmark target runs in its \
-                     own pod namespaces {}",
+                    "is refused at every --pod-security level, privileged included: a benchmark \
+                     target runs in its own pod namespaces {}",
                     held_always("hostNamespaces")
                 ),
             ));
@@ -210,8 +210,8 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
             errors.push(FieldError::new(
                 at(&format!("spec.volumes[{i}].hostPath")),
                 format!(
-                    "is not allowed at any Pod Security level: use a ConfigMap, Secret, \
-                     emptyDir or projected volume {}",
+                    "is refused at every --pod-security level, privileged included: use a \
+                     ConfigMap, Secret, emptyDir or projected volume {}",
                     held_always("hostPathVolumes")
                 ),
             ));
@@ -227,7 +227,7 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
             errors.push(FieldError::new(
                 here("securityContext.privileged"),
                 format!(
-                    "is not allowed at any Pod Security level {}",
+                    "is refused at every --pod-security level, privileged included {}",
                     held_always("privileged")
                 ),
             ));

@@ -1,6 +1,8 @@
 //! Figures as the status and the reports keep them: rounded to a fixed number of decimals, so a
 //! status written twice from the same measurement is the same text, and stays small. One place,
-//! so that the same figure is never rounded two ways.
+//! so that the same figure is never rounded two ways. (`results/repeat.rs` rounds a percent to
+//! 0.1 inline, as `x * 1000 / 10`: written as `round1(x * 100)` it could differ at exact halves
+//! from figures already stored.)
 
 /// `v` to `places` decimals (half away from zero, as [`f64::round`]).
 pub fn decimals(v: f64, places: i32) -> f64 {
@@ -8,7 +10,7 @@ pub fn decimals(v: f64, places: i32) -> f64 {
     (v * scale).round() / scale
 }
 
-/// To 0.1: milliseconds of latency in the kubelet's join.
+/// To 0.1: percent differences and seconds (the kubelet's figures).
 pub fn round1(v: f64) -> f64 {
     decimals(v, 1)
 }

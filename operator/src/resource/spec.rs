@@ -729,6 +729,13 @@ written_schema!(PoolSize, {
 /// Resources and fan-out of the load generator.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!has(self.generators) || !has(self.parallelism) || self.generators == self.parallelism",
+        "message": "parallelism is the deprecated name of generators: set generators alone",
+        "fieldPath": ".parallelism",
+    },
+]))]
 pub struct LoadgenSpec {
     /// Container image of the load generator (cluster only); defaults to this release's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -66,7 +66,7 @@ fn searches(out: &mut String, run: &ValidatedRun, max_probes: u32, probe: Durati
         format!(
             "sizing: at most {searched} of the {cells} configurations searched, up to \
              {max_probes} probes each, plus about {checks} probes at the target (confirmations \
-             and rule-outs; a failed confirmation brings more)"
+             and rule-outs; a rule-out that holds brings its confirmations)"
         )
     } else {
         format!("capacity: {cells} searches of up to {max_probes} probes each")
@@ -74,7 +74,7 @@ fn searches(out: &mut String, run: &ValidatedRun, max_probes: u32, probe: Durati
     let _ = writeln!(out, "{what}");
     let _ = writeln!(
         out,
-        "load: {} per probe, at most about {} in all (plus each probe's start-up until ready; \
+        "load: {} per probe, about {} in all at most (plus each probe's start-up until ready; \
          searches usually stop well before their probe limit)",
         secs(probe),
         secs(probe * most)
@@ -171,13 +171,13 @@ mod tests {
         assert_eq!(
             lines[14],
             "sizing: at most 8 of the 12 configurations searched, up to 20 probes each, plus \
-             about 4 probes at the target (confirmations and rule-outs; a failed confirmation \
-             brings more)"
+             about 4 probes at the target (confirmations and rule-outs; a rule-out that holds \
+             brings its confirmations)"
         );
         // A probe is the 2 s warm-up and the 5 s probe; 8 x 20 + 4 probes.
         assert_eq!(
             lines[15],
-            "load: 7s per probe, at most about 19m08s in all (plus each probe's start-up until \
+            "load: 7s per probe, about 19m08s in all at most (plus each probe's start-up until \
              ready; searches usually stop well before their probe limit)"
         );
         assert!(lines[16].starts_with("status: at most "), "{text}");
