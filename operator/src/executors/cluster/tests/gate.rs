@@ -16,9 +16,7 @@ async fn a_closed_gate_makes_a_reconcile_touch_nothing() {
     with_timeout(async {
         let mut h = Harness::new();
         let closed = Arc::new(Gate::closed(true));
-        let mut ctx = Harness::context(&h.fake, &h.now, 1, Writer::default());
-        Arc::get_mut(&mut ctx).unwrap().gate = closed.clone();
-        h.ctx = ctx;
+        with_gate(&mut h, closed.clone());
         h.fake.insert("benchmarkruns", sample("held", &["a"]));
         let before = h.fake.calls().len();
         assert_eq!(h.reconcile("held").await.unwrap(), Requeue::await_change());
@@ -77,6 +75,11 @@ fn fenced(h: &mut Harness, fresh_for: std::time::Duration) {
         "pod-a",
         fresh_for,
     ));
+    with_gate(h, gate);
+}
+
+/// The harness's reconciles pass `gate` from now on.
+fn with_gate(h: &mut Harness, gate: Arc<Gate>) {
     let mut ctx = Harness::context(&h.fake, &h.now, 1, Writer::default());
     Arc::get_mut(&mut ctx).unwrap().gate = gate;
     h.ctx = ctx;
