@@ -294,6 +294,7 @@ fn outcome_label(outcome: Outcome) -> &'static str {
         Outcome::ThresholdsFailed => "thresholds_failed",
         Outcome::Refused => "refused",
         Outcome::Interrupted => "interrupted",
+        Outcome::Regressed => "regressed",
     }
 }
 

@@ -17,6 +17,7 @@
 //! be compared: no cell measured in both runs), 3 a regression beyond `--max-regression`
 //! (default 0: any regression that the rules above call one).
 
+use crate::engine::verdict::exit;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,12 +30,6 @@ use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus};
 /// run's figures move this much between runs of the same code on a quiet machine, and a
 /// closed loop's p99 far more (see the README's "Comparing runs").
 pub const SINGLE_RUN_NOISE: f64 = 0.10;
-
-/// Exit code when a regression exceeds `--max-regression` (the exit table's gate failure).
-pub use crate::engine::verdict::exit::GATE_FAILED as EXIT_REGRESSION;
-
-/// Exit code for input that cannot be compared.
-pub use crate::engine::verdict::exit::BAD_INPUT as EXIT_BAD_INPUT;
 
 /// Arguments of `benchmatrix compare`.
 #[derive(Debug, clap::Args)]
@@ -613,16 +608,12 @@ pub fn run(args: CompareArgs) -> ExitCode {
             })
             .map_err(|e| {
                 eprintln!("benchmatrix compare: {e}");
-                ExitCode::from(EXIT_BAD_INPUT)
+                ExitCode::from(exit::BAD_INPUT)
             })
     };
     let Some(new) = &args.new else {
         return match read(&args.base) {
-            Ok(run) => crate::frontends::variants::compare_within(
-                &run,
-                &args.options,
-                "benchmatrix compare",
-            ),
+            Ok(run) => within::compare_within(&run, &args.options, "benchmatrix compare"),
             Err(code) => code,
         };
     };
@@ -644,7 +635,7 @@ pub fn run_on(
 ) -> ExitCode {
     if !(options.max_regression >= 0.0 && options.min_change >= 0.0) {
         eprintln!("{command}: --max-regression and --min-change must be 0 or more");
-        return ExitCode::from(EXIT_BAD_INPUT);
+        return ExitCode::from(exit::BAD_INPUT);
     }
     let rows = compare(&base.status, &new.status, options.min_change / 100.0);
     let table = markdown(&rows, options.max_regression);
@@ -658,12 +649,13 @@ pub fn run_on(
     if nothing_compared(&rows) {
         eprintln!(
             "{command}: nothing to compare: no cell and stream was measured in both runs \
-             (exit {EXIT_BAD_INPUT})"
+             (exit {})",
+            exit::BAD_INPUT
         );
-        return ExitCode::from(EXIT_BAD_INPUT);
+        return ExitCode::from(exit::BAD_INPUT);
     }
     if rows.iter().any(|r| fails(r, options.max_regression)) {
-        ExitCode::from(EXIT_REGRESSION)
+        ExitCode::from(exit::GATE_FAILED)
     } else {
         ExitCode::SUCCESS
     }
@@ -699,6 +691,8 @@ fn write_files(
     }
     write_atomically(&dir.join("compare.md"), md.as_bytes())
 }
+
+pub mod within;
 
 #[cfg(test)]
 mod tests;

@@ -73,22 +73,14 @@ pub fn paired(base: &[f64], candidate: &[f64], lower_is_better: bool) -> Option<
 
 impl Paired {
     /// Worse (or better) when the test says so at [`ALPHA`] and the median ratio is beyond
-    /// `min_change` (0.05 = 5%) in that direction; within noise otherwise.
+    /// `min_change` (0.05 = 5%) in that direction; within noise otherwise: [`direction`].
     pub fn direction(&self, lower_is_better: bool, min_change: f64) -> Direction {
-        let up = self.ratio > 1.0 + min_change;
-        let down = self.ratio < 1.0 / (1.0 + min_change);
-        let (worse_moved, better_moved) = if lower_is_better {
-            (up, down)
-        } else {
-            (down, up)
-        };
-        if self.p_worse < ALPHA && worse_moved {
-            Direction::Worse
-        } else if self.p_better < ALPHA && better_moved {
-            Direction::Better
-        } else {
-            Direction::WithinNoise
-        }
+        direction(
+            self.ratio,
+            (self.p_worse, self.p_better),
+            lower_is_better,
+            min_change,
+        )
     }
 
     /// The width of the ratio's confidence interval in percent of the ratio; `None` without
@@ -96,6 +88,29 @@ impl Paired {
     pub fn width_percent(&self) -> Option<f64> {
         let (low, high) = self.interval?;
         Some((high - low) / self.ratio * 100.0)
+    }
+}
+
+/// The one rule for "is the candidate worse?": worse (or better) when the one-sided p-value
+/// of that direction (`p`: worse, better) is below [`ALPHA`] and the median `ratio`
+/// (candidate / base) moved beyond `min_change` (0.05 = 5%) that way; within noise otherwise.
+/// [`Paired::direction`] asks it while the engine compares variants, and the regression gate
+/// (`engine::verdict::gate`) asks it of the figures the status stored.
+pub fn direction(ratio: f64, p: (f64, f64), lower_is_better: bool, min_change: f64) -> Direction {
+    let (p_worse, p_better) = p;
+    let up = ratio > 1.0 + min_change;
+    let down = ratio < 1.0 / (1.0 + min_change);
+    let (worse_moved, better_moved) = if lower_is_better {
+        (up, down)
+    } else {
+        (down, up)
+    };
+    if p_worse < ALPHA && worse_moved {
+        Direction::Worse
+    } else if p_better < ALPHA && better_moved {
+        Direction::Better
+    } else {
+        Direction::WithinNoise
     }
 }
 

@@ -40,6 +40,15 @@ impl Figure {
     }
 }
 
+/// Whether lower is better for a figure of `status.variants`, by its key (`p50` and `p99`:
+/// latency; `rps`: throughput, where higher is better).
+pub fn lower_is_better(key: &str) -> bool {
+    FIGURES
+        .iter()
+        .find(|(figure, _)| figure.key() == key)
+        .is_none_or(|(_, lower)| *lower)
+}
+
 /// The cells of each configuration that has variants, in matrix order (its base first).
 pub fn groups(cells: &[CellStatus]) -> Vec<Vec<usize>> {
     let mut out: Vec<(String, Vec<usize>)> = Vec::new();

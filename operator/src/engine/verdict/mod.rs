@@ -4,6 +4,7 @@
 
 pub mod end;
 pub mod exit;
+pub mod gate;
 pub mod judge;
 pub mod outcome;
 pub mod recommend;

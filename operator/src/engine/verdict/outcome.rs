@@ -1,10 +1,12 @@
 //! How a finished run ended, as an exit code: the one verdict of `benchmatrix run` on this
 //! machine and of `kubectl benchmatrix run` on a cluster, decided from the final status alone,
-//! so the two cannot disagree about the same status document.
+//! so the two cannot disagree about the same status document. With `--max-regression` the
+//! regression gate ([`super::gate`]) is part of the verdict.
 
 use std::process::ExitCode;
 
 use super::exit;
+use super::gate::Gate;
 use crate::resource::conditions::{self, Reason, status as cs};
 use crate::resource::{BenchmarkRunStatus, CellPhase, RunPhase};
 
@@ -17,6 +19,9 @@ pub enum Outcome {
     SomeFailed,
     /// Every cell ran, and a threshold of spec.thresholds failed.
     ThresholdsFailed,
+    /// A candidate regressed beyond `--max-regression` (whatever the cells and thresholds
+    /// did: the gate is what CI asks about).
+    Regressed,
     /// Stopped by SIGINT/SIGTERM.
     Interrupted,
     /// The executor refused the spec (condition SpecValid False): on a cluster, a rule only
@@ -50,14 +55,32 @@ impl Outcome {
         }
     }
 
+    /// The outcome of `status` under the regression gate `--max-regression` (`None` without
+    /// it), with what the gate found: a run that measured (all cells, some, or failed a
+    /// threshold) is [`Outcome::Regressed`] when a candidate regressed; an interrupted or
+    /// refused run keeps its outcome, and its gate is not asked.
+    pub fn gated(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> (Outcome, Gate<'_>) {
+        let plain = Outcome::of(status);
+        if matches!(plain, Outcome::Interrupted | Outcome::Refused) {
+            return (plain, Gate::NotAsked);
+        }
+        let gate = Gate::judge(status, max_regression);
+        let outcome = if gate.failed() {
+            Outcome::Regressed
+        } else {
+            plain
+        };
+        (outcome, gate)
+    }
+
     /// The exit code: 0, 1 (some cell failed), 2 (refused, as an invalid file is), 3 (a
-    /// threshold failed) or 130 (the shell's code for an interrupt).
+    /// threshold failed, or a candidate regressed) or 130 (the shell's code for an interrupt).
     pub fn code(self) -> u8 {
         match self {
             Outcome::AllSucceeded => exit::SUCCESS,
             Outcome::SomeFailed => exit::FAILED,
             Outcome::Refused => exit::BAD_INPUT,
-            Outcome::ThresholdsFailed => exit::GATE_FAILED,
+            Outcome::ThresholdsFailed | Outcome::Regressed => exit::GATE_FAILED,
             Outcome::Interrupted => exit::INTERRUPTED,
         }
     }

@@ -146,11 +146,9 @@ pub fn run(args: RunArgs) -> ExitCode {
                     Err(e) => eprintln!("benchmatrix run: {e}"),
                 }
             }
-            let code = crate::engine::verdict::outcome::Outcome::of(&status).code();
-            let (code, lines) = crate::frontends::variants::gated_code(code, &status, &args.gate);
-            for line in lines {
+            let code = crate::frontends::variants::finish(&status, &args.gate, |line| {
                 println!("{line}");
-            }
+            });
             ExitCode::from(code)
         }
         Err(e) => {

@@ -6,6 +6,7 @@
 //! `spec.cleanup` keeps them, so a finished run usually has no pods left; the command says so
 //! and how to keep them, rather than printing nothing.
 
+use crate::engine::verdict::exit;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -14,13 +15,9 @@ use kube::api::{Api, ListParams, LogParams};
 
 use super::connect::Cluster;
 use super::runs::{runs_api, status_of};
-use super::{EXIT_BAD_INPUT, EXIT_CLUSTER};
 use crate::resource::labels::{
     CELL_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN, ROLE_TARGET, RUN_LABEL, RUN_UID_LABEL,
 };
-
-/// Exit code when no pod matched (and nothing was printed).
-pub use crate::engine::verdict::exit::FAILED as EXIT_NO_PODS;
 
 const COMMAND: &str = "kubectl benchmatrix logs";
 
@@ -86,7 +83,7 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
                 "{COMMAND}: no BenchmarkRun {} in namespace {ns} ({})",
                 args.name, cluster.describe
             );
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return ExitCode::from(exit::BAD_INPUT);
         }
         Err(e) => return cannot(&format!("read benchmarkrun {ns}/{}", args.name), &e),
     };
@@ -102,7 +99,7 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
             args.name,
             cells.join(", ")
         );
-        return ExitCode::from(EXIT_BAD_INPUT);
+        return ExitCode::from(exit::BAD_INPUT);
     }
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), ns);
     let mut found = match pods
@@ -118,7 +115,7 @@ pub async fn logs(cluster: &Cluster, args: &LogsArgs, out: &mut dyn Write) -> Ex
     if found.is_empty() {
         let cleanup = run.data["spec"]["cleanup"].as_str().unwrap_or("Always");
         eprintln!("{COMMAND}: {}", no_pods_message(args, ns, cleanup));
-        return ExitCode::from(EXIT_NO_PODS);
+        return ExitCode::from(exit::FAILED);
     }
     // Cells in matrix order, then repetitions, targets before load generators.
     found.sort_by_key(|p| {
@@ -152,7 +149,7 @@ fn run_uid(run: &kube::api::DynamicObject) -> String {
 /// Says that the API server could not be asked to `what`, in its words: exit 5.
 fn cannot(what: &str, e: &kube::Error) -> ExitCode {
     eprintln!("{COMMAND}: cannot {what}: {}", super::api_error(e));
-    ExitCode::from(EXIT_CLUSTER)
+    ExitCode::from(exit::CLUSTER)
 }
 
 /// Each container's log of `pod` (init containers first, as they ran), headed by the pod and

@@ -23,6 +23,7 @@ pub mod runs;
 #[cfg(test)]
 mod tests;
 
+use crate::engine::verdict::exit;
 use std::ffi::{OsStr, OsString};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -35,19 +36,6 @@ use connect::{Connection, ConnectionArgs, Environment};
 
 /// The file name under which the binary is the plugin.
 pub const PLUGIN_NAME: &str = "kubectl-benchmatrix";
-
-/// Exit code for bad input, as `benchmatrix run`, `report` and `compare` give it: a file
-/// that cannot be read or is invalid, an `--out` that is not a writable folder, a run or cell
-/// that does not exist, a run of that name already there, a spec the cluster refuses.
-pub use crate::engine::verdict::exit::BAD_INPUT as EXIT_BAD_INPUT;
-
-/// Exit code of `run` when `--timeout` expired before the run finished.
-pub use crate::engine::verdict::exit::TIMEOUT as EXIT_TIMEOUT;
-
-/// Exit code when the cluster cannot be reached or asked (no kubeconfig, an API error such as
-/// a missing CRD or a refused permission), or the run was deleted by someone else before it
-/// finished.
-pub use crate::engine::verdict::exit::CLUSTER as EXIT_CLUSTER;
 
 /// The plugin's command line, as kubectl starts it (`kubectl benchmatrix ARGS` runs
 /// `kubectl-benchmatrix ARGS`).
@@ -122,7 +110,7 @@ pub fn plugin_main(args: Vec<OsString>) -> ExitCode {
         Err(err) => {
             let _ = err.print();
             if err.use_stderr() {
-                ExitCode::from(EXIT_BAD_INPUT)
+                ExitCode::from(exit::BAD_INPUT)
             } else {
                 ExitCode::SUCCESS
             }
@@ -162,7 +150,7 @@ async fn dispatch(args: KubectlArgs) -> ExitCode {
             Ok(cluster) => logs::logs(cluster, &logs, &mut std::io::stdout().lock()).await,
             Err(e) => {
                 eprintln!("kubectl benchmatrix logs: {e}");
-                ExitCode::from(EXIT_CLUSTER)
+                ExitCode::from(exit::CLUSTER)
             }
         },
     }

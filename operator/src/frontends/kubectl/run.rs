@@ -8,6 +8,7 @@
 //! `--replace`), or a spec the cluster refuses; 4 when `--timeout` expires; 5 when the cluster
 //! cannot be asked (or the run was deleted by someone else); 130 on Ctrl-C.
 
+use crate::engine::verdict::exit;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::time::Duration;
@@ -19,10 +20,10 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::watcher::watch_object;
 
+use super::api_error;
 use super::connect::{Cluster, Connection};
 use super::follow::Follower;
 use super::runs::{runs_api, status_of};
-use super::{EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_TIMEOUT, api_error};
 use crate::engine::verdict::outcome::Outcome;
 use crate::frontends::progress::{self, Display, Plan};
 use crate::frontends::report::{self, markdown::Notes};
@@ -142,7 +143,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
             Ok(c) => c.clone(),
             Err(e) => {
                 eprintln!("{COMMAND}: {e}");
-                return EXIT_CLUSTER;
+                return exit::CLUSTER;
             }
         },
         _ = &mut interrupted => return Outcome::Interrupted.code(),
@@ -167,12 +168,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
     display.show(progress::Update::Finished);
     let code = match end {
         End::Finished => {
-            let code = Outcome::of(&last).code();
-            let (code, lines) = crate::frontends::variants::gated_code(code, &last, &args.gate);
-            for line in lines {
-                display.line(&line);
-            }
-            code
+            crate::frontends::variants::finish(&last, &args.gate, |line| display.line(line))
         }
         End::TimedOut => {
             display.line(&format!(
@@ -183,7 +179,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
                 follower.done()
             ));
             stop(&ours, OnStop::on_timeout(args.keep), ask, &mut display).await;
-            EXIT_TIMEOUT
+            exit::TIMEOUT
         }
         End::Interrupted => {
             let on_stop = OnStop::on_interrupt(args.keep, stdin_is_terminal);
@@ -194,7 +190,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
             display.line(&format!(
                 "{what} was deleted before it finished; below is what it had measured"
             ));
-            EXIT_CLUSTER
+            exit::CLUSTER
         }
     };
     let notes = Notes {
@@ -234,16 +230,16 @@ struct Checked {
 fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
     if let Some(problem) = args.gate.problem() {
         eprintln!("{COMMAND}: {problem}");
-        return Err(EXIT_BAD_INPUT);
+        return Err(exit::BAD_INPUT);
     }
     let mut text = std::fs::read_to_string(&args.file).map_err(|e| {
         eprintln!("{COMMAND}: cannot read {file}: {e}");
-        EXIT_BAD_INPUT
+        exit::BAD_INPUT
     })?;
     if let (Some(base), Some(candidate)) = (&args.base, &args.candidate) {
         text = crate::frontends::variants::with_images(&text, base, candidate).map_err(|e| {
             eprintln!("{COMMAND}: {file} {e}");
-            EXIT_BAD_INPUT
+            exit::BAD_INPUT
         })?;
     }
     let validated = crate::resource::validate::parse_benchmark_run(&text)
@@ -253,7 +249,7 @@ fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
             for fe in &e.errors {
                 eprintln!("  {fe}");
             }
-            EXIT_BAD_INPUT
+            exit::BAD_INPUT
         })?;
     for old in crate::resource::validate::deprecations(validated.spec()) {
         eprintln!("{COMMAND}: warning: {old}");
@@ -267,15 +263,15 @@ fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
     else {
         eprintln!("{COMMAND}: {file} is not a valid BenchmarkRun:");
         eprintln!("  metadata.name: required: the run's name on the cluster");
-        return Err(EXIT_BAD_INPUT);
+        return Err(exit::BAD_INPUT);
     };
     if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
-        return Err(EXIT_BAD_INPUT);
+        return Err(exit::BAD_INPUT);
     }
     if let Err(e) = args.ci.check() {
         eprintln!("{COMMAND}: {e}");
-        return Err(EXIT_BAD_INPUT);
+        return Err(exit::BAD_INPUT);
     }
     Ok(Checked {
         text,
@@ -297,11 +293,11 @@ async fn create(
     let name = checked.name.clone();
     let namespace = namespace_of(&checked.validated, cluster).map_err(|e| {
         eprintln!("{COMMAND}: {e}");
-        EXIT_BAD_INPUT
+        exit::BAD_INPUT
     })?;
     let object = object_to_create(&checked.text, &namespace).map_err(|e| {
         eprintln!("{COMMAND}: {file}: {e}");
-        EXIT_BAD_INPUT
+        exit::BAD_INPUT
     })?;
     let api = runs_api(cluster, &namespace);
     let what = format!("benchmarkrun {namespace}/{name}");
@@ -315,7 +311,7 @@ async fn create(
             Ok(false) => {}
             Err(e) => {
                 eprintln!("{COMMAND}: --replace: {e}");
-                return Err(EXIT_CLUSTER);
+                return Err(exit::CLUSTER);
             }
         }
     }
@@ -474,12 +470,12 @@ fn refused_create(
                  benchmarkrun {name}), rename the run in the file, or pass --replace to delete \
                  it first."
             );
-            EXIT_BAD_INPUT
+            exit::BAD_INPUT
         }
         // The CRD schema or its CEL rules refused the spec: the file is invalid there.
         400 | 422 => {
             eprintln!("{COMMAND}: the cluster refused {what}: {}", api_error(e));
-            EXIT_BAD_INPUT
+            exit::BAD_INPUT
         }
         404 => {
             eprintln!(
@@ -489,7 +485,7 @@ fn refused_create(
                 cluster.describe,
                 api_error(e)
             );
-            EXIT_CLUSTER
+            exit::CLUSTER
         }
         _ => {
             eprintln!(
@@ -497,7 +493,7 @@ fn refused_create(
                 cluster.describe,
                 api_error(e)
             );
-            EXIT_CLUSTER
+            exit::CLUSTER
         }
     }
 }

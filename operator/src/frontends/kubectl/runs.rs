@@ -5,6 +5,7 @@
 //! compare` do with a status, with the same flags and exit codes; and, as every plugin
 //! command, exit 5 when the cluster cannot be reached or asked.
 
+use crate::engine::verdict::exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,7 +13,6 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject};
 
 use super::connect::{Cluster, Connection};
-use super::{EXIT_BAD_INPUT, EXIT_CLUSTER};
 use crate::frontends::compare::{self, CompareOptions, Compared};
 use crate::frontends::report;
 use crate::resource::{BenchmarkRun, BenchmarkRunStatus};
@@ -91,10 +91,10 @@ pub fn status_of(object: &DynamicObject) -> Result<BenchmarkRunStatus, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadError {
     /// The argument names no usable run: a file that cannot be read or is no status, a name
-    /// with no run of that name, a status this binary cannot read ([`EXIT_BAD_INPUT`]).
+    /// with no run of that name, a status this binary cannot read ([`exit::BAD_INPUT`]).
     BadInput(String),
     /// The cluster could not be reached or asked: no kubeconfig, a refused connection, an API
-    /// error such as a refused permission or a server error ([`EXIT_CLUSTER`]).
+    /// error such as a refused permission or a server error ([`exit::CLUSTER`]).
     Cluster(String),
 }
 
@@ -109,8 +109,8 @@ impl LoadError {
     /// The exit code it makes.
     pub fn code(&self) -> u8 {
         match self {
-            LoadError::BadInput(_) => EXIT_BAD_INPUT,
-            LoadError::Cluster(_) => EXIT_CLUSTER,
+            LoadError::BadInput(_) => exit::BAD_INPUT,
+            LoadError::Cluster(_) => exit::CLUSTER,
         }
     }
 }
@@ -244,7 +244,7 @@ pub async fn compare(args: CompareArgs, connection: &mut Connection) -> ExitCode
         }
     }
     match sides.as_slice() {
-        [run] => crate::frontends::variants::compare_within(run, &args.options, COMMAND),
+        [run] => crate::frontends::compare::within::compare_within(run, &args.options, COMMAND),
         [base, new] => compare::run_on(base, new, &args.options, COMMAND),
         _ => unreachable!("one or two sides were loaded"),
     }

@@ -3,6 +3,7 @@
 //! follows the statuses a real operator writes, through a watch that serves each change as an
 //! event.
 
+use crate::engine::verdict::exit;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -585,7 +586,7 @@ async fn a_timeout_exits_4_and_deletes_the_run_unless_kept() {
             )
             .await;
             let shown = screen.out.text();
-            assert_eq!(code, super::EXIT_TIMEOUT, "{shown}");
+            assert_eq!(code, exit::TIMEOUT, "{shown}");
             assert!(
                 shown.contains("timed out: benchmarkrun bench/slow did not finish within 1s"),
                 "{shown}"
@@ -671,7 +672,7 @@ async fn a_run_deleted_by_someone_else_ends_the_follow_with_5() {
             fake.remove("benchmarkruns", NS, "gone");
         };
         let (code, ()) = tokio::join!(plugin, someone);
-        assert_eq!(code, super::EXIT_CLUSTER, "{}", screen.out.text());
+        assert_eq!(code, exit::CLUSTER, "{}", screen.out.text());
         assert!(screen.out.text().contains("was deleted before it finished"));
     })
     .await;
@@ -786,17 +787,17 @@ async fn logs_say_why_there_is_nothing_to_show() {
         run["status"] = json!({"phase": "Succeeded", "cells": [{"name": "a"}]});
         fake.insert("benchmarkruns", run);
         let (code, out) = logs_of(&fake, &logs_args("done")).await;
-        assert_eq!(code, std::process::ExitCode::from(logs::EXIT_NO_PODS));
+        assert_eq!(code, std::process::ExitCode::from(exit::FAILED));
         assert!(out.is_empty());
         let mut args = logs_args("done");
         args.cell = Some("zz".into());
         assert_eq!(
             logs_of(&fake, &args).await.0,
-            std::process::ExitCode::from(super::EXIT_BAD_INPUT)
+            std::process::ExitCode::from(exit::BAD_INPUT)
         );
         assert_eq!(
             logs_of(&fake, &logs_args("nope")).await.0,
-            std::process::ExitCode::from(super::EXIT_BAD_INPUT)
+            std::process::ExitCode::from(exit::BAD_INPUT)
         );
     })
     .await;
@@ -917,7 +918,7 @@ async fn report_and_compare_exit_5_when_the_cluster_cannot_be_asked() {
                 min_change: 5.0,
             },
         };
-        let cluster = std::process::ExitCode::from(super::EXIT_CLUSTER);
+        let cluster = std::process::ExitCode::from(exit::CLUSTER);
 
         // The API server refuses (RBAC) or fails: the cluster's trouble, not bad input.
         let fake = FakeApi::default();
@@ -934,7 +935,7 @@ async fn report_and_compare_exit_5_when_the_cluster_cannot_be_asked() {
         assert_eq!(code, cluster);
         // Once it answers, a run that is not there is bad input still.
         let code = runs::report(report_args("nope"), &mut connection(&fake, NS, false)).await;
-        assert_eq!(code, std::process::ExitCode::from(super::EXIT_BAD_INPUT));
+        assert_eq!(code, std::process::ExitCode::from(exit::BAD_INPUT));
 
         // No API server at all: a kubeconfig whose server refuses the connection.
         let port = {
@@ -966,7 +967,7 @@ async fn report_and_compare_exit_5_when_the_cluster_cannot_be_asked() {
         assert_eq!(code, cluster);
         // A file that is not there needs no cluster: bad input, whatever the cluster.
         let code = runs::report(report_args("no/such/status.yaml"), &mut unreachable()).await;
-        assert_eq!(code, std::process::ExitCode::from(super::EXIT_BAD_INPUT));
+        assert_eq!(code, std::process::ExitCode::from(exit::BAD_INPUT));
     })
     .await;
 }

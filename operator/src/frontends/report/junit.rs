@@ -6,7 +6,7 @@
 //! spec) is one failed case of the suite `run`. A run with variants adds the suite `variants`:
 //! each candidate figure against the base (status.variants) is a case, with the ratio, its
 //! interval and the p-value. It fails where the exit code does: with `--max-regression PCT`,
-//! when the figure is worse at p < 0.05 by more than PCT ([`crate::frontends::variants::regressed`]);
+//! when the figure is worse at p < 0.05 by more than PCT ([`crate::engine::verdict::gate::regressed`]);
 //! without it, when the status's verdict is Regression (worse, significant at 5% and beyond the
 //! 5% minimum change). A CI page and the job's exit code never disagree.
 //!
@@ -209,7 +209,7 @@ fn variant_case(c: &VariantComparison, f: &RatioFigure, max_regression: Option<f
         f.p_worse
     );
     let failed = match max_regression {
-        Some(max) => crate::frontends::variants::regressed(f, max),
+        Some(max) => crate::engine::verdict::gate::regressed(f, max),
         None => f.verdict == ChangeVerdict::Regression,
     };
     let outcome = if failed {

@@ -91,7 +91,7 @@ pub fn render(
     let mut o = String::new();
     overview(&mut o, status, &summary, notes);
     o.push_str(&super::verdicts::render(&status.thresholds));
-    o.push_str(&crate::frontends::variants::report_section(
+    o.push_str(&super::variants::report_section(
         status,
         notes.max_regression,
     ));

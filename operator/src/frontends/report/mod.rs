@@ -16,6 +16,7 @@ pub mod recommendation;
 pub mod sizing;
 pub mod svg;
 mod table;
+pub mod variants;
 pub mod verdicts;
 
 use std::path::{Path, PathBuf};
@@ -127,10 +128,7 @@ pub fn closing_lines(status: &BenchmarkRunStatus, max_regression: Option<f64>) -
     if let Some(line) = repetitions_line(status) {
         lines.push(wrapped(line));
     }
-    lines.extend(crate::frontends::variants::closing_lines(
-        status,
-        max_regression,
-    ));
+    lines.extend(variants::closing_lines(status, max_regression));
     lines.extend(capacity::closing_lines(status).into_iter().map(wrapped));
     if let Some(gate) = crate::resource::conditions::find(
         &status.conditions,

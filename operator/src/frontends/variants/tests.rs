@@ -1,5 +1,10 @@
 use super::*;
+use crate::engine::verdict::exit;
+use crate::frontends::compare::CompareOptions;
+use crate::frontends::compare::within::compare_within;
+use crate::frontends::report::variants::{closing_lines, report_section, table};
 use crate::resource::{CellPhase, CellResult, CellStatus, LatencyMs, RepetitionStatus};
+use std::process::ExitCode;
 
 /// A cell of configuration `threads` and variant `variant`, measured in one round per value
 /// of `p50s` (milliseconds; p99 twice that, rps a fixed 100 over it).
@@ -54,17 +59,21 @@ fn eight_percent_slower() -> BenchmarkRunStatus {
     status(&base, &candidate)
 }
 
+/// The exit code and the lines a finished run `status` prints under `--max-regression max`.
+fn gated(status: &BenchmarkRunStatus, max: Option<f64>) -> (u8, Vec<String>) {
+    let mut lines = Vec::new();
+    let gate = GateArgs {
+        max_regression: max,
+    };
+    let code = finish(status, &gate, |line| lines.push(line.to_owned()));
+    (code, lines)
+}
+
 #[test]
 fn a_consistent_slowdown_fails_the_gate_below_it_and_passes_above_it() {
     let s = eight_percent_slower();
-    let (code, lines) = gated_code(
-        0,
-        &s,
-        &GateArgs {
-            max_regression: Some(3.0),
-        },
-    );
-    assert_eq!(code, EXIT_REGRESSION, "{lines:?}");
+    let (code, lines) = gated(&s, Some(3.0));
+    assert_eq!(code, exit::GATE_FAILED, "{lines:?}");
     // p50 and p99 are 8% higher, throughput 8% lower (measured as latency is).
     assert!(
         lines[0].starts_with("3 figure(s) regressed beyond 3%"),
@@ -74,13 +83,7 @@ fn a_consistent_slowdown_fails_the_gate_below_it_and_passes_above_it() {
         lines[1].contains("threads: candidate vs base mixed/fast p50 +8.0% (ratio 1.080"),
         "{lines:?}"
     );
-    let (code, lines) = gated_code(
-        0,
-        &s,
-        &GateArgs {
-            max_regression: Some(10.0),
-        },
-    );
+    let (code, lines) = gated(&s, Some(10.0));
     assert_eq!(code, 0, "{lines:?}");
     assert_eq!(
         lines,
@@ -90,15 +93,27 @@ fn a_consistent_slowdown_fails_the_gate_below_it_and_passes_above_it() {
 
 #[test]
 fn without_the_option_or_after_an_interrupt_the_code_stands() {
+    use crate::resource::conditions::{self, Reason, now, set_condition, status as cs};
     let s = eight_percent_slower();
-    assert_eq!(gated_code(0, &s, &GateArgs::default()), (0, Vec::new()));
-    let gate = GateArgs {
-        max_regression: Some(0.0),
+    assert_eq!(gated(&s, None), (0, Vec::new()));
+    let with_condition = |type_: &str, value: &str, reason: Reason| {
+        let mut s = eight_percent_slower();
+        set_condition(&mut s.conditions, type_, value, reason, "", None, &now());
+        s
     };
-    assert_eq!(gated_code(130, &s, &gate).0, 130);
-    assert_eq!(gated_code(2, &s, &gate).0, 2);
+    let interrupted = with_condition(conditions::COMPLETE, cs::TRUE, Reason::Interrupted);
+    assert_eq!(gated(&interrupted, Some(0.0)), (130, Vec::new()));
+    let refused = with_condition(conditions::SPEC_VALID, cs::FALSE, Reason::InvalidSpec);
+    assert_eq!(gated(&refused, Some(0.0)), (2, Vec::new()));
     // A failed cell elsewhere: the regression is still what the gate answers.
-    assert_eq!(gated_code(1, &s, &gate).0, EXIT_REGRESSION);
+    let mut one_failed = eight_percent_slower();
+    one_failed.cells.push(CellStatus {
+        name: "other".into(),
+        phase: CellPhase::Failed,
+        ..Default::default()
+    });
+    assert_eq!(gated(&one_failed, None).0, 1);
+    assert_eq!(gated(&one_failed, Some(0.0)).0, exit::GATE_FAILED);
 }
 
 #[test]
@@ -107,33 +122,18 @@ fn noise_without_a_direction_is_not_a_regression() {
     let base = [20.0, 20.0, 20.0, 20.0, 20.0, 20.0];
     let candidate = [21.0, 19.0, 20.8, 19.2, 21.5, 18.8];
     let s = status(&base, &candidate);
-    let (code, _) = gated_code(
-        0,
-        &s,
-        &GateArgs {
-            max_regression: Some(0.0),
-        },
-    );
+    let (code, _) = gated(&s, Some(0.0));
     assert_eq!(code, 0);
     // Five rounds all in one direction (p = 1/32) is enough evidence; four (p = 1/16) is not.
     let five = status(&[20.0; 5], &[21.0; 5]);
     let four = status(&[20.0; 4], &[21.0; 4]);
-    let gate = GateArgs {
-        max_regression: Some(3.0),
-    };
-    assert_eq!(gated_code(0, &five, &gate).0, EXIT_REGRESSION);
-    assert_eq!(gated_code(0, &four, &gate).0, 0);
+    assert_eq!(gated(&five, Some(3.0)).0, exit::GATE_FAILED);
+    assert_eq!(gated(&four, Some(3.0)).0, 0);
 }
 
 #[test]
 fn a_run_without_variants_says_the_gate_had_nothing_to_judge() {
-    let (code, lines) = gated_code(
-        0,
-        &BenchmarkRunStatus::default(),
-        &GateArgs {
-            max_regression: Some(5.0),
-        },
-    );
+    let (code, lines) = gated(&BenchmarkRunStatus::default(), Some(5.0));
     assert_eq!(code, 0);
     assert!(lines[0].contains("compared no variants"), "{lines:?}");
 }
@@ -168,12 +168,9 @@ fn the_exit_code_the_terminal_the_report_and_junit_agree_under_max_regression() 
     };
     for (by, max, regressed_everywhere) in [(1.04, 3.0, true), (1.08, 10.0, false)] {
         let s = slower(by);
-        let gate = GateArgs {
-            max_regression: Some(max),
-        };
-        let (code, _) = gated_code(0, &s, &gate);
+        let (code, _) = gated(&s, Some(max));
         assert_eq!(
-            code == EXIT_REGRESSION,
+            code == exit::GATE_FAILED,
             regressed_everywhere,
             "+{by} at {max}%: exit {code}"
         );
@@ -256,7 +253,7 @@ fn compare_with_one_run_gates_its_variants_and_writes_the_table() {
         status: eight_percent_slower(),
     };
     let code = compare_within(&run, &options(0.0, Some(dir.path().into())), "test");
-    assert_eq!(code, ExitCode::from(EXIT_REGRESSION));
+    assert_eq!(code, ExitCode::from(exit::GATE_FAILED));
     let md = std::fs::read_to_string(dir.path().join("compare.md")).unwrap();
     assert!(
         md.starts_with("# Variants\n\n- run: `pr/status.yaml`"),
@@ -275,7 +272,7 @@ fn compare_with_one_run_gates_its_variants_and_writes_the_table() {
     };
     assert_eq!(
         compare_within(&plain, &options(0.0, None), "test"),
-        ExitCode::from(EXIT_BAD_INPUT)
+        ExitCode::from(exit::BAD_INPUT)
     );
 }
 
@@ -302,5 +299,5 @@ fn variants_that_compared_no_round_exit_2() {
         min_change: 0.0,
     };
     let code = compare_within(&run, &options, "benchmatrix compare");
-    assert_eq!(code, ExitCode::from(EXIT_BAD_INPUT));
+    assert_eq!(code, ExitCode::from(exit::BAD_INPUT));
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::verdict::outcome::Outcome;
 
 fn finished() -> BenchmarkRunStatus {
     let text = include_str!("../../../../tests/fixtures/finished/ci-gate.yaml");
@@ -142,11 +143,8 @@ fn with_max_regression_the_cases_fail_where_the_exit_code_does() {
         xml.contains("p=0.031, beyond --max-regression 9.5%\">"),
         "{xml}"
     );
-    let gate = crate::frontends::variants::GateArgs {
-        max_regression: Some(9.5),
-    };
-    let (code, _) = crate::frontends::variants::gated_code(0, &status, &gate);
-    assert_eq!(code, crate::frontends::variants::EXIT_REGRESSION);
+    let gated = |max| Outcome::gated(&status, Some(max)).0;
+    assert_eq!(gated(9.5), Outcome::Regressed);
 
     let xml = junit_xml("paired", &status, Some(10.0));
     assert_eq!(
@@ -154,11 +152,5 @@ fn with_max_regression_the_cases_fail_where_the_exit_code_does() {
         "0",
         "{xml}"
     );
-    let gate = crate::frontends::variants::GateArgs {
-        max_regression: Some(10.0),
-    };
-    assert_eq!(
-        crate::frontends::variants::gated_code(0, &status, &gate).0,
-        0
-    );
+    assert_eq!(gated(10.0), Outcome::AllSucceeded);
 }
