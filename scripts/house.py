@@ -10,7 +10,9 @@ How it counts (the rules the figures in docs/architecture.md and the closing not
   out: files named tests.rs, folders named tests or fixtures, and `#[cfg(test)]` modules.
 - An arrow is a `use crate::...`, `use super::...` or `crate::`/`super::` path in code (not in a
   comment, so not a doc link), from the module that writes it to the module the path names (the
-  longest prefix that is a file).
+  longest prefix that is a file). A name a module re-exports (`pub use spec::{...}` in
+  resource/mod.rs) is followed to the module that defines it, so that importing through a
+  re-export hides no arrow.
 - A circle is a set of modules that reach each other through arrows (a strongly connected
   component of more than one module); counted among files, and among the rooms of each folder
   (arrows between its direct sub-rooms).
@@ -103,23 +105,73 @@ def code_only(text):
     return re.sub(r"//[^\n]*", "", text)
 
 
-def targets(text, here, modules):
+REEXPORT = re.compile(r"\bpub(?:\([^)]*\))?\s+use\s+((?:crate|super|self|\w+)(?:::(?:\w+|\{[^;]*?\}))+)\s*;")
+
+
+def resolve(full, modules, reexports):
+    """The module a path (a list of names from the crate root) names: the longest prefix that
+    is a module, and where the name after it is a re-export of that module's, the module it
+    re-exports from."""
+    for _ in range(8):
+        for k in range(len(full), 0, -1):
+            if tuple(full[:k]) in modules:
+                module = tuple(full[:k])
+                break
+        else:
+            return None
+        item = full[k] if k < len(full) else None
+        source = reexports.get((module, item))
+        if source is None:
+            return module
+        full = list(source) + full[k:]
+    return module
+
+
+def absolute(kind, tail, here):
+    """The names of a `crate::`/`super::`/`self::` path (`tail` after the first word) from
+    the crate root, as written in module `here`."""
+    parts = [p for p in tail.split("::") if p]
+    if kind == "crate":
+        return parts
+    if kind == "self":
+        return list(here) + parts
+    base = list(here)[:-1]
+    while parts and parts[0] == "super":
+        base, parts = base[:-1], parts[1:]
+    return base + parts
+
+
+def reexports_of(texts, modules):
+    """(module, name) -> the module a `pub use` of that module re-exports `name` from."""
+    out = {}
+    for here, text in texts.items():
+        for m in REEXPORT.finditer(code_only(text)):
+            path = m.group(1)
+            first, _, rest = path.partition("::")
+            for tail in expand("::" + rest):
+                if first in ("crate", "super", "self"):
+                    full = absolute(first, tail, here)
+                elif tuple(list(here) + [first]) in modules:
+                    full = list(here) + [first] + [p for p in tail.split("::") if p]
+                else:
+                    continue  # another crate's item
+                if len(full) < 2:
+                    continue
+                source = tuple(full[:-1])
+                if any(tuple(full[:k]) in modules for k in range(len(full) - 1, 0, -1)):
+                    out[(here, full[-1])] = source
+    return out
+
+
+def targets(text, here, modules, reexports):
     """The modules the paths in `text` name, from module `here`."""
     out = set()
     for m in PATH.finditer(code_only(text)):
         for tail in expand(m.group(2)):
-            parts = [p for p in tail.split("::") if p]
-            base = list(here) if m.group(1) == "super" else []
-            if m.group(1) == "super":
-                base = base[:-1]
-                while parts and parts[0] == "super":
-                    base, parts = base[:-1], parts[1:]
-            full = base + parts
-            for k in range(len(full), 0, -1):
-                if tuple(full[:k]) in modules:
-                    if tuple(full[:k]) != here:
-                        out.add(tuple(full[:k]))
-                    break
+            full = absolute(m.group(1), tail, here)
+            module = resolve(full, modules, reexports)
+            if module is not None and module != here:
+                out.add(module)
     return out
 
 
@@ -193,7 +245,8 @@ def main():
         if not files:
             continue
         texts = {m: strip_tests(open(p, encoding="utf-8").read()) for m, p in files.items()}
-        graph = {m: targets(t, m, files) for m, t in texts.items()}
+        reexports = reexports_of(texts, files)
+        graph = {m: targets(t, m, files, reexports) for m, t in texts.items()}
         rooms = defaultdict(int)
         for m in files:
             rooms[m[:-1]] += 1

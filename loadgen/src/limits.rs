@@ -46,6 +46,10 @@ pub use crate::duration::MAX_ANY_DURATION;
 /// service.
 pub const MAX_REPLICAS: u32 = 64;
 
+/// Most cells one run may have: configurations (or those its axes or sizing's search space
+/// expand to) times variants; a guard against an axes typo expanding to thousands.
+pub const MAX_CELLS: usize = 64;
+
 /// Largest fixed worker pool of the built-in target (`poolSize`): the target refuses
 /// `BENCH_POOL_SIZE` above 1024, so a larger value would only fail once the cell had started.
 pub const MAX_POOL_SIZE: u32 = 1024;

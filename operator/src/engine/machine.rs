@@ -132,14 +132,6 @@ pub struct Ready {
     pub target_pods: Vec<RecordedPod>,
 }
 
-/// How many places at the head of a queue a waiting run's status shows exactly ("queued:
-/// position 3 in line"); a run further back says only that it is further back, and its status
-/// is not rewritten as the queue moves until it comes within this many of the head. Every start
-/// moves every waiting run up a place: were every place shown, each start would rewrite every
-/// waiting run's status (50 runs queued at once: 1,225 writes, each one more reconcile), so the
-/// writes per start are bounded by this instead.
-pub const QUEUE_PLACES_SHOWN: usize = 10;
-
 /// Where a run stands in an executor's admission queue (the operator's: at most
 /// `--max-active-runs` runs at once, oldest first).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

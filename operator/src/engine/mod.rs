@@ -36,12 +36,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::resource::conditions::Reason;
 use crate::resource::status::RecordedPod;
 use crate::resource::thresholds::Threshold;
-use crate::resource::{CellResult, Enforcement, Repeat, TargetStats, ValidatedRun};
+use crate::resource::{
+    BenchmarkRunStatus, CellPhase, CellResult, Enforcement, Repeat, TargetStats, ValidatedRun,
+};
 
 pub use crate::resource::conditions::Cause;
-pub use machine::QUEUE_PLACES_SHOWN;
 pub use reduce::reduce;
-pub use schedule::{Step, next_step};
+pub use schedule::next_step;
 
 /// What an event is recorded (and a step advanced) with: the run's fixed settings and the
 /// time it happened.
@@ -366,4 +367,32 @@ pub fn timeout_message(deadline: std::time::Duration) -> String {
          warm-up, phases and timeouts.runSlack)",
         deadline.as_secs_f64()
     )
+}
+
+/// How many places at the head of a queue a waiting run's status shows exactly ("queued:
+/// position 3 in line"); a run further back says only that it is further back, and its status
+/// is not rewritten as the queue moves until it comes within this many of the head. Every start
+/// moves every waiting run up a place: were every place shown, each start would rewrite every
+/// waiting run's status (50 runs queued at once: 1,225 writes, each one more reconcile), so the
+/// writes per start are bounded by this instead.
+pub const QUEUE_PLACES_SHOWN: usize = 10;
+
+/// One step of a run: a cell, and the repetition of it about to be (or being) measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// Index of the cell in the matrix.
+    pub cell: usize,
+    /// 1-based repetition of that cell.
+    pub repetition: u32,
+}
+
+impl Step {
+    /// The step's cell's phase in `status`: Pending (to deploy), Deploying or Running while it
+    /// is current.
+    pub fn phase(self, status: &BenchmarkRunStatus) -> CellPhase {
+        status
+            .cells
+            .get(self.cell)
+            .map_or(CellPhase::Pending, |c| c.phase)
+    }
 }

@@ -6,6 +6,7 @@
 //! generators are merged histogram by histogram in the loadgen crate before this runs).
 //! Which figures may be ranked is decided in [`trust`].
 
+pub mod figure;
 pub mod noise;
 pub mod paired;
 pub mod precision;
@@ -165,7 +166,7 @@ pub fn target_stats(result: &RunResult) -> Option<TargetStats> {
 pub fn summarize(cells: &[CellStatus]) -> Summary {
     // A searched cell's results are its confirmation probe at the rate it held, which differs
     // from cell to cell: its latencies are not comparable with another cell's, so capacity
-    // ranks it instead ([`crate::engine::capacity::rank`]).
+    // ranks it instead (`engine::capacity::rank`).
     let measured: Vec<&CellStatus> = cells
         .iter()
         .filter(|c| c.phase == CellPhase::Succeeded && c.capacity.is_none())
@@ -336,14 +337,6 @@ fn cell_interference(cell: &CellStatus) -> Vec<Interference> {
         });
     }
     out
-}
-
-/// The run's one line for `kubectl get` and the report: the capacity ranking's when cells
-/// searched ([`crate::engine::capacity::rank::headline`]), else [`headline`]'s.
-pub fn run_headline(cells: &[CellStatus], summary: &Summary) -> Option<String> {
-    crate::engine::capacity::rank::rank(cells)
-        .and_then(|r| crate::engine::capacity::rank::headline(&r))
-        .or_else(|| headline(summary))
 }
 
 /// One line for `kubectl get`: the best cell of the last phase's first endpoint, e.g.

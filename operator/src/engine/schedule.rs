@@ -4,32 +4,13 @@
 //! second, and so on (A B C A B C ...), so that a slow drift of the machine (a neighbour, heat,
 //! a cache warming) spreads over all cells instead of favouring the ones measured first.
 
+use crate::engine::Step;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, Repeat};
 
 mod plan;
 pub(crate) mod stop;
 
 pub use plan::{Placed, in_flight, plan, slot_nodes, slots, times_on};
-
-/// One step of a run: a cell, and the repetition of it about to be (or being) measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Step {
-    /// Index of the cell in the matrix.
-    pub cell: usize,
-    /// 1-based repetition of that cell.
-    pub repetition: u32,
-}
-
-impl Step {
-    /// The step's cell's phase in `status`: Pending (to deploy), Deploying or Running while it
-    /// is current.
-    pub fn phase(self, status: &BenchmarkRunStatus) -> CellPhase {
-        status
-            .cells
-            .get(self.cell)
-            .map_or(CellPhase::Pending, |c| c.phase)
-    }
-}
 
 /// The step a running run is at, or `None` when no cell is left. A cell being deployed or
 /// measured stays current until it ends. Otherwise, without variants, the unfinished cell with

@@ -3,6 +3,9 @@
 //! Pure: the operator and the local runner expand a spec the same way, and the operator finds
 //! a cell's Deployment, Service and Job again after a restart by recomputing their names.
 
+use std::collections::BTreeMap;
+
+use crate::resource::sizing::SizingSpec;
 use crate::resource::{Axes, BenchmarkRunSpec, EnvVar, Mode, PoolSize, Quantity, Variant};
 
 /// Longest child object name. Job pods are named `<job>-<5 chars>` and Jobs label their pods
@@ -11,6 +14,8 @@ pub const MAX_CHILD_NAME: usize = 52;
 
 /// Longest cell name (it shows up in child names, labels and reports).
 pub const MAX_CELL_NAME: usize = 40;
+
+pub use benchmatrix_loadgen::limits::MAX_CELLS;
 
 /// One configuration of the matrix, with the spec's defaults and the target's shared env
 /// resolved.
@@ -73,7 +78,7 @@ pub fn cells(spec: &BenchmarkRunSpec) -> Vec<Cell> {
         out.extend(axes_cells(axes));
     }
     if let Some(sizing) = &spec.sizing {
-        out.extend(sizing.cells());
+        out.extend(sizing_cells(sizing));
     }
     for cell in &mut out {
         cell.env = merge_env(&spec.target.env, &cell.env);
@@ -271,6 +276,73 @@ fn fnv1a(parts: &[&str]) -> u64 {
         }
     }
     hash
+}
+
+/// The configurations of sizing's search space, family by family (mode, then env values in name order), then
+/// replicas, then CPU; `family` of each is its index among `SizingSpec::families`.
+pub fn sizing_cells(sizing: &SizingSpec) -> Vec<Cell> {
+    let s = &sizing.search;
+    let mut out = Vec::new();
+    for mode in &s.mode {
+        for env in env_combinations(&s.env) {
+            for &replicas in &s.replicas {
+                for cpu in &s.cpu {
+                    let mut name = format!("{mode}-x{replicas}-cpu{}", cpu_label(cpu));
+                    for var in &env {
+                        name.push('-');
+                        name.push_str(&label(&var.name));
+                        name.push_str(&label(&var.value));
+                    }
+                    out.push(Cell {
+                        index: out.len(),
+                        configuration: name.clone(),
+                        name,
+                        variant: None,
+                        mode: *mode,
+                        replicas,
+                        cpu: cpu.clone(),
+                        memory: s.memory.clone(),
+                        pool_size: s.pool_size,
+                        env: env.clone(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every assignment of one value to each env axis, in name order.
+fn env_combinations(axes: &BTreeMap<String, Vec<String>>) -> Vec<Vec<EnvVar>> {
+    let mut out: Vec<Vec<EnvVar>> = vec![Vec::new()];
+    for (name, values) in axes {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut env = prefix.clone();
+                    env.push(EnvVar::new(name.clone(), v.clone()));
+                    env
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Text as a part of a DNS label: lower case letters and digits, anything else a '-'.
+fn label(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .trim_matches('-')
+        .to_owned()
 }
 
 #[cfg(test)]

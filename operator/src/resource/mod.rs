@@ -34,6 +34,7 @@ pub mod pod_template;
 pub mod quantity;
 pub mod repeat;
 pub mod rounding;
+pub mod settings;
 pub mod size;
 pub mod sizing;
 pub mod spec;
@@ -44,9 +45,10 @@ mod validated;
 
 pub use quantity::Quantity;
 pub use repeat::Repeat;
+pub use settings::{EnvVar, Mode, PoolSize};
 pub use spec::{
-    Axes, BenchmarkRun, BenchmarkRunSpec, CleanupPolicy, Configuration, Duration, EnvVar,
-    LoadgenSpec, Mode, Placement, PoolSize, TargetOf, TargetSpec, Timeouts, Variant, Workload,
+    Axes, BenchmarkRun, BenchmarkRunSpec, CleanupPolicy, Configuration, Duration, LoadgenSpec,
+    Placement, TargetOf, TargetSpec, Timeouts, Variant, Workload,
 };
 pub use status::{
     BenchmarkRunStatus, CellPhase, CellPrecision, CellRatio, CellResult, CellStatus, Comparison,

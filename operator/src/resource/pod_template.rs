@@ -108,12 +108,6 @@ fn under_field(path: &str) -> String {
     out
 }
 
-/// The parsed template of a cell's target, if it has one that parses (validation has refused
-/// the runs whose template does not).
-pub fn of(target: &crate::resource::TargetOf) -> Option<PodTemplateSpec> {
-    target.pod_template.and_then(|t| t.parse().ok())
-}
-
 /// Every container of a pod with the list it is in (`containers` or `initContainers`) and its
 /// position there, as field paths name them.
 pub fn all_containers(spec: &PodSpec) -> impl Iterator<Item = (&'static str, usize, &Container)> {

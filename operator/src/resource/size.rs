@@ -190,7 +190,13 @@ impl Shape {
                         crate::resource::EnvVar::new(k.clone(), longest)
                     })
                     .collect();
-                (s.cells().into_iter().map(|c| c.name).collect(), env)
+                (
+                    crate::resource::matrix::sizing_cells(s)
+                        .into_iter()
+                        .map(|c| c.name)
+                        .collect(),
+                    env,
+                )
             }),
         }
     }

@@ -7,19 +7,19 @@
 //! with field paths for the operator and the local runner.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use k8s_openapi::api::core::v1::Toleration;
 use kube::CustomResource;
 use schemars::{JsonSchema, Schema};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
-pub use benchmatrix_loadgen::duration::Duration;
-use benchmatrix_loadgen::limits::{MAX_GENERATORS, MAX_POOL_SIZE, MAX_REPLICAS, MAX_THREADS};
-pub use benchmatrix_loadgen::plan::Workload;
 /// The target's own mode type: the operator passes it on as BENCH_MODE, so one enum keeps the
 /// CRD's values and the target's `--mode` values the same.
-pub use benchmatrix_target::config::Mode;
+pub use super::settings::Mode;
+use super::settings::{EnvVar, PoolSize, default_memory};
+pub use benchmatrix_loadgen::duration::Duration;
+use benchmatrix_loadgen::limits::{MAX_GENERATORS, MAX_REPLICAS, MAX_THREADS};
+pub use benchmatrix_loadgen::plan::Workload;
 
 use super::pod_template::PodTemplate;
 use super::quantity::Quantity;
@@ -440,28 +440,6 @@ fn default_stats_path() -> String {
     "/stats".into()
 }
 
-/// One environment variable (a plain value; both the operator and the local runner pass it
-/// through unchanged).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-pub struct EnvVar {
-    /// Variable name.
-    #[schemars(length(min = 1))]
-    pub name: String,
-    /// Variable value.
-    #[serde(default)]
-    pub value: String,
-}
-
-impl EnvVar {
-    /// A variable from a name and a value.
-    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            value: value.into(),
-        }
-    }
-}
-
 /// One cell of the matrix: how the target is deployed.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -517,6 +495,14 @@ pub struct TargetOf<'a> {
     pub template_field: String,
     /// The program (local); empty for the built-in target.
     pub command: &'a [String],
+}
+
+impl TargetOf<'_> {
+    /// The parsed pod template of this target, if it has one that parses (validation has
+    /// refused the runs whose template does not).
+    pub fn parsed_template(&self) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
+        self.pod_template.and_then(|t| t.parse().ok())
+    }
 }
 
 impl BenchmarkRunSpec {
@@ -605,10 +591,6 @@ pub(crate) fn default_replicas() -> u32 {
     1
 }
 
-pub(crate) fn default_memory() -> Quantity {
-    Quantity::from("256Mi")
-}
-
 /// The compact form of a matrix: every combination of the listed values.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -643,88 +625,6 @@ pub struct Axes {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
 }
-
-/// Size of the target's worker pool: `auto` (from the CPU quota) or a fixed count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum PoolSize {
-    /// Sized from the CPU quota the target detects.
-    #[default]
-    Auto,
-    /// Exactly this many workers.
-    Fixed(u32),
-}
-
-impl PoolSize {
-    /// True for `auto` (the default, left out when serializing).
-    pub fn is_auto(&self) -> bool {
-        matches!(self, PoolSize::Auto)
-    }
-
-    /// The value of env BENCH_POOL_SIZE.
-    pub fn env_value(&self) -> String {
-        match self {
-            PoolSize::Auto => "auto".into(),
-            PoolSize::Fixed(n) => n.to_string(),
-        }
-    }
-}
-
-impl Serialize for PoolSize {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PoolSize::Auto => serializer.serialize_str("auto"),
-            PoolSize::Fixed(n) => serializer.serialize_u32(*n),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for PoolSize {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = PoolSize;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("\"auto\" or a positive whole number")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PoolSize, E> {
-                if v == "auto" {
-                    return Ok(PoolSize::Auto);
-                }
-                match v.parse::<u32>() {
-                    Ok(n) => self.visit_u64(u64::from(n)),
-                    Err(_) => Err(E::custom(format!(
-                        "invalid pool size {v:?}: expected \"auto\" or a positive whole number"
-                    ))),
-                }
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<PoolSize, E> {
-                match u32::try_from(v) {
-                    Ok(n) if n > 0 => Ok(PoolSize::Fixed(n)),
-                    _ => Err(E::custom(format!(
-                        "invalid pool size {v}: expected \"auto\" or 1..4294967295"
-                    ))),
-                }
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<PoolSize, E> {
-                match u64::try_from(v) {
-                    Ok(v) => self.visit_u64(v),
-                    Err(_) => Err(E::custom(format!(
-                        "invalid pool size {v}: expected \"auto\" or a positive whole number"
-                    ))),
-                }
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
-// `minimum` and `maximum` apply to the integer form only; the operator's validation checks a
-// number written as a string.
-written_schema!(PoolSize, {
-    "x-kubernetes-int-or-string": true,
-    "minimum": 1,
-    "maximum": MAX_POOL_SIZE,
-});
 
 /// Resources and fan-out of the load generator.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -30,8 +30,7 @@ pub const KIND: &str = "BenchmarkRun";
 /// Most repetitions of each cell (the CRD says the same).
 pub const MAX_REPEAT: u32 = 20;
 
-/// Most cells one run may have (a guard against an axes typo expanding to thousands).
-pub const MAX_CELLS: usize = 64;
+pub use super::matrix::MAX_CELLS;
 
 pub use benchmatrix_loadgen::strict_yaml::FieldError;
 
@@ -510,6 +509,22 @@ fn check_sizing(
     errors: &mut Vec<FieldError>,
 ) {
     errors.extend(sizing.check());
+    if sizing.configuration_count() <= crate::resource::matrix::MAX_CELLS {
+        let too_long = crate::resource::matrix::sizing_cells(sizing)
+            .into_iter()
+            .find(|c| c.name.len() > crate::resource::matrix::MAX_CELL_NAME);
+        if let Some(c) = too_long {
+            errors.push(FieldError::new(
+                "spec.sizing.search",
+                format!(
+                    "configuration name {:?} is longer than {} characters: use shorter env \
+                     names or values",
+                    c.name,
+                    crate::resource::matrix::MAX_CELL_NAME
+                ),
+            ));
+        }
+    }
     if spec.capacity.is_none() {
         errors.push(FieldError::new(
             "spec.capacity",

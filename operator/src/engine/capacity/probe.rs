@@ -2,7 +2,7 @@
 //!
 //! A probe holds when all three are true:
 //! - every SLO figure passes with enough samples, by the rule thresholds apply
-//!   ([`judge::stream_figure`]: a percentile the samples cannot support is no figure, and
+//!   ([`figure::stream_figure`]: a percentile the samples cannot support is no figure, and
 //!   fails);
 //! - at least [`ACHIEVED_MIN`] of the offered sends were achieved: answered by the probe's
 //!   end, counting as answered those still in flight that the SLO's latency explains (a
@@ -19,7 +19,7 @@
 //! nothing of the target.
 
 use super::sends::Sends;
-use crate::engine::verdict::judge;
+use crate::engine::results::figure;
 use crate::resource::capacity::{
     CapacitySpec, PROBE_PHASE, ProbeFigure, ProbeStatus, ProbeVerdict,
 };
@@ -205,7 +205,7 @@ fn figures(
                 .iter()
                 .find(|r| r.phase == PROBE_PHASE && r.endpoint == endpoint)
                 .ok_or_else(|| "no result".to_owned())
-                .and_then(|r| judge::stream_figure(r, metric));
+                .and_then(|r| figure::stream_figure(r, metric));
             let (value, pass, why) = match measured {
                 Ok(v) => {
                     let pass = v < limit;

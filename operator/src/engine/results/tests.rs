@@ -517,7 +517,7 @@ fn searched_cells_are_not_ranked_by_latency_and_the_headline_is_their_capacity()
     assert!(summary.comparisons.is_empty(), "{summary:?}");
     assert_eq!(headline(&summary), None);
     assert_eq!(
-        run_headline(&cells, &summary).unwrap(),
+        crate::engine::verdict::end::run_headline(&cells, &summary).unwrap(),
         "capacity: pool 60.0 rps per reserved CPU (120 rps held; single 3.0x less)"
     );
 }

@@ -13,7 +13,8 @@
 //! A run without `status.parallelism` (spec.parallelism 1, or not recorded yet) has one slot
 //! and no node set: [`plan`] is [`super::next_step`], today's order.
 
-use super::{Step, attempts, next_step, paired_candidates, round_nodes};
+use super::{attempts, next_step, paired_candidates, round_nodes};
+use crate::engine::Step;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus};
 
 /// A step of the current turn and the slot it runs in (`None`: one at a time, not pinned).

@@ -44,7 +44,7 @@ fn state_of<'a>(s: &'a Simulated, name: &str) -> &'a crate::resource::sizing::Si
 #[test]
 fn each_family_first_searches_its_fewest_replicas_at_the_most_cpu() {
     let spec = sizing(150.0, 12);
-    let cells = spec.cells();
+    let cells = crate::resource::matrix::sizing_cells(&spec);
     let statuses: Vec<CellStatus> = cells.iter().map(|_| CellStatus::default()).collect();
     let d = plan::decide(&spec, &cells, &statuses, 2);
     let names: Vec<&str> = d
@@ -81,7 +81,10 @@ fn the_search_finds_the_grids_answer_confirms_it_and_rules_out_what_is_just_chea
             s.searches
         );
         // The confirmation ran at the target rate, every probe held.
-        let i = spec.cells().iter().position(|c| c.name == want).unwrap();
+        let i = crate::resource::matrix::sizing_cells(&spec)
+            .iter()
+            .position(|c| c.name == want)
+            .unwrap();
         let check = s.cells[i].capacity.as_ref().unwrap().check.clone().unwrap();
         assert_eq!((check.purpose, check.rate), (CheckPurpose::Confirm, 180.0));
         assert!(check.passed(), "{check:?}");
@@ -166,7 +169,7 @@ fn a_budget_spent_before_an_answer_ends_the_search_and_says_raise_it() {
 #[test]
 fn a_configuration_that_held_but_failed_its_confirmation_is_never_chosen() {
     let spec = sizing(150.0, 12);
-    let cells = spec.cells();
+    let cells = crate::resource::matrix::sizing_cells(&spec);
     let mut statuses = admitted(&cells).cells;
     let searched = |held: f64, failed: f64| CellStatus {
         phase: CellPhase::Succeeded,
@@ -266,7 +269,7 @@ fn a_service_where_more_cpu_lowers_capacity_is_named_and_its_bounds_not_used() {
 #[test]
 fn the_autoscaler_target_is_the_cpu_used_at_the_held_rate_less_the_margin_and_tolerance() {
     let spec = sizing(150.0, 12);
-    let cells = spec.cells();
+    let cells = crate::resource::matrix::sizing_cells(&spec);
     let cell = cells
         .iter()
         .find(|c| c.name == "single-x2-cpu500m")
@@ -294,7 +297,7 @@ fn the_autoscaler_target_is_the_cpu_used_at_the_held_rate_less_the_margin_and_to
 #[test]
 fn only_the_configurations_the_search_names_may_run() {
     let spec = sizing(150.0, 12);
-    let cells = spec.cells();
+    let cells = crate::resource::matrix::sizing_cells(&spec);
     let mut status = admitted(&cells);
     assert!(eligible(&status, 0), "no sizing yet: nothing is held back");
     update(&mut status, (&spec, &capacity_spec()), &cells, 1);

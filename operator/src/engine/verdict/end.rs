@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::engine::results;
 use crate::resource::conditions::{self, Reason, set_condition, status as cs};
+use crate::resource::status::Summary;
 use crate::resource::thresholds::Threshold;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, RunPhase};
 
@@ -78,6 +79,14 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
     }
 }
 
+/// The run's one line for `kubectl get` and the report: the capacity ranking's when cells
+/// searched ([`crate::engine::capacity::rank::headline`]), else the summary's ([`results::headline`]).
+pub fn run_headline(cells: &[CellStatus], summary: &Summary) -> Option<String> {
+    crate::engine::capacity::rank::rank(cells)
+        .and_then(|r| crate::engine::capacity::rank::headline(&r))
+        .or_else(|| results::headline(summary))
+}
+
 /// Ends the run in `status`: the summary and headline, each candidate variant against the
 /// base, the completion time, and
 /// the phase, message and conditions of [`run_end`] (`Progressing` False, `Complete` True with
@@ -92,7 +101,7 @@ pub fn finish_run(
     now: &Time,
 ) -> RunEnd {
     let summary = results::summarize(&status.cells);
-    status.headline = results::run_headline(&status.cells, &summary);
+    status.headline = run_headline(&status.cells, &summary);
     status.summary = Some(summary);
     status.variants = results::variants::compare(&status.cells);
     // The verdicts, the ThresholdsMet condition and the recommendation, in the same status

@@ -133,7 +133,7 @@ fn overview(o: &mut String, status: &BenchmarkRunStatus, summary: &Summary, note
             .map(|m| format!(" — {m}"))
             .unwrap_or_default()
     );
-    if let Some(h) = crate::engine::results::run_headline(&status.cells, summary)
+    if let Some(h) = crate::engine::verdict::end::run_headline(&status.cells, summary)
         .or_else(|| status.headline.clone())
     {
         let _ = writeln!(o, "- headline: {h}");

@@ -15,8 +15,7 @@ use benchmatrix_loadgen::strict_yaml::FieldError;
 
 use super::Quantity;
 use super::capacity::Percent;
-use super::matrix::{Cell, MAX_CELL_NAME, cpu_label};
-use super::spec::{EnvVar, Mode, PoolSize, default_memory};
+use super::settings::{Mode, PoolSize, default_memory};
 use benchmatrix_loadgen::limits::MAX_REPLICAS;
 
 mod status;
@@ -27,7 +26,7 @@ pub use status::{
 
 /// Most configurations a sizing space may hold: the matrix's limit, as each configuration is a
 /// cell of the run's status.
-pub const MAX_CONFIGURATIONS: usize = super::validate::MAX_CELLS;
+pub const MAX_CONFIGURATIONS: usize = benchmatrix_loadgen::limits::MAX_CELLS;
 
 /// Most repetitions of the confirmation at the target rate.
 pub const MAX_CONFIRMATIONS: u32 = 5;
@@ -190,6 +189,18 @@ impl SizingSpec {
                 );
             }
         }
+        errors.extend(self.check_counts());
+        errors
+    }
+
+    /// The space's size and what the search may spend on it: the configurations it holds, the
+    /// budget (at least one search per family), confirmations and rule-outs.
+    fn check_counts(&self) -> Vec<FieldError> {
+        let at = "spec.sizing";
+        let mut errors = Vec::new();
+        let mut refuse = |path: String, message: String| {
+            errors.push(FieldError::new(path, message));
+        };
         let count = self.configuration_count();
         if count > MAX_CONFIGURATIONS {
             refuse(
@@ -228,21 +239,6 @@ impl SizingSpec {
                 format!("{} is more than {MAX_RULE_OUTS}", self.rule_out),
             );
         }
-        if count <= MAX_CONFIGURATIONS {
-            for c in self.cells() {
-                if c.name.len() > MAX_CELL_NAME {
-                    refuse(
-                        format!("{at}.search"),
-                        format!(
-                            "configuration name {:?} is longer than {MAX_CELL_NAME} characters: \
-                             use shorter env names or values",
-                            c.name
-                        ),
-                    );
-                    break;
-                }
-            }
-        }
         errors
     }
 
@@ -263,73 +259,6 @@ impl SizingSpec {
                 .map(|v| v.len().max(1))
                 .product::<usize>()
     }
-
-    /// The configurations, family by family (mode, then env values in name order), then
-    /// replicas, then CPU; `family` of each is its index among [`Self::families`].
-    pub fn cells(&self) -> Vec<Cell> {
-        let s = &self.search;
-        let mut out = Vec::new();
-        for mode in &s.mode {
-            for env in env_combinations(&s.env) {
-                for &replicas in &s.replicas {
-                    for cpu in &s.cpu {
-                        let mut name = format!("{mode}-x{replicas}-cpu{}", cpu_label(cpu));
-                        for var in &env {
-                            name.push('-');
-                            name.push_str(&label(&var.name));
-                            name.push_str(&label(&var.value));
-                        }
-                        out.push(Cell {
-                            index: out.len(),
-                            configuration: name.clone(),
-                            name,
-                            variant: None,
-                            mode: *mode,
-                            replicas,
-                            cpu: cpu.clone(),
-                            memory: s.memory.clone(),
-                            pool_size: s.pool_size,
-                            env: env.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-/// Every assignment of one value to each env axis, in name order.
-fn env_combinations(axes: &BTreeMap<String, Vec<String>>) -> Vec<Vec<EnvVar>> {
-    let mut out: Vec<Vec<EnvVar>> = vec![Vec::new()];
-    for (name, values) in axes {
-        out = out
-            .into_iter()
-            .flat_map(|prefix| {
-                values.iter().map(move |v| {
-                    let mut env = prefix.clone();
-                    env.push(EnvVar::new(name.clone(), v.clone()));
-                    env
-                })
-            })
-            .collect();
-    }
-    out
-}
-
-/// Text as a part of a DNS label: lower case letters and digits, anything else a '-'.
-fn label(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect::<String>()
-        .trim_matches('-')
-        .to_owned()
 }
 
 fn first_repeat<T: PartialEq>(values: &[T]) -> Option<usize> {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::resource::EnvVar;
 
 fn sizing(yaml: &str) -> SizingSpec {
     serde_yaml::from_str(yaml).unwrap()
@@ -15,7 +16,7 @@ fn the_space_expands_family_by_family_with_names_that_say_each_axis() {
     assert_eq!((s.budget, s.confirmations, s.rule_out), (12, 3, 2));
     assert_eq!(s.target_rate(), 360.0);
     assert_eq!(s.families(), 4);
-    let cells = s.cells();
+    let cells = crate::resource::matrix::sizing_cells(&s);
     assert_eq!(cells.len(), 16);
     let names: Vec<&str> = cells.iter().take(5).map(|c| c.name.as_str()).collect();
     assert_eq!(

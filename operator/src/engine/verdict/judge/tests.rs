@@ -1,4 +1,5 @@
 use super::*;
+use crate::resource::status::Percentile;
 use crate::resource::{FigureSpread, LatencyMs, Spread};
 
 fn thresholds(yaml: &str) -> Vec<Threshold> {

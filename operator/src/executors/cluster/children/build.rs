@@ -228,7 +228,7 @@ pub fn deployment(
     // Validation parsed the template already; a run whose template does not parse never gets
     // this far.
     let template = template::merge(
-        pod_template::of(&spec.target_of(cell.variant.as_ref())),
+        spec.target_of(cell.variant.as_ref()).parsed_template(),
         OwnedPod {
             labels: pod_labels.clone(),
             container: target_container(v.run(), cell, default_image),
@@ -316,7 +316,7 @@ fn container_port(name: &str, port: i32) -> ContainerPort {
 /// The name of a run's target container in its pods: the template's target container's (the
 /// one named `target`, else its first), else [`TARGET_CONTAINER`].
 pub fn target_container_name(run: &BenchmarkRun, variant: Option<&Variant>) -> String {
-    let template = pod_template::of(&run.spec.target_of(variant));
+    let template = run.spec.target_of(variant).parsed_template();
     pod_template::target_container_name(template.as_ref(), TARGET_CONTAINER)
 }
 
@@ -328,7 +328,7 @@ pub fn runs_built_in_target(run: &BenchmarkRun, variant: Option<&Variant>) -> bo
     if target.image.is_some() {
         return false;
     }
-    let template = pod_template::of(&target);
+    let template = target.parsed_template();
     let own_image = template
         .as_ref()
         .and_then(|t| t.spec.as_ref())

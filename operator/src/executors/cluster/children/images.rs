@@ -327,7 +327,7 @@ pub fn image_uses(
 /// container without one gets the target's image or the default.
 fn target_images(target: &TargetOf, default_target: &str) -> Vec<ImageUse> {
     let mut uses = Vec::new();
-    let template = crate::resource::pod_template::of(target);
+    let template = target.parsed_template();
     let pod = template.as_ref().and_then(|t| t.spec.as_ref());
     let mut target_named_in_template = false;
     if let Some(pod) = pod {
