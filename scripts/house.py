@@ -21,7 +21,9 @@ How it counts (the rules the figures in docs/architecture.md and the closing not
   lib.rs); run_metrics is the module the operator and `benchmatrix metrics` share.
 - A long function is one whose body (from the `fn` line to its closing brace) runs over 80
   lines, outside test code.
-- A raw spec read is `run.spec.` or `.run().spec.` in executors/ and frontends/, outside tests.
+- A raw spec read is a line of code (not a comment) in executors/ or frontends/, outside tests,
+  that reads a `BenchmarkRun`'s spec itself: `run.spec` (a field of it, or the whole spec taken
+  as `&run.spec`) or `.run().spec`, rather than a `ValidatedRun`'s.
 All of the workspace's crates are counted, the `target` crate (a folder named target/) too.
 """
 import os
@@ -33,6 +35,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 CRATES = ["quota", "target", "loadgen", "operator", "tests"]
 WINGS = ["resource", "engine", "run_metrics", "frontends", "executors"]
 LONG = 80
+RAW_READ = re.compile(r"\brun\.spec\b(?!\()|\.run\(\)\.spec\b")
 
 
 def rust_files(crate):
@@ -270,8 +273,8 @@ def main():
         if crate == "operator":
             for m, t in texts.items():
                 if m and m[0] in ("executors", "frontends"):
-                    for i, line in enumerate(t.split("\n")):
-                        if "run.spec." in line or ".run().spec." in line:
+                    for i, line in enumerate(code_only(t).split("\n")):
+                        if RAW_READ.search(line):
                             raw.append((files[m], i + 1, line.strip()))
         lines = sum(len(open(p, encoding="utf-8").read().split("\n")) for p in files.values())
         print(f"{crate}: {len(files)} files, {len(rooms)} rooms, {lines} lines; "

@@ -241,7 +241,7 @@ impl Runner {
         let notes = Notes {
             source: self.source.display().to_string(),
             machine: machine_line(),
-            workload: markdown::workload_line(self.run.run()),
+            workload: markdown::workload_line(&self.run),
             extra: self.fallback_notice.iter().cloned().collect(),
             max_regression: self.max_regression,
         };

@@ -196,7 +196,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
     let notes = Notes {
         source: format!("{file}, as {what}"),
         machine: format!("Kubernetes ({})", cluster.describe),
-        workload: crate::frontends::report::markdown::workload_line(checked.validated.run()),
+        workload: crate::frontends::report::markdown::workload_line(&checked.validated),
         extra: Vec::new(),
         max_regression: args.gate.max_regression,
     };

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{ABSENT, RawCell, phase_endpoints, result_of};
 use crate::engine::results::noise;
 use crate::resource::status::Percentile;
-use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase, CellRatio, Summary};
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellRatio, Summary, ValidatedRun};
 
 /// [`super::THIN`] as markdown shows it (a bare `*` could start emphasis).
 const THIN_MD: &str = "\\*";
@@ -27,23 +27,26 @@ pub struct Notes {
 }
 
 /// "warm-up 15s, then fast-only 30s, mixed 75s".
-pub fn workload_line(run: &BenchmarkRun) -> String {
-    let w = &run.spec.workload;
-    if let Some(c) = &run.spec.capacity {
+pub fn workload_line(v: &ValidatedRun) -> String {
+    let spec = v.spec();
+    let w = &spec.workload;
+    if let Some(c) = &spec.capacity {
         let mix = c.mix_or_default(&w.endpoint_names());
         let mix: Vec<String> = mix
             .iter()
             .map(|m| format!("{} {}", m.endpoint, m.weight))
             .collect();
         return format!(
-            "capacity search: each probe warm-up {:?}, then {} open loop at one total rate              (mix {}), from {} rps x2 up to {} rps, bisected to {}, confirmed; load generator              cpu {}",
+            "capacity search: each probe warm-up {:?}, then {} open loop at one total rate \
+             (mix {}), from {} rps x2 up to {} rps, bisected to {}, confirmed; load generator \
+             cpu {}",
             w.warmup.0,
             c.probe_duration,
             mix.join(" : "),
             c.start_rate,
             c.max_rate,
             c.resolution,
-            run.spec.loadgen.cpu.as_str()
+            spec.loadgen.cpu.as_str()
         );
     }
     let phases: Vec<String> = w
@@ -55,7 +58,7 @@ pub fn workload_line(run: &BenchmarkRun) -> String {
         "warm-up {:?}, then {}; load generator cpu {}",
         w.warmup.0,
         phases.join(", "),
-        run.spec.loadgen.cpu.as_str()
+        spec.loadgen.cpu.as_str()
     )
 }
 

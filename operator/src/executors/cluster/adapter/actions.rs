@@ -95,6 +95,8 @@ pub fn carry_out(
         }
         Command::WakeIn(after) => out.look_again_within(after),
         Command::Ended => {
+            // Read from the spec as written: a run refused as invalid ends too, and is
+            // deleted after its TTL like any other.
             if let Some(ttl) = run.spec.ttl_after_finished {
                 out.requeue = Some(ttl.get());
             }

@@ -16,7 +16,7 @@ use crate::executors::cluster::telemetry::kubelet;
 use crate::resource::conditions::{self, Cause};
 use crate::resource::matrix::Cell;
 use crate::resource::status::Neighbours;
-use crate::resource::{BenchmarkRun, BenchmarkRunStatus, Enforcement, ValidatedRun};
+use crate::resource::{BenchmarkRunStatus, Enforcement, ValidatedRun};
 
 /// The cluster's objects as the machine's facts about the step `look` names; with the ready
 /// target, which a command to start the load needs. Leftovers of earlier steps, which the
@@ -35,10 +35,10 @@ pub fn of_step(
     match look {
         Look::Nothing => (Seen::default(), None),
         Look::BeforeDeploy { slot, .. } => (
-            seen_before_deploy(v.run(), cell, at, slot, status, obs, &mut carried.actions),
+            seen_before_deploy(v, cell, at, slot, status, obs, &mut carried.actions),
             None,
         ),
-        Look::Target(_) => seen_target(v.run(), cell, obs, now, carried),
+        Look::Target(_) => seen_target(v, cell, obs, now, carried),
         Look::Load { .. } => seen_load(v, cell, at, status, obs, now, carried),
     }
 }
@@ -46,7 +46,7 @@ pub fn of_step(
 /// Before a step's target is deployed: whether the previous step's pods are still stopping
 /// (their leftovers are deleted) and whether the cell could ever fit on a node.
 fn seen_before_deploy(
-    run: &BenchmarkRun,
+    v: &ValidatedRun,
     cell: &Cell,
     at: Step,
     slot: Option<u32>,
@@ -55,13 +55,13 @@ fn seen_before_deploy(
     actions: &mut Vec<Action>,
 ) -> Seen {
     let nodes = crate::engine::schedule::slot_nodes(status, slot);
-    let previous = previous::Previous::of(run, status, at, nodes, &obs.run_pods);
+    let previous = previous::Previous::of(v, status, at, nodes, &obs.run_pods);
     for name in previous.leftovers {
         actions.extend(delete_children(name));
     }
     Seen {
         previous_running: previous.stopping,
-        never_fits: inspect::never_fits(run, cell, obs),
+        never_fits: inspect::never_fits(v, cell, obs),
         ..Seen::default()
     }
 }
@@ -76,13 +76,13 @@ fn watching_since(now: &Time) -> Time {
 
 /// While the target starts: its pods' failures and readiness, and the target the load needs.
 fn seen_target(
-    run: &BenchmarkRun,
+    v: &ValidatedRun,
     cell: &Cell,
     obs: &Observation,
     now: &Time,
     carried: &mut Carried,
 ) -> (Seen, Option<ReadyTarget>) {
-    let ready = ready_target(run, cell, obs);
+    let ready = ready_target(v, cell, obs);
     let mut not_ready = inspect::readiness_detail(&obs.target_pods);
     if let Some(why) = inspect::deployment_trouble(obs.deployment.as_ref()) {
         not_ready = format!("{why}; {not_ready}");
@@ -150,7 +150,7 @@ fn seen_load(
     };
     if seen.load_missing {
         // A missing Job is made again from the Service address and the pod IPs.
-        let ready = ready_target(v.run(), cell, obs);
+        let ready = ready_target(v, cell, obs);
         seen.ready = ready.as_ref().map(|r| {
             r.as_ref()
                 .map(|ready| Ready {

@@ -12,7 +12,7 @@ use kube::ResourceExt;
 use super::types::Observation;
 use crate::executors::cluster::placement::fit::{self, CellRequests};
 use crate::executors::cluster::placement::target_pods;
-use crate::resource::BenchmarkRun;
+use crate::resource::ValidatedRun;
 use crate::resource::conditions::{self, Cause};
 use crate::resource::matrix::Cell;
 use crate::resource::status::RecordedPod;
@@ -30,11 +30,11 @@ pub struct ReadyTarget {
 /// The Service address and the ready replicas, once every replica is available. `None` while
 /// waiting; `Some(Err)` when the objects are unusable.
 pub fn ready_target(
-    run: &BenchmarkRun,
+    v: &ValidatedRun,
     cell: &Cell,
     obs: &Observation,
 ) -> Option<Result<ReadyTarget, String>> {
-    let port = run.spec.target.port;
+    let port = v.spec().target.port;
     let ready: Vec<(&Pod, String)> = ready_pods(obs)
         .into_iter()
         .filter_map(|p| Some((p, p.status.as_ref()?.pod_ip.clone()?)))
@@ -78,9 +78,9 @@ pub fn ready_pods(obs: &Observation) -> Vec<&Pod> {
 }
 
 /// Why the cell can never be scheduled on the nodes observed, if it cannot.
-pub fn never_fits(run: &BenchmarkRun, cell: &Cell, obs: &Observation) -> Option<String> {
+pub fn never_fits(v: &ValidatedRun, cell: &Cell, obs: &Observation) -> Option<String> {
     let nodes = obs.nodes.as_ref()?;
-    let requests = CellRequests::of(run, cell)?;
+    let requests = CellRequests::of(v.spec(), cell)?;
     fit::fits(&requests, nodes).err()
 }
 

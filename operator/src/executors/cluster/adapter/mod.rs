@@ -44,14 +44,75 @@ pub use types::{Action, Child, ChildKind, Observation, Settings, Turn};
 use actions::Carried;
 use inspect::ReadyTarget;
 
-/// One turn of the engine for `run`, as the cluster shows it in `obs` at `now`.
+/// A run checked before anything is read for it: the [`ValidatedRun`] the reconcile reads and
+/// decides from, or why the operator refuses it (a spec that cannot run, an image that is no
+/// valid reference or that the operator may not run); and the load its steps plan, which the
+/// machine's looks are timed by. The one check left for the turn is Pod Security's, which needs
+/// the namespace's level that `observe` reads.
+pub struct Checked {
+    validated: Result<ValidatedRun, (Reason, String)>,
+    planned_load: Duration,
+}
+
+impl Checked {
+    /// `run` checked against the spec's rules and the operator's image allow-list.
+    pub fn of(run: &BenchmarkRun, settings: &Settings) -> Checked {
+        let validated = check_spec(run, settings);
+        let planned_load = match &validated {
+            Ok(v) => v.planned_load(),
+            // The one read of a spec that did not validate: a run refused while it was running
+            // (an operator restarted with a narrower allow-list) is ended this turn, and its
+            // current step is looked at once more, timed by the spec as it is written.
+            Err(_) => run.spec.planned_load(),
+        };
+        Checked {
+            validated,
+            planned_load,
+        }
+    }
+
+    /// The run as validated, or `None` when it is refused.
+    pub fn validated(&self) -> Option<&ValidatedRun> {
+        self.validated.as_ref().ok()
+    }
+
+    /// What the machine looks at this turn in `status` at `now`: one look per step in flight
+    /// (several in a parallel run) or per free slot. `observe` reads what they name, and the
+    /// stage name of the reconcile's metrics is the first one's.
+    pub fn looks(&self, status: &BenchmarkRunStatus, now: &Time) -> Vec<Look> {
+        crate::engine::machine::looks(status, now, self.planned_load)
+    }
+
+    /// The planned load of one measurement (warm-up and phases).
+    pub fn planned_load(&self) -> Duration {
+        self.planned_load
+    }
+}
+
+/// One turn of the engine for `run`, as the cluster shows it in `obs` at `now`: the run checked,
+/// then [`turn_checked`]. The reconcile checks first and reads after ([`Checked`]); the
+/// simulations and the tests, which hold an observation already, take the turn in one call.
 pub fn turn(run: &BenchmarkRun, obs: &Observation, now: &Time, settings: &Settings) -> Turn {
+    turn_checked(run, Checked::of(run, settings), obs, now, settings)
+}
+
+/// One turn of the engine for `run`, checked as `checked`, as the cluster shows it in `obs` at
+/// `now`.
+pub fn turn_checked(
+    run: &BenchmarkRun,
+    checked: Checked,
+    obs: &Observation,
+    now: &Time,
+    settings: &Settings,
+) -> Turn {
     let old = run.status.clone().unwrap_or_default();
     if old.phase.is_finished() {
         return after_the_end(run, old, now);
     }
     let generation = run.metadata.generation;
-    let validated = validate(run, obs, settings);
+    let validated = checked
+        .validated
+        .and_then(|v| check_pod_security(v, obs, settings));
     let ctx = match &validated {
         Ok(v) => Ctx::of(v, generation, now),
         Err(_) => Ctx::unvalidated(run, generation, now),
@@ -85,6 +146,8 @@ fn after_the_end(run: &BenchmarkRun, status: BenchmarkRunStatus, now: &Time) -> 
         requeue: None,
         commands: Vec::new(),
     };
+    // The spec as written: a finished run is not validated again (one refused as invalid ends
+    // too), and is deleted after its TTL all the same.
     if let (Some(ttl), Some(done)) = (run.spec.ttl_after_finished, &turn.status.completion_time) {
         let expires = conditions::secs_of(done) + ttl.get().as_secs() as i64;
         let left = expires - conditions::secs_of(now);
@@ -97,24 +160,30 @@ fn after_the_end(run: &BenchmarkRun, status: BenchmarkRunStatus, now: &Time) -> 
     turn
 }
 
-/// The run as the operator may run it, or why not: a spec that cannot run, that names an
-/// image that is no valid reference or that the operator may not run, or whose pods would not
-/// meet the Pod Security level that applies in its namespace. A refused run fails once, with
-/// the field named; nothing is created or retried until the spec changes (which triggers
+/// The run as the operator may run it, or why not: a spec that cannot run, or that names an
+/// image that is no valid reference or that the operator may not run. A refused run fails once,
+/// with the field named; nothing is created or retried until the spec changes (which triggers
 /// another reconcile). A run already running when the operator restarts with a narrower
-/// allow-list or a stricter level is refused too: a refused pod must not keep going.
-fn validate(
-    run: &BenchmarkRun,
-    obs: &Observation,
-    settings: &Settings,
-) -> Result<ValidatedRun, (Reason, String)> {
+/// allow-list is refused too: a refused pod must not keep going.
+fn check_spec(run: &BenchmarkRun, settings: &Settings) -> Result<ValidatedRun, (Reason, String)> {
     let v = ValidatedRun::for_cluster(run.clone())
         .map_err(|err| (Reason::InvalidSpec, format!("invalid spec: {err}")))?;
-    let uses = images::image_uses(run, &settings.target_image, &settings.loadgen_image);
+    let uses = images::image_uses(v.spec(), &settings.target_image, &settings.loadgen_image);
     if let Some(refused) = settings.allowed_images.refusal(&uses) {
         return Err((refused.reason, refused.message));
     }
-    // Refused as an invalid template is: the pods' fields are the spec's.
+    Ok(v)
+}
+
+/// `v`, or why its pods would not meet the Pod Security level that applies in its namespace
+/// (the operator's own, or the namespace's stricter label as `obs` read it). Refused as an
+/// invalid template is, since the pods' fields are the spec's; a running run is refused too,
+/// as for the image allow-list.
+fn check_pod_security(
+    v: ValidatedRun,
+    obs: &Observation,
+    settings: &Settings,
+) -> Result<ValidatedRun, (Reason, String)> {
     let level = settings
         .pod_security
         .in_namespace(obs.namespace_pod_security.as_deref());
@@ -149,8 +218,7 @@ impl Executor for Cluster<'_> {
                     facts::of_step(v, status, look, obs, now, &mut self.carried);
                 if status.phase == RunPhase::Pending && v.spec().parallelism.is_parallel() {
                     seen.slots = Some(slots::node_sets(
-                        self.run,
-                        v.cells(),
+                        v,
                         self.obs.nodes.as_deref(),
                         self.obs.node_requests.as_ref(),
                     ));

@@ -17,7 +17,7 @@ use kube::ResourceExt;
 use crate::engine::Step;
 use crate::executors::cluster::children::build;
 use crate::resource::labels::{CELL_LABEL, REPETITION_LABEL, RUN_UID_LABEL};
-use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase, CleanupPolicy};
+use crate::resource::{BenchmarkRunStatus, CellPhase, CleanupPolicy, ValidatedRun};
 
 /// The run's pods of other steps than `step`, as the next step sees them.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -36,7 +36,7 @@ impl Previous {
     /// the pods of the other steps in flight are theirs, not left behind, and only pods on
     /// `nodes` (the step's slot) would take CPU from it; `nodes` empty: every node.
     pub fn of(
-        run: &BenchmarkRun,
+        v: &ValidatedRun,
         status: &BenchmarkRunStatus,
         step: Step,
         nodes: &[String],
@@ -48,7 +48,7 @@ impl Previous {
             .filter(|p| p.step != step)
             .map(|p| (status.cells[p.step.cell].name.as_str(), p.step.repetition))
             .collect();
-        let uid = run.metadata.uid.as_deref().unwrap_or_default();
+        let uid = v.run().metadata.uid.as_deref().unwrap_or_default();
         for pod in pods {
             let elsewhere = !nodes.is_empty()
                 && pod
@@ -72,7 +72,7 @@ impl Previous {
             }
             let current = status.cells.get(step.cell).is_some_and(|c| c.name == cell)
                 && repetition == step.repetition;
-            if !current && kept(run, status, &cell) {
+            if !current && kept(v, status, &cell) {
                 continue;
             }
             if !containers_stopped(pod) && !elsewhere {
@@ -80,7 +80,7 @@ impl Previous {
             }
             if !current && pod.metadata.deletion_timestamp.is_none() {
                 let name = build::CellRun {
-                    run,
+                    run: v.run(),
                     cell: &cell,
                     repetition,
                 }
@@ -104,11 +104,11 @@ fn step_of(pod: &Pod) -> Option<(String, u32)> {
 
 /// Whether the cleanup policy keeps the objects of `cell`: only a finished cell's, as one with
 /// repetitions still to come loses each repetition's objects in any case.
-fn kept(run: &BenchmarkRun, status: &BenchmarkRunStatus, cell: &str) -> bool {
+fn kept(v: &ValidatedRun, status: &BenchmarkRunStatus, cell: &str) -> bool {
     let Some(c) = status.cells.iter().find(|c| c.name == cell) else {
         return false;
     };
-    match run.spec.cleanup {
+    match v.spec().cleanup {
         CleanupPolicy::Never => c.phase.is_finished(),
         CleanupPolicy::KeepFailed => c.phase == CellPhase::Failed,
         CleanupPolicy::Always => false,
@@ -135,7 +135,7 @@ pub fn containers_stopped(pod: &Pod) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::Configuration;
+    use crate::resource::{BenchmarkRun, Configuration};
     use serde_json::json;
 
     /// A run of two cells, "a" measured, "b" next.
@@ -187,7 +187,8 @@ mod tests {
             cell: 1,
             repetition: 1,
         };
-        Previous::of(&run, &status, next, &nodes, pods)
+        let v = ValidatedRun::for_cluster(run).unwrap();
+        Previous::of(&v, &status, next, &nodes, pods)
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::resource::labels::{
     ROLE_TARGET, RUN_LABEL, RUN_UID_LABEL,
 };
 use crate::resource::matrix::{Cell, merge_env, repetition_child_name};
-use crate::resource::{BenchmarkRun, EnvVar, Quantity, Variant, pod_template};
+use crate::resource::{BenchmarkRun, BenchmarkRunSpec, EnvVar, Quantity, Variant, pod_template};
 
 /// Name of the target container.
 pub const TARGET_CONTAINER: &str = "target";
@@ -223,7 +223,7 @@ pub fn deployment(
     pin_to_nodes: Vec<String>,
 ) -> Deployment {
     let at = cell_run(v, cell, repetition);
-    let spec = &v.run().spec;
+    let spec = v.spec();
     let pod_labels = at.labels(ROLE_TARGET);
     // Validation parsed the template already; a run whose template does not parse never gets
     // this far.
@@ -231,7 +231,7 @@ pub fn deployment(
         spec.target_of(cell.variant.as_ref()).parsed_template(),
         OwnedPod {
             labels: pod_labels.clone(),
-            container: target_container(v.run(), cell, default_image),
+            container: target_container(v.spec(), cell, default_image),
             security: pod_security(),
             node_selector: spec.placement.node_selector.clone(),
             tolerations: spec.placement.tolerations.clone(),
@@ -260,8 +260,7 @@ pub fn deployment(
 
 /// The target container of a cell's pods, as the operator owns it: image, ports, the
 /// environment that sets its mode, pool and port, its resources and readiness probe.
-fn target_container(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Container {
-    let spec = &run.spec;
+fn target_container(spec: &BenchmarkRunSpec, cell: &Cell, default_image: &str) -> Container {
     let port = i32::from(spec.target.port);
     // The cell's own env comes last and wins, as in the local runner: a Node target's cell may
     // set BENCH_MODE=cluster itself. Duplicate names would be refused by the API server.
@@ -271,7 +270,7 @@ fn target_container(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Con
         EnvVar::new("PORT", spec.target.port.to_string()),
     ];
     let mut ports = vec![container_port("http", port)];
-    if let Some(stats) = stats_port(run, cell) {
+    if let Some(stats) = stats_port(spec, cell) {
         built_in.push(EnvVar::new(STATS_PORT_ENV, stats.to_string()));
         ports.push(container_port("stats", i32::from(stats)));
     }
@@ -280,7 +279,7 @@ fn target_container(run: &BenchmarkRun, cell: &Cell, default_image: &str) -> Con
         .map(|v| env(&v.name, v.value))
         .collect();
     Container {
-        name: target_container_name(run, cell.variant.as_ref()),
+        name: target_container_name(spec, cell.variant.as_ref()),
         image: Some(
             spec.target_of(cell.variant.as_ref())
                 .image
@@ -315,16 +314,16 @@ fn container_port(name: &str, port: i32) -> ContainerPort {
 
 /// The name of a run's target container in its pods: the template's target container's (the
 /// one named `target`, else its first), else [`TARGET_CONTAINER`].
-pub fn target_container_name(run: &BenchmarkRun, variant: Option<&Variant>) -> String {
-    let template = run.spec.target_of(variant).parsed_template();
+pub fn target_container_name(spec: &BenchmarkRunSpec, variant: Option<&Variant>) -> String {
+    let template = spec.target_of(variant).parsed_template();
     pod_template::target_container_name(template.as_ref(), TARGET_CONTAINER)
 }
 
 /// Whether a variant's cells (or, `None`, every cell of a run without variants) deploy the
 /// built-in target: they name no image of their own, neither as an image nor on their
 /// template's target container.
-pub fn runs_built_in_target(run: &BenchmarkRun, variant: Option<&Variant>) -> bool {
-    let target = run.spec.target_of(variant);
+pub fn runs_built_in_target(spec: &BenchmarkRunSpec, variant: Option<&Variant>) -> bool {
+    let target = spec.target_of(variant);
     if target.image.is_some() {
         return false;
     }
@@ -365,10 +364,10 @@ pub fn service(v: &ValidatedRun, cell: &Cell, repetition: u32) -> Service {
 /// The port a cell's pods serve their statistics on apart from the workload: [`STATS_PORT`]
 /// for the built-in target, unless the cell sets BENCH_STATS_PORT itself; `None` for a custom
 /// image, which is read on its main port as before.
-pub fn stats_port(run: &BenchmarkRun, cell: &Cell) -> Option<u16> {
-    let built_in = runs_built_in_target(run, cell.variant.as_ref());
+pub fn stats_port(spec: &BenchmarkRunSpec, cell: &Cell) -> Option<u16> {
+    let built_in = runs_built_in_target(spec, cell.variant.as_ref());
     let own = cell.env.iter().any(|e| e.name == STATS_PORT_ENV);
-    (built_in && !own && run.spec.target.port != STATS_PORT).then_some(STATS_PORT)
+    (built_in && !own && spec.target.port != STATS_PORT).then_some(STATS_PORT)
 }
 
 /// Each pod's statistics address for the plan: the pod address ("IP:PORT", as in `replicas`)
@@ -386,7 +385,7 @@ pub fn stats_addresses(replicas: &[String], stats_port: Option<u16>) -> Vec<Stri
 /// The plan file of load generator `index` of `parallelism`: its share of the connections
 /// (a remainder goes to the lower indices) and of the rate.
 pub fn plan_share(
-    run: &BenchmarkRun,
+    spec: &BenchmarkRunSpec,
     target: &str,
     replicas: &[String],
     index: u32,
@@ -394,7 +393,7 @@ pub fn plan_share(
 ) -> PlanFile {
     // Header values kept in Secrets are named by environment variable (see `loadgen_env`):
     // the plan, and so the ConfigMap, never holds one.
-    let workload = share_workload(&to_env(&run.spec.workload), index, parallelism);
+    let workload = share_workload(&to_env(&spec.workload), index, parallelism);
     PlanFile {
         target: target.to_owned(),
         replicas: replicas.to_vec(),
@@ -404,15 +403,15 @@ pub fn plan_share(
         // the whole, so the generators together deal the pods in turn.
         generator_index: index,
         generators: parallelism.max(1),
-        stats_path: Some(run.spec.target.stats_path.clone()),
-        threads: run.spec.loadgen.threads,
+        stats_path: Some(spec.target.stats_path.clone()),
+        threads: spec.loadgen.threads,
         workload,
         // Each generator checks, before its warm-up, that the Service (or every pod, with
         // round-robin spread) answers: a ready pod does not mean kube-proxy has programmed
         // the new Service yet.
-        preflight: Some(crate::resource::preflight(&run.spec)),
+        preflight: Some(crate::resource::preflight(spec)),
         // A capacity probe that nothing answered is a failed probe, judged from its result.
-        no_success_is_a_result: run.spec.capacity.is_some(),
+        no_success_is_a_result: spec.capacity.is_some(),
     }
 }
 
@@ -441,12 +440,12 @@ pub fn plan_config_map(
     target: &str,
     replicas: &[String],
 ) -> ConfigMap {
-    let run = v.run();
-    let n = run.spec.loadgen.generators();
+    let spec = v.spec();
+    let n = spec.loadgen.generators();
     let data = (0..n)
         .map(|i| {
-            let mut plan = plan_share(run, target, replicas, i, n);
-            plan.stats_addresses = stats_addresses(replicas, stats_port(run, cell));
+            let mut plan = plan_share(spec, target, replicas, i, n);
+            plan.stats_addresses = stats_addresses(replicas, stats_port(spec, cell));
             (
                 format!("plan-{i}.yaml"),
                 serde_yaml::to_string(&plan).unwrap_or_default(),
@@ -714,7 +713,7 @@ mod tests {
         crate::resource::validate::validate_run(&run).expect("the spec is valid");
         let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
         for i in 0..2 {
-            let plan = plan_share(&run, "http://10.96.0.10:8080", &pods, i, 2);
+            let plan = plan_share(&run.spec, "http://10.96.0.10:8080", &pods, i, 2);
             // What the load generator will read back from the ConfigMap.
             let text = serde_yaml::to_string(&plan).unwrap();
             let back = benchmatrix_loadgen::plan::parse_plan_file(&text).unwrap();

@@ -32,7 +32,7 @@ mod reference;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::resource::{BenchmarkRun, TargetOf};
+use crate::resource::{BenchmarkRunSpec, TargetOf};
 
 pub use reference::{ImageReference, ReferenceError};
 
@@ -300,12 +300,12 @@ impl ImageUse {
 /// The images `run` makes the operator deploy: its target's and its load generator's, each
 /// its own or the operator's default (`default_target`, `default_loadgen`) when it names none.
 pub fn image_uses(
-    run: &BenchmarkRun,
+    spec: &BenchmarkRunSpec,
     default_target: &str,
     default_loadgen: &str,
 ) -> Vec<ImageUse> {
     let mut uses = Vec::new();
-    for target in run.spec.targets() {
+    for target in spec.targets() {
         for image in target_images(&target, default_target) {
             // Variants that leave a field to the target name the same image twice.
             if !uses.contains(&image) {
@@ -315,7 +315,7 @@ pub fn image_uses(
     }
     uses.push(ImageUse::named_or_default(
         "spec.loadgen.image",
-        run.spec.loadgen.image.as_deref(),
+        spec.loadgen.image.as_deref(),
         default_loadgen,
         "--loadgen-image",
     ));

@@ -211,7 +211,7 @@ spec:
     #[test]
     fn a_template_keeps_what_the_user_wrote_and_gets_what_the_operator_owns() {
         let run = crate::resource::validate::parse_benchmark_run(RUN).expect("valid");
-        assert_eq!(target_container_name(&run, None), "target");
+        assert_eq!(target_container_name(&run.spec, None), "target");
         let v = ValidatedRun::for_cluster(run).expect("valid");
         let dep = deployment(&v, &v.cells()[0], 1, "default-image", Vec::new());
         let spec = dep.spec;
@@ -322,7 +322,7 @@ spec:
             "",
         );
         let run = crate::resource::validate::parse_benchmark_run(&yaml).expect("valid");
-        assert_eq!(target_container_name(&run, None), "app");
+        assert_eq!(target_container_name(&run.spec, None), "app");
         let v = ValidatedRun::for_cluster(run).expect("valid");
         let dep = deployment(&v, &v.cells()[0], 1, "default-image", Vec::new());
         let pod = dep.spec.template.spec.unwrap();

@@ -25,7 +25,7 @@ use kube::ResourceExt;
 
 use crate::resource::matrix::Cell;
 use crate::resource::quantity::parse_quantity;
-use crate::resource::{BenchmarkRun, Quantity};
+use crate::resource::{BenchmarkRunSpec, Quantity};
 
 /// The taint the node controller puts on a cordoned node (`spec.unschedulable: true`).
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
@@ -59,8 +59,7 @@ pub struct CellRequests {
 impl CellRequests {
     /// The requests of `cell` of `run` (requests equal limits, see children/build.rs). `None` when
     /// a quantity does not parse, which validation has already refused.
-    pub fn of(run: &BenchmarkRun, cell: &Cell) -> Option<Self> {
-        let spec = &run.spec;
+    pub fn of(spec: &BenchmarkRunSpec, cell: &Cell) -> Option<Self> {
         Some(Self {
             target: pod_request(&cell.cpu, &cell.memory)?,
             replicas: cell.replicas,

@@ -22,6 +22,10 @@
 //! together wait on each other at the API server (a waiting run's write took 56 ms at the
 //! median on the real cluster, a running run's 7 ms), and the running run's own writes wait
 //! with them. Only the words are paced; the first in line still starts the moment a slot frees.
+//!
+//! The queue reads other runs' specs as the Controllers' caches hold them (`run.spec.placement`),
+//! not a `ValidatedRun`: it weighs every run in line, which this reconcile has not validated, and
+//! needs only whether two runs' placements may share nodes, which any spec that parses can say.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;

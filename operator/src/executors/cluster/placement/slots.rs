@@ -22,27 +22,26 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::fit::{self, Capacity, CellRequests, PodRequest};
 use crate::engine::machine::SlotsSeen;
-use crate::resource::BenchmarkRun;
-use crate::resource::matrix::Cell;
+use crate::resource::ValidatedRun;
 
 /// The node sets of `run`, from `nodes` (`None`: the operator may not list them) and what
 /// other pods request on them (`None`: not known).
 pub fn node_sets(
-    run: &BenchmarkRun,
-    cells: &[Cell],
+    v: &ValidatedRun,
     nodes: Option<&[Node]>,
     requested: Option<&BTreeMap<String, PodRequest>>,
 ) -> SlotsSeen {
-    let asked = run.spec.parallelism.most() as usize;
+    let asked = v.spec().parallelism.most() as usize;
     let Some(nodes) = nodes else {
         return one_at_a_time(
             "the operator may not list nodes, so it cannot keep measurements on nodes of their \
              own",
         );
     };
-    let requests: Vec<CellRequests> = cells
+    let requests: Vec<CellRequests> = v
+        .cells()
         .iter()
-        .filter_map(|c| CellRequests::of(run, c))
+        .filter_map(|c| CellRequests::of(v.spec(), c))
         .collect();
     let Some(first) = requests.first() else {
         return one_at_a_time("no cell");

@@ -11,7 +11,6 @@ use benchmatrix_loadgen::result::{RunResult, merge};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, LogParams};
 use kube::{Api, ResourceExt};
 
@@ -19,11 +18,11 @@ use std::sync::Arc;
 
 use super::error::Error;
 use crate::engine::Step;
+use crate::engine::machine::Look;
 use crate::engine::machine::QueuePlace;
-use crate::engine::machine::{self, Look};
-use crate::executors::cluster::adapter::{self, Observation};
+use crate::executors::cluster::adapter::{self, Checked, Observation};
 use crate::executors::cluster::children::build::{self, LOADGEN_CONTAINER};
-use crate::executors::cluster::children::child_caches::{Caches, ChildCaches};
+use crate::executors::cluster::children::child_caches::Caches;
 use crate::executors::cluster::placement::{fit, requested};
 use crate::executors::cluster::telemetry::kubelet::reader::{self, KubeletReader};
 use crate::executors::cluster::telemetry::kubelet::{ContainerFigures, Window};
@@ -54,12 +53,15 @@ pub fn log_limit(generators: usize) -> usize {
     (LOGS_BUDGET_BYTES / generators.max(1)).clamp(1 << 20, LOG_LIMIT_BYTES)
 }
 
-/// Reads the current cell's children of `run`.
+/// Reads what this turn's `looks` name of `run` (checked as `checked`): for each step, its
+/// cell's children and pods, and the load generator's result once it is in.
+#[allow(clippy::too_many_arguments)]
 pub async fn observe(
     client: &kube::Client,
     run: &BenchmarkRun,
+    checked: &Checked,
+    looks: &[Look],
     queue: QueuePlace,
-    now: &Time,
     kubelet: Option<&Arc<KubeletReader>>,
     children: &Caches,
 ) -> Result<Observation, Error> {
@@ -78,15 +80,27 @@ pub async fn observe(
         // Security level than the operator's own.
         obs.namespace_pod_security = namespace_pod_security(client, &ns).await?;
     }
-    if status.phase == RunPhase::Pending && run.spec.parallelism.is_parallel() {
+    let parallel = checked
+        .validated()
+        .is_some_and(|v| v.spec().parallelism.is_parallel());
+    if status.phase == RunPhase::Pending && parallel {
         // The run is about to cut its node sets: they must fit what others leave free.
         obs.node_requests = requests_of_other_pods(client).await?;
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let at = Reads {
+        client,
+        pods: &pods,
+        ns: &ns,
+        run,
+        checked,
+        status: &status,
+        kubelet,
+        caches: children,
+    };
     // One look per step of the turn: several at once in a parallel run, each step's objects
     // in an observation of its own; the run's pods and the nodes are read once.
-    let looks = machine::looks(&status, now, run.spec.planned_load());
-    for (i, look) in looks.into_iter().enumerate() {
+    for (i, &look) in looks.iter().enumerate() {
         let mut one = Observation::default();
         if let Look::BeforeDeploy { .. } = look
             && i > 0
@@ -101,34 +115,41 @@ pub async fn observe(
             one.nodes = obs.nodes.clone();
         } else {
             let target = if i == 0 { &mut obs } else { &mut one };
-            observe_step(
-                client, &pods, &ns, run, &status, look, kubelet, children, target,
-            )
-            .await?;
+            observe_step(&at, look, target).await?;
         }
         if i > 0
-            && let Some(at) = look.at()
+            && let Some(step) = look.at()
         {
-            obs.others.insert(at.cell, one);
+            obs.others.insert(step.cell, one);
         }
     }
     Ok(obs)
 }
 
+/// What every read of one reconcile shares: the clients, the run as checked, and its status.
+struct Reads<'a> {
+    client: &'a kube::Client,
+    pods: &'a Api<Pod>,
+    ns: &'a str,
+    run: &'a BenchmarkRun,
+    checked: &'a Checked,
+    status: &'a crate::resource::BenchmarkRunStatus,
+    kubelet: Option<&'a Arc<KubeletReader>>,
+    caches: &'a Caches,
+}
+
 /// The name of the part of a reconcile that [`observe`] is, for the operator's metrics: what
-/// the first step of the turn looks at (`observe-deploy` before a deploy, `observe-target` while
+/// the first of the turn's `looks` is (`observe-deploy` before a deploy, `observe-target` while
 /// a target comes up, `observe-load` while the load runs, `observe` otherwise: a waiting or
-/// finished run's), or
-/// `observe-result` when the reads brought a measurement's result.
-pub fn stage(run: &BenchmarkRun, now: &Time, obs: &Observation) -> &'static str {
+/// finished run's), or `observe-result` when the reads brought a measurement's result.
+pub fn stage(phase: RunPhase, looks: &[Look], obs: &Observation) -> &'static str {
     if obs.result.is_some() || obs.others.values().any(|other| other.result.is_some()) {
         return "observe-result";
     }
-    let status = run.status.clone().unwrap_or_default();
-    if status.phase == RunPhase::Pending && !obs.queue.admits() {
+    if phase == RunPhase::Pending && !obs.queue.admits() {
         return "observe";
     }
-    match machine::looks(&status, now, run.spec.planned_load()).first() {
+    match looks.first() {
         Some(Look::BeforeDeploy { .. }) => "observe-deploy",
         Some(Look::Target(_)) => "observe-target",
         Some(Look::Load { .. }) => "observe-load",
@@ -145,26 +166,16 @@ async fn run_pods(pods: &Api<Pod>, run: &BenchmarkRun) -> Result<Vec<Pod>, Error
 }
 
 /// Reads what `look` names of one step into `obs`.
-#[allow(clippy::too_many_arguments)]
-async fn observe_step(
-    client: &kube::Client,
-    pods: &Api<Pod>,
-    ns: &str,
-    run: &BenchmarkRun,
-    status: &crate::resource::BenchmarkRunStatus,
-    look: Look,
-    kubelet: Option<&Arc<KubeletReader>>,
-    caches: &Caches,
-    obs: &mut Observation,
-) -> Result<(), Error> {
+async fn observe_step(at: &Reads<'_>, look: Look, obs: &mut Observation) -> Result<(), Error> {
+    let (client, pods, ns, caches) = (at.client, at.pods, at.ns, at.caches);
     let cached = caches.of(ns);
-    // The objects of step `at`: its cell's, for its repetition.
-    let child = |at: Step| {
-        let cell = &status.cells.get(at.cell)?.name;
+    // The objects of step `step`: its cell's, for its repetition.
+    let child = |step: Step| {
+        let cell = &at.status.cells.get(step.cell)?.name;
         Some(build::CellRun {
-            run,
+            run: at.run,
             cell,
-            repetition: at.repetition,
+            repetition: step.repetition,
         })
     };
     match look {
@@ -174,21 +185,21 @@ async fn observe_step(
             // still run would take CPU from this one: the machine waits for them (and the
             // adapter deletes this run's left behind). The first step looks too: a run created
             // again under its old name starts while the old one's pods may still be stopping.
-            obs.run_pods = run_pods(pods, run).await?;
+            obs.run_pods = run_pods(pods, at.run).await?;
             obs.nodes = nodes(client, caches).await?;
         }
-        Look::Target(at) => {
-            let Some(at) = child(at) else {
+        Look::Target(step) => {
+            let Some(cell) = child(step) else {
                 return Ok(());
             };
-            let name = at.child_name();
+            let name = cell.child_name();
             if let Some(cached) = cached {
                 // From the watches' caches (`child_caches`); an object they lack may have been
                 // applied a moment ago, and is read before it is taken for missing.
                 obs.target_pods = own(
-                    &at,
+                    &cell,
                     ROLE_TARGET,
-                    cached.pods(ns, |labels| at.selects(ROLE_TARGET, labels)),
+                    cached.pods(ns, |labels| cell.selects(ROLE_TARGET, labels)),
                     None,
                 );
                 (obs.deployment, obs.service) =
@@ -201,19 +212,18 @@ async fn observe_step(
             // The three reads at once, not one after the other.
             let (children, targets) = futures::try_join!(
                 deployment_and_service(client, ns, &name),
-                target_pods(pods, &at)
+                target_pods(pods, &cell)
             )?;
             ((obs.deployment, obs.service), obs.target_pods) = (children, targets);
         }
-        Look::Load { at, load_over } => {
-            let Some(at) = child(at) else {
+        Look::Load {
+            at: step,
+            load_over,
+        } => {
+            let Some(cell) = child(step) else {
                 return Ok(());
             };
-            let name = at.child_name();
-            read_load(
-                client, pods, ns, run, &at, &name, load_over, kubelet, cached, obs,
-            )
-            .await?;
+            read_load(at, &cell, load_over, obs).await?;
         }
     }
     Ok(())
@@ -222,65 +232,49 @@ async fn observe_step(
 /// What a running load shows: the Job, the target pods, the load generator's pods, and its
 /// result once it has ended (or, `load_over`, once it has printed it); the kubelet sampler is
 /// started with the load and finished with the result.
-#[allow(clippy::too_many_arguments)]
 async fn read_load(
-    client: &kube::Client,
-    pods: &Api<Pod>,
-    ns: &str,
-    run: &BenchmarkRun,
-    at: &build::CellRun<'_>,
-    name: &str,
+    at: &Reads<'_>,
+    cell: &build::CellRun<'_>,
     load_over: bool,
-    kubelet: Option<&Arc<KubeletReader>>,
-    cached: Option<&ChildCaches>,
     obs: &mut Observation,
 ) -> Result<(), Error> {
-    let jobs = Api::<Job>::namespaced(client.clone(), ns);
-    let (job, targets, loadgen) = match cached {
-        // From the watches' caches; a Job they lack may have been applied a moment ago.
-        Some(c) => {
-            let job = match c.job(ns, name) {
-                Some(job) => Some(job),
-                None => jobs.get_opt(name).await?,
-            };
-            let role = |role: &'static str| c.pods(ns, |labels| at.selects(role, labels));
-            (
-                job,
-                own(at, ROLE_TARGET, role(ROLE_TARGET), None),
-                role(ROLE_LOADGEN),
-            )
-        }
-        // The Job, the target pods and the load generator's pods at once, not one after the
-        // other.
-        None => futures::try_join!(
-            async { jobs.get_opt(name).await.map_err(Error::from) },
-            target_pods(pods, at),
-            loadgen_pods(pods, at)
-        )?,
-    };
+    let (client, pods, ns) = (at.client, at.pods, at.ns);
+    let name = cell.child_name();
+    let (job, targets, loadgen) = load_objects(at, cell, &name).await?;
     let job_uid = job.as_ref().and_then(|j| j.metadata.uid.clone());
-    let mut loadgen = own(at, ROLE_LOADGEN, loadgen, job_uid.as_deref());
+    let mut loadgen = own(cell, ROLE_LOADGEN, loadgen, job_uid.as_deref());
     (obs.job, obs.target_pods) = (job, targets);
     let Some(job) = &obs.job else {
         // A missing Job is made again from the Service address and the pod IPs.
-        (obs.deployment, obs.service) = deployment_and_service(client, ns, name).await?;
+        (obs.deployment, obs.service) = deployment_and_service(client, ns, &name).await?;
         return Ok(());
     };
     if adapter::job_failed(job) {
-        obs.loadgen_failure = read_failure(pods, at, job_uid.as_deref()).await?;
-        if let Some(k) = kubelet {
-            k.forget(name);
+        obs.loadgen_failure = read_failure(pods, cell, job_uid.as_deref()).await?;
+        if let Some(k) = at.kubelet {
+            k.forget(&name);
         }
         return Ok(());
     }
-    if let Some(k) = kubelet {
+    if let (Some(k), Some(v)) = (at.kubelet, at.checked.validated()) {
         // The cell's variant may have a template of its own, naming its target container.
-        let variant = crate::resource::matrix::cells(&run.spec)
-            .into_iter()
-            .find(|c| c.name == at.cell)
-            .and_then(|c| c.variant);
-        let container = build::target_container_name(run, variant.as_ref());
-        start_sampling(client, k, run, &container, name, &obs.target_pods).await;
+        let variant = v
+            .cells()
+            .iter()
+            .find(|c| c.name == cell.cell)
+            .and_then(|c| c.variant.as_ref());
+        let container = build::target_container_name(v.spec(), variant);
+        let planned_load = at.checked.planned_load();
+        start_sampling(
+            client,
+            k,
+            at.run,
+            &container,
+            &name,
+            planned_load,
+            &obs.target_pods,
+        )
+        .await;
     }
     // The result is read as soon as every load generator container has ended well, not when
     // the Job controller gets round to marking the Job complete (a second or more later on a
@@ -292,14 +286,14 @@ async fn read_load(
         // target pods with them, so a replica that left before the end is seen too.
         let listed;
         (listed, obs.target_pods) =
-            futures::try_join!(loadgen_pods(pods, at), target_pods(pods, at))?;
-        loadgen = own(at, ROLE_LOADGEN, listed, job_uid.as_deref());
+            futures::try_join!(loadgen_pods(pods, cell), target_pods(pods, cell))?;
+        loadgen = own(cell, ROLE_LOADGEN, listed, job_uid.as_deref());
     }
     if adapter::job_complete(job) || all_succeeded(job, &loadgen) {
         // The load is over: the kubelets' last scrape goes beside the reads of the result.
         let read = read_results(pods, &loadgen);
-        obs.result = Some(match kubelet {
-            Some(k) => futures::join!(read, k.scrape_last(name)).0?,
+        obs.result = Some(match at.kubelet {
+            Some(k) => futures::join!(read, k.scrape_last(&name)).0?,
             None => read.await?,
         });
     } else if load_over {
@@ -310,34 +304,71 @@ async fn read_load(
         obs.result = read_printed_results(pods, job, &loadgen).await?;
     }
     if let Some(result) = &obs.result {
-        log_read(at, job, &loadgen, result);
-        match kubelet {
-            Some(k) => {
-                // The measurement's own pods: its target replicas and load generators.
-                let own: Vec<String> = obs
-                    .target_pods
-                    .iter()
-                    .chain(&loadgen)
-                    .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
-                    .collect();
-                let neighbours;
-                (obs.kubelet, neighbours) = kubelet_figures(k, name, result, &own).await;
-                match neighbours {
-                    Ok(list) => obs.neighbours = list,
-                    Err(why) => obs.neighbours_missing = Some(why),
-                }
-            }
-            None => {
-                obs.neighbours_missing = Some(
-                    "the operator does not read kubelets \
-                                      (--kubelet-metrics=false)"
-                        .into(),
-                );
-            }
+        log_read(cell, job, &loadgen, result);
+        let neighbours;
+        (obs.kubelet, neighbours) =
+            read_node_figures(at.kubelet, &name, result, &obs.target_pods, &loadgen).await;
+        match neighbours {
+            Ok(list) => obs.neighbours = list,
+            Err(why) => obs.neighbours_missing = Some(why),
         }
     }
     obs.loadgen_pods = loadgen;
     Ok(())
+}
+
+/// The Job of a running load, its target pods and its load generator's pods: from the watches'
+/// caches (a Job they lack may have been applied a moment ago, and is read), else the three at
+/// once from the API server, not one after the other.
+async fn load_objects(
+    at: &Reads<'_>,
+    cell: &build::CellRun<'_>,
+    name: &str,
+) -> Result<(Option<Job>, Vec<Pod>, Vec<Pod>), Error> {
+    let jobs = Api::<Job>::namespaced(at.client.clone(), at.ns);
+    Ok(match at.caches.of(at.ns) {
+        Some(c) => {
+            let job = match c.job(at.ns, name) {
+                Some(job) => Some(job),
+                None => jobs.get_opt(name).await?,
+            };
+            let role = |role: &'static str| c.pods(at.ns, |labels| cell.selects(role, labels));
+            (
+                job,
+                own(cell, ROLE_TARGET, role(ROLE_TARGET), None),
+                role(ROLE_LOADGEN),
+            )
+        }
+        None => futures::try_join!(
+            async { jobs.get_opt(name).await.map_err(Error::from) },
+            target_pods(at.pods, cell),
+            loadgen_pods(at.pods, cell)
+        )?,
+    })
+}
+
+/// With a measurement's `result`: the kubelets' figures of its target pods and what else used
+/// the CPU of their nodes (its own pods are `targets` and `loadgen`), or why there are none.
+async fn read_node_figures(
+    kubelet: Option<&Arc<KubeletReader>>,
+    name: &str,
+    result: &Result<RunResult, String>,
+    targets: &[Pod],
+    loadgen: &[Pod],
+) -> (
+    Option<ContainerFigures>,
+    Result<Vec<crate::resource::status::Neighbours>, String>,
+) {
+    let Some(k) = kubelet else {
+        let why = "the operator does not read kubelets (--kubelet-metrics=false)";
+        return (None, Err(why.into()));
+    };
+    let own: Vec<String> = targets
+        .iter()
+        .chain(loadgen)
+        .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+        .collect();
+    kubelet_figures(k, name, result, &own).await
 }
 
 /// The namespace's `pod-security.kubernetes.io/enforce` label. An operator that may not read
@@ -507,6 +538,7 @@ async fn start_sampling(
     run: &BenchmarkRun,
     container: &str,
     key: &str,
+    planned_load: std::time::Duration,
     pods: &[Pod],
 ) {
     if kubelet.is_sampling(key) || pods.is_empty() {
@@ -514,7 +546,7 @@ async fn start_sampling(
     }
     let nodes: Api<Node> = Api::all(client.clone());
     match reader::targets_of(&nodes, pods, container).await {
-        Ok(targets) => kubelet.start(key, targets, run.spec.planned_load()),
+        Ok(targets) => kubelet.start(key, targets, planned_load),
         Err(why) => tracing::warn!(
             run = %run.name_any(),
             repetition = key,

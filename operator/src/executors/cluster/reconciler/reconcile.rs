@@ -269,17 +269,23 @@ async fn reconcile_once(
     } else {
         &ctx.children
     };
+    // Validation first: the run is checked before anything is read for it, and the reads,
+    // the stage's name and the turn all work from that one check and this turn's looks.
+    let checked = adapter::Checked::of(run, &ctx.settings);
+    let phase = run.status.as_ref().map(|s| s.phase).unwrap_or_default();
+    let looks = checked.looks(run.status.as_ref().unwrap_or(&Default::default()), &now);
     let obs = observe::observe(
         &ctx.client,
         run,
+        &checked,
+        &looks,
         queue,
-        &now,
         ctx.kubelet.as_ref(),
         children,
     )
     .await?;
-    stages.lap(observe::stage(run, &now, &obs));
-    let turn = adapter::turn(run, &obs, &now, &ctx.settings);
+    stages.lap(observe::stage(phase, &looks, &obs));
+    let turn = adapter::turn_checked(run, checked, &obs, &now, &ctx.settings);
     stages.lap("decide");
     tracing::Span::current().record("phase", turn.status.phase.to_string());
     log_turn(&turn);

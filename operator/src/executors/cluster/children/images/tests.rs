@@ -1,4 +1,5 @@
 use super::*;
+use crate::resource::BenchmarkRun;
 
 fn pattern(text: &str) -> ImagePattern {
     text.parse()
@@ -169,12 +170,12 @@ fn refusal(
     run: &BenchmarkRun,
     (target, loadgen): (&str, &str),
 ) -> Option<Refusal> {
-    policy.refusal(&image_uses(run, target, loadgen))
+    policy.refusal(&image_uses(&run.spec, target, loadgen))
 }
 
 #[test]
 fn a_run_uses_its_own_images_or_the_defaults() {
-    let uses = image_uses(&run(Some("ghcr.io/acme/app:2"), None), "t", "lg");
+    let uses = image_uses(&run(Some("ghcr.io/acme/app:2"), None).spec, "t", "lg");
     assert_eq!(
         uses,
         [
@@ -290,7 +291,7 @@ fn every_container_and_init_container_of_a_pod_template_is_checked() {
             ]
         }}),
     ));
-    let fields: Vec<String> = image_uses(&r, "ghcr.io/acme/t:1", "ghcr.io/acme/lg:1")
+    let fields: Vec<String> = image_uses(&r.spec, "ghcr.io/acme/t:1", "ghcr.io/acme/lg:1")
         .into_iter()
         .map(|u| u.field)
         .collect();
@@ -306,7 +307,11 @@ fn every_container_and_init_container_of_a_pod_template_is_checked() {
     );
     let p = policy(&["ghcr.io/acme/*"]);
     let refusal = p
-        .refusal(&image_uses(&r, "ghcr.io/acme/t:1", "ghcr.io/acme/lg:1"))
+        .refusal(&image_uses(
+            &r.spec,
+            "ghcr.io/acme/t:1",
+            "ghcr.io/acme/lg:1",
+        ))
         .expect("refused");
     assert!(
         refusal.message.contains("containers[1].image"),

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::node_sets;
 use crate::executors::cluster::placement::fit::PodRequest;
 use crate::resource::BenchmarkRun;
-use crate::resource::matrix::cells;
+use crate::resource::ValidatedRun;
 use crate::resource::parallelism::Parallelism;
 use crate::resource::spec::Configuration;
 
@@ -43,8 +43,13 @@ fn run(parallelism: Parallelism, replicas: u32, cpu: &str) -> BenchmarkRun {
     run
 }
 
+/// `run` validated as the operator validates it.
+fn validated(run: &BenchmarkRun) -> ValidatedRun {
+    ValidatedRun::for_cluster(run.clone()).unwrap()
+}
+
 fn sets(run: &BenchmarkRun, nodes: &[Node]) -> Vec<Vec<String>> {
-    node_sets(run, &cells(&run.spec), Some(nodes), None).node_sets
+    node_sets(&validated(run), Some(nodes), None).node_sets
 }
 
 #[test]
@@ -55,7 +60,7 @@ fn auto_takes_a_set_per_node_that_holds_a_measurement_and_a_count_at_most_that_m
         sets(&auto, &six),
         (1..=6).map(|i| vec![format!("n{i}")]).collect::<Vec<_>>()
     );
-    let seen = node_sets(&auto, &cells(&auto.spec), Some(&six), None);
+    let seen = node_sets(&validated(&auto), Some(&six), None);
     assert!(
         seen.message.contains("needs up to 1.5 CPU") && seen.message.contains("1 node(s)"),
         "{}",
@@ -88,7 +93,7 @@ fn nodes_not_ready_or_refused_by_placement_are_not_used_and_unlisted_nodes_mean_
     nodes[2].spec.as_mut().unwrap().unschedulable = Some(true);
     let r = run(Parallelism::Auto, 1, "1");
     assert_eq!(sets(&r, &nodes), vec![vec!["a".to_owned()]]);
-    let none = node_sets(&r, &cells(&r.spec), None, None);
+    let none = node_sets(&validated(&r), None, None);
     assert!(none.node_sets.is_empty());
     assert!(none.message.contains("one at a time"), "{}", none.message);
     // A cell that fits no node leaves the others their sets; it fails on its own (fit).
@@ -113,14 +118,14 @@ fn what_other_pods_request_is_taken_off_before_the_sets_are_cut() {
             memory_bytes: 64 << 20,
         },
     )]);
-    let unknown = node_sets(&r, &cells(&r.spec), Some(&two), None);
+    let unknown = node_sets(&validated(&r), Some(&two), None);
     assert_eq!(unknown.node_sets, [["n1"], ["n2"]]);
     assert!(
         unknown.message.contains("other pods' requests unknown"),
         "{}",
         unknown.message
     );
-    let seen = node_sets(&r, &cells(&r.spec), Some(&two), Some(&operator));
+    let seen = node_sets(&validated(&r), Some(&two), Some(&operator));
     assert_eq!(seen.node_sets, [["n1", "n2"]]);
     assert!(
         seen.message.contains("what other pods leave free"),
@@ -129,6 +134,6 @@ fn what_other_pods_request_is_taken_off_before_the_sets_are_cut() {
     );
     // A 400m load generator fits beside the operator: two slots again.
     r.spec.loadgen.cpu = "400m".into();
-    let smaller = node_sets(&r, &cells(&r.spec), Some(&two), Some(&operator));
+    let smaller = node_sets(&validated(&r), Some(&two), Some(&operator));
     assert_eq!(smaller.node_sets, [["n1"], ["n2"]]);
 }
