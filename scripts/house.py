@@ -7,7 +7,8 @@ back up or in a circle, long functions and raw spec reads.
 
 How it counts (the rules the figures in docs/architecture.md and the closing notes name):
 - A room is a folder of a crate's src/, and each .rs file a module in it. Test code is left
-  out: files named tests.rs, folders named tests or fixtures, and `#[cfg(test)]` modules.
+  out: files named tests.rs, folders named tests or fixtures, `#[cfg(test)]` modules, and the
+  files of modules declared under `#[cfg(test)]`.
 - An arrow is a `use crate::...`, `use super::...` or `crate::`/`super::` path in code (not in a
   comment, so not a doc link), from the module that writes it to the module the path names (the
   longest prefix that is a file). A name a module re-exports (`pub use spec::{...}` in
@@ -68,6 +69,20 @@ def strip_tests(text):
     return "\n".join(out)
 
 
+TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
+
+
+def without_test_modules(files):
+    """`files` without the modules declared under `#[cfg(test)]` (`#[cfg(test)] mod corpus;`),
+    and everything below them: test code kept in files of its own."""
+    test_roots = set()
+    for module, path in files.items():
+        for m in TEST_MOD.finditer(open(path, encoding="utf-8").read()):
+            test_roots.add(tuple(module) + (m.group(1),))
+    return {m: p for m, p in files.items()
+            if not any(m[:len(r)] == r for r in test_roots)}
+
+
 def module_path(crate, path):
     rel = os.path.relpath(path, os.path.join(ROOT, crate, "src"))[:-3].split(os.sep)
     if rel[-1] == "mod":
@@ -77,9 +92,18 @@ def module_path(crate, path):
     return tuple(rel)
 
 
+LITERAL = re.compile(r"b?'(?:[^'\\\n]|\\.)'|\"(?:[^\"\\]|\\.)*\"|//[^\n]*", re.S)
+
+
+def blank_literals(text):
+    """`text` with string and character literals and comments blanked, keeping every newline,
+    so that a brace inside one (`b'{'`, `"}"`) is not counted as code."""
+    return LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
 def long_functions(text):
     found = []
-    lines = text.split("\n")
+    lines = blank_literals(text).split("\n")
     fn = re.compile(r"^(\s*)(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?fn\s+(\w+)")
     for i, line in enumerate(lines):
         m = fn.match(line)
@@ -247,6 +271,7 @@ def main():
         files = {module_path(crate, p): p for p in rust_files(crate)}
         if not files:
             continue
+        files = without_test_modules(files)
         texts = {m: strip_tests(open(p, encoding="utf-8").read()) for m, p in files.items()}
         reexports = reexports_of(texts, files)
         graph = {m: targets(t, m, files, reexports) for m, t in texts.items()}

@@ -256,26 +256,7 @@ async fn read_load(
         }
         return Ok(());
     }
-    if let (Some(k), Some(v)) = (at.kubelet, at.checked.validated()) {
-        // The cell's variant may have a template of its own, naming its target container.
-        let variant = v
-            .cells()
-            .iter()
-            .find(|c| c.name == cell.cell)
-            .and_then(|c| c.variant.as_ref());
-        let container = build::target_container_name(v.spec(), variant);
-        let planned_load = at.checked.planned_load();
-        start_sampling(
-            client,
-            k,
-            at.run,
-            &container,
-            &name,
-            planned_load,
-            &obs.target_pods,
-        )
-        .await;
-    }
+    start_sampling(at, cell, &name, &obs.target_pods).await;
     // The result is read as soon as every load generator container has ended well, not when
     // the Job controller gets round to marking the Job complete (a second or more later on a
     // busy control plane).
@@ -529,26 +510,30 @@ async fn loadgen_pods(pods: &Api<Pod>, at: &build::CellRun<'_>) -> Result<Vec<Po
         .items)
 }
 
-/// Starts sampling the kubelets of a repetition's target pods, once (a reconcile that finds
-/// it sampled already does nothing). A failure to find the kubelets is logged and the
+/// Starts sampling the kubelets of a repetition's target `pods` (the cell `cell`'s objects,
+/// named `key`) for as long as the load is planned, once: a reconcile that finds it sampled
+/// already does nothing, as does one without a kubelet reader or for a run that did not
+/// validate (it is ended this turn). A failure to find the kubelets is logged and the
 /// repetition goes on without their figures.
-async fn start_sampling(
-    client: &kube::Client,
-    kubelet: &Arc<KubeletReader>,
-    run: &BenchmarkRun,
-    container: &str,
-    key: &str,
-    planned_load: std::time::Duration,
-    pods: &[Pod],
-) {
+async fn start_sampling(at: &Reads<'_>, cell: &build::CellRun<'_>, key: &str, pods: &[Pod]) {
+    let (Some(kubelet), Some(v)) = (at.kubelet, at.checked.validated()) else {
+        return;
+    };
     if kubelet.is_sampling(key) || pods.is_empty() {
         return;
     }
-    let nodes: Api<Node> = Api::all(client.clone());
-    match reader::targets_of(&nodes, pods, container).await {
-        Ok(targets) => kubelet.start(key, targets, planned_load),
+    // The cell's variant may have a template of its own, naming its target container.
+    let variant = v
+        .cells()
+        .iter()
+        .find(|c| c.name == cell.cell)
+        .and_then(|c| c.variant.as_ref());
+    let container = build::target_container_name(v.spec(), variant);
+    let nodes: Api<Node> = Api::all(at.client.clone());
+    match reader::targets_of(&nodes, pods, &container).await {
+        Ok(targets) => kubelet.start(key, targets, at.checked.planned_load()),
         Err(why) => tracing::warn!(
-            run = %run.name_any(),
+            run = %at.run.name_any(),
             repetition = key,
             %why,
             "cannot read the kubelets of the target pods; no kubelet figures for this repetition"

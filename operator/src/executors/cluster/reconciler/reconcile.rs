@@ -18,13 +18,14 @@ use tracing::{Instrument, field, info_span};
 use super::error::Error;
 use super::outage::Outage;
 use super::{backoff, observe, write};
+use crate::engine::machine::QueuePlace;
 use crate::executors::cluster::adapter;
 use crate::executors::cluster::children::child_caches::Caches;
 use crate::executors::cluster::placement::queue::{self, Queue};
 use crate::executors::cluster::telemetry::events::EventQueue;
 use crate::executors::cluster::telemetry::kubelet::reader::KubeletReader;
 use crate::executors::cluster::telemetry::metrics::{Metrics, Stages};
-use crate::resource::{BenchmarkRun, CellPhase, RunPhase, conditions};
+use crate::resource::{BenchmarkRun, BenchmarkRunStatus, CellPhase, RunPhase, conditions};
 
 /// What every reconcile shares.
 pub struct Context {
@@ -260,36 +261,7 @@ async fn reconcile_once(
         return Ok(Decided::Done(Requeue::requeue(Duration::from_secs(1))));
     }
     let queue = ctx.queue.view(run, &ctx.runs, ctx.max_active);
-    let now = (ctx.clock)();
-    // While a watch cannot reach the API server its cache stands still: the reads go to the
-    // API server then, so no timeout is decided from a frozen picture.
-    let no_caches = Caches::default();
-    let children = if ctx.outage.ongoing() {
-        &no_caches
-    } else {
-        &ctx.children
-    };
-    // Validation first: the run is checked before anything is read for it, and the reads,
-    // the stage's name and the turn all work from that one check and this turn's looks.
-    let checked = adapter::Checked::of(run, &ctx.settings);
-    let phase = run.status.as_ref().map(|s| s.phase).unwrap_or_default();
-    let looks = checked.looks(run.status.as_ref().unwrap_or(&Default::default()), &now);
-    let obs = observe::observe(
-        &ctx.client,
-        run,
-        &checked,
-        &looks,
-        queue,
-        ctx.kubelet.as_ref(),
-        children,
-    )
-    .await?;
-    stages.lap(observe::stage(phase, &looks, &obs));
-    let turn = adapter::turn_checked(run, checked, &obs, &now, &ctx.settings);
-    stages.lap("decide");
-    tracing::Span::current().record("phase", turn.status.phase.to_string());
-    log_turn(&turn);
-
+    let turn = decide(run, ctx, queue, stages).await?;
     let deleted = turn
         .actions
         .iter()
@@ -308,44 +280,115 @@ async fn reconcile_once(
         // case this replica holds the Lease again by then without the gate closing.
         return Ok(Decided::Done(Requeue::requeue(FENCED_RETRY)));
     }
-    if !deleted && turn.status != old {
-        let written = write::write_status(&ctx.client, run, &turn.status).await;
-        stages.lap("status");
-        match written {
-            Ok(written) => {
-                // At debug, each write that landed, with the version it made: what the
-                // failover check (bench/cluster-failover.sh KILL=sigstop) reads to show that a
-                // thawed former leader wrote nothing once another replica led.
-                tracing::debug!(
-                    resource_version = written.metadata.resource_version.as_deref().unwrap_or(""),
-                    "status written"
-                );
-                ctx.note_written(run, written)
-            }
-            Err(e) if e.is_conflict() => return Ok(Decided::Stale),
-            // Deleted since it was read (or since the copy it was decided from was written):
-            // nothing to write, nothing to refuse.
-            Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => {
-                ctx.forget_written(run);
-                return Ok(Decided::Done(Requeue::await_change()));
-            }
-            Err(e) => return Err(status_refused(ctx, run, e).await),
-        }
-        record_cells(&ctx.metrics, &old, &turn.status);
-        log_transitions(&old, &turn.status);
-        if turn.status.phase != old.phase {
-            ctx.queue.note_phase(run, turn.status.phase);
-        }
+    if !deleted
+        && turn.status != old
+        && let Some(stopped) = store_status(run, ctx, &old, &turn, stages).await?
+    {
+        return Ok(stopped);
     }
-    let wake = Wake::after(run, &old, &turn.status, deleted);
+    carry_out(run, ctx, queue.active, &old, turn, deleted, stages).await
+}
+
+/// Checks the run, reads what the turn needs and takes the turn: validation first, then the
+/// reads of this turn's looks, then the engine's decision.
+async fn decide(
+    run: &BenchmarkRun,
+    ctx: &Context,
+    queue: QueuePlace,
+    stages: &mut Stages<'_>,
+) -> Result<adapter::Turn, Error> {
+    let now = (ctx.clock)();
+    // While a watch cannot reach the API server its cache stands still: the reads go to the
+    // API server then, so no timeout is decided from a frozen picture.
+    let no_caches = Caches::default();
+    let children = if ctx.outage.ongoing() {
+        &no_caches
+    } else {
+        &ctx.children
+    };
+    // Validation first: the run is checked before anything is read for it, and the reads,
+    // the stage's name and the turn all work from that one check and this turn's looks.
+    let checked = adapter::Checked::of(run, &ctx.settings);
+    let status = run.status.clone().unwrap_or_default();
+    let looks = checked.looks(&status, &now);
+    let obs = observe::observe(
+        &ctx.client,
+        run,
+        &checked,
+        &looks,
+        queue,
+        ctx.kubelet.as_ref(),
+        children,
+    )
+    .await?;
+    stages.lap(observe::stage(status.phase, &looks, &obs));
+    let turn = adapter::turn_checked(run, checked, &obs, &now, &ctx.settings);
+    stages.lap("decide");
+    tracing::Span::current().record("phase", turn.status.phase.to_string());
+    log_turn(&turn);
+    Ok(turn)
+}
+
+/// Writes the turn's status, conditional on the version it was decided from. `Some` when the
+/// reconcile stops there: the run is newer than the copy decided from (nothing was changed), or
+/// it was deleted meanwhile.
+async fn store_status(
+    run: &BenchmarkRun,
+    ctx: &Context,
+    old: &BenchmarkRunStatus,
+    turn: &adapter::Turn,
+    stages: &mut Stages<'_>,
+) -> Result<Option<Decided>, Error> {
+    let written = write::write_status(&ctx.client, run, &turn.status).await;
+    stages.lap("status");
+    match written {
+        Ok(written) => {
+            // At debug, each write that landed, with the version it made: what the failover
+            // check (bench/cluster-failover.sh KILL=sigstop) reads to show that a thawed former
+            // leader wrote nothing once another replica led.
+            tracing::debug!(
+                resource_version = written.metadata.resource_version.as_deref().unwrap_or(""),
+                "status written"
+            );
+            ctx.note_written(run, written)
+        }
+        Err(e) if e.is_conflict() => return Ok(Some(Decided::Stale)),
+        // Deleted since it was read (or since the copy it was decided from was written):
+        // nothing to write, nothing to refuse.
+        Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => {
+            ctx.forget_written(run);
+            return Ok(Some(Decided::Done(Requeue::await_change())));
+        }
+        Err(e) => return Err(status_refused(ctx, run, e).await),
+    }
+    record_cells(&ctx.metrics, old, &turn.status);
+    log_transitions(old, &turn.status);
+    if turn.status.phase != old.phase {
+        ctx.queue.note_phase(run, turn.status.phase);
+    }
+    Ok(None)
+}
+
+/// After the status is stored: the metrics, the Events, the children's changes, and the
+/// waiting runs this turn concerns (`active`: the other runs active, from the queue's view).
+async fn carry_out(
+    run: &BenchmarkRun,
+    ctx: &Context,
+    active: usize,
+    old: &BenchmarkRunStatus,
+    turn: adapter::Turn,
+    deleted: bool,
+    stages: &mut Stages<'_>,
+) -> Result<Decided, Error> {
+    let wake = Wake::after(run, old, &turn.status, deleted);
     ctx.metrics
-        .set_active_runs(queue.active + usize::from(turn.status.phase == RunPhase::Running));
+        .set_active_runs(active + usize::from(turn.status.phase == RunPhase::Running));
     // Every finished run is reconciled when the operator starts, so its figures are exported
     // again after a restart without a read of their own.
     ctx.metrics.finished_runs().observe(
         run.metadata.namespace.as_deref(),
         &run.name_any(),
-        &old,
+        old,
         &turn.status,
     );
     if !ctx.gate.is_open() {

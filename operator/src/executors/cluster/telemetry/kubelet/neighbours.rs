@@ -174,72 +174,17 @@ pub fn neighbours(node: &str, samples: &NodeSamples, w: Window, own: &[String]) 
         missing: Some(why),
         ..Neighbours::default()
     };
-    if w.end_ms <= w.start_ms {
-        return missing(format!(
-            "empty window ({} ms to {} ms)",
-            w.start_ms, w.end_ms
-        ));
-    }
-    if samples.node.is_empty() {
-        return missing("no node CPU samples from /metrics/resource".into());
-    }
-    // The kubelet refreshes the node's figure only every 10-15 s, and stamps it with when it
-    // took it; interpolating it between samples so far apart would spread the measurement's own
-    // load, which starts and stops inside such a gap, over the gap. So the figures are over the
-    // span between two node samples themselves, the last at or before the phases' start and the
-    // first at or after their end (else the last one there is), the own pods' counters (sampled
-    // every second) taken at the same two instants: an estimate of the other use around the
-    // phases, given when the span overlaps them by a second at least.
-    let series = &samples.node;
-    let a = series
-        .iter()
-        .rev()
-        .find(|p| p.0 <= w.start_ms)
-        .or(series.front())
-        .copied()
-        .unwrap_or_default();
-    let b = series
-        .iter()
-        .find(|p| p.0 >= w.end_ms)
-        .or(series.back())
-        .copied()
-        .unwrap_or_default();
-    let phases = w.end_ms - w.start_ms;
-    let covered = b.0.min(w.end_ms) - a.0.max(w.start_ms);
-    if b.0 - a.0 < 1000 || covered < 1000 {
-        return missing(format!(
-            "the node's CPU samples (refreshed by the kubelet every 10-15 s) cover {:.1} s of \
-             the {:.1} s of measured phases",
-            covered.max(0) as f64 / 1000.0,
-            phases as f64 / 1000.0
-        ));
-    }
-    if series
-        .iter()
-        .zip(series.iter().skip(1))
-        .any(|(x, y)| y.1 < x.1)
-    {
-        return missing("the node's CPU counter went down (the node restarted)".into());
-    }
+    let (a, b) = match node_span(samples, w) {
+        Ok(span) => span,
+        Err(why) => return missing(why),
+    };
     let node_growth = b.1 - a.1;
     let w = Window {
         start_ms: a.0,
         end_ms: b.0,
     };
     let seconds = (b.0 - a.0) as f64 / 1000.0;
-    let mut own_growth = 0.0;
-    let mut others: Vec<(String, f64)> = Vec::new();
-    for (pod, series) in &samples.pods {
-        let grew = pod_growth(series, w, samples.from_start.contains(pod));
-        if own.contains(pod) {
-            own_growth += grew;
-        } else if series.back().is_some_and(|p| p.0 > w.start_ms)
-            && series.front().is_some_and(|p| p.0 < w.end_ms)
-        {
-            others.push((pod.clone(), grew));
-        }
-    }
-    others.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let (own_growth, others) = pods_growth(samples, w, own);
     let more = others.len().saturating_sub(LISTED_PODS) + samples.unfollowed;
     // Stats taken a little apart can leave the own pods' growth a hair above the node's.
     let foreign = (node_growth - own_growth).max(0.0) / seconds;
@@ -259,6 +204,79 @@ pub fn neighbours(node: &str, samples: &NodeSamples, w: Window, own: &[String]) 
         more_pods: (more > 0).then_some(more as u32),
         missing: None,
     }
+}
+
+/// The two node samples the figures of [`neighbours`] span, (milliseconds, CPU-seconds) each,
+/// or why there are none.
+///
+/// The kubelet refreshes the node's figure only every 10-15 s, and stamps it with when it took
+/// it; interpolating it between samples so far apart would spread the measurement's own load,
+/// which starts and stops inside such a gap, over the gap. So the figures are over the span
+/// between two node samples themselves, the last at or before the phases' start and the first
+/// at or after their end (else the last one there is), the own pods' counters (sampled every
+/// second) taken at the same two instants: an estimate of the other use around the phases,
+/// given when the span overlaps them by a second at least.
+fn node_span(samples: &NodeSamples, w: Window) -> Result<((i64, f64), (i64, f64)), String> {
+    if w.end_ms <= w.start_ms {
+        return Err(format!(
+            "empty window ({} ms to {} ms)",
+            w.start_ms, w.end_ms
+        ));
+    }
+    let series = &samples.node;
+    if series.is_empty() {
+        return Err("no node CPU samples from /metrics/resource".into());
+    }
+    let a = series
+        .iter()
+        .rev()
+        .find(|p| p.0 <= w.start_ms)
+        .or(series.front())
+        .copied()
+        .unwrap_or_default();
+    let b = series
+        .iter()
+        .find(|p| p.0 >= w.end_ms)
+        .or(series.back())
+        .copied()
+        .unwrap_or_default();
+    let phases = w.end_ms - w.start_ms;
+    let covered = b.0.min(w.end_ms) - a.0.max(w.start_ms);
+    if b.0 - a.0 < 1000 || covered < 1000 {
+        return Err(format!(
+            "the node's CPU samples (refreshed by the kubelet every 10-15 s) cover {:.1} s of \
+             the {:.1} s of measured phases",
+            covered.max(0) as f64 / 1000.0,
+            phases as f64 / 1000.0
+        ));
+    }
+    if series
+        .iter()
+        .zip(series.iter().skip(1))
+        .any(|(x, y)| y.1 < x.1)
+    {
+        return Err("the node's CPU counter went down (the node restarted)".into());
+    }
+    Ok((a, b))
+}
+
+/// Over `w`: how much CPU time the `own` pods used together, and each other pod seen in `w`
+/// with what it used, the most first.
+fn pods_growth(samples: &NodeSamples, w: Window, own: &[String]) -> (f64, Vec<(String, f64)>) {
+    let mut own_growth = 0.0;
+    let mut others: Vec<(String, f64)> = Vec::new();
+    for (pod, series) in &samples.pods {
+        let grew = pod_growth(series, w, samples.from_start.contains(pod));
+        if own.contains(pod) {
+            own_growth += grew;
+        } else if series.back().is_some_and(|p| p.0 > w.start_ms)
+            && series.front().is_some_and(|p| p.0 < w.end_ms)
+        {
+            others.push((pod.clone(), grew));
+        }
+    }
+    others.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    (own_growth, others)
 }
 
 /// Marks the nodes whose foreign CPU is above `limit_cores`.
