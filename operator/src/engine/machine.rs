@@ -376,29 +376,34 @@ pub fn advance_at(
         // An earlier step of this turn ended the run, or this step's cell (stopOnFailure).
         return out;
     }
-    let at = step;
     if seen.interrupted {
-        if step.phase(status) != CellPhase::Pending {
-            fail(
-                status,
-                at,
-                Cause::Interrupted,
-                "interrupted by SIGINT/SIGTERM",
-                ctx,
-                &mut out,
-            );
-        }
-        out.happened(status, Event::Finished { interrupted: true }, ctx);
-        out.commands.push(Command::Ended);
+        interrupt(status, step, ctx, &mut out);
         return out;
     }
     match step.phase(status) {
-        CellPhase::Pending => before_deploy(status, at, slot, seen, ctx, &mut out),
-        CellPhase::Deploying => deploying(status, at, seen, ctx, &mut out),
-        CellPhase::Running => running(status, at, seen, ctx, &mut out),
+        CellPhase::Pending => before_deploy(status, step, slot, seen, ctx, &mut out),
+        CellPhase::Deploying => deploying(status, step, seen, ctx, &mut out),
+        CellPhase::Running => running(status, step, seen, ctx, &mut out),
         CellPhase::Succeeded | CellPhase::Failed | CellPhase::Skipped => {}
     }
     out
+}
+
+/// SIGINT or SIGTERM: the step under way fails as interrupted (one not deployed yet is left
+/// Pending), and the run ends.
+fn interrupt(status: &mut BenchmarkRunStatus, step: Step, ctx: &Ctx, out: &mut Advance) {
+    if step.phase(status) != CellPhase::Pending {
+        fail(
+            status,
+            step,
+            Cause::Interrupted,
+            "interrupted by SIGINT/SIGTERM",
+            ctx,
+            out,
+        );
+    }
+    out.happened(status, Event::Finished { interrupted: true }, ctx);
+    out.commands.push(Command::Ended);
 }
 
 /// The run fails as `event` says (a refused or changed spec). A step that was deployed is

@@ -20,6 +20,12 @@ pub mod wake;
 
 use std::process::ExitCode;
 
+use benchmatrix_loadgen::request::HeaderValues;
+
+use crate::engine::verdict::exit;
+use crate::resource::ValidatedRun;
+use crate::resource::validate::FieldError;
+
 /// Arguments of `benchmatrix run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -62,61 +68,9 @@ pub struct RunArgs {
 /// is not a writable folder, 3 when a threshold failed or a candidate variant regressed beyond
 /// `--max-regression`, 130 on Ctrl-C.
 pub fn run(args: RunArgs) -> ExitCode {
-    if let Some(problem) = args.gate.problem() {
-        eprintln!("benchmatrix run: {problem}");
-        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
-    }
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("benchmatrix run: cannot read {}: {e}", args.file.display());
-            return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
-        }
-    };
-    let run = match crate::resource::ValidatedRun::parse(&text) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!(
-                "benchmatrix run: {} is not a valid BenchmarkRun:",
-                args.file.display()
-            );
-            for fe in &e.errors {
-                eprintln!("  {fe}");
-            }
-            return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
-        }
-    };
-    for old in crate::resource::validate::deprecations(run.spec()) {
-        eprintln!("benchmatrix run: warning: {old}");
-    }
-    let refused = crate::executors::cluster::children::pod_security::refusals(
-        &run,
-        args.pod_security,
-        crate::resource::spec::DEFAULT_TARGET_IMAGE,
-        crate::resource::spec::DEFAULT_LOADGEN_IMAGE,
-    );
-    if !refused.is_empty() {
-        eprintln!(
-            "benchmatrix run: {} is not a valid BenchmarkRun:",
-            args.file.display()
-        );
-        for fe in &refused {
-            eprintln!("  {fe}");
-        }
-        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
-    }
-    let header_values = match secrets::read(run.spec(), args.secrets.as_deref()) {
-        Ok(v) => v,
-        Err(errors) => {
-            eprintln!(
-                "benchmatrix run: {} names header values this machine cannot supply:",
-                args.file.display()
-            );
-            for fe in &errors {
-                eprintln!("  {fe}");
-            }
-            return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
-        }
+    let (run, header_values) = match checked_run(&args) {
+        Ok(checked) => checked,
+        Err(code) => return code,
     };
     if args.dry_run {
         // Before --out is made: a dry run leaves nothing behind.
@@ -125,11 +79,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
         eprintln!("benchmatrix run: --out {}: {e}", args.out.display());
-        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
+        return ExitCode::from(exit::BAD_INPUT);
     }
     if let Err(e) = args.ci.check() {
         eprintln!("benchmatrix run: {e}");
-        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
+        return ExitCode::from(exit::BAD_INPUT);
     }
     let name = run_name(&run, &args.file);
     // First, while this process has one thread: the guard that ends every child should the
@@ -156,11 +110,50 @@ pub fn run(args: RunArgs) -> ExitCode {
                 "benchmatrix run: --out {}: cannot prepare it: {e}",
                 args.out.display()
             );
-            ExitCode::from(crate::engine::verdict::exit::BAD_INPUT)
+            ExitCode::from(exit::BAD_INPUT)
         }
     };
     guard::finish();
     code
+}
+
+/// The run of `args.file` as this machine can run it, with the header values it names, or the
+/// exit code of why not (each problem said on stderr): a bad `--max-regression`, a file that
+/// cannot be read or is no valid BenchmarkRun, pods the `--pod-security` level refuses, header
+/// values this machine cannot supply. The deprecated fields it uses are warned of.
+fn checked_run(args: &RunArgs) -> Result<(ValidatedRun, HeaderValues), ExitCode> {
+    let file = args.file.display();
+    let refuse = |headline: String, problems: &[FieldError]| {
+        eprintln!("benchmatrix run: {headline}");
+        for fe in problems {
+            eprintln!("  {fe}");
+        }
+        ExitCode::from(exit::BAD_INPUT)
+    };
+    if let Some(problem) = args.gate.problem() {
+        return Err(refuse(problem, &[]));
+    }
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| refuse(format!("cannot read {file}: {e}"), &[]))?;
+    let invalid = format!("{file} is not a valid BenchmarkRun:");
+    let run = ValidatedRun::parse(&text).map_err(|e| refuse(invalid.clone(), &e.errors))?;
+    for old in crate::resource::validate::deprecations(run.spec()) {
+        eprintln!("benchmatrix run: warning: {old}");
+    }
+    let refused = crate::executors::cluster::children::pod_security::refusals(
+        &run,
+        args.pod_security,
+        crate::resource::spec::DEFAULT_TARGET_IMAGE,
+        crate::resource::spec::DEFAULT_LOADGEN_IMAGE,
+    );
+    if !refused.is_empty() {
+        return Err(refuse(invalid, &refused));
+    }
+    let header_values = secrets::read(run.spec(), args.secrets.as_deref()).map_err(|errors| {
+        let headline = format!("{file} names header values this machine cannot supply:");
+        refuse(headline, &errors)
+    })?;
+    Ok((run, header_values))
 }
 
 /// The run's name for the CI files: its `metadata.name`, else the file's name without its

@@ -200,18 +200,32 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
         extra: Vec::new(),
         max_regression: args.gate.max_regression,
     };
-    write_outputs(&args.out, &last, &notes, &mut display);
     // Only a run that ended has verdicts to report; a timeout or an interrupt is the step's
     // failure, said by the exit code.
-    if matches!(end, End::Finished) {
-        for line in args.ci.write(&ours.name, &last, args.gate.max_regression) {
-            match line {
-                Ok(wrote) => display.line(&wrote),
-                Err(e) => eprintln!("{COMMAND}: {e}"),
-            }
+    let finished = matches!(end, End::Finished).then_some(ours.name.as_str());
+    write_files(&args, &last, &notes, finished, &mut display);
+    code
+}
+
+/// The files of `--out` (the status, report.md, the charts) and, for a run that `finished`
+/// under that name, the CI files its flags ask for, each said on the display.
+fn write_files(
+    args: &RunArgs,
+    last: &BenchmarkRunStatus,
+    notes: &Notes,
+    finished: Option<&str>,
+    display: &mut Display,
+) {
+    write_outputs(&args.out, last, notes, display);
+    let Some(name) = finished else {
+        return;
+    };
+    for line in args.ci.write(name, last, args.gate.max_regression) {
+        match line {
+            Ok(wrote) => display.line(&wrote),
+            Err(e) => eprintln!("{COMMAND}: {e}"),
         }
     }
-    code
 }
 
 /// The run file, as checked before the cluster is asked.

@@ -206,8 +206,10 @@ pub fn neighbours(node: &str, samples: &NodeSamples, w: Window, own: &[String]) 
     }
 }
 
-/// The two node samples the figures of [`neighbours`] span, (milliseconds, CPU-seconds) each,
-/// or why there are none.
+/// One sample of a CPU counter: (milliseconds, CPU-seconds).
+type Point = (i64, f64);
+
+/// The two node samples the figures of [`neighbours`] span, or why there are none.
 ///
 /// The kubelet refreshes the node's figure only every 10-15 s, and stamps it with when it took
 /// it; interpolating it between samples so far apart would spread the measurement's own load,
@@ -216,7 +218,7 @@ pub fn neighbours(node: &str, samples: &NodeSamples, w: Window, own: &[String]) 
 /// at or after their end (else the last one there is), the own pods' counters (sampled every
 /// second) taken at the same two instants: an estimate of the other use around the phases,
 /// given when the span overlaps them by a second at least.
-fn node_span(samples: &NodeSamples, w: Window) -> Result<((i64, f64), (i64, f64)), String> {
+fn node_span(samples: &NodeSamples, w: Window) -> Result<(Point, Point), String> {
     if w.end_ms <= w.start_ms {
         return Err(format!(
             "empty window ({} ms to {} ms)",
