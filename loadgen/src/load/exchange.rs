@@ -11,8 +11,9 @@ use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 
 use crate::conn::{Conn, Response};
+use crate::plan::SuccessSet;
 use crate::recorder::{LATE_SEND_THRESHOLD, Recorder};
-use crate::request::{Prepared, SuccessSet};
+use crate::request::Prepared;
 use crate::result::ErrorKind;
 
 /// What one stream needs on a worker.

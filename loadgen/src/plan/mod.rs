@@ -5,18 +5,26 @@
 //! `deny_unknown_fields`: a structural schema with `additionalProperties: false` is awkward in
 //! Kubernetes. Unknown fields are reported by [`parse_plan_file`] instead.
 //!
-//! The types are in `workload` and `file`; what they cannot express is checked in `validate`,
-//! which uses the endpoint checks of [`crate::request::check`]. Those read the types only, so
-//! the dependency between the plan and the request checks runs one way.
+//! The types are in `workload`, `http` (headers and methods), `success` (the answers that
+//! count) and `file`; what they cannot express is checked in `validate`, with each endpoint's
+//! own checks in [`check`]. The request builder (`crate::request`) reads the plan; the plan
+//! reads nothing of it.
 
+pub mod check;
 mod file;
+mod http;
+mod success;
 mod validate;
 mod workload;
 
 pub use crate::duration::{DURATION_PATTERN, Duration, ParseDurationError};
-pub use crate::request::{Header, HeaderValueFrom, SecretKeyRef, SuccessCode};
 pub use crate::strict_yaml::FieldError;
 pub use file::{PlanFile, Preflight, parse_plan_file};
+pub use http::{
+    DEFAULT_METHOD, Header, HeaderValueFrom, OWNED_HEADERS, SecretKeyRef, answer_has_no_body,
+    body_refused, content_anticipated,
+};
+pub use success::{SuccessCode, SuccessSet};
 pub use workload::{DEFAULT_TIMEOUT, Endpoint, LoadMode, Phase, Spread, Stream, Workload};
 
 #[cfg(test)]

@@ -154,7 +154,7 @@ fn a_post_endpoint_reads_and_keeps_its_request_fields() {
         Some("BENCHMATRIX_HEADER_0_1")
     );
     assert_eq!(e.body.as_deref(), Some(r#"{"item": 1}"#));
-    let success = crate::request::SuccessSet::of(e.success_codes.as_deref());
+    let success = crate::plan::SuccessSet::of(e.success_codes.as_deref());
     assert!(success.contains(201) && success.contains(404) && success.contains(502));
     assert!(!success.contains(503));
     // A plan written back reads the same (the operator writes plans this way).

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use super::check::check_endpoint;
 use super::file::PlanFile;
 use super::workload::{Phase, Spread, Stream, Workload};
 use crate::duration::Duration;
@@ -10,7 +11,6 @@ use crate::limits::{
     MAX_CONNECTIONS_PER_PHASE, MAX_CONNECTIONS_PER_STREAM, MAX_DURATION, MAX_GENERATORS,
     MAX_RATE_PER_STREAM, MAX_REPLICAS, MAX_THREADS,
 };
-use crate::request::check::check_endpoint;
 use crate::strict_yaml::FieldError;
 use crate::target_url::TargetUrl;
 

@@ -5,9 +5,10 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::http::{self, Header};
+use super::success::SuccessCode;
 use crate::duration::Duration;
 use crate::limits::{MAX_BODY_BYTES, MAX_CONNECTIONS_PER_STREAM, MAX_HEADERS, MAX_RATE_PER_STREAM};
-use crate::request::{self, Header, SuccessCode};
 
 /// The per-request timeout used when a workload names none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -106,7 +107,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// The method in force: `method`, or GET.
     pub fn method_or_default(&self) -> &str {
-        self.method.as_deref().unwrap_or(request::DEFAULT_METHOD)
+        self.method.as_deref().unwrap_or(http::DEFAULT_METHOD)
     }
 }
 

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::check::{check_value, header_line_len};
-use super::{SuccessSet, answer_has_no_body, content_anticipated};
 use crate::limits::MAX_HEADER_BYTES;
+use crate::plan::check::{check_value, header_line_len};
 use crate::plan::{Endpoint, Workload};
+use crate::plan::{SuccessSet, answer_has_no_body, content_anticipated};
 use crate::strict_yaml::FieldError;
 
 /// Header values that are not written in the plan, by the environment variable that names them

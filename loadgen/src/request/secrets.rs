@@ -3,8 +3,8 @@
 //! environment variable that the operator fills from the Secret (a pod env `secretKeyRef`)
 //! and `benchmatrix run` from the file of `--secrets DIR`.
 
-use super::{HeaderValueFrom, SecretKeyRef};
 use crate::plan::Workload;
+use crate::plan::{HeaderValueFrom, SecretKeyRef};
 
 /// One header value the load generator must be given through its environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub fn to_env(workload: &Workload) -> Workload {
 mod tests {
     use super::*;
     use crate::plan::Endpoint;
-    use crate::request::Header;
+    use crate::plan::Header;
 
     #[test]
     fn secret_refs_become_positional_env_names_and_literals_stay() {
@@ -127,7 +127,7 @@ mod tests {
         // What the load generator reads back passes its own checks.
         let mut errors = Vec::new();
         for (i, e) in plan.endpoints.iter().enumerate() {
-            crate::request::check::check_endpoint(e, &format!("e[{i}]"), &mut errors);
+            crate::plan::check::check_endpoint(e, &format!("e[{i}]"), &mut errors);
         }
         assert!(errors.is_empty(), "{errors:?}");
     }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::request::{Header, HeaderValueFrom};
+use crate::plan::{Header, HeaderValueFrom};
 
 fn endpoint(method: Option<&str>, headers: Vec<Header>, body: Option<&str>) -> Endpoint {
     Endpoint {
@@ -166,7 +166,7 @@ fn a_secret_ref_left_in_a_plan_is_refused_by_the_load_generator() {
         name: "Authorization".into(),
         value: None,
         value_from: Some(HeaderValueFrom {
-            secret_key_ref: Some(crate::request::SecretKeyRef {
+            secret_key_ref: Some(crate::plan::SecretKeyRef {
                 name: "api".into(),
                 key: "token".into(),
             }),

@@ -7,9 +7,10 @@
 
 use std::path::Path;
 
+use benchmatrix_loadgen::plan::SecretKeyRef;
+use benchmatrix_loadgen::request::HeaderValues;
 use benchmatrix_loadgen::request::build::clean_value;
 use benchmatrix_loadgen::request::secrets::{secret_envs, to_env};
-use benchmatrix_loadgen::request::{HeaderValues, SecretKeyRef};
 
 use crate::resource::BenchmarkRunSpec;
 use crate::resource::validate::FieldError;

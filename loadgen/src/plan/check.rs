@@ -4,9 +4,9 @@
 //! Everything here is about the spec as written; a value taken from the environment or a
 //! Secret file is checked with [`check_value`] when it is read.
 
-use super::{Header, OWNED_HEADERS, body_refused};
+use super::http::{Header, OWNED_HEADERS, body_refused};
+use super::workload::Endpoint;
 use crate::limits::{MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_HEADERS};
-use crate::plan::Endpoint;
 use crate::strict_yaml::FieldError;
 
 /// Whether `b` may appear in an HTTP token (RFC 9110 §5.6.2: method and field names).
