@@ -7,8 +7,8 @@
 //! fits its share of [`HISTOGRAM_BUDGET`]. Lengths are counted as the API server writes the text
 //! ([`json_len`]), which is what etcd stores.
 
-use crate::resource::BenchmarkRunStatus;
 use crate::resource::rounding::round3;
+use crate::resource::{BenchmarkRunStatus, CellStatus};
 
 /// Sentences: the run's and each cell's message, condition messages, how limits were enforced,
 /// the recommendation and the headline. A failure message keeps the first 1 KiB of the pod's
@@ -186,48 +186,7 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
         clip(&mut c.message, SENTENCE_MAX);
     }
     for cell in &mut status.cells {
-        clip_opt(&mut cell.reason, WORD_MAX);
-        clip_opt(&mut cell.message, SENTENCE_MAX);
-        if let Some(e) = &mut cell.enforcement {
-            clip(&mut e.target, WORD_MAX);
-            clip_opt(&mut e.loadgen, WORD_MAX);
-            clip_opt(&mut e.detail, SENTENCE_MAX);
-        }
-        if let Some(t) = &mut cell.target {
-            clip_opt(&mut t.quota_source, NOTE_MAX);
-            clip_opt(&mut t.mode, WORD_MAX);
-            clip_opt(&mut t.source, WORD_MAX);
-            clip_opt(&mut t.note, NOTE_MAX);
-            for r in &mut t.per_replica {
-                clip(&mut r.replica, WORD_MAX);
-            }
-        }
-        clip_neighbours(&mut cell.neighbours);
-        for r in &mut cell.repetitions {
-            clip_neighbours(&mut r.neighbours);
-            clip_opt(&mut r.reason, WORD_MAX);
-            // Only a failed repetition (the last one of its cell) says more than its timing.
-            let max = if r.phase == crate::resource::CellPhase::Failed {
-                SENTENCE_MAX
-            } else {
-                NOTE_MAX
-            };
-            clip_opt(&mut r.message, max);
-        }
-        if let Some(p) = &mut cell.precision {
-            clip_opt(&mut p.widest_figure, NOTE_MAX);
-            clip(&mut p.message, NOTE_MAX);
-        }
-        if let Some(c) = &mut cell.capacity {
-            clip(&mut c.message, SENTENCE_MAX);
-            clip_opt(&mut c.limiting, NOTE_MAX);
-            for p in &mut c.probes {
-                clip_opt(&mut p.why, NOTE_MAX);
-            }
-            if let Some(k) = &mut c.check {
-                clip(&mut k.message, SENTENCE_MAX);
-            }
-        }
+        clip_cell(cell);
     }
     if let Some(s) = &mut status.sizing {
         clip(&mut s.message, SENTENCE_MAX);
@@ -258,6 +217,54 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
         clip(&mut t.threshold, line);
         clip(&mut t.figure, WORD_MAX);
         clip(&mut t.message, line);
+    }
+}
+
+/// Clips every text of one cell of a status to its limit above: its reason and message, how
+/// its limits were enforced, what its target reported, its neighbours, repetitions, precision
+/// and capacity search. Apart from [`clip_status`] to keep that function short.
+fn clip_cell(cell: &mut CellStatus) {
+    clip_opt(&mut cell.reason, WORD_MAX);
+    clip_opt(&mut cell.message, SENTENCE_MAX);
+    if let Some(e) = &mut cell.enforcement {
+        clip(&mut e.target, WORD_MAX);
+        clip_opt(&mut e.loadgen, WORD_MAX);
+        clip_opt(&mut e.detail, SENTENCE_MAX);
+    }
+    if let Some(t) = &mut cell.target {
+        clip_opt(&mut t.quota_source, NOTE_MAX);
+        clip_opt(&mut t.mode, WORD_MAX);
+        clip_opt(&mut t.source, WORD_MAX);
+        clip_opt(&mut t.note, NOTE_MAX);
+        for r in &mut t.per_replica {
+            clip(&mut r.replica, WORD_MAX);
+        }
+    }
+    clip_neighbours(&mut cell.neighbours);
+    for r in &mut cell.repetitions {
+        clip_neighbours(&mut r.neighbours);
+        clip_opt(&mut r.reason, WORD_MAX);
+        // Only a failed repetition (the last one of its cell) says more than its timing.
+        let max = if r.phase == crate::resource::CellPhase::Failed {
+            SENTENCE_MAX
+        } else {
+            NOTE_MAX
+        };
+        clip_opt(&mut r.message, max);
+    }
+    if let Some(p) = &mut cell.precision {
+        clip_opt(&mut p.widest_figure, NOTE_MAX);
+        clip(&mut p.message, NOTE_MAX);
+    }
+    if let Some(c) = &mut cell.capacity {
+        clip(&mut c.message, SENTENCE_MAX);
+        clip_opt(&mut c.limiting, NOTE_MAX);
+        for p in &mut c.probes {
+            clip_opt(&mut p.why, NOTE_MAX);
+        }
+        if let Some(k) = &mut c.check {
+            clip(&mut k.message, SENTENCE_MAX);
+        }
     }
 }
 

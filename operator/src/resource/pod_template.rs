@@ -14,6 +14,7 @@
 use super::labels::MANAGED_BY_LABEL;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 use benchmatrix_loadgen::strict_yaml::FieldError;
@@ -148,26 +149,7 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
     let mut errors = Vec::new();
     let at = |rest: &str| format!("{FIELD}.{rest}");
     if let Some(meta) = &template.metadata {
-        for (what, map) in [("labels", &meta.labels), ("annotations", &meta.annotations)] {
-            for key in map.iter().flat_map(|m| m.keys()) {
-                if key.starts_with(OWNED_PREFIX) || key == MANAGED_BY_LABEL {
-                    errors.push(FieldError::new(
-                        at(&format!("metadata.{what}.{key}")),
-                        format!(
-                            "is set by the operator (it selects the run's pods by its \
-                             {OWNED_PREFIX}* and {MANAGED_BY_LABEL} labels); remove it"
-                        ),
-                    ));
-                }
-            }
-        }
-        if meta.name.is_some() || meta.namespace.is_some() {
-            errors.push(FieldError::new(
-                at("metadata"),
-                "name and namespace are the operator's: each cell's pods are named after it \
-                 and live in the run's namespace",
-            ));
-        }
+        check_metadata(meta, &mut errors);
     }
     let Some(spec) = &template.spec else {
         return errors;
@@ -180,37 +162,7 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
             format!("must be Always (the target runs in a Deployment), got {policy:?}"),
         ));
     }
-    // Pods on the host's network would share ports between replicas and bypass the per-pod
-    // addresses the load generator spreads its load over; the rest would let whoever may
-    // create a run reach the node through the operator's rights.
-    for (field, set) in [
-        ("hostNetwork", spec.host_network),
-        ("hostPID", spec.host_pid),
-        ("hostIPC", spec.host_ipc),
-    ] {
-        if set == Some(true) {
-            errors.push(FieldError::new(
-                at(&format!("spec.{field}")),
-                format!(
-                    "is refused at every --pod-security level, privileged included: a benchmark \
-                     target runs in its own pod namespaces {}",
-                    held_always("hostNamespaces")
-                ),
-            ));
-        }
-    }
-    for (i, volume) in spec.volumes.iter().flatten().enumerate() {
-        if volume.host_path.is_some() {
-            errors.push(FieldError::new(
-                at(&format!("spec.volumes[{i}].hostPath")),
-                format!(
-                    "is refused at every --pod-security level, privileged included: use a \
-                     ConfigMap, Secret, emptyDir or projected volume {}",
-                    held_always("hostPathVolumes")
-                ),
-            ));
-        }
-    }
+    check_host_access(spec, &mut errors);
     let target = target_index(&spec.containers);
     for (list, i, c) in all_containers(spec) {
         let here = |rest: &str| at(&format!("spec.{list}[{i}].{rest}"));
@@ -234,6 +186,72 @@ pub fn check(template: &PodTemplateSpec, image: Option<&str>, port: u16) -> Vec<
         }
     }
     errors
+}
+
+/// Pushes onto `errors` what a template's metadata `meta` may not set: the labels and
+/// annotations the operator owns (it selects the run's pods by them), and a name or namespace.
+/// Apart from [`check`] to keep that function a list of the template's parts.
+fn check_metadata(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
+    let at = |rest: &str| format!("{FIELD}.{rest}");
+    for (what, map) in [("labels", &meta.labels), ("annotations", &meta.annotations)] {
+        for key in map.iter().flat_map(|m| m.keys()) {
+            if key.starts_with(OWNED_PREFIX) || key == MANAGED_BY_LABEL {
+                errors.push(FieldError::new(
+                    at(&format!("metadata.{what}.{key}")),
+                    format!(
+                        "is set by the operator (it selects the run's pods by its \
+                         {OWNED_PREFIX}* and {MANAGED_BY_LABEL} labels); remove it"
+                    ),
+                ));
+            }
+        }
+    }
+    if meta.name.is_some() || meta.namespace.is_some() {
+        errors.push(FieldError::new(
+            at("metadata"),
+            "name and namespace are the operator's: each cell's pods are named after it \
+             and live in the run's namespace",
+        ));
+    }
+}
+
+/// Pushes onto `errors` the ways a template's pod `spec` would reach its node that are
+/// refused at every --pod-security level: the host's network, PID or IPC namespace, and
+/// hostPath volumes. Apart from [`check`] to keep that function a list of the template's
+/// parts.
+fn check_host_access(spec: &PodSpec, errors: &mut Vec<FieldError>) {
+    let at = |rest: &str| format!("{FIELD}.{rest}");
+    // Pods on the host's network would share ports between replicas and bypass the per-pod
+    // addresses the load generator spreads its load over; the rest would let whoever may
+    // create a run reach the node through the operator's rights.
+    for (field, set) in [
+        ("hostNetwork", spec.host_network),
+        ("hostPID", spec.host_pid),
+        ("hostIPC", spec.host_ipc),
+    ] {
+        if set == Some(true) {
+            errors.push(FieldError::new(
+                at(&format!("spec.{field}")),
+                format!(
+                    "is refused at every --pod-security level, privileged included: a benchmark \
+                 target runs in its own pod namespaces {}",
+                    held_always("hostNamespaces")
+                ),
+            ));
+        }
+    }
+    for (i, volume) in spec.volumes.iter().flatten().enumerate() {
+        if volume.host_path.is_some() {
+            errors.push(FieldError::new(
+                at(&format!("spec.volumes[{i}].hostPath")),
+                format!(
+                    "is refused at every --pod-security level, privileged included: use a \
+                 ConfigMap, Secret, emptyDir or projected volume {}",
+                    held_always("hostPathVolumes")
+                ),
+            ));
+        }
+    }
 }
 
 /// The Pod Security check a template rule shares its id with. These rules hold even at the

@@ -32,6 +32,7 @@ use crate::resource::{
     RepetitionStatus, ReplicaPhaseShare, ReplicaShare, RunPhase, Spread, Summary, TargetStats,
     ThresholdResult, Verdict,
 };
+use benchmatrix_loadgen::plan::Phase;
 use benchmatrix_loadgen::strict_yaml::FieldError;
 
 /// The most a BenchmarkRun object (spec, metadata and status) may take: 1 MiB, a third under
@@ -95,67 +96,16 @@ impl Shape {
             .iter()
             .filter_map(|c| Some((c.configuration.clone(), c.variant.as_ref()?.name.clone())))
             .collect();
-        let candidates: Vec<String> = spec
-            .variants
-            .iter()
-            .skip(1)
-            .map(|v| v.name.clone())
-            .collect();
-        let mut comparisons: Vec<(String, Vec<String>)> = Vec::new();
-        for (configuration, _) in &variants_of {
-            if !comparisons.iter().any(|(c, _)| c == configuration) {
-                comparisons.push((configuration.clone(), candidates.clone()));
-            }
-        }
+        let comparisons = comparisons_of(spec, &variants_of);
         // A capacity search's measurements are probes: one phase over the mix.
         let probe = spec
             .capacity
             .as_ref()
             .map(|c| c.probe_workload(&spec.workload, c.start_rate));
         let phases = &probe.as_ref().unwrap_or(&spec.workload).phases;
-        let capacity = spec.capacity.as_ref().map(|c| {
-            let mix = c.mix_or_default(&spec.workload.endpoint_names());
-            let figures = c
-                .slo
-                .iter()
-                .flat_map(|f| match &f.endpoint {
-                    Some(e) => vec![e.clone()],
-                    None => mix.iter().map(|m| m.endpoint.clone()).collect(),
-                })
-                .collect();
-            (c.max_probes, figures)
-        });
-        let thresholds = spec
-            .thresholds
-            .iter()
-            .map(|t| {
-                (0..cells.len())
-                    .filter(|&i| {
-                        t.cell
-                            .as_deref()
-                            .is_none_or(|p| crate::resource::thresholds::glob_match(p, &cells[i].0))
-                    })
-                    .collect()
-            })
-            .collect();
-        // As results::cell_interference pairs them: an endpoint alone in a phase, with the first
-        // later phase that runs it alongside others.
-        let mut interference = Vec::new();
-        for (i, solo) in phases.iter().enumerate() {
-            let [alone] = solo.load.as_slice() else {
-                continue;
-            };
-            if let Some(mixed) = phases[i + 1..]
-                .iter()
-                .find(|p| p.load.len() > 1 && p.load.iter().any(|s| s.endpoint == alone.endpoint))
-            {
-                interference.push((
-                    alone.endpoint.clone(),
-                    solo.name.clone(),
-                    mixed.name.clone(),
-                ));
-            }
-        }
+        let capacity = capacity_of(spec);
+        let thresholds = thresholds_of(spec, &cells);
+        let interference = interference_of(phases);
         Shape {
             cells,
             variants_of,
@@ -176,28 +126,7 @@ impl Shape {
             thresholds,
             interference,
             capacity,
-            sizing: spec.sizing.as_ref().map(|s| {
-                let env = s
-                    .search
-                    .env
-                    .iter()
-                    .map(|(k, v)| {
-                        let longest = v
-                            .iter()
-                            .max_by_key(|x| x.len())
-                            .cloned()
-                            .unwrap_or_default();
-                        crate::resource::EnvVar::new(k.clone(), longest)
-                    })
-                    .collect();
-                (
-                    crate::resource::matrix::sizing_cells(s)
-                        .into_iter()
-                        .map(|c| c.name)
-                        .collect(),
-                    env,
-                )
-            }),
+            sizing: sizing_of(spec),
         }
     }
 
@@ -260,6 +189,118 @@ impl Shape {
             + format!(" and {} more", u32::MAX).len();
         waiting.max(SENTENCE_MAX)
     }
+}
+
+/// [`Shape::comparisons`] of `spec`: each configuration of `variants_of` (each cell's
+/// configuration and variant, in matrix order) once, in order of its first cell, with every
+/// candidate variant (all but the first, the base). Apart from [`Shape::of`] to keep that
+/// function a list of the shape's parts.
+fn comparisons_of(
+    spec: &BenchmarkRunSpec,
+    variants_of: &[(String, String)],
+) -> Vec<(String, Vec<String>)> {
+    let candidates: Vec<String> = spec
+        .variants
+        .iter()
+        .skip(1)
+        .map(|v| v.name.clone())
+        .collect();
+    let mut comparisons: Vec<(String, Vec<String>)> = Vec::new();
+    for (configuration, _) in variants_of {
+        if !comparisons.iter().any(|(c, _)| c == configuration) {
+            comparisons.push((configuration.clone(), candidates.clone()));
+        }
+    }
+    comparisons
+}
+
+/// [`Shape::capacity`] of `spec`: with spec.capacity, its most probes and the endpoint of
+/// each figure a probe records (a figure without an endpoint stands for every endpoint of the
+/// mix in force). Apart from [`Shape::of`] to keep that function a list of the shape's parts.
+fn capacity_of(spec: &BenchmarkRunSpec) -> Option<(u32, Vec<String>)> {
+    spec.capacity.as_ref().map(|c| {
+        let mix = c.mix_or_default(&spec.workload.endpoint_names());
+        let figures = c
+            .slo
+            .iter()
+            .flat_map(|f| match &f.endpoint {
+                Some(e) => vec![e.clone()],
+                None => mix.iter().map(|m| m.endpoint.clone()).collect(),
+            })
+            .collect();
+        (c.max_probes, figures)
+    })
+}
+
+/// [`Shape::thresholds`] of `spec`: for each threshold, the indices of the `cells` its `cell`
+/// pattern selects (every cell when it has none). Apart from [`Shape::of`] to keep that
+/// function a list of the shape's parts.
+fn thresholds_of(spec: &BenchmarkRunSpec, cells: &[(String, u32)]) -> Vec<Vec<usize>> {
+    spec.thresholds
+        .iter()
+        .map(|t| {
+            (0..cells.len())
+                .filter(|&i| {
+                    t.cell
+                        .as_deref()
+                        .is_none_or(|p| crate::resource::thresholds::glob_match(p, &cells[i].0))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// [`Shape::interference`] of a run with `phases`: each (endpoint, solo phase, mixed phase)
+/// the summary compares. Apart from [`Shape::of`] to keep that function a list of the
+/// shape's parts.
+fn interference_of(phases: &[Phase]) -> Vec<(String, String, String)> {
+    // As results::cell_interference pairs them: an endpoint alone in a phase, with the first
+    // later phase that runs it alongside others.
+    let mut interference = Vec::new();
+    for (i, solo) in phases.iter().enumerate() {
+        let [alone] = solo.load.as_slice() else {
+            continue;
+        };
+        if let Some(mixed) = phases[i + 1..]
+            .iter()
+            .find(|p| p.load.len() > 1 && p.load.iter().any(|s| s.endpoint == alone.endpoint))
+        {
+            interference.push((
+                alone.endpoint.clone(),
+                solo.name.clone(),
+                mixed.name.clone(),
+            ));
+        }
+    }
+    interference
+}
+
+/// [`Shape::sizing`] of `spec`: with spec.sizing, the names of its configurations and the
+/// env axes at their longest values (the chosen configuration's env is one value of each).
+/// Apart from [`Shape::of`] to keep that function a list of the shape's parts.
+fn sizing_of(spec: &BenchmarkRunSpec) -> Option<(Vec<String>, Vec<crate::resource::EnvVar>)> {
+    spec.sizing.as_ref().map(|s| {
+        let env = s
+            .search
+            .env
+            .iter()
+            .map(|(k, v)| {
+                let longest = v
+                    .iter()
+                    .max_by_key(|x| x.len())
+                    .cloned()
+                    .unwrap_or_default();
+                crate::resource::EnvVar::new(k.clone(), longest)
+            })
+            .collect();
+        (
+            crate::resource::matrix::sizing_cells(s)
+                .into_iter()
+                .map(|c| c.name)
+                .collect(),
+            env,
+        )
+    })
 }
 
 /// When the status is counted: while its cells are measured, or once the run has finished.
@@ -501,12 +542,11 @@ fn recorded_pods(replicas: u32) -> usize {
     2 * replicas as usize
 }
 
-/// The largest cell `i` of `shape` at `moment`, with its lists when `full` (else empty, for
-/// counting them apart).
-fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
-    let (name, replicas) = &shape.cells[i];
-    let (configuration, variant) = shape.variants_of.get(i).cloned().unzip();
-    let running = moment == Moment::Running;
+/// The largest repetitions of a cell with `replicas` replicas in `shape`: none when the cell
+/// is measured once, else every repetition but the last with its results, and the last as the
+/// longer of one with results and one that failed; each with every replica's node and
+/// neighbours. Apart from [`cell`] to keep that function a list of the cell's fields.
+fn cell_repetitions(shape: &Shape, replicas: u32) -> Vec<RepetitionStatus> {
     let rep_results = || {
         shape
             .streams
@@ -515,7 +555,7 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
             .collect()
     };
     let mut repetitions = Vec::new();
-    if full && shape.repeat > 1 {
+    if shape.repeat > 1 {
         repetitions = (1..shape.repeat)
             .map(|_| repetition(false, rep_results()))
             .collect();
@@ -524,17 +564,42 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
             repetition(true, Vec::new()),
         ));
         for r in &mut repetitions {
-            r.nodes = nodes(*replicas);
-            r.neighbours = neighbours(*replicas);
+            r.nodes = nodes(replicas);
+            r.neighbours = neighbours(replicas);
         }
     }
-    let histograms = match shape.histogram_share() {
-        Some(share) if full && running => shape
+    repetitions
+}
+
+/// The histograms a cell of `shape` holds while it is measured: each stream's at its whole
+/// share of the budget, or none when the run keeps none (one repetition, or no share left).
+/// Apart from [`cell`] to keep that function a list of the cell's fields.
+fn cell_histograms(shape: &Shape) -> std::collections::BTreeMap<String, String> {
+    match shape.histogram_share() {
+        Some(share) => shape
             .streams
             .iter()
             .map(|(p, e)| (histogram_key(p, e), text(share)))
             .collect(),
         _ => Default::default(),
+    }
+}
+
+/// The largest cell `i` of `shape` at `moment`, with its lists when `full` (else empty, for
+/// counting them apart).
+fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
+    let (name, replicas) = &shape.cells[i];
+    let (configuration, variant) = shape.variants_of.get(i).cloned().unzip();
+    let running = moment == Moment::Running;
+    let repetitions = if full {
+        cell_repetitions(shape, *replicas)
+    } else {
+        Vec::new()
+    };
+    let histograms = if full && running {
+        cell_histograms(shape)
+    } else {
+        Default::default()
     };
     let with_pods = full && running && shape.cell_with_most_pods() == Some(i);
     CellStatus {

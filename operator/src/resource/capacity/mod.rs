@@ -305,16 +305,36 @@ impl CapacitySpec {
     pub fn check(&self, endpoints: &[&str]) -> Vec<FieldError> {
         let at = "spec.capacity";
         let mut errors = Vec::new();
+        if self.slo.is_empty() {
+            errors.push(FieldError::new(
+                format!("{at}.slo"),
+                "give at least one figure, e.g. {endpoint: fast, p99: {below: 100ms}}",
+            ));
+        }
+        let mix = self.mix_or_default(endpoints);
+        self.check_mix(at, endpoints, &mix, &mut errors);
+        for (i, f) in self.slo.iter().enumerate() {
+            check_slo_figure(f, &format!("{at}.slo[{i}]"), endpoints, &mix, &mut errors);
+        }
+        self.check_search_bounds(at, &mix, &mut errors);
+        errors
+    }
+
+    /// Pushes onto `errors` what is wrong with `spec.capacity.mix` (`at` is `spec.capacity`):
+    /// a mix left out where the workload has several endpoints, entries naming no endpoint or
+    /// one listed twice, weights that are not 0 or more, and weights that add up to 0. `mix`
+    /// is the mix in force ([`Self::mix_or_default`]). Kept apart from [`Self::check`] so each
+    /// part of the spec is checked in one place; the errors keep their order.
+    fn check_mix(
+        &self,
+        at: &str,
+        endpoints: &[&str],
+        mix: &[MixEntry],
+        errors: &mut Vec<FieldError>,
+    ) {
         let mut refuse =
             |path: String, message: String| errors.push(FieldError::new(path, message));
         let listed = endpoints.join(", ");
-        if self.slo.is_empty() {
-            refuse(
-                format!("{at}.slo"),
-                "give at least one figure, e.g. {endpoint: fast, p99: {below: 100ms}}".into(),
-            );
-        }
-        let mix = self.mix_or_default(endpoints);
         if self.mix.is_empty() && mix.is_empty() {
             refuse(
                 format!("{at}.mix"),
@@ -353,51 +373,16 @@ impl CapacitySpec {
                 "the weights add up to 0: give at least one endpoint a positive weight".into(),
             );
         }
-        for (i, f) in self.slo.iter().enumerate() {
-            let here = format!("{at}.slo[{i}]");
-            // An endpoint of weight 0 gets no stream: a figure of it would have no samples.
-            if let Some(e) = &f.endpoint
-                && !mix.iter().any(|m| &m.endpoint == e && m.weight > 0.0)
-            {
-                let what = if mix.iter().any(|m| &m.endpoint == e) {
-                    format!("endpoint {e:?} has weight 0 in the mix, so it gets no load")
-                } else if endpoints.contains(&e.as_str()) {
-                    format!("endpoint {e:?} is not in the mix, so it gets no load")
-                } else {
-                    format!("no endpoint is named {e:?}; the endpoints are {listed}")
-                };
-                refuse(format!("{here}.endpoint"), what);
-            }
-            match f.limits().as_slice() {
-                [] => refuse(
-                    here,
-                    "set one of p50, p90, p99, p999, max or errorRate".into(),
-                ),
-                [(metric, v)] => match metric {
-                    Metric::ErrorRate if !(*v > 0.0 && *v <= 1.0) => refuse(
-                        format!("{here}.errorRate.below"),
-                        format!("{v} is not a fraction above 0 and at most 1 (0.01 is 1%)"),
-                    ),
-                    Metric::ErrorRate => {}
-                    _ if *v <= 0.0 => refuse(
-                        format!("{here}.{}.below", metric.key()),
-                        "must be a positive duration, e.g. \"100ms\"".into(),
-                    ),
-                    _ => {}
-                },
-                more => refuse(
-                    here,
-                    format!(
-                        "set only one of p50, p90, p99, p999, max or errorRate (found {}); write \
-                         one entry per figure",
-                        more.iter()
-                            .map(|(m, _)| m.key())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ),
-            }
-        }
+    }
+
+    /// Pushes onto `errors` what is wrong with the search's own numbers (`at` is
+    /// `spec.capacity`): resolution, repeatWithin, startRate and maxRate (each a rate, and
+    /// maxRate not below startRate), probeDuration, a first probe too short for the SLO's
+    /// percentiles under the mix in force `mix`, and maxProbes. Apart from [`Self::check`]
+    /// so that function stays a list of the spec's parts; the errors keep their order.
+    fn check_search_bounds(&self, at: &str, mix: &[MixEntry], errors: &mut Vec<FieldError>) {
+        let mut refuse =
+            |path: String, message: String| errors.push(FieldError::new(path, message));
         let res = self.resolution.0;
         if !(0.5..=50.0).contains(&res) {
             refuse(
@@ -435,7 +420,7 @@ impl CapacitySpec {
                 format!("{} is outside 1s to 1h", self.probe_duration),
             );
         }
-        if let Some(short) = self.too_few_samples(&mix) {
+        if let Some(short) = self.too_few_samples(mix) {
             refuse(format!("{at}.startRate"), short);
         }
         if !(2..=MAX_PROBES).contains(&self.max_probes) {
@@ -444,7 +429,64 @@ impl CapacitySpec {
                 format!("{} is outside 2 to {MAX_PROBES}", self.max_probes),
             );
         }
-        errors
+    }
+}
+
+/// Pushes onto `errors` what is wrong with one SLO figure `f` at path `here`
+/// (`spec.capacity.slo[i]`): an endpoint that gets no load under the mix in force `mix` (or
+/// is no endpoint of `endpoints`), and a figure that sets none, or more than one, of p50 ...
+/// errorRate, or a limit out of range. Apart from [`CapacitySpec::check`] because each figure
+/// is checked alike; the errors keep their order.
+fn check_slo_figure(
+    f: &SloFigure,
+    here: &str,
+    endpoints: &[&str],
+    mix: &[MixEntry],
+    errors: &mut Vec<FieldError>,
+) {
+    let mut refuse = |path: String, message: String| errors.push(FieldError::new(path, message));
+    let listed = endpoints.join(", ");
+    // An endpoint of weight 0 gets no stream: a figure of it would have no samples.
+    if let Some(e) = &f.endpoint
+        && !mix.iter().any(|m| &m.endpoint == e && m.weight > 0.0)
+    {
+        let what = if mix.iter().any(|m| &m.endpoint == e) {
+            format!("endpoint {e:?} has weight 0 in the mix, so it gets no load")
+        } else if endpoints.contains(&e.as_str()) {
+            format!("endpoint {e:?} is not in the mix, so it gets no load")
+        } else {
+            format!("no endpoint is named {e:?}; the endpoints are {listed}")
+        };
+        refuse(format!("{here}.endpoint"), what);
+    }
+    match f.limits().as_slice() {
+        [] => refuse(
+            here.to_owned(),
+            "set one of p50, p90, p99, p999, max or errorRate".into(),
+        ),
+        [(metric, v)] => match metric {
+            Metric::ErrorRate if !(*v > 0.0 && *v <= 1.0) => refuse(
+                format!("{here}.errorRate.below"),
+                format!("{v} is not a fraction above 0 and at most 1 (0.01 is 1%)"),
+            ),
+            Metric::ErrorRate => {}
+            _ if *v <= 0.0 => refuse(
+                format!("{here}.{}.below", metric.key()),
+                "must be a positive duration, e.g. \"100ms\"".into(),
+            ),
+            _ => {}
+        },
+        more => refuse(
+            here.to_owned(),
+            format!(
+                "set only one of p50, p90, p99, p999, max or errorRate (found {}); write \
+                 one entry per figure",
+                more.iter()
+                    .map(|(m, _)| m.key())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
     }
 }
 
