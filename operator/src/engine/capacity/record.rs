@@ -21,13 +21,7 @@ pub fn measured(
 ) -> Vec<Note> {
     let endpoints = workload.endpoint_names();
     let rate = super::probe_rate(spec, c);
-    let busy: Vec<String> = measured
-        .neighbours
-        .iter()
-        .filter(|n| n.busy)
-        .map(|n| n.busy_words())
-        .collect();
-    let busy = (!busy.is_empty()).then(|| format!("busy neighbours: {}", busy.join("; ")));
+    let busy = busy_neighbours(&measured);
     let mut probe = judge_probe(
         spec,
         &endpoints,
@@ -69,6 +63,14 @@ pub fn measured(
     if checking.is_some() {
         return check_measured(c, spec, ctx, said);
     }
+    search_measured(c, spec, ctx, said)
+}
+
+/// A probe of the search recorded (`said` is it in words): the search's next step from its
+/// probes so far, either the next probe's rate (the cell goes back in line) or the search's
+/// end written into the cell. Apart from [`measured`] as [`check_measured`] is for a sizing
+/// check's probes.
+fn search_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: String) -> Vec<Note> {
     let Some(cap) = c.capacity.as_mut() else {
         return Vec::new();
     };
@@ -108,6 +110,18 @@ pub fn measured(
             )]
         }
     }
+}
+
+/// The busy neighbours of a probe's measurement in words ("busy neighbours: ..."), None
+/// when none was busy: a note to the probe's verdict, since they may have slowed the target.
+fn busy_neighbours(measured: &Measured) -> Option<String> {
+    let busy: Vec<String> = measured
+        .neighbours
+        .iter()
+        .filter(|n| n.busy)
+        .map(|n| n.busy_words())
+        .collect();
+    (!busy.is_empty()).then(|| format!("busy neighbours: {}", busy.join("; ")))
 }
 
 /// A probe of a sizing check recorded: the check counts it, and the cell goes back in line
@@ -208,6 +222,22 @@ fn probe_words(p: &ProbeStatus) -> String {
 /// The search's end written into `cap`: the rates, what limited them, and a sentence.
 fn finish(cap: &mut CapacityStatus, outcome: Outcome, spec: &CapacitySpec) {
     cap.next_rate = None;
+    let (found, held, failed, limiting, message) = ending(cap, outcome, spec);
+    cap.found = found;
+    cap.held_rate = held;
+    cap.failed_rate = failed;
+    cap.limiting = limiting;
+    cap.message = message;
+}
+
+/// What [`finish`] writes: whether a capacity was found, the rates held and failed, what
+/// limited the rate, and the sentence.
+type Ending = (bool, Option<f64>, Option<f64>, Option<String>, String);
+
+/// The search's end `outcome` in the figures [`finish`] writes, from the probes `cap` holds
+/// (what limited a failed rate is the latest reason recorded at it) and `spec`'s maxProbes.
+/// Apart from [`finish`] to keep that function short.
+fn ending(cap: &CapacityStatus, outcome: Outcome, spec: &CapacitySpec) -> Ending {
     let why_at = |rate: f64| {
         cap.probes
             .iter()
@@ -216,7 +246,7 @@ fn finish(cap: &mut CapacityStatus, outcome: Outcome, spec: &CapacitySpec) {
             .and_then(|p| p.why.clone())
     };
     let n = cap.probes.len();
-    let (found, held, failed, limiting, message) = match outcome {
+    match outcome {
         Outcome::Capacity { held, failed } => {
             let limiting = why_at(failed);
             let message = format!(
@@ -280,10 +310,5 @@ fn finish(cap: &mut CapacityStatus, outcome: Outcome, spec: &CapacitySpec) {
             );
             (false, held, failed, limiting, message)
         }
-    };
-    cap.found = found;
-    cap.held_rate = held;
-    cap.failed_rate = failed;
-    cap.limiting = limiting;
-    cap.message = message;
+    }
 }

@@ -71,6 +71,42 @@ pub fn decide(
     Walk::new(spec, cells, measured, slots).run()
 }
 
+/// Each of `cells` (the space of `spec`, in matrix order) as a point of the model: its family
+/// (the matrix lists each family's replicas x cpu configurations together), replicas and CPU
+/// cores. Apart from [`Walk::new`] to keep that function short.
+fn points_of(spec: &SizingSpec, cells: &[Cell]) -> Vec<Point> {
+    let per_family = (spec.search.replicas.len() * spec.search.cpu.len()).max(1);
+    cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Point {
+            family: i / per_family,
+            replicas: c.replicas,
+            cpu: c.cpu.cpu_cores().unwrap_or(0.0),
+        })
+        .collect()
+}
+
+/// The starting state of each of `cells`, before the walk: unmeasured, with its reserved CPU
+/// (`costs`) and the rates its search held and failed at (`known`), when any. Apart from
+/// [`Walk::new`] to keep that function short.
+fn unmeasured_states(cells: &[Cell], costs: &[f64], known: &[Known]) -> Vec<SizedConfiguration> {
+    cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| SizedConfiguration {
+            name: c.name.clone(),
+            reserved_cpu: round3(costs[i]),
+            state: SizedState::Unmeasured,
+            held_rate: (known[i].held > 0.0).then_some(known[i].held),
+            failed_rate: known[i].failed.is_finite().then_some(known[i].failed),
+            bound: None,
+            predicted: None,
+            why: None,
+        })
+        .collect()
+}
+
 struct Walk<'a> {
     spec: &'a SizingSpec,
     cells: &'a [Cell],
@@ -90,7 +126,6 @@ struct Walk<'a> {
 impl<'a> Walk<'a> {
     fn new(spec: &'a SizingSpec, cells: &'a [Cell], measured: &[CellStatus], slots: usize) -> Self {
         let target = spec.target_rate();
-        let per_family = (spec.search.replicas.len() * spec.search.cpu.len()).max(1);
         let known: Vec<Known> = cells
             .iter()
             .map(|c| {
@@ -100,15 +135,7 @@ impl<'a> Walk<'a> {
                 )
             })
             .collect();
-        let points: Vec<Point> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| Point {
-                family: i / per_family,
-                replicas: c.replicas,
-                cpu: c.cpu.cpu_cores().unwrap_or(0.0),
-            })
-            .collect();
+        let points = points_of(spec, cells);
         let costs: Vec<f64> = cells
             .iter()
             .map(|c| c.reserved_cpu().unwrap_or(f64::INFINITY))
@@ -141,20 +168,7 @@ impl<'a> Walk<'a> {
             .collect();
         let busy = known.iter().filter(|k| k.busy).count();
         let searched = known.iter().filter(|k| k.search_started).count() as u32;
-        let states = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| SizedConfiguration {
-                name: c.name.clone(),
-                reserved_cpu: round3(costs[i]),
-                state: SizedState::Unmeasured,
-                held_rate: (known[i].held > 0.0).then_some(known[i].held),
-                failed_rate: known[i].failed.is_finite().then_some(known[i].failed),
-                bound: None,
-                predicted: None,
-                why: None,
-            })
-            .collect();
+        let states = unmeasured_states(cells, &costs, &known);
         Walk {
             spec,
             cells,
@@ -185,18 +199,7 @@ impl<'a> Walk<'a> {
     }
 
     fn run(mut self) -> Decision {
-        for i in 0..self.cells.len() {
-            self.states[i].predicted = self.fit.predict(&self.points[i]).map(round2);
-            let k = self.known[i];
-            if k.busy {
-                self.states[i].state = SizedState::Measuring;
-            } else if k.failed_cell {
-                self.states[i].state = SizedState::Failed;
-                self.states[i].why = Some("its measurement failed: nothing is known of it".into());
-            } else if k.searched {
-                self.states[i].state = SizedState::Measured;
-            }
-        }
+        self.mark_known();
         let order = self.order();
         let out_of_budget = self.seed(&order);
         let (answer, pending, out_of_budget) = if out_of_budget {
@@ -209,9 +212,58 @@ impl<'a> Walk<'a> {
             Some(a) if !out_of_budget => self.rule_out(&order, a),
             _ => false,
         };
+        let outcome = self.outcome(out_of_budget, ruling, answer);
+        let final_ = outcome.is_final();
+        self.settle_states(outcome);
+        let chosen = answer.filter(|_| final_).map(|a| self.chosen(a));
+        if let Some(a) = answer.filter(|_| final_) {
+            self.states[a].state = SizedState::Chosen;
+        }
+        let message = self.message(outcome, answer);
+        let next = self.next_names();
+        // Cheapest first, as the walk saw them.
+        let states = order.iter().map(|&i| self.states[i].clone()).collect();
+        Decision {
+            actions: self.actions,
+            status: SizingStatus {
+                traffic: self.spec.traffic,
+                target_rate: round2(self.target),
+                outcome,
+                message,
+                next,
+                searched: self.searched,
+                chosen,
+                configurations: states,
+                notes: self.notes,
+            },
+        }
+    }
+
+    /// Before the walk: each configuration's predicted capacity, and the state its cell's
+    /// measurement so far says (measuring, failed, or measured). Apart from [`Walk::run`] to
+    /// keep that function short.
+    fn mark_known(&mut self) {
+        for i in 0..self.cells.len() {
+            self.states[i].predicted = self.fit.predict(&self.points[i]).map(round2);
+            let k = self.known[i];
+            if k.busy {
+                self.states[i].state = SizedState::Measuring;
+            } else if k.failed_cell {
+                self.states[i].state = SizedState::Failed;
+                self.states[i].why = Some("its measurement failed: nothing is known of it".into());
+            } else if k.searched {
+                self.states[i].state = SizedState::Measured;
+            }
+        }
+    }
+
+    /// Where the search stands after the walk: out of budget, still ruling out, confirming
+    /// or searching while anything is measured or about to be, else chosen (`answer`) or
+    /// nothing holds. `out_of_budget` and `ruling` are what the walk and the rule-out said.
+    fn outcome(&self, out_of_budget: bool, ruling: bool, answer: Option<usize>) -> SizingOutcome {
         let busy = self.known.iter().any(|k| k.busy);
         let open = busy || !self.actions.is_empty();
-        let outcome = if out_of_budget && !open {
+        if out_of_budget && !open {
             SizingOutcome::OutOfBudget
         } else if open {
             if ruling {
@@ -235,7 +287,13 @@ impl<'a> Walk<'a> {
             SizingOutcome::Chosen
         } else {
             SizingOutcome::NothingHolds
-        };
+        }
+    }
+
+    /// Once the walk's `outcome` is known: when it is final, every configuration still
+    /// unmeasured is marked not needed (with why), and each pruned or ruled-out one shows
+    /// the bound that excluded it. Apart from [`Walk::run`] to keep that function short.
+    fn settle_states(&mut self, outcome: SizingOutcome) {
         let final_ = outcome.is_final();
         for i in 0..self.cells.len() {
             let s = &mut self.states[i];
@@ -252,13 +310,12 @@ impl<'a> Walk<'a> {
                 s.bound = Some(round2(b));
             }
         }
-        let chosen = answer.filter(|_| final_).map(|a| self.chosen(a));
-        if let Some(a) = answer.filter(|_| final_) {
-            self.states[a].state = SizedState::Chosen;
-        }
-        let message = self.message(outcome, answer);
-        let next: Vec<String> = self
-            .known
+    }
+
+    /// The names of the configurations measured now or next: those busy, then those the
+    /// actions start, for status.sizing's `next`.
+    fn next_names(&self) -> Vec<String> {
+        self.known
             .iter()
             .enumerate()
             .filter(|(_, k)| k.busy)
@@ -267,23 +324,7 @@ impl<'a> Walk<'a> {
                 Action::Search(i) | Action::Check { cell: i, .. } => *i,
             }))
             .map(|i| self.cells[i].name.clone())
-            .collect();
-        // Cheapest first, as the walk saw them.
-        let states = order.iter().map(|&i| self.states[i].clone()).collect();
-        Decision {
-            actions: self.actions,
-            status: SizingStatus {
-                traffic: self.spec.traffic,
-                target_rate: round2(self.target),
-                outcome,
-                message,
-                next,
-                searched: self.searched,
-                chosen,
-                configurations: states,
-                notes: self.notes,
-            },
-        }
+            .collect()
     }
 
     /// Step 1: each family's seed, before anything else is searched in it. True when the
@@ -366,42 +407,9 @@ impl<'a> Walk<'a> {
                 continue;
             }
             if k.searched || k.ruled_out == Some(true) || k.confirmed.is_some() {
-                // A search whose bracket straddles the target (held below it, failed above it)
-                // is decided by the confirmation at the target itself.
-                let candidate = k.holds(target) || (k.searched && !k.falls_short(target));
-                if candidate && k.confirmed != Some(false) {
-                    if pending {
-                        self.states[i].why = Some(format!(
-                            "held {} rps; cheaper configurations are still measured",
-                            rate_text(k.held)
-                        ));
-                        return (None, true, false);
-                    }
-                    return match k.confirmed {
-                        Some(true) => (Some(i), false, false),
-                        _ => {
-                            self.confirm(i);
-                            (None, false, false)
-                        }
-                    };
+                if let Some(end) = self.weigh_measured(i, pending) {
+                    return end;
                 }
-                if k.falls_short(target) {
-                    self.states[i].why = Some(match k.confirmed {
-                        Some(false) => format!(
-                            "held {} rps in its search, but the confirmation at {} rps failed",
-                            rate_text(k.held),
-                            rate_text(target)
-                        ),
-                        _ => format!(
-                            "failed at {} rps, below {}",
-                            rate_text(k.failed),
-                            rate_text(target)
-                        ),
-                    });
-                    continue;
-                }
-                // A rule-out probe that held at the target makes it a candidate (above); one
-                // that has no verdict yet leaves nothing to do here.
                 continue;
             }
             if k.ruled_out == Some(false) {
@@ -433,6 +441,52 @@ impl<'a> Walk<'a> {
             pending = true;
         }
         (None, pending, false)
+    }
+
+    /// Step 2 and 3 for configuration `i`, already searched or probed: a candidate ends the
+    /// walk (the answer once confirmed, else its confirmation starts; while a cheaper
+    /// configuration is still `pending`, it waits), as [`Walk::walk`]'s answer; one that
+    /// falls short of the target says why, and the walk goes on (None).
+    fn weigh_measured(&mut self, i: usize, pending: bool) -> Option<(Option<usize>, bool, bool)> {
+        let target = self.target;
+        let k = self.known[i];
+        // A search whose bracket straddles the target (held below it, failed above it)
+        // is decided by the confirmation at the target itself.
+        let candidate = k.holds(target) || (k.searched && !k.falls_short(target));
+        if candidate && k.confirmed != Some(false) {
+            if pending {
+                self.states[i].why = Some(format!(
+                    "held {} rps; cheaper configurations are still measured",
+                    rate_text(k.held)
+                ));
+                return Some((None, true, false));
+            }
+            return Some(match k.confirmed {
+                Some(true) => (Some(i), false, false),
+                _ => {
+                    self.confirm(i);
+                    (None, false, false)
+                }
+            });
+        }
+        if k.falls_short(target) {
+            self.states[i].why = Some(match k.confirmed {
+                Some(false) => format!(
+                    "held {} rps in its search, but the confirmation at {} rps failed",
+                    rate_text(k.held),
+                    rate_text(target)
+                ),
+                _ => format!(
+                    "failed at {} rps, below {}",
+                    rate_text(k.failed),
+                    rate_text(target)
+                ),
+            });
+            return None;
+        }
+        // A rule-out probe that held at the target makes it a candidate (above); one
+        // that has no verdict yet leaves nothing to do here.
+        None
     }
 
     fn confirm(&mut self, i: usize) {

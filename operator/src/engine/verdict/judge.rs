@@ -259,39 +259,14 @@ fn judge(
         }
         Bound::AtMostOf { factor, of } | Bound::AtLeastOf { factor, of } => {
             let at_most = matches!(bound, Bound::AtMostOf { .. });
-            let reference = cells
-                .iter()
-                .find(|c| matches!(of, Reference::Cell(name) if *name == c.name));
-            let reference = reference.ok_or_else(|| {
-                (
-                    Some(measured),
-                    format!("reference cell {of} is not in the run"),
-                )
-            })?;
-            let (base, base_unstable) = cell_figure(reference, phase, endpoint, metric)
-                .map_err(|why| (Some(measured), format!("reference {why}")))?;
+            let (limit, pass, message, base_unstable) = judge_against_cell(
+                measured,
+                cells,
+                (phase, endpoint, metric),
+                (at_most, *factor, of),
+            )?;
             unstable |= base_unstable;
-            let limit = factor * base;
-            let pass = if at_most {
-                measured <= limit
-            } else {
-                measured >= limit
-            };
-            let word = match (at_most, pass) {
-                (true, true) => "at most",
-                (true, false) => "more than",
-                (false, true) => "at least",
-                (false, false) => "less than",
-            };
-            (
-                limit,
-                pass,
-                format!(
-                    "{key} {shown}, {word} {factor} x {of}'s {} = {}",
-                    figure_text(metric, base),
-                    figure_text(metric, limit)
-                ),
-            )
+            (limit, pass, message)
         }
     };
     let message = if unstable {
@@ -307,6 +282,65 @@ fn judge(
         unstable,
         message,
     })
+}
+
+/// What [`judge_against_cell`] finds: the limit, whether the figure passed, the message, and
+/// whether the reference's figure was unstable.
+type AgainstCell = (f64, bool, String, bool);
+
+/// A bound relative to another cell `of`: `measured`, the figure `metric` of stream
+/// `phase`/`endpoint`, against `factor` times the reference cell's own (at most that when
+/// `at_most`, else at least). The limit, whether it passed, the message, and whether the
+/// reference's figure was unstable; or why it cannot be judged (with the figure measured).
+/// Apart from [`judge`] to keep that function short.
+fn judge_against_cell(
+    measured: f64,
+    cells: &[CellStatus],
+    (phase, endpoint, metric): (&str, &str, Metric),
+    (at_most, factor, of): (bool, f64, &Reference),
+) -> Result<AgainstCell, (Option<f64>, String)> {
+    let key = metric.key();
+    let shown = figure_text(metric, measured);
+    let reference = cells
+        .iter()
+        .find(|c| matches!(of, Reference::Cell(name) if *name == c.name));
+    let reference = reference.ok_or_else(|| {
+        (
+            Some(measured),
+            format!("reference cell {of} is not in the run"),
+        )
+    })?;
+    let (base, base_unstable) = cell_figure(reference, phase, endpoint, metric)
+        .map_err(|why| (Some(measured), format!("reference {why}")))?;
+    let limit = factor * base;
+    let pass = if at_most {
+        measured <= limit
+    } else {
+        measured >= limit
+    };
+    let word = bound_word(at_most, pass);
+    Ok((
+        limit,
+        pass,
+        format!(
+            "{key} {shown}, {word} {factor} x {of}'s {} = {}",
+            figure_text(metric, base),
+            figure_text(metric, limit)
+        ),
+        base_unstable,
+    ))
+}
+
+/// How a figure stands to a relative limit, in words: "at most" or "more than" it for an
+/// upper limit (`at_most`), "at least" or "less than" for a lower one, as it `pass`ed or not.
+/// One wording for a bound relative to a cell and one relative to a variant.
+fn bound_word(at_most: bool, pass: bool) -> &'static str {
+    match (at_most, pass) {
+        (true, true) => "at most",
+        (true, false) => "more than",
+        (false, true) => "at least",
+        (false, false) => "less than",
+    }
 }
 
 /// A bound relative to a variant: `cell` against the cell of its configuration in variant
@@ -330,27 +364,7 @@ fn judge_paired(
             return Err((None, why));
         }
     }
-    let per_round = |c: &CellStatus| -> Vec<(u32, Option<f64>)> {
-        variants::rounds(c)
-            .into_iter()
-            .map(|(n, results)| {
-                let value = results
-                    .iter()
-                    .find(|r| r.phase == phase && r.endpoint == endpoint)
-                    .and_then(|r| figure(r, metric).ok())
-                    .map(|(v, _)| v);
-                (n, value)
-            })
-            .collect()
-    };
-    let theirs = per_round(reference);
-    let (base, candidate): (Vec<f64>, Vec<f64>) = per_round(cell)
-        .into_iter()
-        .filter_map(|(n, mine)| {
-            let (_, base) = theirs.iter().find(|(m, _)| *m == n)?;
-            Some(((*base)?, mine?))
-        })
-        .unzip();
+    let (base, candidate) = paired_rounds(cell, reference, (phase, endpoint, metric));
     let key = metric.key();
     let paired =
         paired::paired(&base, &candidate, !metric.higher_is_better()).ok_or_else(|| {
@@ -368,12 +382,7 @@ fn judge_paired(
     } else {
         paired.ratio >= factor
     };
-    let word = match (at_most, pass) {
-        (true, true) => "at most",
-        (true, false) => "more than",
-        (false, true) => "at least",
-        (false, false) => "less than",
-    };
+    let word = bound_word(at_most, pass);
     let interval = paired
         .interval
         .map(|(low, high)| format!(", 95% interval {low:.3}–{high:.3}"))
@@ -395,6 +404,37 @@ fn judge_paired(
             figure_text(metric, measured)
         ),
     })
+}
+
+/// The figure `metric` of stream `phase`/`endpoint` in each round both `reference` (the
+/// base) and `cell` (the candidate) measured it: (the base's, the candidate's), round by
+/// round in the candidate's order. Apart from [`judge_paired`] to keep that function short.
+fn paired_rounds(
+    cell: &CellStatus,
+    reference: &CellStatus,
+    (phase, endpoint, metric): (&str, &str, Metric),
+) -> (Vec<f64>, Vec<f64>) {
+    let per_round = |c: &CellStatus| -> Vec<(u32, Option<f64>)> {
+        variants::rounds(c)
+            .into_iter()
+            .map(|(n, results)| {
+                let value = results
+                    .iter()
+                    .find(|r| r.phase == phase && r.endpoint == endpoint)
+                    .and_then(|r| figure(r, metric).ok())
+                    .map(|(v, _)| v);
+                (n, value)
+            })
+            .collect()
+    };
+    let theirs = per_round(reference);
+    per_round(cell)
+        .into_iter()
+        .filter_map(|(n, mine)| {
+            let (_, base) = theirs.iter().find(|(m, _)| *m == n)?;
+            Some(((*base)?, mine?))
+        })
+        .unzip()
 }
 
 /// The `ThresholdsMet` condition for `results`: status, reason and a message naming the
