@@ -142,19 +142,23 @@ fn panel(
     })
 }
 
+/// Every panel of the dashboard, row by row from the top: the runs over time, p99 latency
+/// beside CPU throttling, throughput beside errors, CPU cost beside the largest latency, and
+/// the variants' ratios to their base.
 fn panels() -> Vec<Value> {
-    let latency = format!(r#"{}{{{RUNS},percentile="p99"}}"#, m(F::Latency));
-    let throttled = format!(
-        "{}{{{RUNS}}} / {}{{{RUNS}}}",
-        m(F::ThrottledPeriods),
-        m(F::Periods)
-    );
-    let errors = format!("{}{{{RUNS}}} / {}{{{RUNS}}}", m(F::Errors), m(F::Requests));
-    let cpu_per_request = format!(
-        "1000 * {}{{{RUNS}}} / on(namespace, run, cell) sum by (namespace, run, cell) ({}{{{RUNS}}})",
-        m(F::CpuUsed),
-        m(F::Requests)
-    );
+    [
+        run_panels(),
+        latency_panels(),
+        traffic_panels(),
+        cost_panels(),
+        variant_panels(),
+    ]
+    .concat()
+}
+
+/// The top row (panels 1 and 2): each run's exit code over time, and a table of the recent
+/// runs. Its own function so [`panels`] reads as a list of rows.
+fn run_panels() -> Vec<Value> {
     vec![
         panel(
             1,
@@ -181,6 +185,19 @@ fn panels() -> Vec<Value> {
                 instant(format!("{}{{{RUNS}}}", m(F::ExitCode))),
             ],
         ),
+    ]
+}
+
+/// The second row (panels 3 and 4): the p99 of each stream, with the target's CPU
+/// throttling beside it to show whether the quota made the latency.
+fn latency_panels() -> Vec<Value> {
+    let latency = format!(r#"{}{{{RUNS},percentile="p99"}}"#, m(F::Latency));
+    let throttled = format!(
+        "{}{{{RUNS}}} / {}{{{RUNS}}}",
+        m(F::ThrottledPeriods),
+        m(F::Periods)
+    );
+    vec![
         panel(
             3,
             "timeseries",
@@ -199,6 +216,14 @@ fn panels() -> Vec<Value> {
             "Share of the CFS periods in which the target was throttled by its CPU quota over the measured phases: beside the p99, it shows whether the quota made the latency.",
             vec![range(throttled, "{{run}} {{cell}}")],
         ),
+    ]
+}
+
+/// The third row (panels 5 and 6): successful requests per second and the error ratio of
+/// each stream.
+fn traffic_panels() -> Vec<Value> {
+    let errors = format!("{}{{{RUNS}}} / {}{{{RUNS}}}", m(F::Errors), m(F::Requests));
+    vec![
         panel(
             5,
             "timeseries",
@@ -220,6 +245,18 @@ fn panels() -> Vec<Value> {
             "Failed requests over requests completed, per stream.",
             vec![range(errors, "{{run}} {{cell}} {{phase}}/{{endpoint}}")],
         ),
+    ]
+}
+
+/// The fourth row (panels 7 and 8): the target's CPU seconds per 1,000 requests, and the
+/// largest latency of each stream.
+fn cost_panels() -> Vec<Value> {
+    let cpu_per_request = format!(
+        "1000 * {}{{{RUNS}}} / on(namespace, run, cell) sum by (namespace, run, cell) ({}{{{RUNS}}})",
+        m(F::CpuUsed),
+        m(F::Requests)
+    );
+    vec![
         panel(
             7,
             "timeseries",
@@ -241,6 +278,14 @@ fn panels() -> Vec<Value> {
                 "{{run}} {{cell}} {{phase}}/{{endpoint}}",
             )],
         ),
+    ]
+}
+
+/// The bottom row (panels 9 and 10), for runs with `spec.variants`: each candidate's p99
+/// ratio to the base with its interval, and a table of every figure's ratio, p-value and
+/// verdict.
+fn variant_panels() -> Vec<Value> {
+    vec![
         panel(
             9,
             "timeseries",
