@@ -18,11 +18,11 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: CliCommand,
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+enum CliCommand {
     /// Run a BenchmarkRun YAML on this machine, with no cluster.
     Run(crate::executors::local::RunArgs),
     /// Size a service: run a BenchmarkRun with spec.sizing on this machine (or read a saved
@@ -90,25 +90,25 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Run(run) => crate::executors::local::run(run),
-        Command::Size(args) => size(args),
-        Command::Report(report) => crate::frontends::report::run(report),
-        Command::Compare(args) => crate::frontends::compare::run(args),
-        Command::Metrics(args) => crate::frontends::metrics::run(args),
-        Command::Operator(args) => crate::executors::cluster::main(args),
-        Command::Kubectl(args) => crate::frontends::kubectl::main(args),
-        Command::Dashboard => {
+        CliCommand::Run(run) => crate::executors::local::run(run),
+        CliCommand::Size(args) => size(args),
+        CliCommand::Report(report) => crate::frontends::report::run(report),
+        CliCommand::Compare(args) => crate::frontends::compare::run(args),
+        CliCommand::Metrics(args) => crate::frontends::metrics::run(args),
+        CliCommand::Operator(args) => crate::executors::cluster::main(args),
+        CliCommand::Kubectl(args) => crate::frontends::kubectl::main(args),
+        CliCommand::Dashboard => {
             print!("{}", crate::run_metrics::dashboard::dashboard_json());
             ExitCode::SUCCESS
         }
-        Command::Crd => {
+        CliCommand::Crd => {
             print!("{}", crate::resource::crdgen::crd_yaml());
             ExitCode::SUCCESS
         }
-        Command::Target { args } => {
+        CliCommand::Target { args } => {
             benchmatrix_target::cli::main(with_program("benchmatrix target", args))
         }
-        Command::Loadgen { args } => {
+        CliCommand::Loadgen { args } => {
             benchmatrix_loadgen::cli::main(with_program("benchmatrix loadgen", args))
         }
     }

@@ -167,7 +167,7 @@ type Labels = Vec<(&'static str, String)>;
 
 /// One sample of a finished run.
 #[derive(Debug, Clone, PartialEq)]
-struct Sample {
+struct RunSample {
     family: F,
     labels: Labels,
     value: f64,
@@ -179,7 +179,7 @@ struct FinishedRun {
     namespace: Option<String>,
     name: String,
     completed: i64,
-    samples: Vec<Sample>,
+    samples: Vec<RunSample>,
 }
 
 /// The figures of the runs that finished last, and the count of runs seen finishing.
@@ -337,11 +337,11 @@ fn with(labels: &Labels, name: &'static str, value: impl Into<String>) -> Labels
 }
 
 /// Every sample of a finished run.
-fn samples(namespace: Option<&str>, name: &str, status: &BenchmarkRunStatus) -> Vec<Sample> {
+fn samples(namespace: Option<&str>, name: &str, status: &BenchmarkRunStatus) -> Vec<RunSample> {
     let run = run_labels(namespace, name);
     let mut out = Vec::new();
     let mut push = |family, labels: &Labels, value: f64| {
-        out.push(Sample {
+        out.push(RunSample {
             family,
             labels: labels.clone(),
             value,

@@ -5,7 +5,7 @@
 //! templating.
 
 use crate::engine::verdict::exit;
-use crate::engine::verdict::gate::Gate;
+use crate::engine::verdict::gate::RegressionGate;
 use crate::engine::verdict::outcome::Outcome;
 use crate::frontends::report::variants::figure_sentence;
 use crate::resource::BenchmarkRunStatus;
@@ -36,17 +36,17 @@ impl GateArgs {
 /// The lines a finished run prints for its gate (`--max-regression`): that nothing was
 /// compared, that nothing regressed, or each figure that did, as [`figure_sentence`]. None
 /// without the option, or after an interrupt or a refusal (see `Outcome::gated`).
-pub fn gate_lines(gate: &Gate) -> Vec<String> {
+pub fn gate_lines(gate: &RegressionGate) -> Vec<String> {
     match gate {
-        Gate::NotAsked => Vec::new(),
-        Gate::NothingCompared { max } => vec![format!(
+        RegressionGate::NotAsked => Vec::new(),
+        RegressionGate::NothingCompared { max } => vec![format!(
             "--max-regression {max}%: the run compared no variants (spec.variants), so nothing \
              was gated"
         )],
-        Gate::Held { max } => vec![format!(
+        RegressionGate::Held { max } => vec![format!(
             "no candidate regressed beyond {max}% (--max-regression)"
         )],
-        Gate::Regressed { max, figures } => {
+        RegressionGate::Regressed { max, figures } => {
             let mut lines = vec![format!(
                 "{} figure(s) regressed beyond {max}% (--max-regression): exit {}",
                 figures.len(),

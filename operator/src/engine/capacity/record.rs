@@ -2,7 +2,7 @@
 //! cell goes back in line for the next probe or ends with the search's outcome.
 
 use super::probe::{judge_probe, rate_text};
-use super::search::{self, Next, Outcome, Params, Seen};
+use super::search::{self, Next, Params, Probed, SearchOutcome};
 use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{
     CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict,
@@ -74,11 +74,11 @@ fn search_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Str
     let Some(cap) = c.capacity.as_mut() else {
         return Vec::new();
     };
-    let seen: Vec<Seen> = cap
+    let seen: Vec<Probed> = cap
         .probes
         .iter()
         .filter(|p| p.check.is_none())
-        .map(|p| Seen {
+        .map(|p| Probed {
             rate: p.rate,
             verdict: p.verdict,
             close: p.close,
@@ -220,7 +220,7 @@ fn probe_words(p: &ProbeStatus) -> String {
 }
 
 /// The search's end written into `cap`: the rates, what limited them, and a sentence.
-fn finish(cap: &mut CapacityStatus, outcome: Outcome, spec: &CapacitySpec) {
+fn finish(cap: &mut CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) {
     cap.next_rate = None;
     let (found, held, failed, limiting, message) = ending(cap, outcome, spec);
     cap.found = found;
@@ -237,7 +237,7 @@ type Ending = (bool, Option<f64>, Option<f64>, Option<String>, String);
 /// The search's end `outcome` in the figures [`finish`] writes, from the probes `cap` holds
 /// (what limited a failed rate is the latest reason recorded at it) and `spec`'s maxProbes.
 /// Apart from [`finish`] to keep that function short.
-fn ending(cap: &CapacityStatus, outcome: Outcome, spec: &CapacitySpec) -> Ending {
+fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> Ending {
     let why_at = |rate: f64| {
         cap.probes
             .iter()
@@ -247,7 +247,7 @@ fn ending(cap: &CapacityStatus, outcome: Outcome, spec: &CapacitySpec) -> Ending
     };
     let n = cap.probes.len();
     match outcome {
-        Outcome::Capacity { held, failed } => {
+        SearchOutcome::Capacity { held, failed } => {
             let limiting = why_at(failed);
             let message = format!(
                 "capacity {} rps: held (and confirmed) at {} rps, failed at {} rps ({}); {n} \
@@ -259,7 +259,7 @@ fn ending(cap: &CapacityStatus, outcome: Outcome, spec: &CapacitySpec) -> Ending
             );
             (true, Some(held), Some(failed), limiting, message)
         }
-        Outcome::HeldAtMax { max } => (
+        SearchOutcome::HeldAtMax { max } => (
             false,
             Some(max),
             None,
@@ -270,7 +270,7 @@ fn ending(cap: &CapacityStatus, outcome: Outcome, spec: &CapacitySpec) -> Ending
                 rate_text(max)
             ),
         ),
-        Outcome::FailedAtStart { start, failed } => {
+        SearchOutcome::FailedAtStart { start, failed } => {
             let limiting = why_at(failed);
             let message = format!(
                 "failed even at the start rate, {} rps ({}): lower spec.capacity.startRate; no \
@@ -280,7 +280,7 @@ fn ending(cap: &CapacityStatus, outcome: Outcome, spec: &CapacitySpec) -> Ending
             );
             (false, None, Some(failed), limiting, message)
         }
-        Outcome::LoadgenBound { rate, held } => {
+        SearchOutcome::LoadgenBound { rate, held } => {
             let limiting = cap
                 .probes
                 .last()
@@ -294,7 +294,7 @@ fn ending(cap: &CapacityStatus, outcome: Outcome, spec: &CapacitySpec) -> Ending
             );
             (false, held, None, Some(limiting), message)
         }
-        Outcome::OutOfProbes { held, failed } => {
+        SearchOutcome::OutOfProbes { held, failed } => {
             let limiting = failed.and_then(why_at);
             let text = |r: Option<f64>| r.map_or("none".into(), rate_text);
             let message = format!(

@@ -45,7 +45,7 @@ impl Params {
 
 /// One probe as the search sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Seen {
+pub struct Probed {
     /// Its total rate.
     pub rate: f64,
     /// How it went.
@@ -65,12 +65,12 @@ pub enum Next {
         why: &'static str,
     },
     /// The search is over.
-    Done(Outcome),
+    Done(SearchOutcome),
 }
 
 /// How a search ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Outcome {
+pub enum SearchOutcome {
     /// The capacity: `held` held (confirmed), `failed` failed, within the resolution.
     Capacity {
         /// The rate held.
@@ -114,14 +114,14 @@ fn round(rate: f64) -> f64 {
 
 /// The believed probes of one rate.
 #[derive(Debug, Clone, Copy, Default)]
-struct Tally {
+struct ProbeTally {
     held: u32,
     failed: u32,
     /// The last believed probe's figure was close to its limit.
     last_close: bool,
 }
 
-impl Tally {
+impl ProbeTally {
     /// Held (true) or failed (false) once the probes agree enough; `None`: probe it again.
     fn decided(&self) -> Option<bool> {
         let n = self.held + self.failed;
@@ -132,14 +132,14 @@ impl Tally {
     }
 }
 
-fn tallies(probes: &[Seen]) -> Vec<(f64, Tally)> {
-    let mut out: Vec<(f64, Tally)> = Vec::new();
+fn tallies(probes: &[Probed]) -> Vec<(f64, ProbeTally)> {
+    let mut out: Vec<(f64, ProbeTally)> = Vec::new();
     for p in probes {
         let rate = round(p.rate);
         let i = match out.iter().position(|(r, _)| *r == rate) {
             Some(i) => i,
             None => {
-                out.push((rate, Tally::default()));
+                out.push((rate, ProbeTally::default()));
                 out.len() - 1
             }
         };
@@ -155,13 +155,13 @@ fn tallies(probes: &[Seen]) -> Vec<(f64, Tally)> {
 }
 
 /// The next step of a search bounded by `params` that has run `probes`, in order.
-pub fn next(params: Params, probes: &[Seen]) -> Next {
+pub fn next(params: Params, probes: &[Probed]) -> Next {
     // The probe budget stops only a search that asks for another probe: one whose last probe
     // decided it (a confirmation held, the upper bound held) ends as decided.
     match decide(params, probes) {
         Next::Probe { .. } if probes.len() as u32 >= params.max_probes => {
             let (held, failed) = bracket(probes);
-            Next::Done(Outcome::OutOfProbes { held, failed })
+            Next::Done(SearchOutcome::OutOfProbes { held, failed })
         }
         next => next,
     }
@@ -170,7 +170,7 @@ pub fn next(params: Params, probes: &[Seen]) -> Next {
 /// The highest held rate below every failure, and the lowest failed rate, of the decided
 /// rates so far. A held rate above a failed one is noise the failure outweighs: the capacity
 /// is below every failure.
-fn bracket(probes: &[Seen]) -> (Option<f64>, Option<f64>) {
+fn bracket(probes: &[Probed]) -> (Option<f64>, Option<f64>) {
     let tallies = tallies(probes);
     let decided: Vec<(f64, bool)> = tallies
         .iter()
@@ -190,13 +190,13 @@ fn bracket(probes: &[Seen]) -> (Option<f64>, Option<f64>) {
 }
 
 /// [`next`] without the probe budget.
-fn decide(params: Params, probes: &[Seen]) -> Next {
+fn decide(params: Params, probes: &[Probed]) -> Next {
     let tallies = tallies(probes);
     let (held, failed) = bracket(probes);
     if let Some(last) = probes.last()
         && last.verdict == ProbeVerdict::LoadgenBound
     {
-        return Next::Done(Outcome::LoadgenBound {
+        return Next::Done(SearchOutcome::LoadgenBound {
             rate: round(last.rate),
             held,
         });
@@ -223,12 +223,12 @@ fn decide(params: Params, probes: &[Seen]) -> Next {
             rate: start,
             why: "start",
         },
-        (Some(low), None) if low >= max => Next::Done(Outcome::HeldAtMax { max }),
+        (Some(low), None) if low >= max => Next::Done(SearchOutcome::HeldAtMax { max }),
         (Some(low), None) => Next::Probe {
             rate: round((low * 2.0).min(max)),
             why: "grow",
         },
-        (None, Some(high)) => Next::Done(Outcome::FailedAtStart {
+        (None, Some(high)) => Next::Done(SearchOutcome::FailedAtStart {
             start,
             failed: high,
         }),
@@ -246,7 +246,7 @@ fn decide(params: Params, probes: &[Seen]) -> Next {
                 .find(|(r, _)| *r == low)
                 .is_some_and(|(_, t)| t.held + t.failed >= 2);
             if confirmed {
-                Next::Done(Outcome::Capacity {
+                Next::Done(SearchOutcome::Capacity {
                     held: low,
                     failed: high,
                 })

@@ -10,32 +10,32 @@ use crate::resource::{CellPhase, CellResult, CellStatus, RepetitionStatus};
 
 /// The figures a candidate is compared with the base on, per stream, and whether lower is
 /// better for each.
-const FIGURES: [(Figure, bool); 3] = [
-    (Figure::Percentile(Percentile::P50), true),
-    (Figure::Percentile(Percentile::P99), true),
-    (Figure::Rps, false),
+const FIGURES: [(VariantFigure, bool); 3] = [
+    (VariantFigure::Percentile(Percentile::P50), true),
+    (VariantFigure::Percentile(Percentile::P99), true),
+    (VariantFigure::Rps, false),
 ];
 
 #[derive(Debug, Clone, Copy)]
-enum Figure {
+enum VariantFigure {
     Percentile(Percentile),
     Rps,
 }
 
-impl Figure {
+impl VariantFigure {
     fn key(self) -> &'static str {
         match self {
-            Figure::Percentile(p) => figure_key(p),
-            Figure::Rps => super::noise::RPS,
+            VariantFigure::Percentile(p) => figure_key(p),
+            VariantFigure::Rps => super::noise::RPS,
         }
     }
 
     /// The figure of `r`, when it has one its samples support.
     fn of(self, r: &CellResult) -> Option<f64> {
         match self {
-            Figure::Percentile(p) if r.supports(p) => r.latency_ms.map(|l| l.get(p)),
-            Figure::Percentile(_) => None,
-            Figure::Rps => Some(r.rps),
+            VariantFigure::Percentile(p) if r.supports(p) => r.latency_ms.map(|l| l.get(p)),
+            VariantFigure::Percentile(_) => None,
+            VariantFigure::Rps => Some(r.rps),
         }
     }
 }
@@ -130,7 +130,7 @@ fn ratio_figure(
     both: &[(&[CellResult], &[CellResult])],
     phase: &str,
     endpoint: &str,
-    figure: Figure,
+    figure: VariantFigure,
     lower_is_better: bool,
 ) -> Option<RatioFigure> {
     let find = |results: &[CellResult]| {

@@ -20,7 +20,7 @@ use crate::resource::matrix::Cell;
 use crate::resource::sizing::{SizedState, SizingSpec};
 use crate::resource::{BenchmarkRunStatus, CellPhase};
 
-use plan::Action;
+use plan::Measure;
 
 /// Decides the search's next measurements from `status` and writes them, with
 /// `status.sizing`, into it: a configuration to search goes in line, one to check gets its
@@ -40,11 +40,11 @@ pub fn update(
     let mut decision = plan::decide(spec, cells, &status.cells, slots);
     for action in &decision.actions {
         match *action {
-            Action::Search(i) => {
+            Measure::Search(i) => {
                 let c = &mut status.cells[i];
                 c.phase = CellPhase::Pending;
             }
-            Action::Check {
+            Measure::Check {
                 cell,
                 purpose,
                 rate,

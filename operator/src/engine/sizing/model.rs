@@ -52,7 +52,7 @@ impl Point {
 
 /// A measured configuration: where it is, and its capacity bracket.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Measured {
+pub struct MeasuredPoint {
     /// Index of the configuration.
     pub index: usize,
     /// Its place.
@@ -66,7 +66,11 @@ pub struct Measured {
 /// The upper bound on the capacity of a configuration at `at`, from `measured` (those of its
 /// family with a rate that failed, not `untrusted`), and the index of the measurement it comes
 /// from; None when nothing measured bounds it.
-pub fn upper_bound(at: &Point, measured: &[Measured], untrusted: &[usize]) -> Option<(f64, usize)> {
+pub fn upper_bound(
+    at: &Point,
+    measured: &[MeasuredPoint],
+    untrusted: &[usize],
+) -> Option<(f64, usize)> {
     measured
         .iter()
         .filter(|m| {
@@ -87,7 +91,7 @@ pub fn upper_bound(at: &Point, measured: &[Measured], untrusted: &[usize]) -> Op
 /// Where the measurements break the bound's assumptions: (sentence, the measurement whose
 /// bounds are no longer trusted). More CPU or replicas that held clearly less, or more
 /// replicas that held clearly more than their share.
-pub fn broken(measured: &[Measured], name: &dyn Fn(usize) -> String) -> Vec<(String, usize)> {
+pub fn broken(measured: &[MeasuredPoint], name: &dyn Fn(usize) -> String) -> Vec<(String, usize)> {
     let mut out = Vec::new();
     for small in measured {
         for big in measured {

@@ -23,7 +23,7 @@
 //! measurement, and a short probe near the SLO is not one.
 
 use super::knowledge::Known;
-use super::model::{self, Fit, Measured, Point};
+use super::model::{self, Fit, MeasuredPoint, Point};
 use crate::engine::capacity::probe::rate_text;
 use crate::resource::CellStatus;
 use crate::resource::capacity::CheckPurpose;
@@ -35,7 +35,7 @@ use crate::resource::sizing::{
 
 /// What to measure next.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub enum Measure {
     /// Search this configuration's capacity.
     Search(usize),
     /// Probe this configuration at a fixed rate.
@@ -55,7 +55,7 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     /// New measurements to start (none while every slot is busy).
-    pub actions: Vec<Action>,
+    pub actions: Vec<Measure>,
     /// status.sizing as it stands after them.
     pub status: SizingStatus,
 }
@@ -118,7 +118,7 @@ struct Walk<'a> {
     bounds: Vec<Option<(f64, usize)>>,
     fit: Fit,
     notes: Vec<String>,
-    actions: Vec<Action>,
+    actions: Vec<Measure>,
     free: usize,
     searched: u32,
 }
@@ -140,11 +140,11 @@ impl<'a> Walk<'a> {
             .iter()
             .map(|c| c.reserved_cpu().unwrap_or(f64::INFINITY))
             .collect();
-        let facts: Vec<Measured> = known
+        let facts: Vec<MeasuredPoint> = known
             .iter()
             .enumerate()
             .filter(|(_, k)| k.held > 0.0 || k.failed.is_finite())
-            .map(|(i, k)| Measured {
+            .map(|(i, k)| MeasuredPoint {
                 index: i,
                 at: points[i],
                 held: k.held,
@@ -272,7 +272,7 @@ impl<'a> Walk<'a> {
                 || self.actions.iter().any(|a| {
                     matches!(
                         a,
-                        Action::Check {
+                        Measure::Check {
                             purpose: CheckPurpose::Confirm,
                             ..
                         }
@@ -321,7 +321,7 @@ impl<'a> Walk<'a> {
             .filter(|(_, k)| k.busy)
             .map(|(i, _)| i)
             .chain(self.actions.iter().map(|a| match a {
-                Action::Search(i) | Action::Check { cell: i, .. } => *i,
+                Measure::Search(i) | Measure::Check { cell: i, .. } => *i,
             }))
             .map(|i| self.cells[i].name.clone())
             .collect()
@@ -382,7 +382,7 @@ impl<'a> Walk<'a> {
         }
         self.searched += 1;
         self.free -= 1;
-        self.actions.push(Action::Search(i));
+        self.actions.push(Measure::Search(i));
         self.states[i].state = SizedState::Measuring;
         self.states[i].why = Some(why.to_owned());
         true
@@ -396,7 +396,7 @@ impl<'a> Walk<'a> {
             .known
             .iter()
             .any(|k| k.busy && !k.confirming && !k.ruling_out)
-            || self.actions.iter().any(|a| matches!(a, Action::Search(_)));
+            || self.actions.iter().any(|a| matches!(a, Measure::Search(_)));
         for &i in order {
             let k = self.known[i];
             if k.busy || k.failed_cell {
@@ -497,7 +497,7 @@ impl<'a> Walk<'a> {
             return;
         }
         self.free -= 1;
-        self.actions.push(Action::Check {
+        self.actions.push(Measure::Check {
             cell: i,
             purpose: CheckPurpose::Confirm,
             rate: round2(self.target),
@@ -553,7 +553,7 @@ impl<'a> Walk<'a> {
             }
             self.free -= 1;
             open = true;
-            self.actions.push(Action::Check {
+            self.actions.push(Measure::Check {
                 cell: i,
                 purpose: CheckPurpose::RuleOut,
                 rate: round2(self.target),

@@ -51,7 +51,7 @@ fn each_family_first_searches_its_fewest_replicas_at_the_most_cpu() {
         .actions
         .iter()
         .map(|a| match a {
-            plan::Action::Search(i) => cells[*i].name.as_str(),
+            plan::Measure::Search(i) => cells[*i].name.as_str(),
             other => panic!("a check before anything was searched: {other:?}"),
         })
         .collect();
@@ -219,7 +219,7 @@ fn a_configuration_that_held_but_failed_its_confirmation_is_never_chosen() {
     // bounded by pool-x2-cpu250m at twice its CPU (2 x 55 x 1.1 = 121 rps); single-x2-cpu250m
     // bounds nothing, as single-x2-cpu500m held more than twice what it failed at.
     assert_eq!(d.actions.len(), 1, "{:?}", d.actions);
-    let plan::Action::Search(next) = d.actions[0] else {
+    let plan::Measure::Search(next) = d.actions[0] else {
         panic!("{:?}", d.actions);
     };
     assert_eq!(cells[next].name, "single-x4-cpu250m");

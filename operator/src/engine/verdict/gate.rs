@@ -48,7 +48,7 @@ pub fn regressions(
 
 /// What the gate found in a finished run.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Gate<'a> {
+pub enum RegressionGate<'a> {
     /// No `--max-regression`, or a run that was interrupted or refused: nothing to judge.
     NotAsked,
     /// The option was given, but the run compared no variants.
@@ -70,25 +70,28 @@ pub enum Gate<'a> {
     },
 }
 
-impl<'a> Gate<'a> {
+impl<'a> RegressionGate<'a> {
     /// The gate of `status` under `max_regression` (percent; `None` without the option).
-    pub fn judge(status: &'a BenchmarkRunStatus, max_regression: Option<f64>) -> Gate<'a> {
+    pub fn judge(
+        status: &'a BenchmarkRunStatus,
+        max_regression: Option<f64>,
+    ) -> RegressionGate<'a> {
         let Some(max) = max_regression else {
-            return Gate::NotAsked;
+            return RegressionGate::NotAsked;
         };
         if status.variants.is_empty() {
-            return Gate::NothingCompared { max };
+            return RegressionGate::NothingCompared { max };
         }
         let figures = regressions(&status.variants, max);
         if figures.is_empty() {
-            Gate::Held { max }
+            RegressionGate::Held { max }
         } else {
-            Gate::Regressed { max, figures }
+            RegressionGate::Regressed { max, figures }
         }
     }
 
     /// True when a candidate regressed.
     pub fn failed(&self) -> bool {
-        matches!(self, Gate::Regressed { .. })
+        matches!(self, RegressionGate::Regressed { .. })
     }
 }

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use super::exit;
-use super::gate::Gate;
+use super::gate::RegressionGate;
 use crate::resource::conditions::{self, Reason, status as cs};
 use crate::resource::{BenchmarkRunStatus, CellPhase, RunPhase};
 
@@ -59,12 +59,15 @@ impl Outcome {
     /// it), with what the gate found: a run that measured (all cells, some, or failed a
     /// threshold) is [`Outcome::Regressed`] when a candidate regressed; an interrupted or
     /// refused run keeps its outcome, and its gate is not asked.
-    pub fn gated(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> (Outcome, Gate<'_>) {
+    pub fn gated(
+        status: &BenchmarkRunStatus,
+        max_regression: Option<f64>,
+    ) -> (Outcome, RegressionGate<'_>) {
         let plain = Outcome::of(status);
         if matches!(plain, Outcome::Interrupted | Outcome::Refused) {
-            return (plain, Gate::NotAsked);
+            return (plain, RegressionGate::NotAsked);
         }
-        let gate = Gate::judge(status, max_regression);
+        let gate = RegressionGate::judge(status, max_regression);
         let outcome = if gate.failed() {
             Outcome::Regressed
         } else {

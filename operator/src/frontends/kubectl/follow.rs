@@ -32,13 +32,13 @@ pub struct Follower {
     /// Measurements ended and shown, over all cells.
     done: usize,
     /// The measurement shown as under way.
-    current: Option<Current>,
+    current: Option<CurrentStep>,
     /// The last run-level message shown while the run waits (queued, refused).
     waiting: Option<String>,
 }
 
 #[derive(Debug, Clone)]
-struct Current {
+struct CurrentStep {
     step: Step,
     /// The cell message last shown for it.
     said: Option<String>,
@@ -167,7 +167,7 @@ impl Follower {
         if self.current.as_ref().is_none_or(|cur| cur.step != step) {
             let detail = c.message.as_deref().unwrap_or("deploying");
             self.show_start(step, detail, total, display);
-            self.current = Some(Current {
+            self.current = Some(CurrentStep {
                 step,
                 said: c.message.clone(),
                 load_started: None,

@@ -70,17 +70,17 @@ enum KubectlCommand {
     /// cell failed, 2 bad file or --out (or a run of that name exists), 3 a threshold failed,
     /// 4 --timeout expired, 5 the cluster could not be asked (or the run was deleted),
     /// 130 Ctrl-C.
-    Run(run::RunArgs),
+    Run(run::PluginRunArgs),
     /// Render the report of a run on the cluster (by name) or of a saved file.
     ///
     /// report.md, the charts and the comparison table, as `benchmatrix report`. Exit 2 on bad
     /// input (no such file or run), 5 when the cluster cannot be asked.
-    Report(runs::ReportArgs),
+    Report(runs::PluginReportArgs),
     /// Compare two runs, each on the cluster (by name) or a saved file.
     ///
     /// As `benchmatrix compare`: exit 3 on a regression beyond --max-regression, 2 on bad
     /// input, 5 when the cluster cannot be asked.
-    Compare(runs::CompareArgs),
+    Compare(runs::PluginCompareArgs),
     /// Print the sizing answer of a run with spec.sizing (by name) or of a saved file.
     ///
     /// As `benchmatrix size` given a saved status: the chosen configuration, every
@@ -88,7 +88,7 @@ enum KubectlCommand {
     /// the Deployment patch and the HorizontalPodAutoscaler. Exit 0 with an answer, 1 when
     /// nothing holds or the budget ran out (or the run has not ended), 2 on bad input, 5 when
     /// the cluster cannot be asked.
-    Size(runs::SizeArgs),
+    Size(runs::PluginSizeArgs),
     /// Print the logs of a run's pods (targets and load generators).
     ///
     /// Each log is headed by its pod and container. Exit 1 when no pod is left (the operator

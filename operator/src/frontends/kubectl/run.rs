@@ -40,7 +40,7 @@ const REPLACE_WAIT: Duration = Duration::from_secs(120);
 
 /// Arguments of `kubectl benchmatrix run`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RunArgs {
+pub struct PluginRunArgs {
     /// The BenchmarkRun YAML to run on the cluster.
     pub file: PathBuf,
     /// Folder for status.yaml, report.md and the charts, as `benchmatrix run` writes them;
@@ -126,7 +126,7 @@ enum End {
 }
 
 /// `kubectl benchmatrix run`; returns the exit code.
-pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -> u8 {
+pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Console) -> u8 {
     let Console {
         display: make_display,
         mut interrupted,
@@ -210,7 +210,7 @@ pub async fn run(args: RunArgs, connection: &mut Connection, console: Console) -
 /// The files of `--out` (the status, report.md, the charts) and, for a run that `finished`
 /// under that name, the CI files its flags ask for, each said on the display.
 fn write_files(
-    args: &RunArgs,
+    args: &PluginRunArgs,
     last: &BenchmarkRunStatus,
     notes: &Notes,
     finished: Option<&str>,
@@ -229,7 +229,7 @@ fn write_files(
 }
 
 /// The run file, as checked before the cluster is asked.
-struct Checked {
+struct CheckedFile {
     /// The document as written.
     text: String,
     /// As the operator will find it.
@@ -241,7 +241,7 @@ struct Checked {
 /// Checks what can be checked before the cluster is asked: the file (`file` names it) read,
 /// valid as the operator will find it, and named, and `--out` a writable folder. The exit code
 /// (2) once the error is said.
-fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
+fn check(args: &PluginRunArgs, file: &str) -> Result<CheckedFile, u8> {
     if let Some(problem) = args.gate.problem() {
         eprintln!("{COMMAND}: {problem}");
         return Err(exit::BAD_INPUT);
@@ -287,7 +287,7 @@ fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
         eprintln!("{COMMAND}: {e}");
         return Err(exit::BAD_INPUT);
     }
-    Ok(Checked {
+    Ok(CheckedFile {
         text,
         validated,
         name,
@@ -298,9 +298,9 @@ fn check(args: &RunArgs, file: &str) -> Result<Checked, u8> {
 /// of its name with `--replace`. The run created, or the exit code once the error is said (or
 /// the interrupt's, when one comes while an earlier run is deleted).
 async fn create(
-    args: &RunArgs,
+    args: &PluginRunArgs,
     file: &str,
-    checked: &Checked,
+    checked: &CheckedFile,
     cluster: &Cluster,
     interrupted: &mut BoxFuture<'static, ()>,
 ) -> Result<Ours, u8> {

@@ -19,7 +19,7 @@ use crate::resource::{BenchmarkRun, BenchmarkRunStatus};
 
 /// Arguments of `kubectl benchmatrix report`.
 #[derive(Debug, clap::Args)]
-pub struct ReportArgs {
+pub struct PluginReportArgs {
     /// A BenchmarkRun on the cluster (its name), or a saved status.yaml / `kubectl get -o
     /// yaml` file (an existing file is taken as one).
     #[arg(value_name = "NAME|FILE")]
@@ -32,7 +32,7 @@ pub struct ReportArgs {
 
 /// Arguments of `kubectl benchmatrix compare`.
 #[derive(Debug, clap::Args)]
-pub struct CompareArgs {
+pub struct PluginCompareArgs {
     /// The baseline: a run on the cluster (its name) or a saved file.
     #[arg(value_name = "BASE")]
     pub base: String,
@@ -47,7 +47,7 @@ pub struct CompareArgs {
 
 /// Arguments of `kubectl benchmatrix size`.
 #[derive(Debug, clap::Args)]
-pub struct SizeArgs {
+pub struct PluginSizeArgs {
     /// A BenchmarkRun with spec.sizing on the cluster (its name), or a saved status.yaml /
     /// `kubectl get -o yaml` file (an existing file is taken as one).
     #[arg(value_name = "NAME|FILE")]
@@ -183,7 +183,7 @@ fn looks_like_a_file(arg: &str) -> bool {
 
 /// `kubectl benchmatrix report NAME|FILE`: as `benchmatrix report`; a run from the cluster
 /// also leaves its status.yaml in the output folder, so it can be a baseline later.
-pub async fn report(args: ReportArgs, connection: &mut Connection) -> ExitCode {
+pub async fn report(args: PluginReportArgs, connection: &mut Connection) -> ExitCode {
     const COMMAND: &str = "kubectl benchmatrix report";
     let loaded = match load(&args.run, connection).await {
         Ok(l) => l,
@@ -207,7 +207,7 @@ pub async fn report(args: ReportArgs, connection: &mut Connection) -> ExitCode {
 
 /// `kubectl benchmatrix size NAME|FILE`: the sizing answer of a run, as `benchmatrix size`
 /// prints a saved one.
-pub async fn size(args: SizeArgs, connection: &mut Connection) -> ExitCode {
+pub async fn size(args: PluginSizeArgs, connection: &mut Connection) -> ExitCode {
     const COMMAND: &str = "kubectl benchmatrix size";
     match load(&args.run, connection).await {
         Ok(loaded) => ExitCode::from(crate::frontends::size::print(
@@ -223,7 +223,7 @@ pub async fn size(args: SizeArgs, connection: &mut Connection) -> ExitCode {
 }
 
 /// `kubectl benchmatrix compare BASE [NEW]`: as `benchmatrix compare`.
-pub async fn compare(args: CompareArgs, connection: &mut Connection) -> ExitCode {
+pub async fn compare(args: PluginCompareArgs, connection: &mut Connection) -> ExitCode {
     const COMMAND: &str = "kubectl benchmatrix compare";
     let mut sides = Vec::new();
     for arg in std::iter::once(&args.base).chain(args.new.as_ref()) {

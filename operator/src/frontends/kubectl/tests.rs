@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::connect::{Cluster, Connection};
 use super::logs::{self, LogsArgs, Role};
-use super::run::{self, Console, OnStop, RunArgs};
-use super::runs::{self, CompareArgs, ReportArgs};
+use super::run::{self, Console, OnStop, PluginRunArgs};
+use super::runs::{self, PluginCompareArgs, PluginReportArgs};
 use crate::executors::cluster::tests::fake::FakeApi;
 use crate::executors::cluster::tests::{Behaviour, Harness, NS, healthy, sample, with_timeout};
 use crate::frontends::compare::CompareOptions;
@@ -89,8 +89,8 @@ fn run_file(dir: &Path, run: &Value) -> PathBuf {
     p
 }
 
-fn run_args(file: PathBuf, out: PathBuf) -> RunArgs {
-    RunArgs {
+fn run_args(file: PathBuf, out: PathBuf) -> PluginRunArgs {
+    PluginRunArgs {
         file,
         out,
         timeout: "1m".parse().unwrap(),
@@ -116,7 +116,7 @@ fn gated(name: &str, limit: &str) -> Value {
 /// cell behaving as `behaviour` says; returns the exit code and what was shown.
 async fn run_with_operator(
     h: &Harness,
-    args: RunArgs,
+    args: PluginRunArgs,
     name: &str,
     behaviour: &dyn Fn(&str) -> Behaviour,
 ) -> (u8, String) {
@@ -833,7 +833,7 @@ async fn report_and_compare_read_runs_from_the_cluster_and_from_files() {
 
         // report NAME: the report, and the status beside it for later comparisons.
         let code = runs::report(
-            ReportArgs {
+            PluginReportArgs {
                 run: "main".into(),
                 out: Some(out.clone()),
             },
@@ -849,7 +849,7 @@ async fn report_and_compare_read_runs_from_the_cluster_and_from_files() {
         assert_eq!(status.cells.len(), 2);
 
         // compare FILE NAME: the same figures, no regression.
-        let compare = |base: String, new: String, out: Option<PathBuf>| CompareArgs {
+        let compare = |base: String, new: String, out: Option<PathBuf>| PluginCompareArgs {
             base,
             new: Some(new),
             options: CompareOptions {
@@ -905,11 +905,11 @@ async fn report_and_compare_read_runs_from_the_cluster_and_from_files() {
 async fn report_and_compare_exit_5_when_the_cluster_cannot_be_asked() {
     with_timeout(async {
         let dir = tempfile::tempdir().unwrap();
-        let report_args = |run: &str| ReportArgs {
+        let report_args = |run: &str| PluginReportArgs {
             run: run.into(),
             out: Some(dir.path().join("out")),
         };
-        let compare_args = |base: &str, new: &str| CompareArgs {
+        let compare_args = |base: &str, new: &str| PluginCompareArgs {
             base: base.into(),
             new: Some(new.into()),
             options: CompareOptions {

@@ -9,18 +9,18 @@ use crate::resource::BenchmarkRunStatus;
 use crate::resource::status::Neighbours;
 
 /// One node of one measurement: the cell, its repetition (`None`: measured once), the node.
-struct Seen<'a> {
+struct NodeSeen<'a> {
     cell: &'a str,
     repetition: Option<u32>,
     node: &'a Neighbours,
 }
 
 /// Every node of every measurement that recorded its neighbours, in the status's order.
-fn seen(status: &BenchmarkRunStatus) -> Vec<Seen<'_>> {
+fn seen(status: &BenchmarkRunStatus) -> Vec<NodeSeen<'_>> {
     let mut out = Vec::new();
     for c in &status.cells {
         for node in &c.neighbours {
-            out.push(Seen {
+            out.push(NodeSeen {
                 cell: &c.name,
                 repetition: None,
                 node,
@@ -28,7 +28,7 @@ fn seen(status: &BenchmarkRunStatus) -> Vec<Seen<'_>> {
         }
         for r in &c.repetitions {
             for node in &r.neighbours {
-                out.push(Seen {
+                out.push(NodeSeen {
                     cell: &c.name,
                     repetition: Some(r.repetition),
                     node,
@@ -70,7 +70,7 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
          of the node's own samples, from the kubelet's /metrics/resource. A measurement is flagged busy above \
          spec.placement.neighbourCpuLimit.\n\n",
     );
-    let busy: Vec<&Seen> = all.iter().filter(|s| s.node.busy).collect();
+    let busy: Vec<&NodeSeen> = all.iter().filter(|s| s.node.busy).collect();
     if busy.is_empty() {
         let most = all
             .iter()
@@ -115,7 +115,7 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
             );
         }
     }
-    let missing: Vec<&Seen> = all.iter().filter(|s| s.node.missing.is_some()).collect();
+    let missing: Vec<&NodeSeen> = all.iter().filter(|s| s.node.missing.is_some()).collect();
     if let Some(first) = missing.first() {
         let _ = writeln!(
             o,
@@ -131,7 +131,7 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
 }
 
 /// "cell a repetition 2", or "cell a" measured once.
-fn which(s: &Seen) -> String {
+fn which(s: &NodeSeen) -> String {
     match s.repetition {
         Some(r) => format!("cell {} repetition {r}", s.cell),
         None => format!("cell {}", s.cell),

@@ -32,7 +32,7 @@ const INDENT: &str = "  ";
 pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
     let summary = ranking(status);
     let searched = status.cells.iter().any(|c| c.capacity.is_some());
-    let header: Row = [
+    let header: TableRow = [
         "configuration",
         "samples",
         "rps",
@@ -55,10 +55,10 @@ pub fn comparison_table(status: &BenchmarkRunStatus) -> String {
 const SHOWN: [Percentile; 2] = [Percentile::P50, Percentile::P99];
 
 /// One line of the table, a text per column.
-type Row = [String; COLUMNS];
+type TableRow = [String; COLUMNS];
 
 /// A heading (phase and endpoint) and the rows of the cells under it.
-type Group = (String, Vec<Row>);
+type Group = (String, Vec<TableRow>);
 
 /// A row per cell under each phase and endpoint's heading, and the streams that were not ranked
 /// with why (said in a note below the table, the row saying only "not ranked").
@@ -119,12 +119,12 @@ fn vs_best(
 
 /// The header and the groups with every column as wide as its widest text: the configuration
 /// left-aligned, the figures right-aligned.
-fn aligned(header: &Row, groups: &[Group]) -> String {
+fn aligned(header: &TableRow, groups: &[Group]) -> String {
     let rows = || std::iter::once(header).chain(groups.iter().flat_map(|g| &g.1));
     let widths: Vec<usize> = (0..COLUMNS)
         .map(|i| rows().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
-    let line = |r: &Row| {
+    let line = |r: &TableRow| {
         let cells: Vec<String> = r
             .iter()
             .enumerate()

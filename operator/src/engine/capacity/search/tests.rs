@@ -9,8 +9,8 @@ fn params() -> Params {
     }
 }
 
-fn seen(rate: f64, verdict: ProbeVerdict) -> Seen {
-    Seen {
+fn seen(rate: f64, verdict: ProbeVerdict) -> Probed {
+    Probed {
         rate,
         verdict,
         close: false,
@@ -19,7 +19,10 @@ fn seen(rate: f64, verdict: ProbeVerdict) -> Seen {
 
 /// Runs a search to its end against `target`, which says how the n-th probe (from 0) at a
 /// rate goes; returns the outcome and the probes.
-fn drive(params: Params, mut target: impl FnMut(usize, f64) -> Seen) -> (Outcome, Vec<Seen>) {
+fn drive(
+    params: Params,
+    mut target: impl FnMut(usize, f64) -> Probed,
+) -> (SearchOutcome, Vec<Probed>) {
     let mut probes = Vec::new();
     loop {
         match next(params, &probes) {
@@ -34,7 +37,7 @@ fn drive(params: Params, mut target: impl FnMut(usize, f64) -> Seen) -> (Outcome
 }
 
 /// A target that holds exactly up to `capacity`, every time.
-fn holds_up_to(capacity: f64) -> impl FnMut(usize, f64) -> Seen {
+fn holds_up_to(capacity: f64) -> impl FnMut(usize, f64) -> Probed {
     move |_, rate| {
         seen(
             rate,
@@ -51,7 +54,7 @@ fn holds_up_to(capacity: f64) -> impl FnMut(usize, f64) -> Seen {
 fn grows_then_bisects_to_the_resolution_and_confirms_the_rate_held() {
     for capacity in [10.0, 37.0, 100.0, 333.3, 1234.0, 9999.0] {
         let (outcome, probes) = drive(params(), holds_up_to(capacity));
-        let Outcome::Capacity { held, failed } = outcome else {
+        let SearchOutcome::Capacity { held, failed } = outcome else {
             panic!("capacity {capacity}: {outcome:?} after {probes:?}");
         };
         assert!(
@@ -95,7 +98,7 @@ fn a_finer_resolution_takes_more_probes_and_lands_closer() {
         holds_up_to(333.0),
     );
     assert!(fine.1.len() > coarse.1.len());
-    let Outcome::Capacity { held, failed } = fine.0 else {
+    let SearchOutcome::Capacity { held, failed } = fine.0 else {
         panic!("{:?}", fine.0)
     };
     assert!(failed <= held * 1.01 && held <= 333.0 && failed > 333.0);
@@ -110,7 +113,7 @@ fn holding_at_the_upper_bound_is_no_capacity() {
         },
         holds_up_to(1e9),
     );
-    assert_eq!(outcome, Outcome::HeldAtMax { max: 300.0 });
+    assert_eq!(outcome, SearchOutcome::HeldAtMax { max: 300.0 });
     // 10, 20, 40, 80, 160, then the bound itself rather than 320.
     let rates: Vec<f64> = probes.iter().map(|p| p.rate).collect();
     assert_eq!(rates, [10.0, 20.0, 40.0, 80.0, 160.0, 300.0]);
@@ -121,7 +124,7 @@ fn failing_at_the_start_rate_is_no_capacity() {
     let (outcome, probes) = drive(params(), holds_up_to(5.0));
     assert_eq!(
         outcome,
-        Outcome::FailedAtStart {
+        SearchOutcome::FailedAtStart {
             start: 10.0,
             failed: 10.0
         }
@@ -156,7 +159,7 @@ fn a_failed_confirmation_steps_down_and_searches_below() {
             },
         )
     });
-    let Outcome::Capacity { held, failed } = outcome else {
+    let SearchOutcome::Capacity { held, failed } = outcome else {
         panic!("{outcome:?}: {probes:?}")
     };
     assert!(held < 95.0 && failed <= held * 1.05, "{held}..{failed}");
@@ -183,7 +186,7 @@ fn a_failed_confirmation_steps_down_and_searches_below() {
 
 #[test]
 fn a_close_verdict_is_repeated_before_it_is_believed() {
-    let probes = [Seen {
+    let probes = [Probed {
         rate: 10.0,
         verdict: ProbeVerdict::Held,
         close: true,
@@ -198,7 +201,7 @@ fn a_close_verdict_is_repeated_before_it_is_believed() {
     // Two that disagree: a third decides.
     let split = [
         probes[0],
-        Seen {
+        Probed {
             rate: 10.0,
             verdict: ProbeVerdict::Failed,
             close: true,
@@ -222,7 +225,7 @@ fn a_close_verdict_is_repeated_before_it_is_believed() {
     );
     // A close failure that fails again is a failure.
     let failed = [
-        Seen {
+        Probed {
             rate: 10.0,
             verdict: ProbeVerdict::Failed,
             close: true,
@@ -231,7 +234,7 @@ fn a_close_verdict_is_repeated_before_it_is_believed() {
     ];
     assert!(matches!(
         next(params(), &failed),
-        Next::Done(Outcome::FailedAtStart { .. })
+        Next::Done(SearchOutcome::FailedAtStart { .. })
     ));
 }
 
@@ -259,7 +262,7 @@ fn a_load_generator_bound_probe_ends_the_search_without_blaming_the_target() {
     ];
     assert_eq!(
         next(params(), &probes),
-        Next::Done(Outcome::LoadgenBound {
+        Next::Done(SearchOutcome::LoadgenBound {
             rate: 40.0,
             held: Some(20.0)
         })
@@ -279,7 +282,7 @@ fn a_search_that_runs_out_of_probes_says_what_it_had() {
     // 10 .. 640 held, then 1280 failed: held 640, failed 1280 when the probes ran out.
     assert_eq!(
         outcome,
-        Outcome::OutOfProbes {
+        SearchOutcome::OutOfProbes {
             held: Some(640.0),
             failed: Some(1280.0)
         }
@@ -318,7 +321,7 @@ fn the_last_allowed_probe_that_decides_the_search_ends_it_as_decided() {
         holds_up_to(1_000.0),
     );
     assert_eq!(probes.len(), 2);
-    assert_eq!(outcome, Outcome::HeldAtMax { max: 20.0 });
+    assert_eq!(outcome, SearchOutcome::HeldAtMax { max: 20.0 });
     // At a resolution of 100%: 10 held, 20 failed (bracketed), then the third and last
     // allowed probe confirms 10.
     let (outcome, probes) = drive(
@@ -333,7 +336,7 @@ fn the_last_allowed_probe_that_decides_the_search_ends_it_as_decided() {
     assert_eq!(probes.len(), 3, "{probes:?}");
     assert_eq!(
         outcome,
-        Outcome::Capacity {
+        SearchOutcome::Capacity {
             held: 10.0,
             failed: 20.0
         },

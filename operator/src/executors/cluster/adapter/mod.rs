@@ -117,7 +117,7 @@ pub fn turn_checked(
         Ok(v) => Ctx::of(v, generation, now),
         Err(_) => Ctx::unvalidated(run, generation, now),
     };
-    let mut cluster = Cluster {
+    let mut cluster = ClusterExecutor {
         run,
         validated: validated.as_ref().ok(),
         refusal: validated.as_ref().err().cloned(),
@@ -198,7 +198,7 @@ fn check_pod_security(
 
 /// The cluster as the engine's executor, for one turn: it sees what `obs` holds and collects
 /// what the commands ask of the cluster.
-struct Cluster<'a> {
+struct ClusterExecutor<'a> {
     run: &'a BenchmarkRun,
     validated: Option<&'a ValidatedRun>,
     refusal: Option<(Reason, String)>,
@@ -209,7 +209,7 @@ struct Cluster<'a> {
     carried: Carried,
 }
 
-impl Executor for Cluster<'_> {
+impl Executor for ClusterExecutor<'_> {
     fn look(&mut self, status: &BenchmarkRunStatus, look: Look, now: &Time) -> Seen {
         let mut seen = match self.validated {
             Some(v) => {

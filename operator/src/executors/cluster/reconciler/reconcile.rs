@@ -380,7 +380,7 @@ async fn carry_out(
     deleted: bool,
     stages: &mut Stages<'_>,
 ) -> Result<Decided, Error> {
-    let wake = Wake::after(run, old, &turn.status, deleted);
+    let wake = WakeWaiting::after(run, old, &turn.status, deleted);
     ctx.metrics
         .set_active_runs(active + usize::from(turn.status.phase == RunPhase::Running));
     // Every finished run is reconciled when the operator starts, so its figures are exported
@@ -418,7 +418,7 @@ async fn carry_out(
 }
 
 /// Which waiting runs a turn's status write concerns.
-enum Wake {
+enum WakeWaiting {
     None,
     /// A slot freed (the run left phase Running): the first in line takes it now, not on a
     /// timer. The others keep their place until it starts, and then it wakes them: each
@@ -432,7 +432,7 @@ enum Wake {
     BehindNew,
 }
 
-impl Wake {
+impl WakeWaiting {
     fn after(
         run: &BenchmarkRun,
         old: &crate::resource::BenchmarkRunStatus,
@@ -440,29 +440,29 @@ impl Wake {
         deleted: bool,
     ) -> Self {
         if deleted || *new == *old {
-            Wake::None
+            WakeWaiting::None
         } else if new.phase != old.phase {
             if old.phase == RunPhase::Running {
-                Wake::FirstWaiting
+                WakeWaiting::FirstWaiting
             } else {
-                Wake::Behind
+                WakeWaiting::Behind
             }
         } else if run.status.is_none() && new.phase == RunPhase::Pending {
-            Wake::BehindNew
+            WakeWaiting::BehindNew
         } else {
-            Wake::None
+            WakeWaiting::None
         }
     }
 
     fn send(self, run: &BenchmarkRun, ctx: &Context) {
         match self {
-            Wake::None => {}
-            Wake::FirstWaiting => {
+            WakeWaiting::None => {}
+            WakeWaiting::FirstWaiting => {
                 ctx.queue
                     .wake_first_waiting(&ctx.runs, run, ctx.max_active.max(1));
             }
-            Wake::Behind => ctx.queue.wake_behind(&ctx.runs, run),
-            Wake::BehindNew => ctx.queue.wake_behind_new(&ctx.runs, run),
+            WakeWaiting::Behind => ctx.queue.wake_behind(&ctx.runs, run),
+            WakeWaiting::BehindNew => ctx.queue.wake_behind_new(&ctx.runs, run),
         }
     }
 }

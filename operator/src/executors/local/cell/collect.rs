@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use benchmatrix_loadgen::result::RunResult;
 
-use super::launch::Ready;
+use super::launch::ReplicasReady;
 use super::supervise::{EndReadings, Readings};
 use super::{Failure, round3};
 use crate::executors::local::loadgen::Loadgen;
@@ -52,7 +52,7 @@ pub fn target_stats(
     spec: &BenchmarkRunSpec,
     cell: &Cell,
     result: &RunResult,
-    ready: &Ready,
+    ready: &ReplicasReady,
     mut cpu_at: Vec<Option<Readings>>,
     end: &EndReadings,
 ) -> TargetStats {
@@ -101,7 +101,7 @@ pub fn summary(
     load_wall: Duration,
     overhead: Duration,
     preflight_secs: Option<f64>,
-    ready: &Ready,
+    ready: &ReplicasReady,
     end: &EndReadings,
 ) -> String {
     let check = preflight_secs.unwrap_or(0.0);

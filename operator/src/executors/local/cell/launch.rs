@@ -17,7 +17,7 @@ use crate::resource::matrix::Cell;
 use benchmatrix_quota::http;
 
 /// What was read of a cell's replicas once every one was ready, before any load.
-pub struct Ready {
+pub struct ReplicasReady {
     /// What the target said of itself on its stats path once ready (`None`: it did not say).
     pub self_report: Option<benchmatrix_loadgen::result::StatsSnapshot>,
     /// Resident memory of every replica's processes, summed, when ready.
@@ -86,7 +86,7 @@ pub fn read_ready(
     set: &ReplicaSet,
     cpu: Option<f64>,
     started: Instant,
-) -> Ready {
+) -> ReplicasReady {
     let spec = ctx.run.spec();
     let enforcement = set
         .limit_method()
@@ -96,7 +96,7 @@ pub fn read_ready(
         .ok()
         .filter(|r| r.status == 200)
         .and_then(|r| serde_json::from_slice(&r.body).ok());
-    Ready {
+    ReplicasReady {
         self_report,
         idle_rss: set.rss().0,
         ready_secs: started.elapsed().as_secs_f64(),
@@ -122,7 +122,7 @@ pub fn loadgen_cgroup(
         })
 }
 
-/// The cell's enforcement entry: how the replicas' limit (`target`, from [`Ready`]) and
+/// The cell's enforcement entry: how the replicas' limit (`target`, from [`ReplicasReady`]) and
 /// the load generator's (`loadgen`, limited to `loadgen_cores`) are enforced.
 pub fn enforcement(
     target: &(&'static str, String),

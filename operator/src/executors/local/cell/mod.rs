@@ -67,7 +67,7 @@ pub struct LocalStep {
     timing: loadgen_setup::LoadTiming,
     launch: Option<Launch>,
     set: Option<ReplicaSet>,
-    ready: Option<launch::Ready>,
+    ready: Option<launch::ReplicasReady>,
     files: Option<loadgen_setup::LoadFiles>,
     enforcement: Option<Enforcement>,
     lg: Option<Loadgen>,

@@ -207,7 +207,7 @@ pub fn neighbours(node: &str, samples: &NodeSamples, w: Window, own: &[String]) 
 }
 
 /// One sample of a CPU counter: (milliseconds, CPU-seconds).
-type Point = (i64, f64);
+type CpuSample = (i64, f64);
 
 /// The two node samples the figures of [`neighbours`] span, or why there are none.
 ///
@@ -218,7 +218,7 @@ type Point = (i64, f64);
 /// at or after their end (else the last one there is), the own pods' counters (sampled every
 /// second) taken at the same two instants: an estimate of the other use around the phases,
 /// given when the span overlaps them by a second at least.
-fn node_span(samples: &NodeSamples, w: Window) -> Result<(Point, Point), String> {
+fn node_span(samples: &NodeSamples, w: Window) -> Result<(CpuSample, CpuSample), String> {
     if w.end_ms <= w.start_ms {
         return Err(format!(
             "empty window ({} ms to {} ms)",
