@@ -73,6 +73,10 @@ pub struct Plan {
     /// One measurement's load part by part, as the load generator names them: its warm-up
     /// ([`benchmatrix_loadgen::load::WARMUP_PHASE`], when there is one), then each phase.
     pub load: Vec<(String, Duration)>,
+    /// With `spec.capacity`: each cell is a search, measured in probes. The count is then of
+    /// searches (a probe is named by its number, `pool-x1 probe 3`), and the last line says
+    /// how many probes they took.
+    pub searches: bool,
 }
 
 impl Plan {
@@ -98,6 +102,7 @@ impl Plan {
                 .into_iter()
                 .chain(w.phases.iter().map(|p| (p.name.clone(), p.duration.0)))
                 .collect(),
+            searches: run.spec().capacity.is_some(),
         }
     }
 }
@@ -300,7 +305,7 @@ impl Display {
     fn succeeded(&mut self, step: Step, detail: &str, now: Instant) {
         let label = self.label(step);
         let phases = self.current.take().map(|c| c.1).unwrap_or_default();
-        self.tally.finished(now);
+        self.measurement_ended(now);
         let text = match self.out {
             // The phases' figures are in the lines above; what is left is the time.
             Out::Plain(_) => format!("{label} | done ({detail})"),
@@ -315,17 +320,30 @@ impl Display {
     fn failed(&mut self, step: Step, reason: &str, message: &str, now: Instant) {
         let label = self.label(step);
         self.current = None;
-        self.tally.finished(now);
+        self.measurement_ended(now);
         self.stays(&format!("{label} | FAILED ({reason}): {message}"));
         self.idle();
     }
 
+    /// A measurement ended (measured or failed). A probe of a search is not a search done: the
+    /// count of searches comes from the run's status ([`Update::Measurements`]).
+    fn measurement_ended(&mut self, now: Instant) {
+        if self.plan.searches {
+            self.tally.probe_ended(now);
+        } else {
+            self.tally.finished(now);
+        }
+    }
+
     /// The run is over: its last line, and the live display goes.
     fn finished(&mut self, now: Instant) {
-        self.stays(&format::finished(
-            self.tally.done(),
-            self.tally.elapsed(now),
-        ));
+        let elapsed = self.tally.elapsed(now);
+        let line = if self.plan.searches {
+            format::searched(self.tally.done(), self.tally.probes(), elapsed)
+        } else {
+            format::finished(self.tally.done(), elapsed)
+        };
+        self.stays(&line);
         if let Out::Live(l) = &mut self.out {
             l.clear();
             self.out = Out::Plain(Box::new(std::io::stdout()));
@@ -371,7 +389,9 @@ impl Display {
 /// `pool-x1 rep 2/5`, or the cell's name alone when it runs once.
 fn short_label(step: Step, plan: &Plan) -> String {
     let cell = plan.cells.get(step.cell).map_or("?", String::as_str);
-    if plan.repeat > 1 {
+    if plan.searches {
+        format!("{cell} probe {}", step.repetition)
+    } else if plan.repeat > 1 {
         format!("{cell} rep {}/{}", step.repetition, plan.repeat)
     } else {
         cell.to_owned()

@@ -165,6 +165,12 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
         mut display,
         last,
     } = shown;
+    // The count as the status ends it, then the last line.
+    let count = crate::engine::schedule::Measurements::of(&last, checked.validated.repeat());
+    display.show(progress::Update::Measurements {
+        done: count.done,
+        total: count.total,
+    });
     display.show(progress::Update::Finished);
     let code = match end {
         End::Finished => {

@@ -124,6 +124,18 @@ pub fn duration(d: Duration) -> String {
     }
 }
 
+/// The line as a capacity run ends: `12 capacity searches (62 probes) in 7m 21s`.
+pub fn searched(searches: usize, probes: usize, elapsed: Duration) -> String {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "{} ({}) in {}",
+        plural(searches, "capacity search", "capacity searches"),
+        plural(probes, "probe", "probes"),
+        duration(elapsed)
+    )
+}
+
 /// The line as the run ends: `20 measurements in 4m 52s`.
 pub fn finished(done: usize, elapsed: Duration) -> String {
     let plural = if done == 1 { "" } else { "s" };

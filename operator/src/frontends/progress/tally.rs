@@ -21,6 +21,8 @@ pub struct Tally {
     /// Wall time of the measurements done (from their start event to their end), summed.
     finished_wall: Duration,
     finished: usize,
+    /// Probes of capacity searches ended so far.
+    probes: usize,
     current: Option<Current>,
 }
 
@@ -42,8 +44,24 @@ impl Tally {
             run_started: now,
             finished_wall: Duration::ZERO,
             finished: 0,
+            probes: 0,
             current: None,
         }
+    }
+
+    /// Probes of capacity searches ended so far.
+    pub fn probes(&self) -> usize {
+        self.probes
+    }
+
+    /// A probe of a capacity search ended `now`: its time counts towards the estimate like a
+    /// measurement's, but the searches done are the status's to say.
+    pub fn probe_ended(&mut self, now: Instant) {
+        if let Some(c) = self.current.take() {
+            self.finished_wall += now.saturating_duration_since(c.started);
+            self.finished += 1;
+        }
+        self.probes += 1;
     }
 
     /// Measurements done (measured or failed).

@@ -13,6 +13,7 @@ fn plan() -> Plan {
         load: [("warmup", 1), ("fast-only", 5), ("mixed", 8)]
             .map(|(n, d)| (n.to_string(), Duration::from_secs(d)))
             .to_vec(),
+        searches: false,
     }
 }
 
@@ -134,6 +135,58 @@ fn a_run_without_repetitions_names_the_cell_alone() {
         detail: "starting",
     });
     assert_eq!(out.text(), "[1/2] a | starting\n");
+}
+
+/// A capacity run counts searches, not probes: each probe is named by its number under the
+/// count of the search it belongs to, a probe's end leaves the count where it was (the status
+/// says when a search is done), and the last line says how many probes the searches took.
+#[test]
+fn a_capacity_run_counts_its_searches_and_names_each_probe() {
+    let out = Buffer::default();
+    let plan = Plan {
+        cells: vec!["a".into(), "b".into()],
+        repeat: 1,
+        searches: true,
+        ..plan()
+    };
+    let mut d = Display::plain(plan, Box::new(out.clone()));
+    let probe = |d: &mut Display, cell: usize, number: u32, done: usize| {
+        d.show(Update::Measurements { done, total: 2 });
+        d.show(Update::Started {
+            step: step(cell, number),
+            detail: "probing",
+        });
+        d.show(Update::Succeeded {
+            step: step(cell, number),
+            detail: "5s",
+        });
+    };
+    probe(&mut d, 0, 1, 0);
+    probe(&mut d, 0, 2, 0);
+    probe(&mut d, 0, 3, 0);
+    probe(&mut d, 1, 1, 1);
+    d.show(Update::Measurements { done: 2, total: 2 });
+    d.show(Update::Finished);
+    let text = out.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..8],
+        [
+            "[1/2] a probe 1 | probing",
+            "[1/2] a probe 1 | done (5s)",
+            "[1/2] a probe 2 | probing",
+            "[1/2] a probe 2 | done (5s)",
+            "[1/2] a probe 3 | probing",
+            "[1/2] a probe 3 | done (5s)",
+            "[2/2] b probe 1 | probing",
+            "[2/2] b probe 1 | done (5s)",
+        ],
+        "{text}"
+    );
+    assert!(
+        lines[8].starts_with("2 capacity searches (4 probes) in "),
+        "{text}"
+    );
 }
 
 #[test]
