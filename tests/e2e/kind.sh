@@ -14,7 +14,10 @@
 # ConfigMap through spec.target.podTemplate, a POST with a bearer token from a Secret) and checks
 # zero errors, the kubelets' CPU, throttling and memory figures and a recommendation; the first
 # run's kubelet CPU figures are checked against the built-in target's own. The cluster must be
-# able to pull busybox:1.36 (or have it loaded). Opt-in (E2E_RESTART_CONTROL_PLANE=1): stop the API server and etcd
+# able to pull busybox:1.36 (or have it loaded). Then sizing's manifests (`benchmatrix size
+# --manifests` from tests/e2e/sized-status.yaml): the Deployment patch and the HPA pass a
+# server-side dry run, and where the cluster serves metrics.k8s.io the HPA is applied and must
+# read the target's CPU (skipped, saying so, where it does not). Opt-in (E2E_RESTART_CONTROL_PLANE=1): stop the API server and etcd
 # while a run is in its first cell and check that the operator carries the run on within
 # RESTART_RECOVERY_BOUND seconds of the API's return. On failure it dumps diagnostics (events,
 # describe, pod logs) to the terminal and to $ARTIFACTS_DIR. Safe to re-run: every step
@@ -98,6 +101,8 @@ readonly CHART="charts/benchmatrix"
 readonly GATE_SAMPLE="manifests/samples/ci-gate.yaml"
 readonly OWN_SERVICE="examples/own-service"
 readonly OWN_NAME="own-service"
+readonly SIZED_STATUS="tests/e2e/sized-status.yaml"
+readonly SIZED_DEPLOYMENT="e2e-sized"
 readonly KUBELET_AGREE_PCT="${KUBELET_AGREE_PCT:-10}"
 # kind's kubelets serve self-signed certificates; a cluster of your own decides (KUBELET_INSECURE_TLS).
 if [[ "${CLUSTER}" == "kind" ]]; then
@@ -597,6 +602,77 @@ for i in 1 2 3; do
 done
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" -l benchmatrix.dev/e2e=queue -o json >"${work}/queue.json"
 python3 tests/e2e/check_timing.py --max-gap "${QUEUE_GAP_BOUND}" --max-overhead "${OVERHEAD_BOUND}" "${work}/queue.json"
+
+# ---------------------------------------------------------------------------------------------
+# 9b. Sizing's manifests on the real API server: `benchmatrix size --manifests` turns a sizing
+# status (tests/e2e/sized-status.yaml, from a real local run) into a strategic-merge patch of a
+# Deployment and an autoscaling/v2 HorizontalPodAutoscaler. Both are checked by a server-side dry
+# run against a Deployment of that name. Where the cluster serves the metrics API
+# (metrics.k8s.io), the HPA is applied and must read the target's CPU utilization and hold
+# minReplicas while it idles; where it does not, that part is skipped and says so.
+
+sized_manifests() {
+log "sizing manifests: ${SIZED_STATUS} -> deployment-patch.yaml and hpa.yaml, server-side dry run"
+local sized="${work}/sized" seen="" want=""
+"${report_bin}" size "${SIZED_STATUS}" --manifests "${sized}" --deployment "${SIZED_DEPLOYMENT}" >"${work}/size.txt"
+cat <<YAML | kubectl apply -n "${RUN_NAMESPACE}" -f -
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${SIZED_DEPLOYMENT}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ${SIZED_DEPLOYMENT}}}
+  template:
+    metadata: {labels: {app: ${SIZED_DEPLOYMENT}}}
+    spec:
+      containers:
+        - name: app
+          image: busybox:1.36
+          command: [sleep, "3600"]
+          resources: {requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 100m, memory: 32Mi}}
+YAML
+kubectl patch deployment "${SIZED_DEPLOYMENT}" -n "${RUN_NAMESPACE}" --type strategic \
+  --patch-file "${sized}/deployment-patch.yaml" --dry-run=server -o yaml >"${work}/patched.yaml"
+python3 - "${work}/patched.yaml" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+c = d["spec"]["template"]["spec"]["containers"]
+app = [x for x in c if x["name"] == "app"]
+assert len(c) == 1 and len(app) == 1, f"the patch must merge into the one container 'app': {c}"
+lim = app[0]["resources"]["limits"]
+assert lim["cpu"] in ("1", 1) and lim["memory"] == "256Mi", lim
+env = {e["name"]: e.get("value") for e in app[0].get("env", [])}
+assert env.get("BENCH_MODE") == "pool", env
+assert d["spec"]["replicas"] == 1, d["spec"]["replicas"]
+print("the patch merges: container app gets cpu 1, memory 256Mi, BENCH_MODE=pool; replicas 1")
+PY
+kubectl apply -n "${RUN_NAMESPACE}" -f "${sized}/hpa.yaml" --dry-run=server >/dev/null
+echo "the HorizontalPodAutoscaler is admitted (server-side dry run)"
+if kubectl get --raw /apis/metrics.k8s.io/v1beta1 >/dev/null 2>&1; then
+  kubectl patch deployment "${SIZED_DEPLOYMENT}" -n "${RUN_NAMESPACE}" --type strategic \
+    --patch-file "${sized}/deployment-patch.yaml"
+  kubectl apply -n "${RUN_NAMESPACE}" -f "${sized}/hpa.yaml"
+  for _ in $(seq 1 90); do
+    seen=$(kubectl get hpa "${SIZED_DEPLOYMENT}" -n "${RUN_NAMESPACE}" \
+      -o jsonpath='{.status.currentMetrics[0].resource.current.averageUtilization}' 2>/dev/null || true)
+    [[ -n "${seen}" ]] && break
+    sleep 2
+  done
+  [[ -n "${seen}" ]] || die "the HPA never read the target's CPU utilization from the metrics API"
+  want=$(kubectl get hpa "${SIZED_DEPLOYMENT}" -n "${RUN_NAMESPACE}" -o jsonpath='{.status.desiredReplicas}')
+  [[ "${want}" == "1" ]] || die "an idle target must stay at minReplicas 1; the HPA wants ${want}"
+  echo "the HPA reads ${seen}% CPU of the idle target and holds 1 replica"
+else
+  echo "skipped: the HPA watch needs the metrics API (metrics.k8s.io), which this cluster does not serve"
+fi
+kubectl delete deployment "${SIZED_DEPLOYMENT}" -n "${RUN_NAMESPACE}" --ignore-not-found --wait=false
+kubectl delete hpa "${SIZED_DEPLOYMENT}" -n "${RUN_NAMESPACE}" --ignore-not-found --wait=false
+}
+if [[ -n "${report_bin}" ]]; then
+  sized_manifests
+else
+  log "no benchmatrix binary (BUILD_IMAGES=0 and none on PATH): sizing manifests skipped"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # 10. Opt-in: the operator carries a run on soon after an API server outage

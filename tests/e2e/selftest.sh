@@ -99,6 +99,10 @@ case "${args}" in
   *"get benchmarkrun"*"-o json"*) cat "${STUB_FIXTURES}/run.json" ;;
   *"get pods"*"-o name"*) echo "pod/stub-0" ;;
   *"config current-context"*) echo "stub-context" ;;
+  # Sizing's manifests: the Deployment as the patch would leave it; no metrics API.
+  *"patch deployment e2e-sized"*"--dry-run=server"*)
+    printf 'spec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n      - name: app\n        env: [{name: BENCH_MODE, value: pool}]\n        resources: {limits: {cpu: "1", memory: 256Mi}}\n' ;;
+  *"get --raw /apis/metrics.k8s.io"*) exit 1 ;;
   *"create namespace"*"--dry-run=client"*) echo "kind: Namespace" ;;
 esac
 exit 0
@@ -294,14 +298,19 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^kubectl apply -n benchmatrix-e2e -f -" \
   "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-queue-3 --for=condition=Complete" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e -l benchmatrix.dev/e2e=queue -o json" \
+  "^benchmatrix size tests/e2e/sized-status.yaml --manifests .*/sized --deployment e2e-sized" \
+  "^kubectl patch deployment e2e-sized -n benchmatrix-e2e --type strategic --patch-file .*/sized/deployment-patch.yaml --dry-run=server" \
+  "^kubectl apply -n benchmatrix-e2e -f .*/sized/hpa.yaml --dry-run=server" \
   "^kind delete cluster --name benchmatrix-e2e" && grep -q "result check passed" <<<"${out}" &&
+  grep -q "the patch merges: container app gets cpu 1" <<<"${out}" &&
+  grep -q "skipped: the HPA watch needs the metrics API" <<<"${out}" &&
   [[ $(grep -c "timing check passed" <<<"${out}") -eq 3 ]] &&
   grep -q "9 threshold verdicts, all Pass" <<<"${out}" && grep -q "repetitions until precise (single-x1 2, pool-x1 2), interleaved" <<<"${out}" &&
   grep -q "6 repetitions a cell, interleaved" <<<"${out}" && grep -q "handovers: 11, median 1 s, max 1 s" <<<"${out}" &&
   grep -q "ci-smoke: resource figures OK" <<<"${out}" && grep -q "own-service: resource figures OK" <<<"${out}" &&
   grep -q "^helm upgrade .*operator.kubeletInsecureTLS=true" <<<"${log}" &&
   ! grep -q "readyz\|^docker exec" <<<"${log}"; then
-  pass "kind mode: create, build, load, install, run, check, timing, kubelet figures, report, the unschedulable cell, the gate, the repeat run, the stress run, the own service, the queue, delete"
+  pass "kind mode: create, build, load, install, run, check, timing, kubelet figures, report, the unschedulable cell, the gate, the repeat run, the stress run, the own service, the queue, sizing manifests, delete"
 else
   fail "kind mode success (exit ${status})"
   echo "${out}" | tail -n 30
