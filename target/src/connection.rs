@@ -231,6 +231,28 @@ impl<S: AsyncRead + Unpin> AsyncRead for GuardedStream<S> {
     }
 }
 
+/// Writes, inside an `impl AsyncWrite`, the three methods that pass straight through to the
+/// wrapper's `inner` stream: `is_write_vectored`, `poll_flush` and `poll_shutdown`. The
+/// stream wrappers of this crate ([`GuardedStream`], [`crate::listener::CountedStream`]) only
+/// differ in how they write; a function cannot stand in for trait methods, hence a macro.
+/// The `impl` needs `io`, `Pin`, `Context` and `Poll` in scope, and `inner: Unpin`.
+macro_rules! forward_write_tail {
+    () => {
+        fn is_write_vectored(&self) -> bool {
+            self.inner.is_write_vectored()
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        }
+    };
+}
+pub(crate) use forward_write_tail;
+
 impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedStream<S> {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -252,17 +274,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedStream<S> {
         this.guard_write(cx, polled)
     }
 
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
+    forward_write_tail!();
 }
 
 #[cfg(test)]

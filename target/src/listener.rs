@@ -27,6 +27,8 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use crate::connection::forward_write_tail;
+
 /// How long a more-loaded loop leaves a new connection to the least-loaded one.
 pub const HANDOFF: Duration = Duration::from_millis(2);
 
@@ -187,15 +189,5 @@ impl AsyncWrite for CountedStream {
         Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
     }
 
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
+    forward_write_tail!();
 }
