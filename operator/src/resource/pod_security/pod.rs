@@ -35,50 +35,38 @@ pub(crate) struct Ctr<'a> {
     pub lifecycle: Option<&'a Lifecycle>,
 }
 
+/// The [`Ctr`] view of container `$c` at field path `$path`. `Container` and
+/// `EphemeralContainer` carry these fields in two unrelated types, so this is a macro: a
+/// function would need a trait implemented twice over the same fields.
+macro_rules! ctr {
+    ($c:expr, $path:expr) => {{
+        let c = $c;
+        Ctr {
+            name: &c.name,
+            path: $path,
+            security: c.security_context.as_ref(),
+            ports: c.ports.as_deref().unwrap_or_default(),
+            probes: [
+                ("livenessProbe", c.liveness_probe.as_ref()),
+                ("readinessProbe", c.readiness_probe.as_ref()),
+                ("startupProbe", c.startup_probe.as_ref()),
+            ],
+            lifecycle: c.lifecycle.as_ref(),
+        }
+    }};
+}
+
 impl<'a> Pod<'a> {
     pub fn new(meta: Option<&'a ObjectMeta>, spec: &'a PodSpec) -> Self {
         let mut containers = Vec::new();
         for (i, c) in spec.init_containers.iter().flatten().enumerate() {
-            containers.push(Ctr {
-                name: &c.name,
-                path: format!("spec.initContainers[{i}]"),
-                security: c.security_context.as_ref(),
-                ports: c.ports.as_deref().unwrap_or_default(),
-                probes: [
-                    ("livenessProbe", c.liveness_probe.as_ref()),
-                    ("readinessProbe", c.readiness_probe.as_ref()),
-                    ("startupProbe", c.startup_probe.as_ref()),
-                ],
-                lifecycle: c.lifecycle.as_ref(),
-            });
+            containers.push(ctr!(c, format!("spec.initContainers[{i}]")));
         }
         for (i, c) in spec.containers.iter().enumerate() {
-            containers.push(Ctr {
-                name: &c.name,
-                path: format!("spec.containers[{i}]"),
-                security: c.security_context.as_ref(),
-                ports: c.ports.as_deref().unwrap_or_default(),
-                probes: [
-                    ("livenessProbe", c.liveness_probe.as_ref()),
-                    ("readinessProbe", c.readiness_probe.as_ref()),
-                    ("startupProbe", c.startup_probe.as_ref()),
-                ],
-                lifecycle: c.lifecycle.as_ref(),
-            });
+            containers.push(ctr!(c, format!("spec.containers[{i}]")));
         }
         for (i, c) in spec.ephemeral_containers.iter().flatten().enumerate() {
-            containers.push(Ctr {
-                name: &c.name,
-                path: format!("spec.ephemeralContainers[{i}]"),
-                security: c.security_context.as_ref(),
-                ports: c.ports.as_deref().unwrap_or_default(),
-                probes: [
-                    ("livenessProbe", c.liveness_probe.as_ref()),
-                    ("readinessProbe", c.readiness_probe.as_ref()),
-                    ("startupProbe", c.startup_probe.as_ref()),
-                ],
-                lifecycle: c.lifecycle.as_ref(),
-            });
+            containers.push(ctr!(c, format!("spec.ephemeralContainers[{i}]")));
         }
         Pod {
             annotations: meta.and_then(|m| m.annotations.as_ref()),
