@@ -23,46 +23,76 @@ pub(crate) fn repeat_again(
     done: u32,
     merged: &[CellResult],
 ) -> (bool, Option<CellPrecision>) {
+    until_precise(ctx, done, |precision| {
+        let judged = crate::engine::verdict::judge::figures_judged(ctx.thresholds, cell, merged);
+        let assessment = results::precision::assess(merged, &judged);
+        let widest = assessment
+            .widest()
+            .map(|w| (w.figure.clone(), w.width_percent));
+        Width {
+            precise: assessment.within(precision),
+            widest,
+            words: &CELL_WORDS,
+        }
+    })
+}
+
+/// With a fixed `repeat`: again while fewer than its count are done, and no precision. With
+/// `repeat: {min, max, precision}`: what [`Width::decide`] says of the width that `width`
+/// works out for `precision` (called only then, so a fixed count computes nothing).
+fn until_precise(
+    ctx: &Ctx,
+    done: u32,
+    width: impl FnOnce(f64) -> Width,
+) -> (bool, Option<CellPrecision>) {
     let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
         return (done < ctx.repeat.max_rounds(), None);
     };
-    let judged = crate::engine::verdict::judge::figures_judged(ctx.thresholds, cell, merged);
-    let assessment = results::precision::assess(merged, &judged);
-    let widest = assessment
-        .widest()
-        .map(|w| (w.figure.clone(), w.width_percent));
-    let width = Width {
-        precise: assessment.within(precision),
-        widest,
-        what: "ranked or judged figure's 95% CI",
-        without_interval: "has no interval (a value of 0)",
-        nothing: "no figure is ranked or judged",
-    };
-    let (again, status) = width.decide(ctx, done, precision);
+    let (again, status) = width(precision).decide(ctx, done, precision);
     (again, Some(status))
 }
 
+/// How a status words one kind of deciding figure.
+struct Words {
+    /// What is measured, e.g. "ranked or judged figure's 95% CI".
+    what: &'static str,
+    /// Why a figure has no interval.
+    without_interval: &'static str,
+    /// What it means that there is no figure at all.
+    nothing: &'static str,
+}
+
+/// A cell's ranked or judged figures ([`repeat_again`]).
+const CELL_WORDS: Words = Words {
+    what: "ranked or judged figure's 95% CI",
+    without_interval: "has no interval (a value of 0)",
+    nothing: "no figure is ranked or judged",
+};
+
+/// A configuration's candidate/base ratios ([`pair_again`]).
+const PAIR_WORDS: Words = Words {
+    what: "candidate/base ratio's 95% CI",
+    without_interval: "has no interval yet (it takes 3 rounds)",
+    nothing: "no figure is compared",
+};
+
 /// How precise a cell's (or a configuration's variants') deciding figures are after some
 /// repetitions, in the words of its status.
-struct Width<'a> {
+struct Width {
     precise: bool,
     /// The widest figure and its interval's width in percent (`None`: no interval yet).
     widest: Option<(String, Option<f64>)>,
-    /// What is measured, e.g. "ranked or judged figure's 95% CI".
-    what: &'a str,
-    /// Why a figure has no interval.
-    without_interval: &'a str,
-    /// What it means that there is no figure at all.
-    nothing: &'a str,
+    /// How the status words this kind of figure.
+    words: &'static Words,
 }
 
-impl Width<'_> {
+impl Width {
     /// Again, or stop, after `done` repetitions of `repeat: {min, max, precision}`, and why.
     fn decide(&self, ctx: &Ctx, done: u32, precision: f64) -> (bool, CellPrecision) {
         let widest_text = match &self.widest {
             Some((figure, Some(pct))) => format!("widest {figure} at {pct:.1}%"),
-            Some((figure, None)) => format!("{figure} {}", self.without_interval),
-            None => self.nothing.to_owned(),
+            Some((figure, None)) => format!("{figure} {}", self.words.without_interval),
+            None => self.words.nothing.to_owned(),
         };
         let (again, message) = if done < ctx.repeat.min_rounds() {
             (
@@ -76,7 +106,7 @@ impl Width<'_> {
             let message = if self.widest.is_some() {
                 format!(
                     "precise after {done}: every {} within {precision}% ({widest_text})",
-                    self.what
+                    self.words.what
                 )
             } else {
                 format!("stopped after {done}: {widest_text}, so more repetitions decide nothing")
@@ -113,21 +143,16 @@ pub(crate) fn pair_again(
     done: u32,
     ctx: &Ctx,
 ) -> (bool, Option<CellPrecision>) {
-    let Repeat::UntilPrecise { precision, .. } = ctx.repeat else {
-        return (done < ctx.repeat.max_rounds(), None);
-    };
-    let comparisons = results::variants::compare_group(&status.cells, group);
-    let widest = results::variants::widest(&comparisons);
-    let precise = widest
-        .as_ref()
-        .is_none_or(|(_, w)| w.is_some_and(|w| w <= precision));
-    let width = Width {
-        precise,
-        widest,
-        what: "candidate/base ratio's 95% CI",
-        without_interval: "has no interval yet (it takes 3 rounds)",
-        nothing: "no figure is compared",
-    };
-    let (again, status) = width.decide(ctx, done, precision);
-    (again, Some(status))
+    until_precise(ctx, done, |precision| {
+        let comparisons = results::variants::compare_group(&status.cells, group);
+        let widest = results::variants::widest(&comparisons);
+        let precise = widest
+            .as_ref()
+            .is_none_or(|(_, w)| w.is_some_and(|w| w <= precision));
+        Width {
+            precise,
+            widest,
+            words: &PAIR_WORDS,
+        }
+    })
 }
