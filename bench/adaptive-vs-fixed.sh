@@ -20,11 +20,9 @@ cd "$(dirname "$0")/.."
 
 ROUNDS="${ROUNDS:-2}"
 ADAPTIVE="${ADAPTIVE:-{min: 3, max: 10, precision: 5\}}"
-OUT="${OUT:-$(mktemp -d)}"
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-benchmatrix_binary
-mkdir -p "$OUT"
+out_and_binary
 fixed=manifests/samples/quickstart.yaml
 adaptive="$OUT/quickstart-adaptive.yaml"
 with_repeat "$fixed" 5 "$ADAPTIVE" "$adaptive"

@@ -23,6 +23,8 @@
 #   RUNS=10 NAMESPACE=ops-burst bench/cluster-burst.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 runs="${RUNS:-50}" ns="${NAMESPACE:-bench-burst}"
 release_ns="${RELEASE_NAMESPACE:-benchmatrix-system}" svc="${METRICS_SERVICE:-benchmatrix-metrics:metrics}"
 timeout="${TIMEOUT:-1800}"
@@ -43,23 +45,8 @@ kubectl delete benchmarkrun -n "$ns" --all --wait=true >/dev/null
 operator_metrics >"$out/before.txt"
 apiserver_metrics >"$out/api-before.txt"
 for i in $(seq 1 "$runs"); do
-  cat <<EOF
----
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata:
-  name: burst-$i
-spec:
-  configurations:
-    - {name: a, mode: single, replicas: 1, cpu: 250m, memory: 64Mi}
-  workload:
-    endpoints: [{name: healthz, path: /healthz}]
-    warmup: 1s
-    phases: [{name: p, duration: 2s, load: [{endpoint: healthz, connections: 1}]}]
-  loadgen: {cpu: 250m, memory: 64Mi}
-  timeouts: {ready: 120s, runSlack: 60s}
-  cleanup: Always
-EOF
+  echo ---
+  tiny_run "burst-$i" "timeouts: {ready: 120s, runSlack: 60s}"
 done >"$out/runs.yaml"
 start=$(date +%s)
 kubectl apply -n "$ns" -f "$out/runs.yaml" >/dev/null

@@ -9,6 +9,8 @@
 #   OLD_CRD_COMMIT=485e736 bench/cluster-schema-skew.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 old="${OLD_CRD_COMMIT:?OLD_CRD_COMMIT: a commit whose manifests/crd.yaml has another schema}"
 release_ns="${RELEASE_NAMESPACE:-benchmatrix-system}" ns="${NAMESPACE:-bench-skew}"
 port="${ADMIN_PORT:-8080}" selector="${SELECTOR:-app.kubernetes.io/name=benchmatrix}"
@@ -47,21 +49,7 @@ while [[ -z "$said" ]]; do
 done
 echo "after $(since "$t0" "$t_said") s, $said /readyz: $(readyz_body "$said" | cut -c1-700)"
 kubectl logs -n "$release_ns" "$said" --since=2m | grep -m1 "does not carry" | cut -c1-600 || true
-kubectl apply -n "$ns" -f - >/dev/null <<'EOF'
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata:
-  name: skew
-spec:
-  configurations:
-    - {name: a, mode: single, replicas: 1, cpu: 250m, memory: 64Mi}
-  workload:
-    endpoints: [{name: healthz, path: /healthz}]
-    warmup: 1s
-    phases: [{name: p, duration: 2s, load: [{endpoint: healthz, connections: 1}]}]
-  loadgen: {cpu: 250m, memory: 64Mi}
-  cleanup: Always
-EOF
+tiny_run skew | kubectl apply -n "$ns" -f - >/dev/null
 sleep 15
 echo "a run applied under the old CRD, 15 s later: status '$(kubectl get benchmarkrun -n "$ns" skew -o jsonpath='{.status}')' (empty: nothing written)"
 

@@ -29,6 +29,42 @@ with_repeat() {
   }
 }
 
+# out_and_binary: for a bench that keeps its runs in OUT: sets OUT as the environment sets it,
+# else to a new temporary folder, sets BENCHMATRIX (benchmatrix_binary) and makes OUT.
+out_and_binary() {
+  OUT="${OUT:-$(mktemp -d)}"
+  benchmatrix_binary
+  mkdir -p "$OUT"
+}
+
+# tiny_run NAME [SPEC_LINE...]: prints the smallest BenchmarkRun that goes all the way through the
+# operator, named NAME: one configuration `a` (mode single, one replica of 250m and 64Mi), a 1 s
+# warm-up and one 2 s phase `p` on /healthz at one connection, a load generator of 250m and 64Mi,
+# cleanup Always. Each SPEC_LINE goes into its spec as it is, before `cleanup`, e.g.
+# "timeouts: {ready: 120s, runSlack: 60s}".
+tiny_run() {
+  cat <<EOF
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: $1
+spec:
+  configurations:
+    - {name: a, mode: single, replicas: 1, cpu: 250m, memory: 64Mi}
+  workload:
+    endpoints: [{name: healthz, path: /healthz}]
+    warmup: 1s
+    phases: [{name: p, duration: 2s, load: [{endpoint: healthz, connections: 1}]}]
+  loadgen: {cpu: 250m, memory: 64Mi}
+EOF
+  shift
+  local line
+  for line in "$@"; do
+    echo "  $line"
+  done
+  echo "  cleanup: Always"
+}
+
 # timed_run SPEC DIR: runs `$BENCHMATRIX run SPEC --out DIR`, its output in DIR.log, and sets
 # CODE to its exit code and WALL to the seconds from its start to its exit.
 # shellcheck disable=SC2034 # CODE and WALL are the caller's.

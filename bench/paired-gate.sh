@@ -27,11 +27,9 @@ cd "$(dirname "$0")/.."
 
 ROUNDS="${ROUNDS:-10}"
 CASES="${CASES:-20 21 22}"
-OUT="${OUT:-$(mktemp -d)}"
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-benchmatrix_binary
-mkdir -p "$OUT"
+out_and_binary
 cores=$(nproc)
 
 # spec CANDIDATE_MS KIND FILE: the paired spec, or one side of it alone (KIND base|candidate:
