@@ -24,6 +24,7 @@ pub use benchmatrix_loadgen::timeline::StreamProgress;
 
 use self::tally::Tally;
 use crate::engine::Step;
+use crate::resource::{BenchmarkRunStatus, Repeat};
 
 /// One `--progress-json` line of the load generator (a consumer's view: unknown fields are
 /// ignored, missing ones default, so a newer load generator does not break the display).
@@ -237,6 +238,17 @@ impl Display {
             out,
             current: None,
         }
+    }
+
+    /// The run ended with `status`: the count as the status ends it (a search's last probe is
+    /// not a search done until the status says so), then the last line.
+    pub fn run_ended(&mut self, status: &BenchmarkRunStatus, repeat: Repeat) {
+        let count = crate::engine::schedule::Measurements::of(status, repeat);
+        self.show(Update::Measurements {
+            done: count.done,
+            total: count.total,
+        });
+        self.show(Update::Finished);
     }
 
     /// A line that stays (the result table, where the report went).

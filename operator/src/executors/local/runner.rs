@@ -245,12 +245,7 @@ impl Runner {
             extra: self.fallback_notice.iter().cloned().collect(),
             max_regression: self.max_regression,
         };
-        // The count as the status ends it (a search's last probe is not a search done until
-        // the status says so), then the last line.
-        let Measurements { done, total } = Measurements::of(status, self.run.repeat());
-        self.display
-            .show(progress::Update::Measurements { done, total });
-        self.display.show(progress::Update::Finished);
+        self.display.run_ended(status, self.run.repeat());
         match report::write_report(&self.out, status, &self.raw, &notes) {
             Ok(files) => {
                 for line in

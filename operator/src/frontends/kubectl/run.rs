@@ -25,7 +25,7 @@ use super::connect::{Cluster, Connection};
 use super::follow::Follower;
 use super::runs::{runs_api, status_of};
 use crate::engine::verdict::outcome::Outcome;
-use crate::frontends::progress::{self, Display, Plan};
+use crate::frontends::progress::{Display, Plan};
 use crate::frontends::report::{self, markdown::Notes};
 use crate::resource::BenchmarkRunStatus;
 use crate::resource::ValidatedRun;
@@ -165,13 +165,7 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
         mut display,
         last,
     } = shown;
-    // The count as the status ends it, then the last line.
-    let count = crate::engine::schedule::Measurements::of(&last, checked.validated.repeat());
-    display.show(progress::Update::Measurements {
-        done: count.done,
-        total: count.total,
-    });
-    display.show(progress::Update::Finished);
+    display.run_ended(&last, checked.validated.repeat());
     let code = match end {
         End::Finished => {
             crate::frontends::variants::finish(&last, &args.gate, |line| display.line(line))
