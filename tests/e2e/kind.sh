@@ -625,10 +625,13 @@ spec:
   template:
     metadata: {labels: {app: ${SIZED_DEPLOYMENT}}}
     spec:
+      # The namespace enforces Pod Security "restricted".
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
       containers:
         - name: app
           image: busybox:1.36
           command: [sleep, "3600"]
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
           resources: {requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 100m, memory: 32Mi}}
 YAML
 kubectl patch deployment "${SIZED_DEPLOYMENT}" -n "${RUN_NAMESPACE}" --type strategic \
