@@ -41,7 +41,10 @@ fn samples() -> Vec<(String, String)> {
         out.push((name, text));
     }
     // The examples' runs are samples too: users apply them as they are.
-    const EXAMPLES: &[&str] = &["examples/own-service/benchmarkrun.yaml"];
+    const EXAMPLES: &[&str] = &[
+        "examples/own-service/benchmarkrun.yaml",
+        "examples/own-service/sizing.yaml",
+    ];
     for example in EXAMPLES {
         let text = std::fs::read_to_string(repo_root().join(example)).unwrap();
         out.push(((*example).to_owned(), text));
