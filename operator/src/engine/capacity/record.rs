@@ -132,18 +132,28 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
     let Some(cap) = c.capacity.as_mut() else {
         return Vec::new();
     };
-    let Some(verdict) = cap.probes.last().map(|p| p.verdict) else {
+    let Some((verdict, close)) = cap.probes.last().map(|p| (p.verdict, p.close)) else {
         return Vec::new();
     };
     let probes = cap.probes.len() as u32;
     let Some(check) = cap.check.as_mut() else {
         return Vec::new();
     };
+    // As in the search, a failure whose SLO figure was close to its limit is probed again
+    // before it is believed: near the limit, noise decides. The second close failure of a
+    // check is believed; a close failure that holding probes outvote is not.
+    let earlier_close_failures = close_failures(&cap.probes[..cap.probes.len() - 1], check.rate);
     match verdict {
         ProbeVerdict::Held => check.held += 1,
+        ProbeVerdict::Failed if close && earlier_close_failures == 0 => {}
         ProbeVerdict::Failed => check.failed += 1,
         ProbeVerdict::LoadgenBound | ProbeVerdict::NotBelieved => {}
     }
+    let probed_again = if close_failures(&cap.probes, check.rate) > check.failed {
+        " (a failure close to the limit was probed again)"
+    } else {
+        ""
+    };
     let what = match check.purpose {
         CheckPurpose::Confirm => "confirmation",
         CheckPurpose::RuleOut => "rule-out probe",
@@ -161,7 +171,7 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
         ))
     } else if check.held >= check.wanted {
         Some(format!(
-            "{what} at {rate} rps held: {} of {} probes held",
+            "{what} at {rate} rps held: {} of {} probes held{probed_again}",
             check.held, check.wanted
         ))
     } else if probes >= spec.max_probes {
@@ -198,6 +208,17 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
         "ProbeMeasured",
         format!("cell {}: {message}", c.name),
     )]
+}
+
+/// The failures close to their limit among `probes` of a sizing check at `rate`: the check's
+/// own probes, the latest ones at that rate (a cell's search probes come before them).
+fn close_failures(probes: &[ProbeStatus], rate: f64) -> u32 {
+    probes
+        .iter()
+        .rev()
+        .take_while(|p| p.check.is_some() && p.rate == rate)
+        .filter(|p| p.verdict == ProbeVerdict::Failed && p.close)
+        .count() as u32
 }
 
 /// One probe in words: "probe 3 at 40 rps held" or "... failed: why".
@@ -310,5 +331,91 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
             );
             (false, held, failed, limiting, message)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Limits;
+    use crate::resource::capacity::{CapacityStatus, RateCheck};
+    use crate::resource::conditions::time_from_secs;
+
+    /// A cell confirming its held rate at 24 rps with two probes, after the verdicts `probes`
+    /// (each held or failed, and whether close to the limit): the check after each, recorded.
+    fn confirm(probes: &[(ProbeVerdict, bool)]) -> RateCheck {
+        let now = time_from_secs(100);
+        let ctx = Ctx {
+            generation: None,
+            now: &now,
+            stop_on_failure: false,
+            repeat: Default::default(),
+            thresholds: &[],
+            limits: Limits::default(),
+            cells: &[],
+            parallelism: Default::default(),
+            capacity: None,
+            sizing: None,
+            deprecations: &[],
+        };
+        let spec: CapacitySpec =
+            serde_yaml::from_str("slo: [{errorRate: {below: 0.01}}]\nstartRate: 12\n").unwrap();
+        let mut c = CellStatus {
+            name: "pool-x1".into(),
+            capacity: Some(CapacityStatus {
+                check: Some(RateCheck {
+                    purpose: CheckPurpose::Confirm,
+                    rate: 24.0,
+                    wanted: 2,
+                    ..RateCheck::default()
+                }),
+                ..CapacityStatus::default()
+            }),
+            ..CellStatus::default()
+        };
+        for (i, &(verdict, close)) in probes.iter().enumerate() {
+            let cap = c.capacity.as_mut().unwrap();
+            assert!(
+                !cap.check.as_ref().unwrap().done,
+                "decided before probe {i}"
+            );
+            cap.probes.push(ProbeStatus {
+                probe: i as u32 + 1,
+                rate: 24.0,
+                verdict,
+                close,
+                check: Some(CheckPurpose::Confirm),
+                ..ProbeStatus::default()
+            });
+            check_measured(&mut c, &spec, &ctx, "said".into());
+        }
+        c.capacity.unwrap().check.unwrap()
+    }
+
+    use ProbeVerdict::{Failed, Held};
+
+    #[test]
+    fn a_confirmation_believes_a_clear_failure_at_once() {
+        let check = confirm(&[(Failed, false)]);
+        assert!(check.refuted(), "{check:?}");
+    }
+
+    /// Near the limit noise decides: a close failure is probed again, and holding probes
+    /// outvote it; a second close failure is believed.
+    #[test]
+    fn a_confirmation_probes_a_close_failure_again_before_it_believes_it() {
+        let outvoted = confirm(&[(Failed, true), (Held, false), (Held, false)]);
+        assert!(outvoted.passed(), "{outvoted:?}");
+        assert!(
+            outvoted
+                .message
+                .ends_with("(a failure close to the limit was probed again)"),
+            "{}",
+            outvoted.message
+        );
+        let twice = confirm(&[(Failed, true), (Held, false), (Failed, true)]);
+        assert!(twice.refuted(), "{twice:?}");
+        let close_held = confirm(&[(Held, true), (Held, false)]);
+        assert!(close_held.passed(), "{close_held:?}");
     }
 }

@@ -10,7 +10,8 @@
 //!    rest. The first configuration in that order that holds the target rate is the answer:
 //!    everything cheaper was measured below it or bounded below it.
 //! 3. **Confirmation.** The answer is probed `confirmations` times at the target rate; a failure
-//!    sends the walk on past it.
+//!    sends the walk on past it (one close to the SLO's limit is probed again first, see
+//!    `capacity::record`).
 //! 4. **Rule-out.** Up to `ruleOut` of the cheaper configurations that were pruned, those the
 //!    fitted model predicts closest to holding first, are probed once at the target rate and
 //!    must fail. One that holds was pruned wrongly: it becomes a candidate and is confirmed.
