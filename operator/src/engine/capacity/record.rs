@@ -5,7 +5,7 @@ use super::probe::{judge_probe, rate_text};
 use super::search::{self, Next, Params, Probed, SearchOutcome};
 use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{
-    CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict,
+    CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict, RateCheck,
 };
 use crate::resource::rounding::round2;
 use crate::resource::{CellPhase, CellStatus, Workload};
@@ -135,21 +135,22 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
     let Some((verdict, close)) = cap.probes.last().map(|p| (p.verdict, p.close)) else {
         return Vec::new();
     };
-    let probes = cap.probes.len() as u32;
     let Some(check) = cap.check.as_mut() else {
         return Vec::new();
     };
+    // A check has maxProbes of its own: the cell's search may have used all of its.
+    let probes = check_probes(&cap.probes, check);
     // As in the search, a failure whose SLO figure was close to its limit is probed again
     // before it is believed: near the limit, noise decides. The second close failure of a
     // check is believed; a close failure that holding probes outvote is not.
-    let earlier_close_failures = close_failures(&cap.probes[..cap.probes.len() - 1], check.rate);
+    let earlier_close_failures = close_failures(&cap.probes[..cap.probes.len() - 1], check);
     match verdict {
         ProbeVerdict::Held => check.held += 1,
         ProbeVerdict::Failed if close && earlier_close_failures == 0 => {}
         ProbeVerdict::Failed => check.failed += 1,
         ProbeVerdict::LoadgenBound | ProbeVerdict::NotBelieved => {}
     }
-    let probed_again = if close_failures(&cap.probes, check.rate) > check.failed {
+    let probed_again = if close_failures(&cap.probes, check) > check.failed {
         " (a failure close to the limit was probed again)"
     } else {
         ""
@@ -176,8 +177,8 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
         ))
     } else if probes >= spec.max_probes {
         Some(format!(
-            "{what} at {rate} rps ran out of probes (spec.capacity.maxProbes {}) with {} of {} \
-             held",
+            "{what} at {rate} rps ran out of probes (spec.capacity.maxProbes {}, for each check) \
+             with {} of {} held",
             spec.max_probes, check.held, check.wanted
         ))
     } else {
@@ -210,13 +211,28 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
     )]
 }
 
-/// The failures close to their limit among `probes` of a sizing check at `rate`: the check's
-/// own probes, the latest ones at that rate (a cell's search probes come before them).
-fn close_failures(probes: &[ProbeStatus], rate: f64) -> u32 {
+/// The probes of the sizing `check` among `probes`: the latest ones of its purpose at its rate
+/// (a cell's search probes come before them, and a rule-out that held before a confirmation
+/// at the same rate).
+fn this_check<'a>(
+    probes: &'a [ProbeStatus],
+    check: &RateCheck,
+) -> impl Iterator<Item = &'a ProbeStatus> {
+    let (purpose, rate) = (check.purpose, check.rate);
     probes
         .iter()
         .rev()
-        .take_while(|p| p.check.is_some() && p.rate == rate)
+        .take_while(move |p| p.check == Some(purpose) && p.rate == rate)
+}
+
+/// How many probes the sizing `check` has taken.
+fn check_probes(probes: &[ProbeStatus], check: &RateCheck) -> u32 {
+    this_check(probes, check).count() as u32
+}
+
+/// The failures close to their limit among the probes of the sizing `check`.
+fn close_failures(probes: &[ProbeStatus], check: &RateCheck) -> u32 {
+    this_check(probes, check)
         .filter(|p| p.verdict == ProbeVerdict::Failed && p.close)
         .count() as u32
 }
@@ -338,12 +354,17 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
 mod tests {
     use super::*;
     use crate::engine::Limits;
-    use crate::resource::capacity::{CapacityStatus, RateCheck};
+    use crate::resource::capacity::CapacityStatus;
     use crate::resource::conditions::time_from_secs;
 
     /// A cell confirming its held rate at 24 rps with two probes, after the verdicts `probes`
     /// (each held or failed, and whether close to the limit): the check after each, recorded.
     fn confirm(probes: &[(ProbeVerdict, bool)]) -> RateCheck {
+        confirm_after(0, probes)
+    }
+
+    /// [`confirm`] of a cell whose search took `searched` probes first.
+    fn confirm_after(searched: u32, probes: &[(ProbeVerdict, bool)]) -> RateCheck {
         let now = time_from_secs(100);
         let ctx = Ctx {
             generation: None,
@@ -373,6 +394,15 @@ mod tests {
             }),
             ..CellStatus::default()
         };
+        let cap = c.capacity.as_mut().unwrap();
+        cap.probes = (1..=searched)
+            .map(|probe| ProbeStatus {
+                probe,
+                rate: 36.0,
+                verdict: ProbeVerdict::Held,
+                ..ProbeStatus::default()
+            })
+            .collect();
         for (i, &(verdict, close)) in probes.iter().enumerate() {
             let cap = c.capacity.as_mut().unwrap();
             assert!(
@@ -380,7 +410,7 @@ mod tests {
                 "decided before probe {i}"
             );
             cap.probes.push(ProbeStatus {
-                probe: i as u32 + 1,
+                probe: searched + i as u32 + 1,
                 rate: 24.0,
                 verdict,
                 close,
@@ -417,5 +447,17 @@ mod tests {
         assert!(twice.refuted(), "{twice:?}");
         let close_held = confirm(&[(Held, true), (Held, false)]);
         assert!(close_held.passed(), "{close_held:?}");
+    }
+
+    /// A search that used all of `maxProbes` (20 by default) leaves its sizing check its own
+    /// 20: the check is decided by its probes, not ended before its first.
+    #[test]
+    fn a_check_has_probes_of_its_own_after_a_search_that_used_all_of_its() {
+        let nb = (ProbeVerdict::NotBelieved, false);
+        let after = confirm_after(20, &[nb, (Held, false), nb, (Held, false)]);
+        assert!(after.passed(), "{after:?}");
+        let out = confirm_after(20, &[nb; 20]);
+        assert!(out.done && !out.passed() && !out.refuted(), "{out:?}");
+        assert!(out.message.contains("ran out of probes"), "{}", out.message);
     }
 }

@@ -29,6 +29,11 @@ pub struct Known {
     pub ruled_out: Option<bool>,
     /// A rule-out probe is open.
     pub ruling_out: bool,
+    /// A check (confirmation or rule-out) ended without a verdict: it ran out of probes, or the
+    /// load generator could not drive it. It is not asked again. A confirmation without a
+    /// verdict is no confirmation (`confirmed` is Some(false)), and a rule-out without one rules
+    /// nothing out; neither moves the bracket, as neither measured a capacity.
+    pub undecided: bool,
 }
 
 impl Known {
@@ -45,6 +50,7 @@ impl Known {
             confirming: false,
             ruled_out: None,
             ruling_out: false,
+            undecided: false,
         };
         let Some(cap) = &cell.capacity else {
             return k;
@@ -77,10 +83,11 @@ impl Known {
         } else {
             None
         };
+        self.undecided = check.done && verdict.is_none();
         match check.purpose {
             CheckPurpose::Confirm => {
                 self.confirming = open;
-                self.confirmed = verdict;
+                self.confirmed = if self.undecided { Some(false) } else { verdict };
                 match verdict {
                     Some(true) => self.held = self.held.max(target),
                     Some(false) => self.failed = self.failed.min(target),

@@ -413,6 +413,16 @@ impl<'a> Walk<'a> {
                 }
                 continue;
             }
+            if k.undecided {
+                // Its rule-out probe ended without a verdict: pruned by its bound alone.
+                self.states[i].state = SizedState::Pruned;
+                self.states[i].why = Some(format!(
+                    "ruled out by its bound; its probe at the target, {} rps, ended without a \
+                     verdict",
+                    rate_text(target)
+                ));
+                continue;
+            }
             if k.ruled_out == Some(false) {
                 self.states[i].state = SizedState::RuledOut;
                 self.states[i].why = Some(format!(
@@ -469,6 +479,15 @@ impl<'a> Walk<'a> {
                     (None, false, false)
                 }
             });
+        }
+        if k.undecided && k.confirmed == Some(false) {
+            self.states[i].why = Some(format!(
+                "held {} rps in its search, but its confirmation at {} rps ended without a \
+                 verdict (out of probes, or load-generator bound): not chosen unconfirmed",
+                rate_text(k.held),
+                rate_text(target)
+            ));
+            return None;
         }
         if k.falls_short(target) {
             self.states[i].why = Some(match k.confirmed {
@@ -545,7 +564,7 @@ impl<'a> Walk<'a> {
             }
             // Probed already: its verdict stands (a rule-out that held became a candidate and
             // was confirmed, or failed its confirmation).
-            if k.ruled_out.is_some() || k.confirmed.is_some() {
+            if k.ruled_out.is_some() || k.confirmed.is_some() || k.undecided {
                 continue;
             }
             if self.free == 0 {

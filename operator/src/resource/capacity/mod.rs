@@ -106,7 +106,9 @@ pub struct CapacitySpec {
     pub repeat_within: Percent,
 
     /// The most probes one cell's search may take (confirmation and repeats included), from 2
-    /// to 40. A search that runs out says so and reports no capacity. Default 20.
+    /// to 40. A search that runs out says so and reports no capacity. Default 20. With
+    /// spec.sizing, each check at a fixed rate (a confirmation, a rule-out) may take as many
+    /// of its own; one that runs out has no verdict and is not asked again.
     #[serde(default = "default_max_probes")]
     #[schemars(range(min = 2, max = MAX_PROBES))]
     pub max_probes: u32,
