@@ -155,35 +155,8 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
     } else {
         ""
     };
-    let what = match check.purpose {
-        CheckPurpose::Confirm => "confirmation",
-        CheckPurpose::RuleOut => "rule-out probe",
-    };
-    let rate = rate_text(check.rate);
-    let ended = if verdict == ProbeVerdict::LoadgenBound {
-        Some(format!(
-            "{what} at {rate} rps: load-generator bound, no verdict ({said})"
-        ))
-    } else if check.failed > 0 {
-        Some(format!(
-            "{what} at {rate} rps failed: {} of {} believed probes held ({said})",
-            check.held,
-            check.held + check.failed
-        ))
-    } else if check.held >= check.wanted {
-        Some(format!(
-            "{what} at {rate} rps held: {} of {} probes held{probed_again}",
-            check.held, check.wanted
-        ))
-    } else if probes >= spec.max_probes {
-        Some(format!(
-            "{what} at {rate} rps ran out of probes (spec.capacity.maxProbes {}, for each check) \
-             with {} of {} held",
-            spec.max_probes, check.held, check.wanted
-        ))
-    } else {
-        None
-    };
+    let (what, rate) = (check_words(check.purpose), rate_text(check.rate));
+    let ended = check_end(check, verdict, probes, spec, &said, probed_again);
     let message = match ended {
         Some(m) => {
             check.done = true;
@@ -209,6 +182,51 @@ fn check_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Stri
         "ProbeMeasured",
         format!("cell {}: {message}", c.name),
     )]
+}
+
+/// "confirmation" or "rule-out probe".
+fn check_words(purpose: CheckPurpose) -> &'static str {
+    match purpose {
+        CheckPurpose::Confirm => "confirmation",
+        CheckPurpose::RuleOut => "rule-out probe",
+    }
+}
+
+/// How `check` ends after its latest probe (`verdict`, the check's `probes`-th; `said` is it in
+/// words), in a sentence; None while it goes on.
+fn check_end(
+    check: &RateCheck,
+    verdict: ProbeVerdict,
+    probes: u32,
+    spec: &CapacitySpec,
+    said: &str,
+    probed_again: &str,
+) -> Option<String> {
+    let (what, rate) = (check_words(check.purpose), rate_text(check.rate));
+    if verdict == ProbeVerdict::LoadgenBound {
+        Some(format!(
+            "{what} at {rate} rps: load-generator bound, no verdict ({said})"
+        ))
+    } else if check.failed > 0 {
+        Some(format!(
+            "{what} at {rate} rps failed: {} of {} believed probes held ({said})",
+            check.held,
+            check.held + check.failed
+        ))
+    } else if check.held >= check.wanted {
+        Some(format!(
+            "{what} at {rate} rps held: {} of {} probes held{probed_again}",
+            check.held, check.wanted
+        ))
+    } else if probes >= spec.max_probes {
+        Some(format!(
+            "{what} at {rate} rps ran out of probes (spec.capacity.maxProbes {}, for each check) \
+             with {} of {} held",
+            spec.max_probes, check.held, check.wanted
+        ))
+    } else {
+        None
+    }
 }
 
 /// The probes of the sizing `check` among `probes`: the latest ones of its purpose at its rate
