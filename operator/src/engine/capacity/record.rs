@@ -371,7 +371,6 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Limits;
     use crate::resource::capacity::CapacityStatus;
     use crate::resource::conditions::time_from_secs;
 
@@ -384,19 +383,8 @@ mod tests {
     /// [`confirm`] of a cell whose search took `searched` probes first.
     fn confirm_after(searched: u32, probes: &[(ProbeVerdict, bool)]) -> RateCheck {
         let now = time_from_secs(100);
-        let ctx = Ctx {
-            generation: None,
-            now: &now,
-            stop_on_failure: false,
-            repeat: Default::default(),
-            thresholds: &[],
-            limits: Limits::default(),
-            cells: &[],
-            parallelism: Default::default(),
-            capacity: None,
-            sizing: None,
-            deprecations: &[],
-        };
+        let run = crate::resource::BenchmarkRun::sample();
+        let ctx = Ctx::unvalidated(&run, None, &now);
         let spec: CapacitySpec =
             serde_yaml::from_str("slo: [{errorRate: {below: 0.01}}]\nstartRate: 12\n").unwrap();
         let mut c = CellStatus {
