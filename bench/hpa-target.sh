@@ -8,7 +8,8 @@
 #   bench/hpa-target.sh [STATUS]          # default tests/e2e/sized-status.yaml
 #   RATES="12 24 36" PHASE=20 bench/hpa-target.sh
 #
-# For each rate it prints what the autoscaler would do with one replica: its documented rule is
+# For each rate it prints the rate achieved (fast's, over its 95% share of the traffic) and what
+# the autoscaler would do with one replica: its documented rule is
 # desired = ceil(current x utilization / target), acted on only when utilization / target is
 # outside its tolerance (0.1 by default). The sizing's target is right when the autoscaler asks
 # for a second replica at a rate where p99 still meets the SLO (fast p99 below 100 ms here).

@@ -307,7 +307,9 @@ async fn decide(
         &ctx.children
     };
     // Validation first: the run is checked before anything is read for it, and the reads,
-    // the stage's name and the turn all work from that one check and this turn's looks.
+    // the stage's name and the turn all work from that one check; the reads and the stage's
+    // name share this turn's looks (the engine's turn works them out again, as it does
+    // locally, from the same status, time and planned load).
     let checked = adapter::Checked::of(run, &ctx.settings);
     let status = run.status.clone().unwrap_or_default();
     let looks = checked.looks(&status, &now);
