@@ -167,6 +167,7 @@ fn kind(c: &Command) -> Option<&'static str> {
         Command::Deploy(_) => Some("deploy"),
         Command::StartLoad(_) => Some("start"),
         Command::Stop { .. } => Some("stop"),
+        Command::EndLoad(_) => Some("end load"),
         Command::Ended => Some("end"),
         Command::Collect(_) | Command::WakeIn(_) => None,
     }

@@ -86,6 +86,7 @@ fn timing_the_search_finds_the_capacity_of_a_service_with_a_known_one() {
     );
     assert!(!limiting.is_empty(), "nothing named as limiting\n{t}");
     assert!(probes <= 20, "{probes} probes");
+    assert_kept_targets_only_after_small_backlogs(&st, &t);
     // The cell's results are the confirmation probe's, at the rate held.
     let results = cell(&st, "known")["results"].as_sequence().unwrap();
     assert_eq!(results[0]["phase"].as_str(), Some("probe"));
@@ -95,6 +96,34 @@ fn timing_the_search_finds_the_capacity_of_a_service_with_a_known_one() {
         t.contains("capacity at the SLO:"),
         "the finished run names the capacity\n{t}"
     );
+}
+
+/// A probe after one that held runs on the same target after the base settle of 1 s; a probe
+/// after one that left more backlog than 5 s of the rate it answered drains gets a fresh
+/// target: the service's queue of the last probe's requests never meets the next probe.
+fn assert_kept_targets_only_after_small_backlogs(st: &serde_yaml::Value, t: &str) {
+    let probes = cell(st, "known")["capacity"]["probes"]
+        .as_sequence()
+        .unwrap();
+    let mut kept = 0;
+    for pair in probes.windows(2) {
+        let (last, next) = (&pair[0], &pair[1]);
+        let f = |k: &str| last[k].as_f64().unwrap_or(0.0);
+        let drain = f("backlog") * f("rate") * 3.0 / f("achieved").max(1e-9);
+        let settle = next["settleSeconds"].as_u64();
+        if last["verdict"].as_str() == Some("Held") && f("backlog") == 0.0 {
+            assert_eq!(
+                settle,
+                Some(1),
+                "after a probe that held:\n{last:?}\n{next:?}\n{t}"
+            );
+        }
+        if drain > 5.0 {
+            assert_eq!(settle, None, "kept after a backlog of {drain:.1} s:\n{t}");
+        }
+        kept += usize::from(settle.is_some());
+    }
+    assert!(kept > 0, "no probe ran on a kept target\n{t}");
 }
 
 /// The latency grows 0.5 ms per request per second over 2 ms of service, without holding

@@ -190,6 +190,9 @@ pub struct Seen {
     pub ready: Option<Result<Ready, String>>,
     /// Why the target is not ready yet, for the message should the ready timeout pass.
     pub not_ready: String,
+    /// A load generator of an earlier load of the step is still there (a capacity probe's on
+    /// a kept target, being deleted): the next load waits for it to go, in words.
+    pub load_left: Option<String>,
     /// A replica that was ready exited, restarted or was replaced while the load ran.
     pub replica_exited: Option<String>,
     /// The load generator cannot start (its Secret or image is missing): cause and words.
@@ -235,6 +238,9 @@ pub enum Command {
     /// The load generator has ended: stop the step's processes with their last readings and
     /// read its result, then report it as [`Seen::result`].
     Collect(Step),
+    /// A capacity probe was measured and the next probe of the same cell runs on the same
+    /// target: remove the load generator (its objects, on a cluster) and keep the target.
+    EndLoad(Step),
     /// The step ended: stop what it runs and delete its objects, unless `keep` (the cleanup
     /// policy keeps a finished cell's objects for a look).
     Stop {
@@ -578,16 +584,24 @@ fn deploying(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, o
         return;
     }
     let limit = ctx.limits.ready.as_secs() as i64;
+    let mut not_ready = seen.not_ready;
+    let mut load_leaving = false;
     if seen.target_missing {
         out.commands.push(Command::Deploy(at));
     } else if let Some(ready) = seen.ready {
         match ready {
             Ok(ready) => {
-                start_load(status, at, ready, ctx, out);
+                if let Some(left) = settling(status, at, ctx.now) {
+                    out.commands.push(Command::WakeIn(left));
+                    return;
+                }
+                match seen.load_left {
+                    Some(why) => (not_ready, load_leaving) = (why, true),
+                    None => return start_load(status, at, ready, ctx, out),
+                }
             }
-            Err(message) => fail(status, at, Cause::ChildBroken, message, ctx, out),
+            Err(message) => return fail(status, at, Cause::ChildBroken, message, ctx, out),
         }
-        return;
     }
     // The later of the step's start and `Seen::target_since`: a target made late (the operator
     // was down, or it was deleted and made again) gets the whole ready timeout.
@@ -599,16 +613,35 @@ fn deploying(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, o
     let waited = seconds_since(since, ctx.now);
     if waited >= limit {
         let message = format!(
-            "the target was not ready within {}: {}",
+            "the target was not ready within {}: {not_ready}",
             humantime(ctx.limits.ready),
-            seen.not_ready
         );
         fail(status, at, Cause::NeverReady, message, ctx, out);
         return;
     }
-    out.commands.push(Command::WakeIn(Duration::from_secs(
-        (limit - waited).max(1) as u64,
-    )));
+    let wait = Duration::from_secs((limit - waited).max(1) as u64);
+    // A load generator on its way out is looked at again soon; its deletion's watch event
+    // may not come to a step that watches its target.
+    let wait = if load_leaving {
+        wait.min(STOPPING_SAFETY_NET)
+    } else {
+        wait
+    };
+    out.commands.push(Command::WakeIn(wait));
+}
+
+/// How long the kept target of a capacity probe still settles before its load starts; `None`
+/// when it does not (the settle is over, or the target is not a kept one).
+fn settling(status: &BenchmarkRunStatus, at: Step, now: &Time) -> Option<Duration> {
+    let until = status
+        .cells
+        .get(at.cell)?
+        .capacity
+        .as_ref()?
+        .settle_until
+        .as_ref()?;
+    let left = conditions::secs_of(until) - conditions::secs_of(now);
+    (left > 0).then(|| Duration::from_secs(left as u64))
 }
 
 /// The load runs. In this order, because the first that holds decides: a replica that left
@@ -640,7 +673,14 @@ fn running(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, out
                     measured,
                 };
                 out.happened(status, event, ctx);
-                out.commands.push(stop(status, at, false, ctx));
+                // A capacity cell kept deployed settles on its target for its next probe.
+                if status.cells[at.cell].phase == CellPhase::Deploying {
+                    out.commands.push(Command::EndLoad(at));
+                    let left = settling(status, at, ctx.now).unwrap_or(Duration::from_secs(1));
+                    out.commands.push(Command::WakeIn(left));
+                } else {
+                    out.commands.push(stop(status, at, false, ctx));
+                }
             }
             Err((cause, message)) => fail(status, at, cause, message, ctx, out),
         }

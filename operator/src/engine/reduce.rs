@@ -4,8 +4,6 @@
 //! is the operator marking an object that does not parse as a BenchmarkRun at all
 //! (`executors::cluster::write::mark_malformed`): no engine can read such an object.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
 use super::schedule::{self, Measurements};
 use super::verdict::end;
 use super::{Admission, Ctx, Event, Measured, Note, QUEUE_PLACES_SHOWN};
@@ -63,7 +61,7 @@ fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> 
             cell,
             message,
             target_pods,
-        } => load_started(status, cell, message, target_pods, ctx.now),
+        } => load_started(status, cell, message, target_pods, ctx),
         Event::CellMeasured { cell, measured } => measure_cell(status, cell, *measured, ctx),
         Event::CellFailed {
             cell,
@@ -291,42 +289,22 @@ fn others_in_flight(status: &BenchmarkRunStatus, cell: usize) -> String {
     }
 }
 
-/// A cell (or its next repetition) is being deployed.
-fn cell_deploying(
-    status: &mut BenchmarkRunStatus,
-    cell: usize,
-    message: String,
-    ctx: &Ctx,
-) -> Vec<Note> {
+/// The run's message and Progressing condition for `cell` under way at `repetition`: "running
+/// cell a (1/4), probe 3 at 40 rps".
+fn say_running(status: &mut BenchmarkRunStatus, cell: usize, repetition: u32, ctx: &Ctx) {
     let total = status.cells.len();
-    let Some(c) = status.cells.get_mut(cell) else {
-        return Vec::new();
+    let Some(c) = status.cells.get(cell) else {
+        return;
     };
-    let repetition = c.measured_repetitions() + 1;
-    c.phase = CellPhase::Deploying;
-    // While a repeated cell runs, its start is the current repetition's (each kept in its
-    // repetition's entry); once it ends, the first repetition's again.
-    if ctx.repeat.is_repeated() {
-        c.start_time = Some(ctx.now.clone());
-    } else if ctx.capacity.is_some() {
-        // A capacity search's probes are steps of their own: each one's start times its
-        // target's readiness and its overhead; the search's start is kept apart.
-        let search = c.capacity.get_or_insert_with(Default::default);
-        search.start_time.get_or_insert_with(|| ctx.now.clone());
-        c.start_time = Some(ctx.now.clone());
-    } else {
-        c.start_time.get_or_insert_with(|| ctx.now.clone());
-    }
-    c.message = Some(message);
-    let name = c.name.clone();
-    let mut what = format!("cell {name} ({}/{total})", cell + 1);
+    let mut what = format!("cell {} ({}/{total})", c.name, cell + 1);
     if ctx.repeat.is_repeated() {
         what.push_str(&format!(", repetition {}", ctx.repeat.round(repetition)));
     }
-    if let (Some((search, _)), Some(c)) = (ctx.capacity, status.cells.get(cell)) {
+    if let Some((search, _)) = ctx.capacity {
         let rate = crate::engine::capacity::probe_rate(search, c);
+        let probe = c.capacity.as_ref().map_or(0, |s| s.probes.len()) + 1;
         what.push_str(&format!(
-            ", probe {repetition} at {} rps",
+            ", probe {probe} at {} rps",
             crate::engine::capacity::probe::rate_text(rate)
         ));
     }
@@ -340,6 +318,36 @@ fn cell_deploying(
         ctx.generation,
         ctx.now,
     );
+}
+
+/// A cell (or its next repetition) is being deployed.
+fn cell_deploying(
+    status: &mut BenchmarkRunStatus,
+    cell: usize,
+    message: String,
+    ctx: &Ctx,
+) -> Vec<Note> {
+    let Some(c) = status.cells.get_mut(cell) else {
+        return Vec::new();
+    };
+    let repetition = c.measured_repetitions() + 1;
+    c.phase = CellPhase::Deploying;
+    // While a repeated cell runs, its start is the current repetition's (each kept in its
+    // repetition's entry); once it ends, the first repetition's again.
+    if ctx.repeat.is_repeated() {
+        c.start_time = Some(ctx.now.clone());
+    } else if ctx.capacity.is_some() {
+        // Each target of a capacity search is a step of its own: its start times the
+        // target's readiness and its overhead; the search's start is kept apart.
+        let search = c.capacity.get_or_insert_with(Default::default);
+        search.start_time.get_or_insert_with(|| ctx.now.clone());
+        c.start_time = Some(ctx.now.clone());
+    } else {
+        c.start_time.get_or_insert_with(|| ctx.now.clone());
+    }
+    c.message = Some(message);
+    let name = c.name.clone();
+    say_running(status, cell, repetition, ctx);
     let note = if ctx.repeat.is_repeated() {
         format!("deploying cell {name} for repetition {repetition}")
     } else {
@@ -354,13 +362,21 @@ fn load_started(
     cell: usize,
     message: String,
     target_pods: Vec<RecordedPod>,
-    now: &Time,
+    ctx: &Ctx,
 ) -> Vec<Note> {
-    if let Some(c) = status.cells.get_mut(cell) {
-        c.phase = CellPhase::Running;
-        c.load_start_time = Some(now.clone());
-        c.target_pods = target_pods;
-        c.message = Some(message);
+    let Some(c) = status.cells.get_mut(cell) else {
+        return Vec::new();
+    };
+    c.phase = CellPhase::Running;
+    c.load_start_time = Some(ctx.now.clone());
+    c.target_pods = target_pods;
+    c.message = Some(message);
+    // A probe on a kept target had no deployment to say it: its load's start says it.
+    if let Some(cap) = c.capacity.as_mut()
+        && cap.settle_until.take().is_some()
+    {
+        let repetition = c.measured_repetitions() + 1;
+        say_running(status, cell, repetition, ctx);
     }
     Vec::new()
 }

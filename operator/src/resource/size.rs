@@ -738,6 +738,7 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         close: true,
         check: Some(CheckPurpose::RuleOut),
         why: Some(text(NOTE_MAX)),
+        settle_seconds: Some(u32::MAX),
     };
     Some(CapacityStatus {
         found: false,
@@ -757,6 +758,9 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
             done: true,
             message: text(SENTENCE_MAX),
         }),
+        targets: u32::MAX,
+        settle_until: Some(time()),
+        settle_seconds: Some(u32::MAX),
     })
 }
 

@@ -288,10 +288,10 @@ impl CellStatus {
     /// not repeat records none, so its cells count 0 until they end).
     pub fn measured_repetitions(&self) -> u32 {
         let repeated = RepetitionStatus::measured(&self.repetitions).count() as u32;
-        // A capacity search's steps are its probes: each is deployed and named as a step of
-        // its own (on a cluster, its own child objects), numbered from 1.
-        let probes = self.capacity.as_ref().map_or(0, |c| c.probes.len() as u32);
-        repeated.max(probes)
+        // A capacity search's steps are its targets: probes that share a kept target are one
+        // step (on a cluster, one set of objects), numbered from 1.
+        let targets = self.capacity.as_ref().map_or(0, |c| c.targets);
+        repeated.max(targets)
     }
 }
 

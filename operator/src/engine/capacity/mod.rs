@@ -1,11 +1,12 @@
 //! The capacity search (`spec.capacity`): each cell's measurement becomes a search for the
 //! highest total rate it holds at the service level, probe by probe.
 //!
-//! Sans-IO, as the rest of the engine: a probe is a step of the cell (deployed, loaded,
-//! collected and cleaned up like a repetition, so each probe starts on a fresh target with no
-//! backlog carried over from a failed one), and after each measured probe the reducer judges
-//! it ([`probe::judge_probe`]), records it in `status.cells[].capacity` and asks the search
-//! ([`search::next`]) for the next rate, or the outcome. Both executors build a step's load
+//! Sans-IO, as the rest of the engine: a probe is loaded and collected like a repetition, and
+//! after each measured probe the reducer judges it ([`probe::judge_probe`]), records it in
+//! `status.cells[].capacity` and asks the search ([`search::next`]) for the next rate, or the
+//! outcome. The next probe runs on the same target after a settle unless the last one left
+//! more backlog than a short wait drains ([`settle`]): then the target is removed and the next
+//! probe deploys a fresh one. Both executors build a step's load
 //! from [`step_run`], so a probe runs the same plan locally and on a cluster. Once the run
 //! ends, [`rank`] compares the cells by the rate held per reserved core.
 
@@ -14,6 +15,7 @@ pub mod rank;
 mod record;
 pub mod search;
 pub mod sends;
+pub mod settle;
 
 pub use record::measured;
 pub use sends::Sends;
@@ -41,4 +43,10 @@ pub fn step_run(v: &ValidatedRun, status: &BenchmarkRunStatus, at: Step) -> Opti
         .get(at.cell)
         .map_or(spec.start_rate, |c| probe_rate(spec, c));
     v.for_probe(rate)
+}
+
+/// The settle, in seconds, the probe of step `at` about to be loaded waited on the target the
+/// cell's previous probe ran on; `None` when its target was deployed for it.
+pub fn settled_before(status: &BenchmarkRunStatus, at: Step) -> Option<u32> {
+    status.cells.get(at.cell)?.capacity.as_ref()?.settle_seconds
 }

@@ -89,6 +89,7 @@ pub fn judge_probe(
         close: false,
         check: None,
         why: None,
+        settle_seconds: None,
     };
     let at = format!("at {} rps", rate_text(rate));
     let answer_secs = answer_secs(spec);

@@ -3,6 +3,7 @@
 
 use super::probe::{judge_probe, rate_text};
 use super::search::{self, Next, Params, Probed, SearchOutcome};
+use super::settle;
 use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{
     CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict, RateCheck,
@@ -32,6 +33,7 @@ pub fn measured(
     );
     let cap = c.capacity.get_or_insert_with(CapacityStatus::default);
     probe.probe = cap.probes.len() as u32 + 1;
+    probe.settle_seconds = cap.settle_seconds.take();
     let checking = cap.check.as_ref().filter(|k| !k.done).map(|k| k.purpose);
     probe.check = checking;
     let said = probe_words(&probe);
@@ -60,10 +62,43 @@ pub fn measured(
     // The probe's end: the next probe's wait for this one's processes counts from here
     // (`machine::previous_end`).
     c.completion_time = Some(ctx.now.clone());
-    if checking.is_some() {
-        return check_measured(c, spec, ctx, said);
+    let notes = if checking.is_some() {
+        check_measured(c, spec, ctx, said)
+    } else {
+        search_measured(c, spec, ctx, said)
+    };
+    keep_or_release_target(c, spec, ctx);
+    notes
+}
+
+/// After a probe: a cell whose next probe may run on the same target keeps it, settling
+/// ([`settle::settle_after`]): the cell stays deployed, and the machine starts the next load
+/// once the settle is over. Otherwise the target is removed (counted in `targets`), and the
+/// cell's next probe, if any, deploys a fresh one.
+fn keep_or_release_target(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx) {
+    let Some(cap) = c.capacity.as_mut() else {
+        return;
+    };
+    let probe_secs = spec.probe_duration.get().as_secs_f64();
+    let settle = match (c.phase, cap.probes.last()) {
+        (CellPhase::Pending, Some(last)) => settle::settle_after(spec, last, probe_secs),
+        _ => None,
+    };
+    let Some(secs) = settle else {
+        cap.targets += 1;
+        return;
+    };
+    let now = crate::resource::conditions::secs_of(ctx.now);
+    cap.settle_until = Some(crate::resource::conditions::time_from_secs(
+        now + i64::from(secs),
+    ));
+    cap.settle_seconds = Some(secs);
+    c.phase = CellPhase::Deploying;
+    // The next probe's step starts now: its ready clock and overhead count from here.
+    c.start_time = Some(ctx.now.clone());
+    if let Some(m) = c.message.as_mut() {
+        m.push_str(&format!("; settling {secs} s on the same target"));
     }
-    search_measured(c, spec, ctx, said)
 }
 
 /// A probe of the search recorded (`said` is it in words): the search's next step from its

@@ -44,7 +44,8 @@ pub struct Runner {
     header_values: HeaderValues,
     /// The benchmatrix program that serves as the built-in target and the load generator.
     program: PathBuf,
-    /// The step whose processes run, and its number in the order run (wakes carry it).
+    /// The step whose processes run, the measurement it shows as (a capacity probe by its
+    /// number, see [`shown`]), and its number in the order run (wakes carry it).
     current: Option<(LocalStep, Step, u64)>,
     /// The run as the current step loads it, when that differs from `run`: a capacity
     /// search's probe at its rate (`engine::capacity::step_run`).
@@ -167,8 +168,29 @@ impl Runner {
             &self.run.cells()[at.cell],
             self.wakes.waker(number),
         );
-        local.deploy(&mut self.cell_context(at));
-        self.current = Some((local, at, number));
+        let shown = shown(status, at);
+        local.deploy(&mut self.cell_context(shown));
+        self.current = Some((local, shown, number));
+    }
+
+    /// The load of the step `at` starts: a capacity probe at its own rate, on a kept target
+    /// after its settle (shown as the probe's start) or on the one just deployed.
+    fn start_load(&mut self, status: &BenchmarkRunStatus, at: Step) {
+        self.step_run = crate::engine::capacity::step_run(&self.run, status, at);
+        let run = self.step_run.as_ref().unwrap_or(&self.run);
+        let shown = shown(status, at);
+        if let Some((local, current, _)) = self.current.as_mut() {
+            local.retime(run);
+            if let Some(settle) = crate::engine::capacity::settled_before(status, at) {
+                let detail = format!("on the same target, after settling {settle} s");
+                self.display.show(progress::Update::Started {
+                    step: shown,
+                    detail: &detail,
+                });
+            }
+            *current = shown;
+        }
+        self.with_current(|local, cx| local.start_load(cx));
     }
 
     /// The step under way, with what it needs of the run.
@@ -195,7 +217,11 @@ impl Runner {
             let message = message.unwrap_or_default();
             // Pending: the step measured and the cell is back in line for its next (a
             // capacity probe, a repetition): not a failure.
-            if matches!(phase, CellPhase::Succeeded | CellPhase::Pending) {
+            // Deploying: a probe measured, its target kept for the next.
+            if matches!(
+                phase,
+                CellPhase::Succeeded | CellPhase::Pending | CellPhase::Deploying
+            ) {
                 self.display.show(progress::Update::Succeeded {
                     step,
                     detail: &message,
@@ -260,6 +286,18 @@ impl Runner {
     }
 }
 
+/// The measurement step `at` shows as: a capacity probe by its number in the cell's search
+/// (its probes on one target share a step), anything else as itself.
+fn shown(status: &BenchmarkRunStatus, at: Step) -> Step {
+    match status.cells.get(at.cell).and_then(|c| c.capacity.as_ref()) {
+        Some(cap) => Step {
+            cell: at.cell,
+            repetition: cap.probes.len() as u32 + 1,
+        },
+        None => at,
+    }
+}
+
 impl Executor for Runner {
     fn look(&mut self, _status: &BenchmarkRunStatus, look: Look, _now: &Time) -> Seen {
         let mut seen = Seen::default();
@@ -273,12 +311,20 @@ impl Executor for Runner {
     fn carry_out(&mut self, status: &BenchmarkRunStatus, command: &Command) {
         match *command {
             Command::Deploy(at) => self.deploy(status, at),
-            Command::StartLoad(_) => self.with_current(|local, cx| local.start_load(cx)),
+            Command::StartLoad(at) => self.start_load(status, at),
             Command::Collect(_) => self.with_current(|local, cx| local.collect(cx)),
-            Command::Stop { at, .. } => {
-                if let Some((mut local, _, _)) = self.current.take() {
+            Command::EndLoad(_) => {
+                // The probe ended; its target stays for the next one.
+                if let Some((local, shown, _)) = self.current.as_mut() {
+                    local.end_load();
+                    let (shown, raw) = (*shown, local.raw.take());
+                    self.step_ended(status, shown, raw);
+                }
+            }
+            Command::Stop { .. } => {
+                if let Some((mut local, shown, _)) = self.current.take() {
                     local.stop();
-                    self.step_ended(status, at, local.raw.take());
+                    self.step_ended(status, shown, local.raw.take());
                 }
             }
             Command::WakeIn(_) | Command::Ended => {}

@@ -93,9 +93,9 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
         let _ = writeln!(o, "\n### {name}: {}\n", cap.message);
         let _ = writeln!(
             o,
-            "| probe | rate | achieved | on time | backlog | SLO figures | verdict |"
+            "| probe | target | rate | achieved | on time | backlog | SLO figures | verdict |"
         );
-        let _ = writeln!(o, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
         for p in &cap.probes {
             let _ = writeln!(o, "{}", probe_row(p));
         }
@@ -125,8 +125,13 @@ fn probe_row(p: &ProbeStatus) -> String {
     if let Some(why) = &p.why {
         verdict.push_str(&format!(": {why}"));
     }
+    // Which target the probe ran on: one deployed for it, or the last probe's, kept.
+    let target = match p.settle_seconds {
+        Some(s) => format!("kept, {s} s settle"),
+        None => "fresh".into(),
+    };
     format!(
-        "| {} | {} rps | {:.1} rps | {} | {} | {} | {} |",
+        "| {} | {target} | {} rps | {:.1} rps | {} | {} | {} | {} |",
         p.probe,
         rate_text(p.rate),
         p.achieved,

@@ -112,6 +112,18 @@ pub struct CapacitySpec {
     #[serde(default = "default_max_probes")]
     #[schemars(range(min = 2, max = MAX_PROBES))]
     pub max_probes: u32,
+
+    /// Whether a probe may run on the target the previous probe of the same cell ran on,
+    /// after a settle, instead of a target deployed afresh. Default true: a probe that held,
+    /// or whose backlog drains within seconds, leaves its target for the next one (see
+    /// `status.cells[].capacity.probes[].settleSeconds`). False: every probe deploys a fresh
+    /// target (for a service whose state drifts under load: a cache, a leak).
+    #[serde(default = "default_reuse_target")]
+    pub reuse_target: bool,
+}
+
+fn default_reuse_target() -> bool {
+    true
 }
 
 /// One figure of the service level: set `endpoint` (or leave it out for every endpoint of the

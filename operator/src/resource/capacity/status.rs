@@ -41,6 +41,22 @@ pub struct CapacityStatus {
     /// (confirming the chosen configuration, or ruling out a cheaper one), outside its search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<RateCheck>,
+    /// How many targets the cell's probes have deployed and removed. The probes under way run
+    /// on target number `targets + 1` (on a cluster its objects carry that number); a target
+    /// kept for the next probe is not counted until it is removed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub targets: u32,
+    /// While the cell waits on its kept target before its next probe: until when, so that
+    /// the previous probe's backlog has drained and the target is idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_until: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    /// The settle before the next probe, in seconds, until that probe records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_seconds: Option<u32>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Probes of one cell at one fixed rate, asked by the sizing search.
@@ -123,6 +139,10 @@ pub struct ProbeStatus {
     /// Why the probe did not hold (or was not believed), in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Set when the probe ran on the previous probe's target, kept: the seconds it waited
+    /// on it first (the settle). Absent: the probe's target was deployed for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_seconds: Option<u32>,
 }
 
 /// One SLO figure of one endpoint in one probe.

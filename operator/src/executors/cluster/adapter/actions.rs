@@ -80,6 +80,17 @@ pub fn carry_out(
         // The operator reads a result as soon as the load generator has ended (observe), so
         // there is nothing to collect apart.
         Command::Collect(_) => {}
+        Command::EndLoad(at) => {
+            if let Some(c) = status.cells.get(at.cell) {
+                let name = build::CellRun {
+                    run,
+                    cell: &c.name,
+                    repetition: at.repetition,
+                }
+                .child_name();
+                out.actions.extend(delete_load(name));
+            }
+        }
         Command::Stop { at, keep } => {
             // Named from the status, so that a run whose spec no longer validates can still
             // delete what its step made.
@@ -102,6 +113,15 @@ pub fn carry_out(
             }
         }
     }
+}
+
+/// The deletions of a step's load generator objects (its Job and its plan), named `name`: the
+/// next load of the step, on the same target, makes them again once they are gone.
+pub fn delete_load(name: String) -> Vec<Action> {
+    [ChildKind::Job, ChildKind::ConfigMap]
+        .into_iter()
+        .map(|k| Action::Delete(k, name.clone()))
+        .collect()
 }
 
 /// The deletions of a step's objects, all named `name`.

@@ -38,7 +38,11 @@ pub fn of_step(
             seen_before_deploy(v, cell, at, slot, status, obs, &mut carried.actions),
             None,
         ),
-        Look::Target(_) => seen_target(v, cell, obs, now, carried),
+        Look::Target(_) => {
+            let (mut seen, ready) = seen_target(v, cell, obs, now, carried);
+            seen.load_left = load_left(obs, &mut carried.actions);
+            (seen, ready)
+        }
         Look::Load { .. } => seen_load(v, cell, at, status, obs, now, carried),
     }
 }
@@ -113,6 +117,22 @@ fn seen_target(
         ..Seen::default()
     };
     (seen, ready.and_then(Result::ok))
+}
+
+/// A load generator Job of the step while its target is deployed or kept: an earlier probe's,
+/// which the next load (its Job has the same name) waits for, in words. One not yet being
+/// deleted (its deletion after its probe never happened: an operator that stopped between
+/// writing the status and deleting) is deleted again.
+fn load_left(obs: &Observation, actions: &mut Vec<Action>) -> Option<String> {
+    use kube::ResourceExt;
+    let job = obs.job.as_ref()?;
+    if job.metadata.deletion_timestamp.is_none() {
+        actions.extend(super::actions::delete_load(job.name_any()));
+    }
+    Some(format!(
+        "the previous probe's load generator Job {} is still being deleted",
+        job.name_any()
+    ))
 }
 
 /// While the load runs: the replicas and the load generator, its result, and what it takes

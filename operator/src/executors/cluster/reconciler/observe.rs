@@ -193,6 +193,9 @@ async fn observe_step(at: &Reads<'_>, look: Look, obs: &mut Observation) -> Resu
                 return Ok(());
             };
             let name = cell.child_name();
+            // A capacity probe's target kept for the next probe: the last probe's Job, on its
+            // way out, has the name the next one's will have, so it is looked for too.
+            let kept = crate::engine::capacity::settled_before(at.status, step).is_some();
             if let Some(cached) = cached {
                 // From the watches' caches (`child_caches`); an object they lack may have been
                 // applied a moment ago, and is read before it is taken for missing.
@@ -207,14 +210,24 @@ async fn observe_step(at: &Reads<'_>, look: Look, obs: &mut Observation) -> Resu
                         (Some(d), Some(s)) => (Some(d), Some(s)),
                         _ => deployment_and_service(client, ns, &name).await?,
                     };
+                if kept {
+                    obs.job = cached.job(ns, &name);
+                }
                 return Ok(());
             }
-            // The three reads at once, not one after the other.
-            let (children, targets) = futures::try_join!(
+            // The reads at once, not one after the other.
+            let jobs = Api::<Job>::namespaced(client.clone(), ns);
+            let (children, targets, job) = futures::try_join!(
                 deployment_and_service(client, ns, &name),
-                target_pods(pods, &cell)
+                target_pods(pods, &cell),
+                async {
+                    match kept {
+                        true => jobs.get_opt(&name).await.map_err(Error::from),
+                        false => Ok(None),
+                    }
+                }
             )?;
-            ((obs.deployment, obs.service), obs.target_pods) = (children, targets);
+            ((obs.deployment, obs.service), obs.target_pods, obs.job) = (children, targets, job);
         }
         Look::Load {
             at: step,

@@ -6,6 +6,7 @@
 
 mod burst;
 mod caches;
+mod capacity;
 pub(crate) mod fake;
 mod gate;
 mod identity;

@@ -191,6 +191,24 @@ impl LocalStep {
         Ok(())
     }
 
+    /// The load about to start is `run`'s (a capacity probe's, at its rate): its timing.
+    pub fn retime(&mut self, run: &ValidatedRun) {
+        self.timing = loadgen_setup::LoadTiming::of(run);
+    }
+
+    /// [`Command::EndLoad`](crate::engine::machine::Command::EndLoad): the probe is collected
+    /// and its target kept for the next; what the next load needs is made afresh, and its
+    /// overhead counts from now.
+    pub fn end_load(&mut self) {
+        if let Some(lg) = self.lg.as_mut() {
+            lg.stop();
+        }
+        self.lg = None;
+        self.watch = None;
+        self.files = None;
+        self.started = Instant::now();
+    }
+
     /// A progress line of this step's load generator: to the display.
     pub fn progress(&mut self, ctx: &mut CellContext, p: &ProgressLine) {
         if let Some(watch) = self.watch.as_mut() {
@@ -256,6 +274,14 @@ impl LocalStep {
         let (Some(set), Some(launch)) = (self.set.as_mut(), self.launch.as_ref()) else {
             return;
         };
+        if self.ready.is_some() {
+            // A target kept from the previous probe: ready unless a replica has left since.
+            match set.first_exit() {
+                Some(why) => seen.target_broken = Some((Cause::ReplicaExited, why)),
+                None => seen.ready = Some(Ok(ready_words(set, self.cell.replicas))),
+            }
+            return;
+        }
         let answer = self
             .probing
             .as_ref()
@@ -271,13 +297,7 @@ impl LocalStep {
                 }
                 let cpu = self.cell.cpu.cpu_cores().ok();
                 let ready = launch::read_ready(ctx, set, cpu, self.started);
-                seen.ready = Some(Ok(machine::Ready {
-                    message: format!(
-                        "load generator running against http://{} ({} replica(s) ready)",
-                        set.addr, self.cell.replicas
-                    ),
-                    target_pods: Vec::new(),
-                }));
+                seen.ready = Some(Ok(ready_words(set, self.cell.replicas)));
                 self.ready = Some(ready);
             }
         }
@@ -285,17 +305,25 @@ impl LocalStep {
 
     /// [`Command::Collect`](crate::engine::machine::Command::Collect): the load generator has
     /// ended; stops everything with the last readings, and reads the result for the next look.
+    /// A capacity probe's target is read but left running: the next probe may run on it
+    /// (`Command::EndLoad`), else `Command::Stop` stops it.
     pub fn collect(&mut self, ctx: &CellContext) {
-        let (Some(set), Some(mut lg), Some(watch), Some(files), Some(ready)) = (
-            self.set.take(),
-            self.lg.take(),
-            self.watch.take(),
-            self.files.take(),
-            self.ready.take(),
-        ) else {
+        let keep = ctx.run.spec().capacity.is_some();
+        let (Some(mut lg), Some(watch), Some(files)) =
+            (self.lg.take(), self.watch.take(), self.files.take())
+        else {
             return;
         };
-        let end = supervise::stop(set, &mut lg, true);
+        let (Some(set), Some(ready)) = (self.set.take(), self.ready.take()) else {
+            return;
+        };
+        let end = if keep {
+            let end = supervise::read_running(&set, &mut lg);
+            self.set = Some(set);
+            end
+        } else {
+            supervise::stop(set, &mut lg, true)
+        };
         let Some(status) = watch.exited else {
             return;
         };
@@ -332,6 +360,9 @@ impl LocalStep {
         };
         self.result = Some(Ok(Box::new(measured)));
         self.raw = Some(raw);
+        if keep {
+            self.ready = Some(ready);
+        }
     }
 
     /// [`Command::Stop`](crate::engine::machine::Command::Stop): stops whatever still runs,
@@ -346,5 +377,16 @@ impl LocalStep {
             (None, None) => {}
         }
         self.lg = None;
+    }
+}
+
+/// The ready target of `replicas` replica(s) in the machine's words.
+fn ready_words(set: &ReplicaSet, replicas: u32) -> machine::Ready {
+    machine::Ready {
+        message: format!(
+            "load generator running against http://{} ({replicas} replica(s) ready)",
+            set.addr
+        ),
+        target_pods: Vec::new(),
     }
 }

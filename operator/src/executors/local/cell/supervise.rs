@@ -199,6 +199,22 @@ pub fn stop(set: ReplicaSet, lg: &mut Loadgen, result_in: bool) -> EndReadings {
     }
 }
 
+/// Takes the last readings of a load whose replicas stay for the next one (a capacity probe's
+/// kept target): the load generator is stopped, the replicas are read as they run, not frozen.
+/// What they still do for the ended load (its last answers) falls outside the next load's
+/// readings, which start at its warm-up's end.
+pub fn read_running(set: &ReplicaSet, lg: &mut Loadgen) -> EndReadings {
+    let stopping = Instant::now();
+    lg.stop();
+    EndReadings {
+        cpu_each: set.usage_each(),
+        replica_names: set.replica_names(),
+        stats_addrs: set.stats_addrs.clone(),
+        peak_rss: set.rss().1,
+        stop_secs: stopping.elapsed().as_secs_f64(),
+    }
+}
+
 /// `why` with the part of the load it happened in ("during phase mixed, 3.2 s into the load");
 /// `elapsed` is counted on the plan's clock (the load generator's lateness taken off).
 fn phase_note(

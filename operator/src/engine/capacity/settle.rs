@@ -1,0 +1,110 @@
+//! Whether the next probe of a cell runs on the target its last probe ran on, and how long it
+//! waits on it first.
+//!
+//! A target deployed afresh for every probe costs its start-up each time: a fraction of a
+//! second locally, 5 to 20 s on a cluster (scheduling, image, readiness). So a cell keeps its
+//! target from one probe to the next, as a sweep of rates on one target does, unless the last
+//! probe left more backlog than a short wait drains. What the wait must cover:
+//!
+//! - the requests still unanswered when the probe ended (`probes[].backlog`, counted by the
+//!   load generator, which also counts sends that never got a connection: the target holds at
+//!   most that many). The target works them off at about the rate it answered during the
+//!   probe, so they take `backlog x rate x duration / achieved` seconds; the wait allows
+//!   twice that ([`DRAIN_ALLOWANCE`]), as a target past its knee can drain slower than it
+//!   answered;
+//! - plus [`SETTLE_BASE`], one second, for the last answers in flight and the connections to
+//!   close. A probe that held leaves nothing else: its latency was within the SLO.
+//!
+//! A backlog that would take more than [`MAX_DRAIN`] to work off is not waited for: the target
+//! is removed and the next probe gets a fresh one, so no probe is measured on a target still
+//! busy with the last one's requests. Either way the next probe's warm-up at its own rate
+//! (`workload.warmup`) comes before anything is measured.
+
+use std::time::Duration;
+
+use crate::resource::capacity::{CapacitySpec, ProbeStatus};
+
+/// The wait after every probe before the next on the same target.
+pub const SETTLE_BASE: Duration = Duration::from_secs(1);
+
+/// How many times the estimated drain time the wait allows.
+pub const DRAIN_ALLOWANCE: f64 = 2.0;
+
+/// The longest estimated drain a kept target is waited for; beyond, a fresh target is faster
+/// to have than certain to be idle.
+pub const MAX_DRAIN: Duration = Duration::from_secs(5);
+
+/// The seconds to wait on the target `last` ran on before the next probe, or `None` when the
+/// next probe gets a fresh target (reuse is off, or the backlog is too large to wait for).
+/// `probe_secs` is the length of the probe's measured phase.
+pub fn settle_after(spec: &CapacitySpec, last: &ProbeStatus, probe_secs: f64) -> Option<u32> {
+    if !spec.reuse_target {
+        return None;
+    }
+    let drain = drain_secs(last, probe_secs)?;
+    if drain > MAX_DRAIN.as_secs_f64() {
+        return None;
+    }
+    let wait = SETTLE_BASE.as_secs_f64() + DRAIN_ALLOWANCE * drain;
+    Some(wait.ceil() as u32)
+}
+
+/// The estimated seconds the target takes to work off what `p` left unanswered; `None` when it
+/// cannot be told (the load generator did not report its backlog, or nothing was answered).
+fn drain_secs(p: &ProbeStatus, probe_secs: f64) -> Option<f64> {
+    let backlog = p.backlog?;
+    let left = backlog * p.rate * probe_secs;
+    if left < 1.0 {
+        return Some(0.0);
+    }
+    (p.achieved > 0.0).then(|| left / p.achieved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::capacity::ProbeVerdict;
+
+    fn spec(reuse: bool) -> CapacitySpec {
+        let mut s: CapacitySpec =
+            serde_yaml::from_str("slo: [{errorRate: {below: 0.01}}]").unwrap();
+        s.reuse_target = reuse;
+        s
+    }
+
+    fn probe(rate: f64, achieved: f64, backlog: Option<f64>) -> ProbeStatus {
+        ProbeStatus {
+            rate,
+            achieved,
+            backlog,
+            verdict: ProbeVerdict::Failed,
+            ..ProbeStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_probe_that_kept_up_leaves_its_target_after_the_base_settle() {
+        let held = probe(40.0, 40.0, Some(0.0005));
+        assert_eq!(settle_after(&spec(true), &held, 10.0), Some(1));
+        assert_eq!(settle_after(&spec(false), &held, 10.0), None);
+    }
+
+    /// 60 rps offered to a target answering 47 for 10 s: 5% of the 600 sends (30) unanswered
+    /// take 30 / 47 = 0.64 s to work off; the wait allows twice that plus a second.
+    #[test]
+    fn a_small_backlog_is_waited_for_twice_its_drain_time() {
+        let past = probe(60.0, 47.0, Some(0.05));
+        assert_eq!(settle_after(&spec(true), &past, 10.0), Some(3));
+    }
+
+    /// 80 rps against 47 for 10 s: 330 unanswered take 7 s: a fresh target instead.
+    #[test]
+    fn a_large_backlog_gets_the_next_probe_a_fresh_target() {
+        let far = probe(80.0, 47.0, Some(0.41));
+        assert_eq!(settle_after(&spec(true), &far, 10.0), None);
+        let silent = probe(80.0, 0.0, Some(0.9));
+        assert_eq!(settle_after(&spec(true), &silent, 10.0), None);
+        let unknown = probe(80.0, 47.0, None);
+        assert_eq!(settle_after(&spec(true), &unknown, 10.0), None);
+    }
+}
