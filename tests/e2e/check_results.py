@@ -41,7 +41,12 @@ PERCENTILES = ("p50", "p90", "p99", "p999", "max", "mean")
 
 
 def expected_pairs(spec):
-    """(phase, endpoint) pairs the workload drives, in order; warm-up is not reported."""
+    """(phase, endpoint) pairs the workload drives, in order; warm-up is not reported. A capacity
+    search's cells report their confirmation probe: phase "probe", each endpoint of the mix."""
+    capacity = spec.get("capacity")
+    if capacity is not None:
+        mix = [m["endpoint"] for m in capacity.get("mix") or []]
+        return [("probe", e) for e in mix or [spec["workload"]["endpoints"][0]["name"]]]
     pairs = []
     for phase in spec["workload"]["phases"]:
         for stream in phase["load"]:
@@ -89,6 +94,43 @@ def check(run):
             if not 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] <= lat["max"]:
                 problems.append(f"{where}: percentiles out of order or zero: {lat}")
     return problems
+
+
+def check_capacity(run):
+    """A capacity search on the cluster: each cell found its capacity (or said why not) with every
+    probe recorded at its own rate, and its probes shared a target: at least one ran on the
+    previous probe's target after a settle, and the targets deployed are fewer than the probes."""
+    problems = []
+    for cell in (run.get("status") or {}).get("cells") or []:
+        cname, cap = cell.get("name"), cell.get("capacity") or {}
+        probes = cap.get("probes") or []
+        if not probes:
+            problems.append(f"cell {cname}: no capacity probes")
+            continue
+        if not cap.get("message"):
+            problems.append(f"cell {cname}: the search says nothing (no capacity.message)")
+        for p in probes:
+            rate, achieved = p.get("rate", 0), p.get("achieved", 0)
+            if achieved > rate * 1.05 + 0.5:
+                problems.append(f"cell {cname}, probe {p.get('probe')}: achieved {achieved} rps at {rate} offered: "
+                                "another probe's result?")
+        kept = [p.get("probe") for p in probes if p.get("settleSeconds") is not None]
+        if not kept:
+            problems.append(f"cell {cname}: no probe ran on a kept target (no probes[].settleSeconds)")
+        targets = cap.get("targets", 0)
+        if not 1 <= targets < len(probes):
+            problems.append(f"cell {cname}: {targets} targets for {len(probes)} probes, want at least 1 and fewer")
+    return problems
+
+
+def print_probes(run):
+    for cell in (run.get("status") or {}).get("cells") or []:
+        cap = cell.get("capacity") or {}
+        print(f"\n{cell.get('name')}: {cap.get('message')}")
+        for p in cap.get("probes") or []:
+            target = f"kept, {p['settleSeconds']} s settle" if p.get("settleSeconds") is not None else "fresh"
+            print(f"  probe {p.get('probe')}: {p.get('rate')} rps, achieved {p.get('achieved')}, "
+                  f"{p.get('verdict')} ({target})")
 
 
 def condition(status, kind):
@@ -282,6 +324,8 @@ def main(argv):
     parser.add_argument("--repeat", type=int, metavar="N", help="check N interleaved repetitions per cell and the spread")
     parser.add_argument("--adaptive", type=float, nargs=3, metavar=("MIN", "MAX", "PRECISION"),
                         help="check repeat: {min, max, precision}: MIN to MAX repetitions a cell, why each stopped, interleaved, spread")
+    parser.add_argument("--capacity", action="store_true",
+                        help="check a capacity search: probes at their own rates, sharing targets")
     args = parser.parse_args(argv[1:])
     with open(args.run) as f:
         run = json.load(f)
@@ -293,6 +337,9 @@ def main(argv):
     if args.repeat is not None:
         print_repetitions(run)
         problems += check_repeat(run, args.repeat)
+    if args.capacity:
+        print_probes(run)
+        problems += check_capacity(run)
     if args.adaptive is not None:
         print_repetitions(run)
         low, high, precision = int(args.adaptive[0]), int(args.adaptive[1]), args.adaptive[2]
@@ -308,6 +355,8 @@ def main(argv):
         extra += f"; {len((run.get('status') or {}).get('thresholds') or [])} threshold verdicts, all Pass"
     if args.repeat is not None:
         extra += f"; {args.repeat} repetitions a cell, interleaved, with spread"
+    if args.capacity:
+        extra += "; capacity probes at their own rates, sharing targets"
     if args.adaptive is not None:
         took = [f"{c.get('name')} {len(c.get('repetitions') or [])}" for c in (run.get("status") or {}).get("cells") or []]
         extra += f"; repetitions until precise ({', '.join(took)}), interleaved, with spread"

@@ -9,7 +9,9 @@
 # `repeat: {min: 2, max: 3, precision: 25}` (a copy), checking that the repetitions ran
 # interleaved (a b a b), that each cell stopped once precise or at 3 and says which, and that every
 # result carries its spread. A repetition stress run (two cells x repeat: 6 of 2 s phases) checks
-# that every repetition is measured and that each starts soon after the previous one ended. The
+# that every repetition is measured and that each starts soon after the previous one ended. A
+# capacity search (tests/e2e/capacity.yaml) checks that its probes share their target and each
+# records its own Job's result at its own rate. The
 # own-service step runs examples/own-service (busybox:1.36 httpd with a CGI script from a
 # ConfigMap through spec.target.podTemplate, a POST with a bearer token from a Secret) and checks
 # zero errors, the kubelets' CPU, throttling and memory figures and a recommendation; the first
@@ -184,6 +186,7 @@ GATE_NAME="$(run_name_of "${GATE_SAMPLE}")"
 readonly GATE_NAME
 readonly REPEAT_NAME="${GATE_NAME}-repeat"
 readonly STRESS_NAME="e2e-stress"
+readonly CAPACITY_NAME="e2e-capacity"
 
 # ---------------------------------------------------------------------------------------------
 # Diagnostics and cleanup
@@ -543,6 +546,17 @@ wait_complete "${STRESS_NAME}"
 kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${STRESS_NAME}" -o json >"${work}/stress.json"
 python3 tests/e2e/check_results.py --repeat "${STRESS_REPEAT}" "${work}/stress.json"
 python3 tests/e2e/check_timing.py --max-handover "${HANDOVER_BOUND}" "${work}/stress.json"
+
+# ---------------------------------------------------------------------------------------------
+# 8d. A capacity search: its probes share the target (a settle between them, a fresh target only
+# after a probe that left seconds of backlog), each probe's Job is its own and goes before the
+# next, and every probe is recorded at its own rate
+
+log "capacity: ${CAPACITY_NAME}, tests/e2e/capacity.yaml searched at p99 below 100 ms"
+sed -e "s/^  name: NAME$/  name: ${CAPACITY_NAME}/" tests/e2e/capacity.yaml | start_run - "${CAPACITY_NAME}"
+wait_complete "${CAPACITY_NAME}"
+kubectl get benchmarkrun -n "${RUN_NAMESPACE}" "${CAPACITY_NAME}" -o json >"${work}/capacity.json"
+python3 tests/e2e/check_results.py --capacity "${work}/capacity.json"
 
 # ---------------------------------------------------------------------------------------------
 # 8c. Your own service: busybox httpd serving a CGI script from a ConfigMap (the pod template),

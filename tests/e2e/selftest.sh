@@ -93,6 +93,7 @@ case "${args}" in
   *"get benchmarkrun"*"ci-gate-repeat -o json"*) cat "${STUB_FIXTURES}/repeat.json" ;;
   *"get benchmarkrun"*"own-service -o json"*) cat "${STUB_FIXTURES}/own.json" ;;
   *"get benchmarkrun"*"e2e-stress -o json"*) cat "${STUB_FIXTURES}/stress.json" ;;
+  *"get benchmarkrun"*"e2e-capacity -o json"*) cat "${STUB_FIXTURES}/capacity.json" ;;
   *"get benchmarkrun"*"ci-gate -o json"*) cat "${STUB_FIXTURES}/gate.json" ;;
   *"get benchmarkrun"*"e2e-restart -o json"*) cat "${STUB_FIXTURES}/restart.json" ;;
   *"get benchmarkrun"*"benchmatrix.dev/e2e=queue -o json"*) cat "${STUB_FIXTURES}/queue.json" ;;
@@ -243,6 +244,28 @@ own = run("own-service", own_spec, own_cells, conditions=[met], thresholds=own_v
 dump("own", own)
 bad = copy.deepcopy(own); bad["status"]["cells"][1]["results"][0]["errors"] = 3; dump("own-errors", bad)
 bad = copy.deepcopy(own); del bad["status"]["cells"][2]["target"]["cfsPeriods"]; dump("own-no-throttling", bad)
+# A capacity search as the e2e's (tests/e2e/capacity.yaml): 10 and 20 held, 40 failed with
+# seconds of backlog (a fresh target next), 30 and 25 failed on kept targets, 20 confirmed.
+cap_spec = yaml.safe_load(open("tests/e2e/capacity.yaml"))["spec"]
+def probe(n, rate, achieved, verdict, settle=None):
+    p = {"probe": n, "rate": rate, "achieved": achieved, "verdict": verdict}
+    if settle is not None:
+        p["settleSeconds"] = settle
+    return p
+cap_probes = [probe(1, 10.0, 10.0, "Held"), probe(2, 20.0, 20.0, "Held", 1), probe(3, 40.0, 24.6, "Failed", 1),
+              probe(4, 30.0, 24.8, "Failed"), probe(5, 25.0, 24.1, "Failed", 4), probe(6, 20.0, 20.0, "Held", 3)]
+cap_status = {"found": True, "heldRate": 20.0, "failedRate": 25.0, "message": "capacity 20 rps: held (and confirmed)",
+              "probes": cap_probes, "targets": 2}
+cap_cells = [{"name": "single-500m", "phase": "Succeeded", "results": [res("probe", "fast")], "capacity": cap_status}]
+capacity = run("e2e-capacity", cap_spec, cap_cells)
+dump("capacity", capacity)
+bad = copy.deepcopy(capacity)
+for p in bad["status"]["cells"][0]["capacity"]["probes"]:
+    p.pop("settleSeconds", None)
+bad["status"]["cells"][0]["capacity"]["targets"] = 6
+dump("capacity-fresh-every-probe", bad)
+bad = copy.deepcopy(capacity); bad["status"]["cells"][0]["capacity"]["probes"][5]["achieved"] = 40.0
+dump("capacity-foreign-result", bad)
 dump("restart", run("e2e-restart", restart, [{"name": n, "phase": "Succeeded", "results": [res("steady", "fast")]} for n in ("single-x1", "pool-x1")]))
 PY
 
@@ -291,6 +314,9 @@ if [[ ${status} -eq 0 ]] && in_order \
   "^kubectl apply -n benchmatrix-e2e -f -" \
   "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-stress --for=condition=Complete" \
   "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-stress -o json" \
+  "^kubectl delete benchmarkrun -n benchmatrix-e2e e2e-capacity --ignore-not-found" \
+  "^kubectl wait -n benchmatrix-e2e benchmarkrun/e2e-capacity --for=condition=Complete" \
+  "^kubectl get benchmarkrun -n benchmatrix-e2e e2e-capacity -o json" \
   "^kubectl -n benchmatrix-e2e create configmap own-service-www --from-file=orders=examples/own-service/www/cgi-bin/orders" \
   "^kubectl -n benchmatrix-e2e create secret generic api-token --from-literal=token=Bearer " \
   "^kubectl apply -n benchmatrix-e2e -f examples/own-service/benchmarkrun.yaml" \
@@ -486,6 +512,9 @@ check fail repeat-no-precision "cell pool-x1: no precision (why it stopped repea
 check fail repeat-imprecise-early "cell single-x1: not precise, yet stopped after 2 of at most 3" --adaptive 2 3 25
 check fail repeat-too-wide "cell single-x1: precise, but its widest interval is 40.0% (want at most 25.0%)" --adaptive 2 3 25
 check fail repeat-not-interleaved "want interleaved" --adaptive 2 3 25
+check pass capacity "capacity probes at their own rates, sharing targets" --capacity
+check fail capacity-fresh-every-probe "cell single-500m: no probe ran on a kept target" --capacity
+check fail capacity-foreign-result "cell single-500m, probe 6: achieved 40.0 rps at 20.0 offered" --capacity
 
 # 12. check_timing.py on the planted queue: runs admitted as the slot frees pass; one admitted on
 # a timer, or a cell slower than the bound, is caught with its figure.
