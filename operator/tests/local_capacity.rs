@@ -98,13 +98,16 @@ fn timing_the_search_finds_the_capacity_of_a_service_with_a_known_one() {
     );
 }
 
-/// A probe after one that held runs on the same target after the base settle of 1 s; a probe
-/// after one that left more backlog than 5 s of the rate it answered drains gets a fresh
-/// target: the service's queue of the last probe's requests never meets the next probe.
+/// A probe after one that held runs on the same target after the base settle of 1 s. A probe
+/// after one that left a backlog waits on the kept target only while that is no longer than a
+/// fresh target took to be ready (`freshTargetSeconds`: locally, under a second), and never for
+/// a backlog estimated at over 30 s: the last probe's queue never meets the next probe.
 fn assert_kept_targets_only_after_small_backlogs(st: &serde_yaml::Value, t: &str) {
-    let probes = cell(st, "known")["capacity"]["probes"]
-        .as_sequence()
-        .unwrap();
+    let cap = &cell(st, "known")["capacity"];
+    let fresh = cap["freshTargetSeconds"]
+        .as_u64()
+        .expect("a fresh target's wait measured");
+    let probes = cap["probes"].as_sequence().unwrap();
     let mut kept = 0;
     for pair in probes.windows(2) {
         let (last, next) = (&pair[0], &pair[1]);
@@ -118,7 +121,13 @@ fn assert_kept_targets_only_after_small_backlogs(st: &serde_yaml::Value, t: &str
                 "after a probe that held:\n{last:?}\n{next:?}\n{t}"
             );
         }
-        if drain > 5.0 {
+        if let Some(s) = settle {
+            assert!(
+                s <= fresh.max(1),
+                "waited {s} s where a fresh target takes {fresh}:\n{t}"
+            );
+        }
+        if drain > 30.0 {
             assert_eq!(settle, None, "kept after a backlog of {drain:.1} s:\n{t}");
         }
         kept += usize::from(settle.is_some());

@@ -761,6 +761,7 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         targets: u32::MAX,
         settle_until: Some(time()),
         settle_seconds: Some(u32::MAX),
+        fresh_target_seconds: Some(u32::MAX),
     })
 }
 

@@ -122,7 +122,22 @@ pub fn judge_probe(
                  generator of this release (spec.loadgen.image)"
             )),
         ),
-        (None, None, Some(_)) => match (failing, failed_answers(spec, results)) {
+        (None, None, Some(s)) => match (failing, failed_answers(spec, results)) {
+            (Some((f, why)), _) if late_not_slow(f, s) => (
+                ProbeVerdict::LoadgenBound,
+                Some(format!(
+                    concat!(
+                        "{} {}, counted from the intended send times, with {:.1}% of the sends ",
+                        "late while the target answered what it was sent in p99 {:.1} ms: the ",
+                        "load generator could not keep the schedule; raise ",
+                        "spec.loadgen.generators or spec.loadgen.cpu"
+                    ),
+                    why,
+                    at,
+                    (1.0 - s.on_time()) * 100.0,
+                    s.sent_p99_ms.unwrap_or_default()
+                )),
+            ),
             (Some((_, why)), _) => (ProbeVerdict::Failed, Some(format!("{why} {at}"))),
             (None, Some(failed)) => (ProbeVerdict::Failed, Some(format!("{failed} {at}"))),
             (None, None) => (ProbeVerdict::Held, None),
@@ -177,6 +192,18 @@ fn loadgen_bound(sends: &Sends, answer_secs: f64) -> bool {
         && sends
             .sent_p99_ms
             .is_some_and(|p99| p99 <= answer_secs * 1000.0)
+}
+
+/// A latency percentile that failed only because the load generator sent late: more than
+/// [`LATE_SHARE`] of the sends went out late, and what the target was sent it answered within
+/// the figure's limit (its p99 from the actual send is below it, so p50 and p90 are too). A
+/// target that cannot keep up queues what it is sent, so its answers from the actual send are
+/// slow as well; a load generator short of CPU or connections sends late while the target
+/// answers at once. Charged to the target, such a probe would fail it at a rate it holds.
+fn late_not_slow(failed: &ProbeFigure, sends: &Sends) -> bool {
+    matches!(failed.figure.as_str(), "p50" | "p90" | "p99")
+        && 1.0 - sends.on_time() > LATE_SHARE
+        && sends.sent_p99_ms.is_some_and(|p99| p99 < failed.limit)
 }
 
 /// Each SLO figure of each endpoint it names (every endpoint of the mix when it names none),

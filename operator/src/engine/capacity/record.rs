@@ -34,6 +34,7 @@ pub fn measured(
     let cap = c.capacity.get_or_insert_with(CapacityStatus::default);
     probe.probe = cap.probes.len() as u32 + 1;
     probe.settle_seconds = cap.settle_seconds.take();
+    let probe_was_fresh = probe.settle_seconds.is_none();
     let checking = cap.check.as_ref().filter(|k| !k.done).map(|k| k.purpose);
     probe.check = checking;
     let said = probe_words(&probe);
@@ -59,6 +60,12 @@ pub fn measured(
     if let Some(o) = measured.overhead_seconds {
         c.overhead_seconds = Some(round2(c.overhead_seconds.unwrap_or(0.0) + o));
     }
+    if probe_was_fresh {
+        let waited = fresh_target_wait(c);
+        if let Some(cap) = c.capacity.as_mut() {
+            cap.fresh_target_seconds = waited.or(cap.fresh_target_seconds);
+        }
+    }
     // The probe's end: the next probe's wait for this one's processes counts from here
     // (`machine::previous_end`).
     c.completion_time = Some(ctx.now.clone());
@@ -71,6 +78,15 @@ pub fn measured(
     notes
 }
 
+/// The seconds a probe on a fresh target waited for it: from its step's start (the target's
+/// deployment) until its load started.
+fn fresh_target_wait(c: &CellStatus) -> Option<u32> {
+    use crate::resource::conditions::secs_of;
+    let since = c.start_time.as_ref()?;
+    let loaded = c.load_start_time.as_ref()?;
+    Some((secs_of(loaded) - secs_of(since)).max(0) as u32)
+}
+
 /// After a probe: a cell whose next probe may run on the same target keeps it, settling
 /// ([`settle::settle_after`]): the cell stays deployed, and the machine starts the next load
 /// once the settle is over. Otherwise the target is removed (counted in `targets`), and the
@@ -81,7 +97,9 @@ fn keep_or_release_target(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx) {
     };
     let probe_secs = spec.probe_duration.get().as_secs_f64();
     let settle = match (c.phase, cap.probes.last()) {
-        (CellPhase::Pending, Some(last)) => settle::settle_after(spec, last, probe_secs),
+        (CellPhase::Pending, Some(last)) => {
+            settle::settle_after(spec, last, probe_secs, cap.fresh_target_seconds)
+        }
         _ => None,
     };
     let Some(secs) = settle else {

@@ -15,10 +15,16 @@
 //! - plus [`SETTLE_BASE`], one second, for the last answers in flight and the connections to
 //!   close. A probe that held leaves nothing else: its latency was within the SLO.
 //!
-//! A backlog that would take more than [`MAX_DRAIN`] to work off is not waited for: the target
-//! is removed and the next probe gets a fresh one, so no probe is measured on a target still
-//! busy with the last one's requests. Either way the next probe's warm-up at its own rate
-//! (`workload.warmup`) comes before anything is measured.
+//! A settle longer than a fresh target takes is not waited out: the target is removed and the
+//! next probe gets a fresh one, which is as idle and ready sooner. What a fresh target takes is
+//! measured, not guessed: the cell's latest probe on a fresh target waited
+//! `capacity.freshTargetSeconds` for it, from its deployment to its load's start (scheduled,
+//! started and ready: under a second locally, 1-2 s on a small cluster with the image present,
+//! tens of seconds for a service that warms a JVM or pulls an image). A probe
+//! that held is always followed on its target: its settle is [`SETTLE_BASE`], the shortest.
+//! A backlog estimated to take more than [`MAX_DRAIN`] is never waited for, however slow a fresh
+//! target is: the estimate is not trusted that far. Either way the next probe's warm-up at its
+//! own rate (`workload.warmup`) comes before anything is measured.
 
 use std::time::Duration;
 
@@ -30,14 +36,19 @@ pub const SETTLE_BASE: Duration = Duration::from_secs(1);
 /// How many times the estimated drain time the wait allows.
 pub const DRAIN_ALLOWANCE: f64 = 2.0;
 
-/// The longest estimated drain a kept target is waited for; beyond, a fresh target is faster
-/// to have than certain to be idle.
-pub const MAX_DRAIN: Duration = Duration::from_secs(5);
+/// The longest estimated drain a kept target is waited for.
+pub const MAX_DRAIN: Duration = Duration::from_secs(30);
 
 /// The seconds to wait on the target `last` ran on before the next probe, or `None` when the
-/// next probe gets a fresh target (reuse is off, or the backlog is too large to wait for).
+/// next probe gets a fresh target: reuse is off, the backlog is too large to wait for, or the
+/// wait would be longer than a fresh target took (`fresh_secs`, when one was measured).
 /// `probe_secs` is the length of the probe's measured phase.
-pub fn settle_after(spec: &CapacitySpec, last: &ProbeStatus, probe_secs: f64) -> Option<u32> {
+pub fn settle_after(
+    spec: &CapacitySpec,
+    last: &ProbeStatus,
+    probe_secs: f64,
+    fresh_secs: Option<u32>,
+) -> Option<u32> {
     if !spec.reuse_target {
         return None;
     }
@@ -45,8 +56,12 @@ pub fn settle_after(spec: &CapacitySpec, last: &ProbeStatus, probe_secs: f64) ->
     if drain > MAX_DRAIN.as_secs_f64() {
         return None;
     }
-    let wait = SETTLE_BASE.as_secs_f64() + DRAIN_ALLOWANCE * drain;
-    Some(wait.ceil() as u32)
+    let wait = (SETTLE_BASE.as_secs_f64() + DRAIN_ALLOWANCE * drain).ceil() as u32;
+    let base = SETTLE_BASE.as_secs() as u32;
+    match fresh_secs {
+        Some(fresh) if wait > fresh.max(base) => None,
+        _ => Some(wait),
+    }
 }
 
 /// The estimated seconds the target takes to work off what `p` left unanswered; `None` when it
@@ -82,11 +97,14 @@ mod tests {
         }
     }
 
+    /// A probe that held keeps its target after the base settle, even where a fresh one is
+    /// ready at once (locally, in well under a second).
     #[test]
     fn a_probe_that_kept_up_leaves_its_target_after_the_base_settle() {
         let held = probe(40.0, 40.0, Some(0.0005));
-        assert_eq!(settle_after(&spec(true), &held, 10.0), Some(1));
-        assert_eq!(settle_after(&spec(false), &held, 10.0), None);
+        assert_eq!(settle_after(&spec(true), &held, 10.0, None), Some(1));
+        assert_eq!(settle_after(&spec(true), &held, 10.0, Some(0)), Some(1));
+        assert_eq!(settle_after(&spec(false), &held, 10.0, None), None);
     }
 
     /// 60 rps offered to a target answering 47 for 10 s: 5% of the 600 sends (30) unanswered
@@ -94,17 +112,23 @@ mod tests {
     #[test]
     fn a_small_backlog_is_waited_for_twice_its_drain_time() {
         let past = probe(60.0, 47.0, Some(0.05));
-        assert_eq!(settle_after(&spec(true), &past, 10.0), Some(3));
+        assert_eq!(settle_after(&spec(true), &past, 10.0, None), Some(3));
+        assert_eq!(settle_after(&spec(true), &past, 10.0, Some(3)), Some(3));
     }
 
-    /// 80 rps against 47 for 10 s: 330 unanswered take 7 s: a fresh target instead.
+    /// 80 rps against 47 for 10 s: 330 unanswered take 7 s, a 15 s settle. Where a fresh
+    /// target took 2 s (a small cluster) the next probe gets one; where it took 40 s (a slow
+    /// starter) it waits on the kept one. Past 30 s of backlog it never waits.
     #[test]
-    fn a_large_backlog_gets_the_next_probe_a_fresh_target() {
+    fn a_settle_longer_than_a_fresh_target_takes_gets_a_fresh_target() {
         let far = probe(80.0, 47.0, Some(0.41));
-        assert_eq!(settle_after(&spec(true), &far, 10.0), None);
+        assert_eq!(settle_after(&spec(true), &far, 10.0, Some(2)), None);
+        assert_eq!(settle_after(&spec(true), &far, 10.0, Some(40)), Some(15));
+        let huge = probe(400.0, 47.0, Some(0.85));
+        assert_eq!(settle_after(&spec(true), &huge, 10.0, Some(600)), None);
         let silent = probe(80.0, 0.0, Some(0.9));
-        assert_eq!(settle_after(&spec(true), &silent, 10.0), None);
+        assert_eq!(settle_after(&spec(true), &silent, 10.0, None), None);
         let unknown = probe(80.0, 47.0, None);
-        assert_eq!(settle_after(&spec(true), &unknown, 10.0), None);
+        assert_eq!(settle_after(&spec(true), &unknown, 10.0, None), None);
     }
 }

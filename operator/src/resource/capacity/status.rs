@@ -53,6 +53,11 @@ pub struct CapacityStatus {
     /// The settle before the next probe, in seconds, until that probe records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_seconds: Option<u32>,
+    /// What the latest probe on a fresh target waited for it, in seconds: from the target's
+    /// deployment until the probe's load started (scheduled, started and ready). A settle
+    /// longer than this gets the next probe a fresh target instead: it is ready sooner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_target_seconds: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {

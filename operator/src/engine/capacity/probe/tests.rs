@@ -275,3 +275,55 @@ fn a_probe_without_send_counts_never_holds_and_blames_the_load_generator() {
     );
     assert_eq!((p.sent_on_time, p.backlog), (None, None));
 }
+
+/// A throttled load generator (measured on a cluster with 20m of CPU for it: two thirds of the
+/// sends late at 400 rps, every one answered) puts its lateness into the latency counted from
+/// the intended send time: p99 158 ms. The target answered what it was sent in 12 ms, so the
+/// probe is the load generator's, not a failure of the target at a rate it holds.
+#[test]
+fn a_percentile_failed_by_late_sends_the_target_answered_fast_is_the_load_generators() {
+    let late = Sends {
+        sent_p99_ms: Some(12.0),
+        ..sends(4000.0, 2640, 3)
+    };
+    let p = judge_probe(
+        &spec(SLO),
+        &["fast"],
+        400.0,
+        &[result("fast", 3966, 0, 158.1)],
+        Some(&late),
+        None,
+    );
+    assert_eq!(p.verdict, ProbeVerdict::LoadgenBound, "{p:?}");
+    let why = p.why.unwrap();
+    assert!(why.contains("66.0% of the sends late"), "{why}");
+    assert!(why.contains("in p99 12.0 ms"), "{why}");
+    // The same lateness where the target was slow to answer what it was sent: its failure.
+    let slow = Sends {
+        sent_p99_ms: Some(140.0),
+        ..late
+    };
+    let p = judge_probe(
+        &spec(SLO),
+        &["fast"],
+        400.0,
+        &[result("fast", 3966, 0, 158.1)],
+        Some(&slow),
+        None,
+    );
+    assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
+    // Few late sends: the corrected latency is the target's to answer for.
+    let few = Sends {
+        sent_p99_ms: Some(12.0),
+        ..sends(4000.0, 40, 3)
+    };
+    let p = judge_probe(
+        &spec(SLO),
+        &["fast"],
+        400.0,
+        &[result("fast", 3966, 0, 158.1)],
+        Some(&few),
+        None,
+    );
+    assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
+}
