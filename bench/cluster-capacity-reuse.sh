@@ -6,7 +6,10 @@
 # alternating, each in turn, on the current kubeconfig's cluster with the operator installed.
 #
 #   ROUNDS=2 bench/cluster-capacity-reuse.sh
+#   SPEC=bench/cluster-slow-start.yaml ROUNDS=1 bench/cluster-capacity-reuse.sh   # a slow starter
 #
+# SPEC is any run with `  name: NAME` and `    probeDuration: 10s` lines (tests/e2e/capacity.yaml
+# by default).
 # Prints each run's capacity, probes, targets deployed and wall time (the run's startTime to
 # its completionTime), then the medians of each kind side by side.
 set -euo pipefail
@@ -15,6 +18,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 
 ROUNDS="${ROUNDS:-2}"
+SPEC="${SPEC:-tests/e2e/capacity.yaml}"
 NS="${NS:-bench-capacity-reuse}"
 OUT="${OUT:-$(mktemp -d)}"
 mkdir -p "$OUT"
@@ -25,7 +29,7 @@ for round in $(seq 1 "$ROUNDS"); do
     name="reuse-${reuse}-${round}"
     sed -e "s/^  name: NAME$/  name: ${name}/" \
       -e "s/^    probeDuration: 10s$/    probeDuration: 10s\n    reuseTarget: ${reuse}/" \
-      tests/e2e/capacity.yaml >"$OUT/${name}.yaml"
+      "$SPEC" >"$OUT/${name}.yaml"
     grep -q "reuseTarget: ${reuse}" "$OUT/${name}.yaml"
     kubectl apply -n "$NS" -f "$OUT/${name}.yaml" >/dev/null
     kubectl wait -n "$NS" "benchmarkrun/${name}" --for=condition=Complete --timeout=1800s >/dev/null

@@ -8,10 +8,11 @@
 //!
 //! - the requests still unanswered when the probe ended (`probes[].backlog`, counted by the
 //!   load generator, which also counts sends that never got a connection: the target holds at
-//!   most that many). The target works them off at about the rate it answered during the
-//!   probe, so they take `backlog x rate x duration / achieved` seconds; the wait allows
-//!   twice that ([`DRAIN_ALLOWANCE`]), as a target past its knee can drain slower than it
-//!   answered;
+//!   most that many), beyond those a target keeping up has in flight (the rate times the SLO's
+//!   largest latency, which the probe's judge allows too). The target works them off at about
+//!   the rate it answered during the probe, so they take `left / achieved` seconds; the wait
+//!   allows twice that ([`DRAIN_ALLOWANCE`]), as a target past its knee can drain slower than
+//!   it answered;
 //! - plus [`SETTLE_BASE`], one second, for the last answers in flight and the connections to
 //!   close. A probe that held leaves nothing else: its latency was within the SLO.
 //!
@@ -52,7 +53,8 @@ pub fn settle_after(
     if !spec.reuse_target {
         return None;
     }
-    let drain = drain_secs(last, probe_secs)?;
+    let in_flight = last.rate * super::probe::answer_secs(spec);
+    let drain = drain_secs(last, probe_secs, in_flight)?;
     if drain > MAX_DRAIN.as_secs_f64() {
         return None;
     }
@@ -64,11 +66,12 @@ pub fn settle_after(
     }
 }
 
-/// The estimated seconds the target takes to work off what `p` left unanswered; `None` when it
-/// cannot be told (the load generator did not report its backlog, or nothing was answered).
-fn drain_secs(p: &ProbeStatus, probe_secs: f64) -> Option<f64> {
+/// The estimated seconds the target takes to work off what `p` left unanswered beyond the
+/// `in_flight` requests any target keeping up has; `None` when it cannot be told (the load
+/// generator did not report its backlog, or nothing was answered).
+fn drain_secs(p: &ProbeStatus, probe_secs: f64, in_flight: f64) -> Option<f64> {
     let backlog = p.backlog?;
-    let left = backlog * p.rate * probe_secs;
+    let left = backlog * p.rate * probe_secs - in_flight;
     if left < 1.0 {
         return Some(0.0);
     }
@@ -82,7 +85,7 @@ mod tests {
 
     fn spec(reuse: bool) -> CapacitySpec {
         let mut s: CapacitySpec =
-            serde_yaml::from_str("slo: [{errorRate: {below: 0.01}}]").unwrap();
+            serde_yaml::from_str("slo: [{endpoint: fast, p99: {below: 100ms}}]").unwrap();
         s.reuse_target = reuse;
         s
     }
@@ -105,10 +108,18 @@ mod tests {
         assert_eq!(settle_after(&spec(true), &held, 10.0, None), Some(1));
         assert_eq!(settle_after(&spec(true), &held, 10.0, Some(0)), Some(1));
         assert_eq!(settle_after(&spec(false), &held, 10.0, None), None);
+        // 50 rps answered in about 30 ms: 2 of the 500 sends in flight at the end, what a
+        // target keeping up has (up to 50 x 0.1 s under this SLO), not a backlog.
+        let in_flight = probe(50.0, 49.7, Some(0.004));
+        assert_eq!(
+            settle_after(&spec(true), &in_flight, 10.0, Some(0)),
+            Some(1)
+        );
     }
 
-    /// 60 rps offered to a target answering 47 for 10 s: 5% of the 600 sends (30) unanswered
-    /// take 30 / 47 = 0.64 s to work off; the wait allows twice that plus a second.
+    /// 60 rps offered to a target answering 47 for 10 s: 5% of the 600 sends (30) unanswered,
+    /// 24 beyond the 6 in flight within the SLO's 100 ms, take 24 / 47 = 0.51 s to work off;
+    /// the wait allows twice that plus a second.
     #[test]
     fn a_small_backlog_is_waited_for_twice_its_drain_time() {
         let past = probe(60.0, 47.0, Some(0.05));

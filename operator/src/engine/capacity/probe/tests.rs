@@ -312,6 +312,21 @@ fn a_percentile_failed_by_late_sends_the_target_answered_fast_is_the_load_genera
         None,
     );
     assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
+    // Answered just within the limit from the actual send (95 ms, inside the 10% noise band):
+    // the lateness cannot be shown to decide, so the failure is the target's.
+    let near = Sends {
+        sent_p99_ms: Some(95.0),
+        ..late
+    };
+    let p = judge_probe(
+        &spec(SLO),
+        &["fast"],
+        400.0,
+        &[result("fast", 3966, 0, 158.1)],
+        Some(&near),
+        None,
+    );
+    assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
     // Few late sends: the corrected latency is the target's to answer for.
     let few = Sends {
         sent_p99_ms: Some(12.0),
