@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 
-CONFIGS="${CONFIGS:-cpu1 cpu500m two500m}"
+read -r -a configs <<<"${CONFIGS:-cpu1 cpu500m two500m}"
 SEARCHES="${SEARCHES:-10}"
 SWEEPS="${SWEEPS:-3}"
 out_and_binary
@@ -68,7 +68,7 @@ timed() {
   python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$start" "$(date +%s.%N)" >"$1.secs"
 }
 
-for config in $CONFIGS; do
+for config in "${configs[@]}"; do
   [[ -z "${ANALYZE_ONLY:-}" ]] || break
   spec "$config" sweep >"$OUT/sweep-$config.yaml"
   spec "$config" search >"$OUT/search-$config.yaml"
@@ -83,7 +83,7 @@ for config in $CONFIGS; do
 done
 [[ -n "${ANALYZE_ONLY:-}" ]] || stamp | tee -a "$OUT/conditions.txt"
 
-python3 - "$OUT" $CONFIGS <<'PY'
+python3 - "$OUT" "${configs[@]}" <<'PY'
 import glob, math, statistics, sys, yaml
 out, configs = sys.argv[1], sys.argv[2:]
 secs = lambda path: float(open(path).read())
