@@ -282,63 +282,26 @@ fn a_probe_without_send_counts_never_holds_and_blames_the_load_generator() {
 /// probe is the load generator's, not a failure of the target at a rate it holds.
 #[test]
 fn a_percentile_failed_by_late_sends_the_target_answered_fast_is_the_load_generators() {
-    let late = Sends {
-        sent_p99_ms: Some(12.0),
-        ..sends(4000.0, 2640, 3)
+    // A 400 rps probe with p99 158.1 ms from the schedule, `late` of 4000 sends late and the
+    // target's p99 from the actual send `sent_p99` ms.
+    let at_400 = |late: u64, sent_p99: f64| {
+        let sends = Sends {
+            sent_p99_ms: Some(sent_p99),
+            ..sends(4000.0, late, 3)
+        };
+        let results = [result("fast", 3966, 0, 158.1)];
+        judge_probe(&spec(SLO), &["fast"], 400.0, &results, Some(&sends), None)
     };
-    let p = judge_probe(
-        &spec(SLO),
-        &["fast"],
-        400.0,
-        &[result("fast", 3966, 0, 158.1)],
-        Some(&late),
-        None,
-    );
+    let p = at_400(2640, 12.0);
     assert_eq!(p.verdict, ProbeVerdict::LoadgenBound, "{p:?}");
     let why = p.why.unwrap();
     assert!(why.contains("66.0% of the sends late"), "{why}");
     assert!(why.contains("in p99 12.0 ms"), "{why}");
     // The same lateness where the target was slow to answer what it was sent: its failure.
-    let slow = Sends {
-        sent_p99_ms: Some(140.0),
-        ..late
-    };
-    let p = judge_probe(
-        &spec(SLO),
-        &["fast"],
-        400.0,
-        &[result("fast", 3966, 0, 158.1)],
-        Some(&slow),
-        None,
-    );
-    assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
+    assert_eq!(at_400(2640, 140.0).verdict, ProbeVerdict::Failed);
     // Answered just within the limit from the actual send (95 ms, inside the 10% noise band):
     // the lateness cannot be shown to decide, so the failure is the target's.
-    let near = Sends {
-        sent_p99_ms: Some(95.0),
-        ..late
-    };
-    let p = judge_probe(
-        &spec(SLO),
-        &["fast"],
-        400.0,
-        &[result("fast", 3966, 0, 158.1)],
-        Some(&near),
-        None,
-    );
-    assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
+    assert_eq!(at_400(2640, 95.0).verdict, ProbeVerdict::Failed);
     // Few late sends: the corrected latency is the target's to answer for.
-    let few = Sends {
-        sent_p99_ms: Some(12.0),
-        ..sends(4000.0, 40, 3)
-    };
-    let p = judge_probe(
-        &spec(SLO),
-        &["fast"],
-        400.0,
-        &[result("fast", 3966, 0, 158.1)],
-        Some(&few),
-        None,
-    );
-    assert_eq!(p.verdict, ProbeVerdict::Failed, "{p:?}");
+    assert_eq!(at_400(40, 12.0).verdict, ProbeVerdict::Failed);
 }

@@ -81,26 +81,12 @@ pub fn carry_out(
         // there is nothing to collect apart.
         Command::Collect(_) => {}
         Command::EndLoad(at) => {
-            if let Some(c) = status.cells.get(at.cell) {
-                let name = build::CellRun {
-                    run,
-                    cell: &c.name,
-                    repetition: at.repetition,
-                }
-                .child_name();
+            if let Some(name) = step_child_name(run, status, at) {
                 out.actions.extend(delete_load(name));
             }
         }
         Command::Stop { at, keep } => {
-            // Named from the status, so that a run whose spec no longer validates can still
-            // delete what its step made.
-            if !keep && let Some(c) = status.cells.get(at.cell) {
-                let name = build::CellRun {
-                    run,
-                    cell: &c.name,
-                    repetition: at.repetition,
-                }
-                .child_name();
+            if !keep && let Some(name) = step_child_name(run, status, at) {
                 out.actions.extend(delete_children(name));
             }
         }
@@ -113,6 +99,18 @@ pub fn carry_out(
             }
         }
     }
+}
+
+/// The name of step `at`'s objects, from the status: a run whose spec no longer validates can
+/// still delete what its step made.
+fn step_child_name(run: &BenchmarkRun, status: &BenchmarkRunStatus, at: Step) -> Option<String> {
+    let c = status.cells.get(at.cell)?;
+    let cell = build::CellRun {
+        run,
+        cell: &c.name,
+        repetition: at.repetition,
+    };
+    Some(cell.child_name())
 }
 
 /// The deletions of a step's load generator objects (its Job and its plan), named `name`: the
