@@ -22,7 +22,9 @@
 //! `capacity.freshTargetSeconds` for it, from its deployment to its load's start (scheduled,
 //! started and ready: under a second locally, 1-2 s on a small cluster with the image present,
 //! tens of seconds for a service that warms a JVM or pulls an image). A probe
-//! that held is always followed on its target: its settle is [`SETTLE_BASE`], the shortest.
+//! that held leaves little beyond its requests in flight (its judge allows 2% of its sends),
+//! so its settle is [`SETTLE_BASE`] or a second more, and it keeps its target unless a fresh
+//! one is ready at once.
 //! A backlog estimated to take more than [`MAX_DRAIN`] is never waited for, however slow a fresh
 //! target is: the estimate is not trusted that far. Either way the next probe's warm-up at its
 //! own rate (`workload.warmup`) comes before anything is measured.
