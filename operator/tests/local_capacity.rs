@@ -239,3 +239,49 @@ spec:
         "{t}"
     );
 }
+
+/// Variants searched for capacity: the base holds 100 requests a second, the candidate, whose
+/// work per request is twice as long, 50. Their comparison is on capacity alone (the
+/// latencies of two searches are each at its own cell's held rate), and says how much less
+/// traffic the candidate holds. Probes of 2 s at a p90 SLO (60 samples at 30 rps are enough
+/// for a p90) keep the two searches short.
+#[test]
+fn timing_a_candidate_that_holds_half_the_traffic_is_compared_on_its_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("service.py");
+    std::fs::write(&script, SERVICE).unwrap();
+    let yaml = spec(
+        &script,
+        "[{name: BASE_MS, value: \"10\"}]",
+        "[{endpoint: work, p90: {below: 100ms}}]",
+    )
+    .replace("probeDuration: 3s", "probeDuration: 2s")
+    .replace("startRate: 40", "startRate: 30")
+    .replace("resolution: 5%", "resolution: 10%")
+    .replace(
+        "  workload:",
+        "  variants:\n    - {name: base}\n    - {name: slower, env: [{name: BASE_MS, value: \"20\"}]}\n  workload:",
+    );
+    let (o, out) = run(dir.path(), &yaml);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let st = status(&out);
+    let held = |name: &str| {
+        let cap = &cell(&st, name)["capacity"];
+        assert_eq!(cap["found"].as_bool(), Some(true), "{name}: {t}");
+        cap["heldRate"].as_f64().unwrap()
+    };
+    let (base, slower) = (held("known-base"), held("known-slower"));
+    assert!((85.0..=101.0).contains(&base), "base held {base}\n{t}");
+    assert!((42.0..=51.0).contains(&slower), "slower held {slower}\n{t}");
+    let figures = st["variants"][0]["figures"].as_sequence().unwrap();
+    assert_eq!(figures.len(), 1, "capacity alone is compared: {figures:?}");
+    let f = &figures[0];
+    assert_eq!(f["figure"].as_str(), Some("capacity"));
+    let ratio = f["ratio"].as_f64().unwrap();
+    assert!((ratio - slower / base).abs() < 1e-9, "{f:?}");
+    assert!(
+        t.contains("slower holds") && t.contains("% less traffic than base at the SLO"),
+        "{t}"
+    );
+}

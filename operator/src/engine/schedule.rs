@@ -172,8 +172,13 @@ impl std::fmt::Display for Measurements {
 }
 
 /// The measurements cell `c` has made: its repetitions (the measured ones and the failed one
-/// that ended it), or, in a run that does not repeat and so records none, one once it ended.
+/// that ended it; a repeated capacity search's rounds), or, in a run that does not repeat and
+/// so records none, one once it ended.
 fn attempts(c: &CellStatus) -> usize {
+    if let Some(cap) = c.capacity.as_ref().filter(|cap| !cap.rounds.is_empty()) {
+        // A repeated capacity search: its finished rounds, and the one a failure ended.
+        return cap.rounds.len() + usize::from(c.phase == CellPhase::Failed);
+    }
     if c.repetitions.is_empty() {
         usize::from(matches!(c.phase, CellPhase::Succeeded | CellPhase::Failed))
     } else {

@@ -46,6 +46,21 @@ pub fn gate_lines(gate: &RegressionGate) -> Vec<String> {
         RegressionGate::Held { max } => vec![format!(
             "no candidate regressed beyond {max}% (--max-regression)"
         )],
+        RegressionGate::Uncompared { max, comparisons } => {
+            let mut lines = vec![format!(
+                "--max-regression {max}%: {} comparison(s) of capacities have no round in which \
+                 both variants found one, so the gate cannot pass them: exit {}",
+                comparisons.len(),
+                exit::GATE_FAILED
+            )];
+            for c in comparisons {
+                lines.push(format!(
+                    "  {}: {} vs {}: see each cell's capacity message",
+                    c.configuration, c.candidate, c.base
+                ));
+            }
+            lines
+        }
         RegressionGate::Regressed { max, figures } => {
             let mut lines = vec![format!(
                 "{} figure(s) regressed beyond {max}% (--max-regression): exit {}",

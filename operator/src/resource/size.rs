@@ -715,11 +715,15 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
 /// at its longest and why.
 fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> {
     use crate::resource::capacity::{
-        CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck,
+        CapacityRound, CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict,
+        RateCheck,
     };
     let (probes, figures) = shape.capacity.as_ref()?;
+    // Each round of a repeated search takes up to maxProbes of its own.
+    let rounds = shape.repeat.max(1);
     let probe = ProbeStatus {
         probe: u32::MAX,
+        round: (rounds > 1).then_some(u32::MAX),
         rate: NUMBER,
         achieved: NUMBER,
         sent_on_time: Some(NUMBER),
@@ -747,7 +751,25 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         limiting: Some(text(NOTE_MAX)),
         message: text(SENTENCE_MAX),
         next_rate: Some(NUMBER),
-        probes: vec![probe; *probes as usize],
+        probes: vec![probe; (*probes * rounds) as usize],
+        rounds: if rounds > 1 {
+            vec![
+                CapacityRound {
+                    round: u32::MAX,
+                    found: false,
+                    held_rate: Some(NUMBER),
+                    failed_rate: Some(NUMBER),
+                    limiting: Some(text(NOTE_MAX)),
+                    probes: u32::MAX,
+                    message: text(SENTENCE_MAX),
+                };
+                rounds as usize
+            ]
+        } else {
+            Vec::new()
+        },
+        held_rate_low: Some(NUMBER),
+        held_rate_high: Some(NUMBER),
         start_time: Some(time()),
         check: Some(RateCheck {
             purpose: CheckPurpose::RuleOut,

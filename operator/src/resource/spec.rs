@@ -103,6 +103,11 @@ pub const DEFAULT_LOADGEN_IMAGE: &str = concat!(
         "fieldPath": ".sizing",
     },
     {
+        "rule": "!has(self.sizing) || !has(self.variants) || size(self.variants) == 0",
+        "message": "with sizing, leave out variants: size one build at a time",
+        "fieldPath": ".variants",
+    },
+    {
         "rule": "!has(self.configurations) || self.configurations.all(c, self.configurations.exists_one(d, d.name == c.name))",
         "message": "configuration names must be unique",
         "fieldPath": ".configurations",

@@ -459,9 +459,9 @@ fn check_workload(workload: &Workload, errors: &mut Vec<FieldError>) {
 }
 
 /// `spec.capacity` and what it asks of the rest: no phases (the probes are each measurement's
-/// load), no thresholds (its `slo` is the service level), no repetitions or variants (not
-/// supported with a search yet), and a probe at the start rate that the load generator's own
-/// rules accept.
+/// load), no thresholds (its `slo` is the service level), and a probe at the start rate that
+/// the load generator's own rules accept. With `repeat` each round is a whole search
+/// (`engine::capacity::rounds`).
 fn check_capacity(
     spec: &BenchmarkRunSpec,
     capacity: &crate::resource::capacity::CapacitySpec,
@@ -483,18 +483,6 @@ fn check_capacity(
             "with spec.capacity, leave out thresholds: the service level is spec.capacity.slo",
         ));
     }
-    if spec.repeat.is_repeated() {
-        errors.push(FieldError::new(
-            "spec.repeat",
-            "not supported with spec.capacity yet: a cell's search runs once",
-        ));
-    }
-    if !spec.variants.is_empty() {
-        errors.push(FieldError::new(
-            "spec.variants",
-            "not supported with spec.capacity yet: search each variant in a run of its own",
-        ));
-    }
     if errors.len() == before {
         // The probe's own rules (rates, endpoints, headers), checked on the first probe.
         check_workload(&capacity.probe_workload(w, capacity.start_rate), errors);
@@ -509,6 +497,20 @@ fn check_sizing(
     errors: &mut Vec<FieldError>,
 ) {
     errors.extend(sizing.check());
+    if spec.repeat.is_repeated() {
+        errors.push(FieldError::new(
+            "spec.repeat",
+            "not supported with spec.sizing: the answer is confirmed by \
+             spec.sizing.confirmations probes instead; leave repeat out",
+        ));
+    }
+    if !spec.variants.is_empty() {
+        errors.push(FieldError::new(
+            "spec.variants",
+            "not supported with spec.sizing: size one build at a time, then compare the \
+             chosen configuration's variants in a run with spec.capacity",
+        ));
+    }
     if sizing.configuration_count() <= crate::resource::matrix::MAX_CELLS {
         let too_long = crate::resource::matrix::sizing_cells(sizing)
             .into_iter()

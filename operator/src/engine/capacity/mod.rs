@@ -13,6 +13,7 @@
 pub mod probe;
 pub mod rank;
 mod record;
+mod rounds;
 pub mod search;
 pub mod sends;
 pub mod settle;

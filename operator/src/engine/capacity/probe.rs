@@ -80,6 +80,7 @@ pub fn judge_probe(
         .sum();
     let mut probe = ProbeStatus {
         probe: 0,
+        round: None,
         rate,
         achieved: round2(achieved),
         sent_on_time: sends.map(|s| round4(s.on_time())),

@@ -33,6 +33,7 @@ pub fn measured(
     );
     let cap = c.capacity.get_or_insert_with(CapacityStatus::default);
     probe.probe = cap.probes.len() as u32 + 1;
+    probe.round = ctx.repeat.is_repeated().then(|| cap.current_round());
     probe.settle_seconds = cap.settle_seconds.take();
     let probe_was_fresh = probe.settle_seconds.is_none();
     let checking = cap.check.as_ref().filter(|k| !k.done).map(|k| k.purpose);
@@ -42,8 +43,7 @@ pub fn measured(
     // probe's): once the search ends that is the confirmation at the rate held. A sizing
     // check's probes leave them alone unless the cell has none.
     let held_before = cap
-        .probes
-        .iter()
+        .round_probes()
         .any(|p| p.verdict == ProbeVerdict::Held && p.check.is_none());
     let keep = match checking {
         Some(_) => c.results.is_empty(),
@@ -69,12 +69,19 @@ pub fn measured(
     // The probe's end: the next probe's wait for this one's processes counts from here
     // (`machine::previous_end`).
     c.completion_time = Some(ctx.now.clone());
-    let notes = if checking.is_some() {
-        check_measured(c, spec, ctx, said)
+    let (notes, round_over) = if checking.is_some() {
+        (check_measured(c, spec, ctx, said), false)
     } else {
         search_measured(c, spec, ctx, said)
     };
-    keep_or_release_target(c, spec, ctx);
+    if round_over {
+        // The next round starts afresh, as a repetition of a cell does: on a new target.
+        if let Some(cap) = c.capacity.as_mut() {
+            cap.targets += 1;
+        }
+    } else {
+        keep_or_release_target(c, spec, ctx);
+    }
     notes
 }
 
@@ -119,17 +126,22 @@ fn keep_or_release_target(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx) {
     }
 }
 
-/// A probe of the search recorded (`said` is it in words): the search's next step from its
-/// probes so far, either the next probe's rate (the cell goes back in line) or the search's
-/// end written into the cell. Apart from [`measured`] as [`check_measured`] is for a sizing
-/// check's probes.
-fn search_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: String) -> Vec<Note> {
+/// A probe of the search recorded (`said` is it in words): the search's next step from the
+/// probes of its round so far, either the next probe's rate (the cell goes back in line) or the
+/// search's end written into the cell; with spec.repeat, the end of a round, after which
+/// another may follow (true: the cell goes back in line for it). Apart from [`measured`] as
+/// [`check_measured`] is for a sizing check's probes.
+fn search_measured(
+    c: &mut CellStatus,
+    spec: &CapacitySpec,
+    ctx: &Ctx,
+    said: String,
+) -> (Vec<Note>, bool) {
     let Some(cap) = c.capacity.as_mut() else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
     let seen: Vec<Probed> = cap
-        .probes
-        .iter()
+        .round_probes()
         .filter(|p| p.check.is_none())
         .map(|p| Probed {
             rate: p.rate,
@@ -143,26 +155,37 @@ fn search_measured(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: Str
             cap.message = format!("{said}; next: {} rps ({why})", rate_text(next));
             c.phase = CellPhase::Pending;
             c.message = Some(cap.message.clone());
-            vec![Note::normal(
-                "ProbeMeasured",
-                format!("cell {}: {}", c.name, cap.message),
-            )]
+            let note = Note::normal("ProbeMeasured", format!("cell {}: {}", c.name, cap.message));
+            (vec![note], false)
         }
         Next::Done(outcome) => {
-            finish(cap, outcome, spec);
-            if let Some(start) = cap.start_time.clone() {
-                c.start_time = Some(start);
+            let ended = ending(cap, outcome, spec);
+            if ctx.repeat.is_repeated() {
+                return super::rounds::round_ended(c, ended, ctx);
             }
-            c.phase = CellPhase::Succeeded;
-            c.reason = None;
-            c.completion_time = Some(ctx.now.clone());
-            c.message = Some(cap.message.clone());
-            vec![Note::normal(
-                "CellSucceeded",
-                format!("cell {}: {}", c.name, cap.message),
-            )]
+            finish(cap, ended);
+            (succeeded(c, ctx), false)
         }
     }
+}
+
+/// The cell's search is over (every round of it): the cell succeeds with its capacity, its
+/// start time the search's first probe's.
+pub(super) fn succeeded(c: &mut CellStatus, ctx: &Ctx) -> Vec<Note> {
+    let Some(cap) = c.capacity.as_ref() else {
+        return Vec::new();
+    };
+    if let Some(start) = cap.start_time.clone() {
+        c.start_time = Some(start);
+    }
+    c.phase = CellPhase::Succeeded;
+    c.reason = None;
+    c.completion_time = Some(ctx.now.clone());
+    c.message = Some(cap.message.clone());
+    vec![Note::normal(
+        "CellSucceeded",
+        format!("cell {}: {}", c.name, cap.message),
+    )]
 }
 
 /// The busy neighbours of a probe's measurement in words ("busy neighbours: ..."), None
@@ -328,9 +351,9 @@ fn probe_words(p: &ProbeStatus) -> String {
 }
 
 /// The search's end written into `cap`: the rates, what limited them, and a sentence.
-fn finish(cap: &mut CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) {
+fn finish(cap: &mut CapacityStatus, ended: Ending) {
+    let (found, held, failed, limiting, message) = ended;
     cap.next_rate = None;
-    let (found, held, failed, limiting, message) = ending(cap, outcome, spec);
     cap.found = found;
     cap.held_rate = held;
     cap.failed_rate = failed;
@@ -338,22 +361,23 @@ fn finish(cap: &mut CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec)
     cap.message = message;
 }
 
-/// What [`finish`] writes: whether a capacity was found, the rates held and failed, what
-/// limited the rate, and the sentence.
-type Ending = (bool, Option<f64>, Option<f64>, Option<String>, String);
+/// What a search (or a round of it) ended with: whether a capacity was found, the rates held
+/// and failed, what limited the rate, and the sentence.
+pub(super) type Ending = (bool, Option<f64>, Option<f64>, Option<String>, String);
 
-/// The search's end `outcome` in the figures [`finish`] writes, from the probes `cap` holds
-/// (what limited a failed rate is the latest reason recorded at it) and `spec`'s maxProbes.
-/// Apart from [`finish`] to keep that function short.
+/// The search's end `outcome` in the figures [`finish`] writes, from the probes of the round
+/// `cap` holds (what limited a failed rate is the latest reason recorded at it) and `spec`'s
+/// maxProbes.
 fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> Ending {
+    let probes: Vec<&ProbeStatus> = cap.round_probes().collect();
     let why_at = |rate: f64| {
-        cap.probes
+        probes
             .iter()
             .rev()
             .find(|p| p.rate == rate && p.verdict != ProbeVerdict::Held && p.why.is_some())
             .and_then(|p| p.why.clone())
     };
-    let n = cap.probes.len();
+    let n = probes.len();
     match outcome {
         SearchOutcome::Capacity { held, failed } => {
             let limiting = why_at(failed);
@@ -389,8 +413,7 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
             (false, None, Some(failed), limiting, message)
         }
         SearchOutcome::LoadgenBound { rate, held } => {
-            let limiting = cap
-                .probes
+            let limiting = probes
                 .last()
                 .and_then(|p| p.why.clone())
                 .unwrap_or_else(|| "the load generator".into());

@@ -40,13 +40,18 @@ impl VariantFigure {
     }
 }
 
+/// The key of a capacity compared between variants (see `capacity_comparison`): the rate held
+/// at the service level, where higher is better.
+pub const CAPACITY: &str = "capacity";
+
 /// Whether lower is better for a figure of `status.variants`, by its key (`p50` and `p99`:
-/// latency; `rps`: throughput, where higher is better).
+/// latency; `rps` and `capacity`: throughput, where higher is better).
 pub fn lower_is_better(key: &str) -> bool {
-    FIGURES
-        .iter()
-        .find(|(figure, _)| figure.key() == key)
-        .is_none_or(|(_, lower)| *lower)
+    key != CAPACITY
+        && FIGURES
+            .iter()
+            .find(|(figure, _)| figure.key() == key)
+            .is_none_or(|(_, lower)| *lower)
 }
 
 /// The cells of each configuration that has variants, in matrix order (its base first).
@@ -86,6 +91,9 @@ pub fn compare_group(cells: &[CellStatus], group: &[usize]) -> Vec<VariantCompar
 
 /// `candidate` against `base` over the rounds both measured.
 fn comparison(base: &CellStatus, candidate: &CellStatus) -> VariantComparison {
+    if base.capacity.is_some() || candidate.capacity.is_some() {
+        return capacity_comparison(base, candidate);
+    }
     let base_rounds = rounds(base);
     let candidate_rounds = rounds(candidate);
     let both: Vec<(&[CellResult], &[CellResult])> = base_rounds
@@ -158,6 +166,49 @@ fn ratio_figure(
         p_better: p.p_better,
         ratios: p.ratios,
     })
+}
+
+/// Two cells that searched for capacity, compared on it alone: each round's held rate of the
+/// candidate over the same round's of the base, in the rounds where both found a capacity.
+/// Their latencies are not compared: each was measured at the rate its own cell held. A side
+/// without a capacity in some round leaves the comparison without a figure for it, which the
+/// regression gate does not take as a pass (`engine::verdict::gate`).
+fn capacity_comparison(base: &CellStatus, candidate: &CellStatus) -> VariantComparison {
+    let held = |c: &CellStatus| {
+        c.capacity
+            .as_ref()
+            .map(|cap| cap.held_by_round())
+            .unwrap_or_default()
+    };
+    let candidate_held = held(candidate);
+    let (base_rates, candidate_rates): (Vec<f64>, Vec<f64>) = held(base)
+        .into_iter()
+        .filter_map(|(round, b)| {
+            let (_, c) = candidate_held.iter().find(|(r, _)| *r == round)?;
+            Some((b, *c))
+        })
+        .unzip();
+    let figure = paired::paired(&base_rates, &candidate_rates, false).map(|p| RatioFigure {
+        phase: crate::resource::capacity::PROBE_PHASE.to_owned(),
+        endpoint: "mix".to_owned(),
+        figure: CAPACITY.to_owned(),
+        base: super::noise::median(&base_rates),
+        candidate: super::noise::median(&candidate_rates),
+        verdict: verdict(&p, false),
+        ratio_low: p.interval.map(|i| i.0),
+        ratio_high: p.interval.map(|i| i.1),
+        ratio: p.ratio,
+        p_worse: p.p_worse,
+        p_better: p.p_better,
+        ratios: p.ratios,
+    });
+    VariantComparison {
+        configuration: base.configuration.clone().unwrap_or_default(),
+        base: base.variant.clone().unwrap_or_default(),
+        candidate: candidate.variant.clone().unwrap_or_default(),
+        rounds: base_rates.len() as u32,
+        figures: figure.into_iter().collect(),
+    }
 }
 
 fn verdict(p: &Paired, lower_is_better: bool) -> ChangeVerdict {

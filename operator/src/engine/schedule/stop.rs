@@ -76,6 +76,29 @@ const PAIR_WORDS: Words = Words {
     nothing: "no figure is compared",
 };
 
+/// A cell's capacity over the rounds of its search ([`capacity_again`]).
+const CAPACITY_WORDS: Words = Words {
+    what: "capacity's 95% CI over rounds",
+    without_interval: "has no interval yet (it takes 2 rounds)",
+    nothing: "no round found a capacity",
+};
+
+/// Whether a repeated capacity search runs another round after `done` rounds, `held` being
+/// the rates held by those of them that found a capacity. A fixed `repeat` runs its count; the
+/// adaptive rule runs `min` rounds, then more while the 95% interval of the median held rate is
+/// wider than `precision` percent of it, and never beyond `max`. The caller stops earlier at a
+/// round without a capacity: the cell cannot have one over its rounds then.
+pub(crate) fn capacity_again(ctx: &Ctx, done: u32, held: &[f64]) -> (bool, Option<CellPrecision>) {
+    until_precise(ctx, done, |precision| {
+        let width = results::precision::width_percent(held);
+        Width {
+            precise: width.is_some_and(|w| w <= precision),
+            widest: Some(("capacity".to_owned(), width)),
+            words: &CAPACITY_WORDS,
+        }
+    })
+}
+
 /// How precise a cell's (or a configuration's variants') deciding figures are after some
 /// repetitions, in the words of its status.
 struct Width {

@@ -61,6 +61,15 @@ pub enum RegressionGate<'a> {
         /// `--max-regression`, percent.
         max: f64,
     },
+    /// Nothing regressed, but these comparisons of capacities have no figure: in no round did
+    /// both variants find a capacity (one failed even at the start rate, say), so the gate
+    /// cannot vouch for the candidate and fails.
+    Uncompared {
+        /// `--max-regression`, percent.
+        max: f64,
+        /// Each comparison without a figure.
+        comparisons: Vec<&'a VariantComparison>,
+    },
     /// These figures did.
     Regressed {
         /// `--max-regression`, percent.
@@ -83,15 +92,30 @@ impl<'a> RegressionGate<'a> {
             return RegressionGate::NothingCompared { max };
         }
         let figures = regressions(&status.variants, max);
-        if figures.is_empty() {
+        if !figures.is_empty() {
+            return RegressionGate::Regressed { max, figures };
+        }
+        // A latency comparison without figures is of a cell that failed, which fails the run
+        // anyway; a capacity comparison without one is of cells that succeeded without a
+        // capacity to compare.
+        let searched = status.cells.iter().any(|c| c.capacity.is_some());
+        let comparisons: Vec<&VariantComparison> = status
+            .variants
+            .iter()
+            .filter(|c| searched && c.figures.is_empty())
+            .collect();
+        if comparisons.is_empty() {
             RegressionGate::Held { max }
         } else {
-            RegressionGate::Regressed { max, figures }
+            RegressionGate::Uncompared { max, comparisons }
         }
     }
 
-    /// True when a candidate regressed.
+    /// True when a candidate regressed, or could not be compared on its capacity.
     pub fn failed(&self) -> bool {
-        matches!(self, RegressionGate::Regressed { .. })
+        matches!(
+            self,
+            RegressionGate::Regressed { .. } | RegressionGate::Uncompared { .. }
+        )
     }
 }

@@ -25,7 +25,16 @@ fn rate(r: Option<f64>) -> String {
 /// The capacity, or why there is none, in a table cell.
 pub(super) fn capacity_text(cap: &CapacityStatus) -> String {
     match (cap.found, cap.held_rate) {
-        (true, Some(h)) => format!("{} rps", rate_text(h)),
+        (true, Some(h)) => match (cap.held_rate_low, cap.held_rate_high) {
+            (Some(low), Some(high)) => format!(
+                "{} rps ({}–{} over {} rounds)",
+                rate_text(h),
+                rate_text(low),
+                rate_text(high),
+                cap.rounds.len()
+            ),
+            _ => format!("{} rps", rate_text(h)),
+        },
         _ if cap.next_rate.is_some() => "searching".into(),
         _ => "none found".into(),
     }
@@ -70,7 +79,10 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
         o,
         "The highest total rate each cell held at spec.capacity.slo: the rate held (confirmed \
          by a second probe), the lowest rate that failed, and what failed there. Each probe is \
-         one open-loop phase on a freshly deployed target.\n"
+         one open-loop phase, on the previous probe's target after a settle or on a fresh one \
+         (column target). With spec.repeat each round is a whole search on a fresh target; the \
+         capacity is the median of the rounds' held rates, with the 95% interval of that \
+         median.\n"
     );
     let _ = writeln!(
         o,
@@ -91,6 +103,20 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
     }
     for (name, _, cap) in &cells {
         let _ = writeln!(o, "\n### {name}: {}\n", cap.message);
+        for r in &cap.rounds {
+            let _ = writeln!(
+                o,
+                "- round {}: {} (held {}, failed {}, {} probes)",
+                r.round,
+                if r.found { "capacity" } else { "no capacity" },
+                rate(r.held_rate),
+                rate(r.failed_rate),
+                r.probes
+            );
+        }
+        if !cap.rounds.is_empty() {
+            let _ = writeln!(o);
+        }
         let _ = writeln!(
             o,
             "| probe | target | rate | achieved | on time | backlog | SLO figures | verdict |"
@@ -130,9 +156,12 @@ fn probe_row(p: &ProbeStatus) -> String {
         Some(s) => format!("kept, {s} s settle"),
         None => "fresh".into(),
     };
+    let number = match p.round {
+        Some(r) => format!("{} (round {r})", p.probe),
+        None => p.probe.to_string(),
+    };
     format!(
-        "| {} | {target} | {} rps | {:.1} rps | {} | {} | {} | {} |",
-        p.probe,
+        "| {number} | {target} | {} rps | {:.1} rps | {} | {} | {} | {} |",
         rate_text(p.rate),
         p.achieved,
         pct(p.sent_on_time),

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::engine::results::noise::ALPHA;
+use crate::engine::results::variants::CAPACITY;
 use crate::engine::verdict::gate::{regressed, worse_pct};
 use crate::resource::BenchmarkRunStatus;
 use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
@@ -13,6 +14,21 @@ use crate::resource::status::{ChangeVerdict, RatioFigure, VariantComparison};
 /// "pool-x1: candidate vs base mixed/fast p99 +8.1% (ratio 1.081, 95% interval
 /// 1.052–1.113, p=0.016, 6 rounds)".
 pub fn figure_sentence(c: &VariantComparison, f: &RatioFigure) -> String {
+    if f.figure == CAPACITY {
+        return format!(
+            "{}: {} holds {:.1}% {} traffic than {} at the SLO (ratio {:.3}, 95% interval {}, \
+             p={:.3}, {} rounds)",
+            c.configuration,
+            c.candidate,
+            (1.0 - f.ratio).abs() * 100.0,
+            if f.ratio < 1.0 { "less" } else { "more" },
+            c.base,
+            f.ratio,
+            interval(f),
+            f.p_worse.min(f.p_better),
+            c.rounds
+        );
+    }
     format!(
         "{}: {} {:+.1}% (ratio {:.3}, 95% interval {}, p={:.3}, {} rounds)",
         c.configuration,
@@ -27,6 +43,9 @@ pub fn figure_sentence(c: &VariantComparison, f: &RatioFigure) -> String {
 
 /// "candidate vs base mixed/fast p99".
 fn figure_name(c: &VariantComparison, f: &RatioFigure) -> String {
+    if f.figure == CAPACITY {
+        return format!("{} vs {} capacity at the SLO", c.candidate, c.base);
+    }
     format!(
         "{} vs {} {}/{} {}",
         c.candidate, c.base, f.phase, f.endpoint, f.figure
@@ -41,7 +60,7 @@ fn interval(f: &RatioFigure) -> String {
 }
 
 fn value(figure: &str, v: f64) -> String {
-    if figure == "rps" {
+    if figure == "rps" || figure == CAPACITY {
         format!("{v:.1} rps")
     } else {
         format!("{v:.2} ms")
@@ -85,6 +104,14 @@ pub fn table(variants: &[VariantComparison], max_regression: Option<f64>) -> Str
          |---|---|---:|---:|---:|---|---:|---|\n",
     );
     for c in variants {
+        if c.figures.is_empty() {
+            let _ = writeln!(
+                o,
+                "| {} | {} vs {} | – | – | – | – | – | not compared: no round gave both a figure \
+                 (see the cells' messages) |",
+                c.configuration, c.candidate, c.base
+            );
+        }
         for f in &c.figures {
             let _ = writeln!(
                 o,

@@ -21,7 +21,9 @@ use super::thresholds::{ErrorRateLimit, Metric};
 
 mod status;
 
-pub use status::{CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck};
+pub use status::{
+    CapacityRound, CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck,
+};
 
 /// Name of the one phase of every probe: the cell's results, once searched, are the
 /// confirmation probe's under this phase name.
@@ -41,8 +43,10 @@ pub const MAX_PROBES: u32 = 40;
 /// end, or in flight for less than the SLO's latency), so the target did not fall behind; a
 /// shortfall while the target answered what it was sent quickly is the load generator's, and
 /// stops the search. With
-/// `capacity`, leave out `workload.phases` and `thresholds`; `repeat` and `variants` are not
-/// supported with it yet.
+/// `capacity`, leave out `workload.phases` and `thresholds`. With `repeat`, each round is a
+/// whole search on a fresh target and the capacity is the median of the rounds' held rates,
+/// with its 95% interval; with `variants`, each round's capacities of a candidate and its base
+/// give one ratio, and status.variants compares them on it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [

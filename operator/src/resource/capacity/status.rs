@@ -13,10 +13,18 @@ pub struct CapacityStatus {
     /// load-generator bound, out of probes: `message` says which).
     #[serde(default)]
     pub found: bool,
-    /// The highest total rate (requests per second offered, all endpoints) that held.
+    /// The highest total rate (requests per second offered, all endpoints) that held. With
+    /// spec.repeat, the median of the rounds' held rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_rate: Option<f64>,
-    /// The lowest total rate that failed.
+    /// With spec.repeat: the 95% confidence interval of the median held rate over the rounds
+    /// (from 2 rounds; a t interval on the logarithms), low end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_rate_low: Option<f64>,
+    /// With spec.repeat: the high end of that interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_rate_high: Option<f64>,
+    /// The lowest total rate that failed. With spec.repeat, the median of the rounds'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_rate: Option<f64>,
     /// What failed at `failedRate`: an SLO figure ("probe/fast p99 118.0 ms, not below 100.0
@@ -29,9 +37,15 @@ pub struct CapacityStatus {
     /// While the search runs: the total rate of the next probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_rate: Option<f64>,
-    /// Every probe, in the order run.
+    /// Every probe, in the order run (with spec.repeat, of every round).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeStatus>,
+    /// With spec.repeat: each finished round of the search. A round is a whole search from
+    /// startRate on a fresh target, as if the cell were measured again; the cell's figures
+    /// above are over the rounds, and with variants a round of the base and one of a
+    /// candidate give one ratio of capacities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<CapacityRound>,
     /// When the search's first probe started. While the search runs the cell's `startTime` is
     /// the current probe's (its ready clock and overhead count from there), and its
     /// `completionTime` the last probe's end; once it ends, `startTime` is this again.
@@ -62,6 +76,65 @@ pub struct CapacityStatus {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+impl CapacityStatus {
+    /// The number of the round under way: the first while none has ended.
+    pub fn current_round(&self) -> u32 {
+        self.rounds.len() as u32 + 1
+    }
+
+    /// The probes of the round under way (all of them in a search that is not repeated,
+    /// whose probes carry no round).
+    pub fn round_probes(&self) -> impl Iterator<Item = &ProbeStatus> {
+        let round = self.current_round();
+        self.probes
+            .iter()
+            .filter(move |p| p.round.is_none_or(|r| r == round))
+    }
+
+    /// The held rate of each round that found a capacity, by round: the values a paired
+    /// comparison of variants and the spread over rounds are made of. A search that is not
+    /// repeated is its one round.
+    pub fn held_by_round(&self) -> Vec<(u32, f64)> {
+        if self.rounds.is_empty() {
+            return match (self.found, self.held_rate) {
+                (true, Some(held)) => vec![(1, held)],
+                _ => Vec::new(),
+            };
+        }
+        self.rounds
+            .iter()
+            .filter(|r| r.found)
+            .filter_map(|r| Some((r.round, r.held_rate?)))
+            .collect()
+    }
+}
+
+/// One finished round of a repeated capacity search.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityRound {
+    /// 1-based number of the round.
+    pub round: u32,
+    /// True when the round bracketed a capacity and confirmed it.
+    #[serde(default)]
+    pub found: bool,
+    /// The round's highest rate held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_rate: Option<f64>,
+    /// The round's lowest rate failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_rate: Option<f64>,
+    /// What failed at the round's `failedRate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limiting: Option<String>,
+    /// How many probes the round took.
+    #[serde(default)]
+    pub probes: u32,
+    /// The round's outcome in a sentence.
+    #[serde(default)]
+    pub message: String,
 }
 
 /// Probes of one cell at one fixed rate, asked by the sizing search.
@@ -115,8 +188,11 @@ pub enum CheckPurpose {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeStatus {
-    /// 1-based number of the probe in the cell's search.
+    /// 1-based number of the probe in the cell's search (counting on over rounds).
     pub probe: u32,
+    /// With spec.repeat: the round of the search the probe belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
     /// The total rate offered, requests per second over every endpoint of the mix.
     pub rate: f64,
     /// Successful requests per second the probe achieved, over every endpoint.

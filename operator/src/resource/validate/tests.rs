@@ -700,3 +700,27 @@ fn the_old_name_of_loadgen_generators_still_counts_and_is_reported_deprecated() 
     let default = parse_benchmark_run(GOOD).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(default.spec.loadgen.generators(), 1);
 }
+
+/// A search repeats as a cell does, and compares variants on its capacity; sizing confirms
+/// its answer its own way, so it takes neither.
+#[test]
+fn capacity_takes_repeat_and_variants_and_sizing_takes_neither() {
+    let capacity = include_str!("../../../../manifests/samples/capacity.yaml");
+    let with = |extra: &str| capacity.replacen("spec:\n", &format!("spec:\n{extra}"), 1);
+    let repeated = with("  repeat: {min: 3, max: 5, precision: 5}\n");
+    assert_eq!(errors_of(&repeated), Vec::<String>::new());
+    let variants = with(
+        "  repeat: 5\n  variants: [{name: base}, {name: candidate, env: [{name: BENCH_FAST_MS, value: \"25\"}]}]\n",
+    );
+    assert_eq!(errors_of(&variants), Vec::<String>::new());
+    let sizing = include_str!("../../../../manifests/samples/sizing.yaml");
+    let sized = |extra: &str| sizing.replacen("spec:\n", &format!("spec:\n{extra}"), 1);
+    assert_error(
+        &sized("  repeat: 3\n"),
+        "spec.repeat: not supported with spec.sizing",
+    );
+    assert_error(
+        &sized("  variants: [{name: base}, {name: candidate}]\n"),
+        "spec.variants: not supported with spec.sizing",
+    );
+}

@@ -1,0 +1,137 @@
+//! A repeated search (`spec.repeat` with `spec.capacity`): each round is a whole search from
+//! the start rate on a fresh target, as a repetition of a cell is a whole measurement. The
+//! cell's capacity is the median of its rounds' held rates with the 95% interval of that
+//! median, so that one lucky or unlucky round does not decide it; with variants, each round of
+//! a candidate against the same round of its base is one ratio of capacities
+//! (`engine::results::variants`).
+//!
+//! A round that finds no capacity (held at the upper bound, failed at the start rate,
+//! load-generator bound, out of probes) ends the cell: over its rounds the cell has no
+//! capacity either, and more rounds would not give it one.
+
+use super::probe::rate_text;
+use super::record::{Ending, succeeded};
+use crate::engine::results::{noise, precision};
+use crate::engine::schedule::stop;
+use crate::engine::{Ctx, Note};
+use crate::resource::capacity::{CapacityRound, CapacityStatus, ProbeStatus};
+use crate::resource::rounding::round2;
+use crate::resource::{CellPhase, CellStatus};
+
+/// The round under way of cell `c` ended as `ended`: it is recorded, and either another round
+/// follows (the cell goes back in line, and true: its target goes) or the cell succeeds with
+/// its figures over the rounds.
+pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<Note>, bool) {
+    let Some(cap) = c.capacity.as_mut() else {
+        return (Vec::new(), false);
+    };
+    let (found, held_rate, failed_rate, limiting, message) = ended;
+    let round = cap.current_round();
+    let probes = cap.round_probes().count() as u32;
+    cap.rounds.push(CapacityRound {
+        round,
+        found,
+        held_rate,
+        failed_rate,
+        limiting,
+        probes,
+        message,
+    });
+    let held: Vec<f64> = cap.held_by_round().into_iter().map(|(_, h)| h).collect();
+    let (again, precision) = stop::capacity_again(ctx, round, &held);
+    c.precision = precision;
+    let planned = ctx.repeat.max_rounds();
+    if found && again {
+        cap.next_rate = None;
+        cap.message = format!(
+            "round {round} of at most {planned}: {}; round {} next, from the start rate on a \
+             fresh target",
+            cap.rounds[cap.rounds.len() - 1].message,
+            round + 1
+        );
+        c.phase = CellPhase::Pending;
+        c.reason = None;
+        c.message = Some(cap.message.clone());
+        let note = Note::normal(
+            "CapacityRoundMeasured",
+            format!("cell {}: {}", c.name, cap.message),
+        );
+        return (vec![note], true);
+    }
+    over_rounds(cap);
+    (succeeded(c, ctx), false)
+}
+
+/// The cell's figures over its finished rounds, written into `cap`: with a capacity in every
+/// round, the median held and failed rates, the interval of the median held rate and what
+/// limited the median round; otherwise the first round without one, as that round said it.
+pub(super) fn over_rounds(cap: &mut CapacityStatus) {
+    cap.next_rate = None;
+    let Some(missed) = cap.rounds.iter().find(|r| !r.found).cloned() else {
+        return found_in_every_round(cap);
+    };
+    let others: Vec<String> = cap
+        .held_by_round()
+        .iter()
+        .map(|(r, h)| format!("round {r} held {} rps", rate_text(*h)))
+        .collect();
+    cap.found = false;
+    cap.held_rate = missed.held_rate;
+    cap.held_rate_low = None;
+    cap.held_rate_high = None;
+    cap.failed_rate = missed.failed_rate;
+    cap.limiting = missed.limiting;
+    cap.message = format!(
+        "round {} of the search: {}{}",
+        missed.round,
+        missed.message,
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (before it, {})", others.join(", "))
+        }
+    );
+}
+
+/// [`over_rounds`] of a cell whose every round found a capacity.
+fn found_in_every_round(cap: &mut CapacityStatus) {
+    let held: Vec<f64> = cap.rounds.iter().filter_map(|r| r.held_rate).collect();
+    let failed: Vec<f64> = cap.rounds.iter().filter_map(|r| r.failed_rate).collect();
+    let median = round2(noise::median(&held));
+    let interval = precision::median_interval(&held);
+    // What limited the round nearest the median: a figure that happened, not a blend.
+    let typical = cap.rounds.iter().min_by(|a, b| {
+        let off = |r: &CapacityRound| (r.held_rate.unwrap_or(0.0) - median).abs();
+        off(a).total_cmp(&off(b))
+    });
+    cap.found = true;
+    cap.held_rate = Some(median);
+    cap.held_rate_low = interval.map(|i| round2(i.0));
+    cap.held_rate_high = interval.map(|i| round2(i.1));
+    cap.failed_rate = (!failed.is_empty()).then(|| round2(noise::median(&failed)));
+    cap.limiting = typical.and_then(|r| r.limiting.clone());
+    let each: Vec<String> = held.iter().map(|h| rate_text(*h)).collect();
+    cap.message = format!(
+        "capacity {} rps: the median of {} rounds ({} rps held{}), failed at {} rps ({}); {} \
+         probes",
+        rate_text(median),
+        held.len(),
+        each.join(", "),
+        interval
+            .map(|(low, high)| format!(
+                "; 95% CI {}-{} rps",
+                rate_text(round2(low)),
+                rate_text(round2(high))
+            ))
+            .unwrap_or_default(),
+        cap.failed_rate.map_or("none".into(), rate_text),
+        cap.limiting.as_deref().unwrap_or("no reason recorded"),
+        cap.probes
+            .iter()
+            .filter(|p: &&ProbeStatus| p.check.is_none())
+            .count()
+    );
+}
+
+#[cfg(test)]
+mod tests;
