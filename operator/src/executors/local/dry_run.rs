@@ -59,7 +59,8 @@ fn searches(out: &mut String, run: &ValidatedRun, max_probes: u32, probe: Durati
             sizing.budget.min(cells),
             sizing.confirmations + sizing.rule_out,
         ),
-        None => (cells, 0),
+        // With repeat, each round of a cell is a whole search (sizing takes no repeat).
+        None => (cells * run.repeat().max_rounds(), 0),
     };
     let most = searched * max_probes + checks;
     let what = if run.spec().sizing.is_some() {
@@ -69,7 +70,11 @@ fn searches(out: &mut String, run: &ValidatedRun, max_probes: u32, probe: Durati
              and rule-outs; a rule-out that holds brings its confirmations)"
         )
     } else {
-        format!("capacity: {cells} searches of up to {max_probes} probes each")
+        let rounds = match run.repeat().max_rounds() {
+            1 => String::new(),
+            n => format!(" ({cells} cells x {n} rounds)"),
+        };
+        format!("capacity: {searched} searches{rounds} of up to {max_probes} probes each")
     };
     let _ = writeln!(out, "{what}");
     let _ = writeln!(
@@ -181,6 +186,27 @@ mod tests {
              ready; searches usually stop well before their probe limit)"
         );
         assert!(lines[16].starts_with("status: at most "), "{text}");
+    }
+
+    /// Each round of a repeated search is a search of its own, up to maxProbes.
+    #[test]
+    fn a_repeated_search_is_bounded_by_its_rounds() {
+        let yaml = include_str!("../../../../manifests/samples/capacity.yaml").replacen(
+            "spec:\n",
+            "spec:\n  repeat: 3\n",
+            1,
+        );
+        let run = ValidatedRun::parse(&yaml).unwrap();
+        let text = describe(&run, Path::new("capacity.yaml"), Level::Restricted);
+        assert!(
+            text.contains("capacity: 6 searches (2 cells x 3 rounds) of up to 20 probes each"),
+            "{text}"
+        );
+        // A probe is the 2 s warm-up and the 10 s probe; 6 x 20 probes.
+        assert!(
+            text.contains("load: 12s per probe, about 24m00s in all at most"),
+            "{text}"
+        );
     }
 
     #[test]
