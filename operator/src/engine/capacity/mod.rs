@@ -18,7 +18,7 @@ pub mod search;
 pub mod sends;
 pub mod settle;
 
-pub use record::measured;
+pub use record::{measured, probe_words};
 pub use sends::Sends;
 
 use crate::engine::Step;

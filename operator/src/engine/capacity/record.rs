@@ -332,7 +332,7 @@ fn close_failures(probes: &[ProbeStatus], check: &RateCheck) -> u32 {
 }
 
 /// One probe in words: "probe 3 at 40 rps held" or "... failed: why".
-fn probe_words(p: &ProbeStatus) -> String {
+pub fn probe_words(p: &ProbeStatus) -> String {
     let mut s = format!(
         "probe {} at {} rps {}",
         p.probe,

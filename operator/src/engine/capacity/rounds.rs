@@ -59,6 +59,10 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
         return (vec![note], true);
     }
     over_rounds(cap);
+    if !found {
+        // No capacity to be precise about: the rounds stopped because this one found none.
+        c.precision = None;
+    }
     (succeeded(c, ctx), false)
 }
 

@@ -34,7 +34,13 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
         .iter()
         .filter(|c| c.phase == CellPhase::Succeeded)
         .count();
-    let stopped = cells.iter().any(|c| c.phase == CellPhase::Skipped);
+    let skipped = cells
+        .iter()
+        .filter(|c| c.phase == CellPhase::Skipped)
+        .count();
+    // stopOnFailure skips the cells after a failure; sizing skips the configurations its
+    // answer does not need, with no failure at all, and that run did what it was asked.
+    let stopped = skipped > 0 && !failed.is_empty();
     let total = cells.len();
     let (phase, reason, message) = if interrupted {
         (
@@ -55,6 +61,15 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
             RunPhase::Failed,
             Reason::NoCellMeasured,
             format!("0 of {total} cells measured; failed: {}", failed.join(", ")),
+        )
+    } else if failed.is_empty() && skipped > 0 {
+        (
+            RunPhase::Succeeded,
+            Reason::AllSucceeded,
+            format!(
+                "{measured} of {total} cells measured; the other {skipped} were not needed \
+                 (spec.sizing)"
+            ),
         )
     } else if failed.is_empty() {
         (

@@ -8,7 +8,11 @@
 //! measurement's result. Watch events may be coalesced (several status writes in one event, or
 //! missed across a reconnect): whatever ended since the last status is shown in the order it
 //! ended, each measurement with its start, its phases and its end.
+//!
+//! With `spec.capacity` each probe of a search is shown as the local runner shows it, from the
+//! probes the status records (`cells[].capacity.probes`), and the count is of searches.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::engine::Step;
@@ -25,6 +29,8 @@ pub const START_UNSEEN: &str = "started";
 #[derive(Debug, Clone)]
 pub struct Follower {
     repeat: Repeat,
+    /// With spec.capacity: a measurement is a probe, and the count is of searches.
+    searches: bool,
     /// Each phase's planned length (what a phase line says it ran for).
     phases: Vec<(String, Duration)>,
     /// Per cell: how many of its measurements' ends have been shown.
@@ -52,7 +58,7 @@ struct Ended<'a> {
     repetition: u32,
     phase: CellPhase,
     reason: Option<&'a str>,
-    message: Option<&'a str>,
+    message: Option<Cow<'a, str>>,
     results: &'a [CellResult],
     at: Option<i64>,
 }
@@ -63,6 +69,7 @@ impl Follower {
         let w = &run.spec().workload;
         Follower {
             repeat: run.repeat(),
+            searches: run.spec().capacity.is_some(),
             phases: w
                 .phases
                 .iter()
@@ -88,12 +95,12 @@ impl Follower {
         if self.shown_ends.len() < status.cells.len() {
             self.shown_ends.resize(status.cells.len(), 0);
         }
-        let total = Measurements::of(status, self.repeat).total;
+        let count = Measurements::of(status, self.repeat);
         let mut ended = self.newly_ended(status);
         // In the order they ended (a coalesced update can hold several), matrix order on ties.
         ended.sort_by_key(|e| (e.at, e.cell, e.repetition));
         for e in ended {
-            self.show_ended(&e, total, display);
+            self.show_ended(&e, count, display);
         }
         let active = status
             .cells
@@ -101,7 +108,7 @@ impl Follower {
             .enumerate()
             .find(|(_, c)| matches!(c.phase, CellPhase::Deploying | CellPhase::Running));
         if let Some((i, c)) = active {
-            self.show_active(i, c, total, display);
+            self.show_active(i, c, count, display);
         }
     }
 
@@ -116,15 +123,15 @@ impl Follower {
     }
 
     /// Shows measurement `e` from its start (unless shown already) through its phases to its
-    /// end; `total`: the measurements the run will make.
-    fn show_ended(&mut self, e: &Ended, total: usize, display: &mut Display) {
+    /// end; `count`: the run's measurements as its status counts them.
+    fn show_ended(&mut self, e: &Ended, count: Measurements, display: &mut Display) {
         let step = Step {
             cell: e.cell,
             repetition: e.repetition,
         };
         let started = self.current.as_ref().is_some_and(|c| c.step == step);
         if !started {
-            self.show_start(step, START_UNSEEN, total, display);
+            self.show_start(step, START_UNSEEN, count, display);
         }
         for figures in self.phase_figures(e.results) {
             display.show(progress::Update::PhaseEnded {
@@ -132,7 +139,7 @@ impl Follower {
                 figures: &figures,
             });
         }
-        let message = e.message.unwrap_or_default();
+        let message = e.message.as_deref().unwrap_or_default();
         if e.phase == CellPhase::Succeeded {
             display.show(progress::Update::Succeeded {
                 step,
@@ -152,7 +159,13 @@ impl Follower {
 
     /// Shows the measurement under way in cell `i` (`c`): its start when it is new, else its
     /// cell's message when that changed; and keeps when its load started, for [`Self::tick`].
-    fn show_active(&mut self, i: usize, c: &CellStatus, total: usize, display: &mut Display) {
+    fn show_active(
+        &mut self,
+        i: usize,
+        c: &CellStatus,
+        count: Measurements,
+        display: &mut Display,
+    ) {
         let load_started = (c.phase == CellPhase::Running)
             .then(|| {
                 c.load_start_time
@@ -166,7 +179,7 @@ impl Follower {
         };
         if self.current.as_ref().is_none_or(|cur| cur.step != step) {
             let detail = c.message.as_deref().unwrap_or("deploying");
-            self.show_start(step, detail, total, display);
+            self.show_start(step, detail, count, display);
             self.current = Some(CurrentStep {
                 step,
                 said: c.message.clone(),
@@ -189,11 +202,13 @@ impl Follower {
     }
 
     /// Shows measurement `step` starting (`detail` says what starts), after the count of those
-    /// done out of `total`.
-    fn show_start(&self, step: Step, detail: &str, total: usize, display: &mut Display) {
+    /// done out of the total: the status's count of searches with spec.capacity (a probe is
+    /// not a search done), else the measurements shown as ended.
+    fn show_start(&self, step: Step, detail: &str, count: Measurements, display: &mut Display) {
+        let done = if self.searches { count.done } else { self.done };
         display.show(progress::Update::Measurements {
-            done: self.done,
-            total,
+            done,
+            total: count.total,
         });
         display.show(progress::Update::Started { step, detail });
     }
@@ -219,9 +234,12 @@ impl Follower {
         out
     }
 
-    /// Which repetition of `cell` is under way: the one after those it recorded.
+    /// Which repetition of `cell` is under way: the one after those it recorded (of a search,
+    /// the probe after those it recorded).
     fn repetition_under_way(&self, cell: &CellStatus) -> u32 {
-        if self.repeat.is_repeated() {
+        if let Some(cap) = &cell.capacity {
+            cap.probes.len() as u32 + 1
+        } else if self.repeat.is_repeated() {
             cell.repetitions.len() as u32 + 1
         } else {
             1
@@ -259,6 +277,9 @@ fn ends_of(i: usize, c: &CellStatus, repeated: bool) -> Vec<Ended<'_>> {
     let secs = |t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
         t.as_ref().map(crate::resource::conditions::secs_of)
     };
+    if let Some(cap) = &c.capacity {
+        return probe_ends(i, c, cap);
+    }
     if repeated {
         return c
             .repetitions
@@ -268,7 +289,7 @@ fn ends_of(i: usize, c: &CellStatus, repeated: bool) -> Vec<Ended<'_>> {
                 repetition: r.repetition,
                 phase: r.phase,
                 reason: r.reason.as_deref(),
-                message: r.message.as_deref(),
+                message: r.message.as_deref().map(Cow::Borrowed),
                 results: &r.results,
                 at: secs(&r.completion_time),
             })
@@ -280,12 +301,47 @@ fn ends_of(i: usize, c: &CellStatus, repeated: bool) -> Vec<Ended<'_>> {
             repetition: 1,
             phase: c.phase,
             reason: c.reason.as_deref(),
-            message: c.message.as_deref(),
+            message: c.message.as_deref().map(Cow::Borrowed),
             results: &c.results,
             at: secs(&c.completion_time),
         }],
         _ => Vec::new(),
     }
+}
+
+/// The probes cell `i` (`c`, searching as `cap` says) records as ended, in their order, each
+/// in the words the local runner shows it in; then the cell's failure, when one ended its
+/// search. A probe keeps no figures of its own in the status, so none are shown for it.
+fn probe_ends<'a>(
+    i: usize,
+    c: &'a CellStatus,
+    cap: &'a crate::resource::capacity::CapacityStatus,
+) -> Vec<Ended<'a>> {
+    let mut ends: Vec<Ended> = cap
+        .probes
+        .iter()
+        .map(|p| Ended {
+            cell: i,
+            repetition: p.probe,
+            phase: CellPhase::Succeeded,
+            reason: None,
+            message: Some(Cow::Owned(crate::engine::capacity::probe_words(p))),
+            results: &[],
+            at: None,
+        })
+        .collect();
+    if c.phase == CellPhase::Failed {
+        ends.push(Ended {
+            cell: i,
+            repetition: cap.probes.len() as u32 + 1,
+            phase: c.phase,
+            reason: c.reason.as_deref(),
+            message: c.message.as_deref().map(Cow::Borrowed),
+            results: &c.results,
+            at: None,
+        });
+    }
+    ends
 }
 
 #[cfg(test)]
@@ -411,5 +467,94 @@ mod tests {
         assert_eq!(lines[0], "[1/2] a | deploying a");
         assert_eq!(lines[3], "[2/2] b | deploying b");
         assert_eq!(lines.len(), 5, "{text}");
+    }
+
+    /// A probe of `rate` rps with p99 `p99` ms, every send on time and answered.
+    fn probe(rate: f64, p99: f64) -> Box<Measured> {
+        let samples = (rate * 10.0) as u64;
+        Box::new(Measured {
+            results: vec![CellResult {
+                phase: crate::resource::capacity::PROBE_PHASE.into(),
+                endpoint: "fast".into(),
+                requests: samples,
+                samples,
+                rps: rate,
+                latency_ms: Some(LatencyMs {
+                    p50: p99 / 2.0,
+                    p90: p99,
+                    p99,
+                    p999: p99,
+                    max: p99,
+                    mean: p99 / 2.0,
+                }),
+                ..CellResult::default()
+            }],
+            sends: Some(crate::engine::capacity::Sends {
+                offered: rate * 10.0,
+                late: 0,
+                unanswered: 0,
+                sent_p99_ms: Some(p99),
+            }),
+            message: "measured".into(),
+            ..Measured::default()
+        })
+    }
+
+    /// With spec.capacity each probe is a line of its own, numbered as the local runner
+    /// numbers it, and the count is of searches: two probes into the first search, the first
+    /// of two is under way (the display counts the one under way).
+    #[test]
+    fn a_search_shows_each_probe_and_counts_searches() {
+        let run = ValidatedRun::parse(include_str!("../../../../manifests/samples/capacity.yaml"))
+            .unwrap();
+        let all = statuses(
+            &run,
+            vec![
+                Event::admitted(run.cells()),
+                Event::CellDeploying {
+                    cell: 0,
+                    message: "deploying".into(),
+                },
+                Event::LoadStarted {
+                    cell: 0,
+                    message: "load".into(),
+                    target_pods: vec![],
+                },
+                Event::CellMeasured {
+                    cell: 0,
+                    measured: probe(10.0, 30.0),
+                },
+                Event::LoadStarted {
+                    cell: 0,
+                    message: "load again".into(),
+                    target_pods: vec![],
+                },
+                Event::CellMeasured {
+                    cell: 0,
+                    measured: probe(20.0, 500.0),
+                },
+            ],
+        );
+        let plan = crate::frontends::progress::Plan::of(&run);
+        let out = Buffer::default();
+        let mut display = Display::plain(plan, Box::new(out.clone()));
+        let mut f = Follower::new(&run);
+        for s in &all {
+            f.update(s, &mut display);
+        }
+        let text = out.text();
+        assert!(
+            text.contains("[1/2] single-1cpu probe 1 | done (probe 1 at 10 rps held)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "[1/2] single-1cpu probe 2 | done (probe 2 at 20 rps failed: probe/fast p99 \
+                 500.0 ms, not below 100.0 ms at 20 rps)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("[1/2] single-1cpu probe 3 | "), "{text}");
+        assert!(text.lines().all(|l| l.starts_with("[1/2] ")), "{text}");
     }
 }

@@ -36,6 +36,10 @@ pub(super) fn capacity_text(cap: &CapacityStatus) -> String {
             _ => format!("{} rps", rate_text(h)),
         },
         _ if cap.next_rate.is_some() => "searching".into(),
+        // Only a sizing check probed it (a rule-out): it was never searched.
+        _ if cap.check.is_some() && cap.probes.iter().all(|p| p.check.is_some()) => {
+            "not searched".into()
+        }
         _ => "none found".into(),
     }
 }
@@ -61,10 +65,19 @@ pub fn closing_lines(status: &BenchmarkRunStatus) -> Vec<String> {
         lines.push(format!(
             "  {name}: {}{per} — {}",
             capacity_text(cap),
-            cap.message
+            said(cap)
         ));
     }
     lines
+}
+
+/// What a cell's search said, or for a cell that only a sizing check probed (a rule-out
+/// probe, with no search of its own), what the check said.
+fn said(cap: &CapacityStatus) -> &str {
+    match &cap.check {
+        Some(check) if cap.message.is_empty() => &check.message,
+        _ => &cap.message,
+    }
 }
 
 /// The report's Capacity section: a table of the cells, then each cell's probes.
@@ -102,7 +115,7 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
         );
     }
     for (name, _, cap) in &cells {
-        let _ = writeln!(o, "\n### {name}: {}\n", cap.message);
+        let _ = writeln!(o, "\n### {name}: {}\n", said(cap));
         for r in &cap.rounds {
             let _ = writeln!(
                 o,

@@ -54,3 +54,23 @@ fn a_stopped_or_interrupted_run_fails() {
     assert_eq!(run_end(&cells, true).reason, Reason::Interrupted);
     assert_eq!(run_end(&cells, true).phase, RunPhase::Failed);
 }
+
+/// A sizing run skips the configurations its answer does not need: no cell failed, so the run
+/// succeeded (it ended "stopped at failed cell" with phase Failed, and exit 1, before).
+#[test]
+fn cells_skipped_without_a_failure_are_a_sizing_runs_and_it_succeeds() {
+    let cells = [
+        cell("a", CellPhase::Succeeded),
+        cell("b", CellPhase::Skipped),
+        cell("c", CellPhase::Skipped),
+    ];
+    let end = run_end(&cells, false);
+    assert_eq!(
+        (end.phase, end.reason),
+        (RunPhase::Succeeded, Reason::AllSucceeded)
+    );
+    assert_eq!(
+        end.message,
+        "1 of 3 cells measured; the other 2 were not needed (spec.sizing)"
+    );
+}
