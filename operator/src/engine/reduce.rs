@@ -334,13 +334,14 @@ fn cell_deploying(
     c.phase = CellPhase::Deploying;
     // While a repeated cell runs, its start is the current repetition's (each kept in its
     // repetition's entry); once it ends, the first repetition's again.
-    if ctx.repeat.is_repeated() {
-        c.start_time = Some(ctx.now.clone());
-    } else if ctx.capacity.is_some() {
+    if ctx.capacity.is_some() {
         // Each target of a capacity search is a step of its own: its start times the
-        // target's readiness and its overhead; the search's start is kept apart.
+        // target's readiness and its overhead; the search's start is kept apart (a repeated
+        // search keeps its rounds in capacity.rounds, not as repetitions).
         let search = c.capacity.get_or_insert_with(Default::default);
         search.start_time.get_or_insert_with(|| ctx.now.clone());
+        c.start_time = Some(ctx.now.clone());
+    } else if ctx.repeat.is_repeated() {
         c.start_time = Some(ctx.now.clone());
     } else {
         c.start_time.get_or_insert_with(|| ctx.now.clone());
@@ -730,7 +731,9 @@ fn fail_cell(
     let name = c.name.clone();
     let nodes = take_nodes(c, nodes_kept(ctx, cell));
     c.histograms.clear();
-    let message = if ctx.repeat.is_repeated() {
+    // A repeated search's rounds are in capacity.rounds: its failure ends the cell as an
+    // unrepeated cell's does.
+    let message = if ctx.repeat.is_repeated() && ctx.capacity.is_none() {
         let repetition = c.measured_repetitions() + 1;
         c.repetitions.push(RepetitionStatus {
             nodes,

@@ -106,11 +106,7 @@ pub fn round_nodes(status: &BenchmarkRunStatus, step: Step) -> Vec<String> {
         if i == step.cell || c.configuration.as_ref() != Some(configuration) {
             continue;
         }
-        let ran = if c.capacity.is_some() {
-            // A search's steps are its targets, not its rounds: the nodes its latest probe
-            // ran on are where this round's partner belongs.
-            &c.nodes[..]
-        } else if c.repetitions.is_empty() {
+        let ran = if c.repetitions.is_empty() {
             if step.repetition == 1 {
                 &c.nodes[..]
             } else {

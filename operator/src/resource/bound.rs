@@ -262,6 +262,10 @@ fn clip_cell(cell: &mut CellStatus) {
         for p in &mut c.probes {
             clip_opt(&mut p.why, NOTE_MAX);
         }
+        for r in &mut c.rounds {
+            clip(&mut r.message, SENTENCE_MAX);
+            clip_opt(&mut r.limiting, NOTE_MAX);
+        }
         if let Some(k) = &mut c.check {
             clip(&mut k.message, SENTENCE_MAX);
         }

@@ -483,6 +483,13 @@ fn check_capacity(
             "with spec.capacity, leave out thresholds: the service level is spec.capacity.slo",
         ));
     }
+    if spec.repeat.is_adaptive() && !spec.variants.is_empty() {
+        errors.push(FieldError::new(
+            "spec.repeat",
+            "with spec.capacity and spec.variants, give a count (repeat: 5): each variant's \
+             rounds are paired with the other's, and a precision rule would stop them apart",
+        ));
+    }
     if errors.len() == before {
         // The probe's own rules (rates, endpoints, headers), checked on the first probe.
         check_workload(&capacity.probe_workload(w, capacity.start_rate), errors);

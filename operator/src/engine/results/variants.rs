@@ -171,12 +171,15 @@ fn ratio_figure(
 /// Two cells that searched for capacity, compared on it alone: each round's held rate of the
 /// candidate over the same round's of the base, in the rounds where both found a capacity.
 /// Their latencies are not compared: each was measured at the rate its own cell held. A side
-/// without a capacity in some round leaves the comparison without a figure for it, which the
+/// without a capacity (in any round) leaves the comparison without a figure, which the
 /// regression gate does not take as a pass (`engine::verdict::gate`).
 fn capacity_comparison(base: &CellStatus, candidate: &CellStatus) -> VariantComparison {
+    // A side that ended without a capacity (some round found none) has no figure to pair:
+    // pairing its other rounds would drop its worst one.
     let held = |c: &CellStatus| {
         c.capacity
             .as_ref()
+            .filter(|cap| cap.found)
             .map(|cap| cap.held_by_round())
             .unwrap_or_default()
     };

@@ -95,14 +95,12 @@ impl<'a> RegressionGate<'a> {
         if !figures.is_empty() {
             return RegressionGate::Regressed { max, figures };
         }
-        // A latency comparison without figures is of a cell that failed, which fails the run
-        // anyway; a capacity comparison without one is of cells that succeeded without a
-        // capacity to compare.
-        let searched = status.cells.iter().any(|c| c.capacity.is_some());
+        // A comparison without figures whose cells both succeeded is of capacities one side
+        // did not find; one with a cell that failed (or was skipped) fails the run anyway.
         let comparisons: Vec<&VariantComparison> = status
             .variants
             .iter()
-            .filter(|c| searched && c.figures.is_empty())
+            .filter(|c| c.figures.is_empty() && both_searched(status, c))
             .collect();
         if comparisons.is_empty() {
             RegressionGate::Held { max }
@@ -118,4 +116,18 @@ impl<'a> RegressionGate<'a> {
             RegressionGate::Regressed { .. } | RegressionGate::Uncompared { .. }
         )
     }
+}
+
+/// True when both cells of `comparison` searched for capacity and succeeded: their search ended,
+/// with or without a capacity.
+fn both_searched(status: &BenchmarkRunStatus, comparison: &VariantComparison) -> bool {
+    let succeeded = |variant: &str| {
+        status.cells.iter().any(|c| {
+            c.configuration.as_deref() == Some(comparison.configuration.as_str())
+                && c.variant.as_deref() == Some(variant)
+                && c.capacity.is_some()
+                && c.phase == crate::resource::CellPhase::Succeeded
+        })
+    };
+    succeeded(&comparison.base) && succeeded(&comparison.candidate)
 }

@@ -713,6 +713,15 @@ fn capacity_takes_repeat_and_variants_and_sizing_takes_neither() {
         "  repeat: 5\n  variants: [{name: base}, {name: candidate, env: [{name: BENCH_FAST_MS, value: \"25\"}]}]\n",
     );
     assert_eq!(errors_of(&variants), Vec::<String>::new());
+    // With variants a search's rounds are paired: a per-cell precision rule would stop them
+    // apart, so a count is asked for.
+    let adaptive_variants = with(
+        "  repeat: {min: 3, max: 5, precision: 5}\n  variants: [{name: base}, {name: candidate}]\n",
+    );
+    assert_error(
+        &adaptive_variants,
+        "spec.repeat: with spec.capacity and spec.variants, give a count",
+    );
     let sizing = include_str!("../../../../manifests/samples/sizing.yaml");
     let sized = |extra: &str| sizing.replacen("spec:\n", &format!("spec:\n{extra}"), 1);
     assert_error(

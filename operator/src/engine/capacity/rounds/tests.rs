@@ -278,3 +278,47 @@ fn repeated_until_precise_a_steady_capacity_stops_at_min_and_a_spread_one_at_max
         "{p:?}"
     );
 }
+
+#[test]
+fn a_candidate_that_loses_its_capacity_in_a_later_round_is_not_passed() {
+    // Round 1: 50 against 100; round 2: the candidate fails even at the start rate. Pairing
+    // round 1 alone would give one ratio, never significant, and a gate that passes.
+    let cells = [
+        ("a-base", Some(("a", "base"))),
+        ("a-cand", Some(("a", "cand"))),
+    ];
+    let (status, _) = run(&cells, Repeat::Times(5), |cell, round| {
+        match (cell, round) {
+            (0, _) => 100.0,
+            (_, 1) => 50.0,
+            _ => 10.0,
+        }
+    });
+    assert!(!status.cells[1].capacity.as_ref().unwrap().found);
+    assert!(
+        status.variants[0].figures.is_empty(),
+        "{:?}",
+        status.variants
+    );
+    let gate = RegressionGate::judge(&status, Some(10.0));
+    assert!(
+        matches!(gate, RegressionGate::Uncompared { .. }),
+        "{gate:?}"
+    );
+}
+
+#[test]
+fn a_failed_cell_is_the_runs_failure_not_an_uncompared_capacity() {
+    let cells = [
+        ("a-base", Some(("a", "base"))),
+        ("a-cand", Some(("a", "cand"))),
+    ];
+    let (mut status, _) = run(&cells, Repeat::Times(2), |_, _| 100.0);
+    // The candidate's target never became ready: its cell failed, and the run says so
+    // (exit 1); the gate has nothing of its own to add.
+    status.cells[1].phase = CellPhase::Failed;
+    status.variants = crate::engine::results::variants::compare(&status.cells);
+    status.variants[0].figures.clear();
+    let gate = RegressionGate::judge(&status, Some(10.0));
+    assert!(matches!(gate, RegressionGate::Held { .. }), "{gate:?}");
+}
