@@ -151,13 +151,30 @@ fn ratio_figure(
         .iter()
         .filter_map(|(b, c)| Some((find(b)?, find(c)?)))
         .unzip();
-    let p = paired::paired(&base, &candidate, lower_is_better)?;
+    paired_figure(
+        (phase, endpoint, figure.key()),
+        &base,
+        &candidate,
+        lower_is_better,
+    )
+}
+
+/// The figure `(phase, endpoint, key)` of a candidate against its base from their values in
+/// the same rounds (`base[i]` and `candidate[i]` measured in one round); `None` when no round
+/// has a ratio.
+fn paired_figure(
+    (phase, endpoint, key): (&str, &str, &str),
+    base: &[f64],
+    candidate: &[f64],
+    lower_is_better: bool,
+) -> Option<RatioFigure> {
+    let p = paired::paired(base, candidate, lower_is_better)?;
     Some(RatioFigure {
         phase: phase.to_owned(),
         endpoint: endpoint.to_owned(),
-        figure: figure.key().to_owned(),
-        base: super::noise::median(&base),
-        candidate: super::noise::median(&candidate),
+        figure: key.to_owned(),
+        base: super::noise::median(base),
+        candidate: super::noise::median(candidate),
         verdict: verdict(&p, lower_is_better),
         ratio_low: p.interval.map(|i| i.0),
         ratio_high: p.interval.map(|i| i.1),
@@ -191,20 +208,8 @@ fn capacity_comparison(base: &CellStatus, candidate: &CellStatus) -> VariantComp
             Some((b, *c))
         })
         .unzip();
-    let figure = paired::paired(&base_rates, &candidate_rates, false).map(|p| RatioFigure {
-        phase: crate::resource::capacity::PROBE_PHASE.to_owned(),
-        endpoint: "mix".to_owned(),
-        figure: CAPACITY.to_owned(),
-        base: super::noise::median(&base_rates),
-        candidate: super::noise::median(&candidate_rates),
-        verdict: verdict(&p, false),
-        ratio_low: p.interval.map(|i| i.0),
-        ratio_high: p.interval.map(|i| i.1),
-        ratio: p.ratio,
-        p_worse: p.p_worse,
-        p_better: p.p_better,
-        ratios: p.ratios,
-    });
+    let key = (crate::resource::capacity::PROBE_PHASE, "mix", CAPACITY);
+    let figure = paired_figure(key, &base_rates, &candidate_rates, false);
     VariantComparison {
         configuration: base.configuration.clone().unwrap_or_default(),
         base: base.variant.clone().unwrap_or_default(),
