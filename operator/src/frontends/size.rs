@@ -206,9 +206,10 @@ pub fn write_manifests(
     Ok(files.into_iter().map(|(p, _)| p).collect())
 }
 
-/// Prints the sizing of `status` and writes its manifests; the exit code: 0 with a chosen
-/// configuration, 1 when nothing holds or the budget ran out, 2 for a status without sizing or
-/// manifests that cannot be written.
+/// Prints the sizing of `status` and writes its manifests; the exit code: the run's verdict
+/// ([`Outcome`](crate::engine::verdict::outcome::Outcome): 0 with a chosen configuration, 1
+/// when nothing holds or the budget ran out), or 2 for a status without sizing or manifests
+/// that cannot be written.
 pub fn print(status: &BenchmarkRunStatus, args: &ManifestArgs, command: &str) -> u8 {
     use crate::engine::verdict::exit;
     let Some(s) = &status.sizing else {
@@ -229,11 +230,9 @@ pub fn print(status: &BenchmarkRunStatus, args: &ManifestArgs, command: &str) ->
             }
         }
     }
-    if s.chosen.is_some() {
-        exit::SUCCESS
-    } else {
-        exit::FAILED
-    }
+    // The run's own verdict, as `run` and `kubectl benchmatrix run` give it for this status:
+    // 1 when nothing was chosen (NothingHolds, OutOfBudget).
+    crate::engine::verdict::outcome::Outcome::of(status).code()
 }
 
 #[cfg(test)]

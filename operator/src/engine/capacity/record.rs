@@ -6,7 +6,7 @@ use super::search::{self, Next, Params, Probed, SearchOutcome};
 use super::settle;
 use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{
-    CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict, RateCheck,
+    CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict, RateCheck, SearchEnding,
 };
 use crate::resource::rounding::round2;
 use crate::resource::{CellPhase, CellStatus, Workload};
@@ -350,20 +350,30 @@ pub fn probe_words(p: &ProbeStatus) -> String {
     s
 }
 
-/// The search's end written into `cap`: the rates, what limited them, and a sentence.
+/// The search's end written into `cap`: how it ended, the rates, what limited them, and a
+/// sentence.
 fn finish(cap: &mut CapacityStatus, ended: Ending) {
-    let (found, held, failed, limiting, message) = ended;
     cap.next_rate = None;
-    cap.found = found;
-    cap.held_rate = held;
-    cap.failed_rate = failed;
-    cap.limiting = limiting;
-    cap.message = message;
+    cap.set_ending(ended.kind);
+    cap.held_rate = ended.held;
+    cap.failed_rate = ended.failed;
+    cap.limiting = ended.limiting;
+    cap.message = ended.message;
 }
 
-/// What a search (or a round of it) ended with: whether a capacity was found, the rates held
-/// and failed, what limited the rate, and the sentence.
-pub(super) type Ending = (bool, Option<f64>, Option<f64>, Option<String>, String);
+/// What a search (or a round of it) ended with.
+pub(super) struct Ending {
+    /// How it ended.
+    pub kind: SearchEnding,
+    /// The highest rate held, if any.
+    pub held: Option<f64>,
+    /// The lowest rate failed, if any.
+    pub failed: Option<f64>,
+    /// What failed at `failed` (or what bound the load generator).
+    pub limiting: Option<String>,
+    /// The ending in a sentence.
+    pub message: String,
+}
 
 /// The search's end `outcome` in the figures [`finish`] writes, from the probes of the round
 /// `cap` holds (what limited a failed rate is the latest reason recorded at it) and `spec`'s
@@ -389,19 +399,25 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
                 rate_text(failed),
                 limiting.as_deref().unwrap_or("no reason recorded")
             );
-            (true, Some(held), Some(failed), limiting, message)
+            Ending {
+                kind: SearchEnding::Found,
+                held: Some(held),
+                failed: Some(failed),
+                limiting,
+                message,
+            }
         }
-        SearchOutcome::HeldAtMax { max } => (
-            false,
-            Some(max),
-            None,
-            None,
-            format!(
+        SearchOutcome::HeldAtMax { max } => Ending {
+            kind: SearchEnding::HeldAtUpperBound,
+            held: Some(max),
+            failed: None,
+            limiting: None,
+            message: format!(
                 "held at the upper bound, {} rps: raise spec.capacity.maxRate; no capacity \
                  found ({n} probes)",
                 rate_text(max)
             ),
-        ),
+        },
         SearchOutcome::FailedAtStart { start, failed } => {
             let limiting = why_at(failed);
             let message = format!(
@@ -410,7 +426,13 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
                 rate_text(start),
                 limiting.as_deref().unwrap_or("no reason recorded")
             );
-            (false, None, Some(failed), limiting, message)
+            Ending {
+                kind: SearchEnding::FailedAtStartRate,
+                held: None,
+                failed: Some(failed),
+                limiting,
+                message,
+            }
         }
         SearchOutcome::LoadgenBound { rate, held } => {
             let limiting = probes
@@ -423,7 +445,13 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
                 held.map(|h| format!(" (held {} rps)", rate_text(h)))
                     .unwrap_or_default()
             );
-            (false, held, None, Some(limiting), message)
+            Ending {
+                kind: SearchEnding::LoadGeneratorBound,
+                held,
+                failed: None,
+                limiting: Some(limiting),
+                message,
+            }
         }
         SearchOutcome::OutOfProbes { held, failed } => {
             let limiting = failed.and_then(why_at);
@@ -439,7 +467,13 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
                     _ => "not bracketed".into(),
                 }
             );
-            (false, held, failed, limiting, message)
+            Ending {
+                kind: SearchEnding::OutOfProbes,
+                held,
+                failed,
+                limiting,
+                message,
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use super::record::{Ending, succeeded};
 use crate::engine::results::{noise, precision};
 use crate::engine::schedule::stop;
 use crate::engine::{Ctx, Note};
-use crate::resource::capacity::{CapacityRound, CapacityStatus, ProbeStatus};
+use crate::resource::capacity::{CapacityRound, CapacityStatus, ProbeStatus, SearchEnding};
 use crate::resource::rounding::round2;
 use crate::resource::{CellPhase, CellStatus};
 
@@ -25,17 +25,18 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
     let Some(cap) = c.capacity.as_mut() else {
         return (Vec::new(), false);
     };
-    let (found, held_rate, failed_rate, limiting, message) = ended;
+    let found = ended.kind.found();
     let round = cap.current_round();
     let probes = cap.round_probes().count() as u32;
     cap.rounds.push(CapacityRound {
         round,
         found,
-        held_rate,
-        failed_rate,
-        limiting,
+        ending: Some(ended.kind),
+        held_rate: ended.held,
+        failed_rate: ended.failed,
+        limiting: ended.limiting,
         probes,
-        message,
+        message: ended.message,
     });
     let held: Vec<f64> = cap.held_by_round().into_iter().map(|(_, h)| h).collect();
     let (again, precision) = stop::capacity_again(ctx, round, &held);
@@ -79,7 +80,11 @@ pub(super) fn over_rounds(cap: &mut CapacityStatus) {
         .iter()
         .map(|(r, h)| format!("round {r} held {} rps", rate_text(*h)))
         .collect();
-    cap.found = false;
+    match missed.ended() {
+        Some(ending) => cap.set_ending(ending),
+        // A round an older operator wrote, in words this version does not know.
+        None => (cap.ending, cap.found) = (None, false),
+    }
     cap.held_rate = missed.held_rate;
     cap.held_rate_low = None;
     cap.held_rate_high = None;
@@ -108,12 +113,13 @@ fn found_in_every_round(cap: &mut CapacityStatus) {
         let off = |r: &CapacityRound| (r.held_rate.unwrap_or(0.0) - median).abs();
         off(a).total_cmp(&off(b))
     });
-    cap.found = true;
+    let limiting = typical.and_then(|r| r.limiting.clone());
+    cap.set_ending(SearchEnding::Found);
     cap.held_rate = Some(median);
     cap.held_rate_low = interval.map(|i| round2(i.0));
     cap.held_rate_high = interval.map(|i| round2(i.1));
     cap.failed_rate = (!failed.is_empty()).then(|| round2(noise::median(&failed)));
-    cap.limiting = typical.and_then(|r| r.limiting.clone());
+    cap.limiting = limiting;
     let each: Vec<String> = held.iter().map(|h| rate_text(*h)).collect();
     cap.message = format!(
         "capacity {} rps: the median of {} rounds ({} rps held{}), failed at {} rps ({}); {} \

@@ -23,6 +23,7 @@ mod status;
 
 pub use status::{
     CapacityRound, CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck,
+    SearchEnding,
 };
 
 /// Name of the one phase of every probe: the cell's results, once searched, are the
