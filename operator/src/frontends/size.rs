@@ -125,27 +125,30 @@ pub fn state_word(s: SizedState) -> &'static str {
 }
 
 /// The strategic-merge patch for `deployment`'s `container`: replicas, requests equal to
-/// limits (the Guaranteed QoS the configuration was measured with), and the env it ran with
-/// (BENCH_MODE, which only the built-in target reads, and the env axes).
+/// limits (the Guaranteed QoS the configuration was measured with), and the env the search
+/// varied (the chosen configuration's `env`: the env axes, and BENCH_MODE only when the mode was
+/// an axis), no key at all when it varied none, so the merge leaves the container's env alone.
 pub fn deployment_patch(c: &ChosenConfiguration, deployment: &str, container: &str) -> String {
     let resources = json!({"cpu": c.cpu, "memory": c.memory});
-    let mut env = vec![json!({"name": "BENCH_MODE", "value": c.mode})];
-    env.extend(
-        c.env
-            .iter()
-            .map(|v| json!({"name": v.name, "value": v.value})),
-    );
+    let env: Vec<_> = c
+        .env
+        .iter()
+        .map(|v| json!({"name": v.name, "value": v.value}))
+        .collect();
+    let mut app = json!({
+        "name": container,
+        "resources": {"requests": resources, "limits": resources},
+    });
+    if !env.is_empty() {
+        app["env"] = json!(env);
+    }
     let patch = json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": deployment},
         "spec": {
             "replicas": c.replicas,
-            "template": {"spec": {"containers": [{
-                "name": container,
-                "resources": {"requests": resources, "limits": resources},
-                "env": env,
-            }]}},
+            "template": {"spec": {"containers": [app]}},
         },
     });
     serde_yaml::to_string(&patch).unwrap_or_default()
