@@ -1,6 +1,7 @@
 //! A probe measured, written into the cell's status: the probe judged and recorded, then the
 //! cell goes back in line for the next probe or ends with the search's outcome.
 
+use super::ended::{Ending, finish, succeeded};
 use super::probe::{judge_probe, rate_text};
 use super::search::{self, Next, Params, Probed, SearchOutcome};
 use super::settle;
@@ -169,25 +170,6 @@ fn search_measured(
     }
 }
 
-/// The cell's search is over (every round of it): the cell succeeds with its capacity, its
-/// start time the search's first probe's.
-pub(super) fn succeeded(c: &mut CellStatus, ctx: &Ctx) -> Vec<Note> {
-    let Some(cap) = c.capacity.as_ref() else {
-        return Vec::new();
-    };
-    if let Some(start) = cap.start_time.clone() {
-        c.start_time = Some(start);
-    }
-    c.phase = CellPhase::Succeeded;
-    c.reason = None;
-    c.completion_time = Some(ctx.now.clone());
-    c.message = Some(cap.message.clone());
-    vec![Note::normal(
-        "CellSucceeded",
-        format!("cell {}: {}", c.name, cap.message),
-    )]
-}
-
 /// The busy neighbours of a probe's measurement in words ("busy neighbours: ..."), None
 /// when none was busy: a note to the probe's verdict, since they may have slowed the target.
 fn busy_neighbours(measured: &Measured) -> Option<String> {
@@ -350,31 +332,6 @@ pub fn probe_words(p: &ProbeStatus) -> String {
     s
 }
 
-/// The search's end written into `cap`: how it ended, the rates, what limited them, and a
-/// sentence.
-fn finish(cap: &mut CapacityStatus, ended: Ending) {
-    cap.next_rate = None;
-    cap.set_ending(ended.kind);
-    cap.held_rate = ended.held;
-    cap.failed_rate = ended.failed;
-    cap.limiting = ended.limiting;
-    cap.message = ended.message;
-}
-
-/// What a search (or a round of it) ended with.
-pub(super) struct Ending {
-    /// How it ended.
-    pub kind: SearchEnding,
-    /// The highest rate held, if any.
-    pub held: Option<f64>,
-    /// The lowest rate failed, if any.
-    pub failed: Option<f64>,
-    /// What failed at `failed` (or what bound the load generator).
-    pub limiting: Option<String>,
-    /// The ending in a sentence.
-    pub message: String,
-}
-
 /// The search's end `outcome` in the figures [`finish`] writes, from the probes of the round
 /// `cap` holds (what limited a failed rate is the latest reason recorded at it) and `spec`'s
 /// maxProbes.
@@ -435,46 +392,58 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
             }
         }
         SearchOutcome::LoadgenBound { rate, held } => {
-            let limiting = probes
-                .last()
-                .and_then(|p| p.why.clone())
-                .unwrap_or_else(|| "the load generator".into());
-            let message = format!(
-                "load-generator bound at {} rps{}: {limiting}; no capacity found ({n} probes)",
-                rate_text(rate),
-                held.map(|h| format!(" (held {} rps)", rate_text(h)))
-                    .unwrap_or_default()
-            );
-            Ending {
-                kind: SearchEnding::LoadGeneratorBound,
-                held,
-                failed: None,
-                limiting: Some(limiting),
-                message,
-            }
+            loadgen_bound(rate, held, probes.last().and_then(|p| p.why.clone()), n)
         }
         SearchOutcome::OutOfProbes { held, failed } => {
-            let limiting = failed.and_then(why_at);
-            let text = |r: Option<f64>| r.map_or("none".into(), rate_text);
-            let message = format!(
-                "ran out of probes (spec.capacity.maxProbes {}) with {} rps held and {} rps \
-                 failed, {} apart; no capacity found",
-                spec.max_probes,
-                text(held),
-                text(failed),
-                match (held, failed) {
-                    (Some(h), Some(f)) => format!("{:.1}%", (f / h - 1.0) * 100.0),
-                    _ => "not bracketed".into(),
-                }
-            );
-            Ending {
-                kind: SearchEnding::OutOfProbes,
-                held,
-                failed,
-                limiting,
-                message,
-            }
+            out_of_probes(held, failed, failed.and_then(why_at), spec.max_probes)
         }
+    }
+}
+
+/// The end of a search the load generator bound at `rate` (what bound it: `why`, the last
+/// probe's), after `n` probes.
+fn loadgen_bound(rate: f64, held: Option<f64>, why: Option<String>, n: usize) -> Ending {
+    let limiting = why.unwrap_or_else(|| "the load generator".into());
+    let message = format!(
+        "load-generator bound at {} rps{}: {limiting}; no capacity found ({n} probes)",
+        rate_text(rate),
+        held.map(|h| format!(" (held {} rps)", rate_text(h)))
+            .unwrap_or_default()
+    );
+    Ending {
+        kind: SearchEnding::LoadGeneratorBound,
+        held,
+        failed: None,
+        limiting: Some(limiting),
+        message,
+    }
+}
+
+/// The end of a search that spent its `max_probes` with `held` and `failed` (what failed
+/// there: `limiting`) not yet within the resolution.
+fn out_of_probes(
+    held: Option<f64>,
+    failed: Option<f64>,
+    limiting: Option<String>,
+    max_probes: u32,
+) -> Ending {
+    let text = |r: Option<f64>| r.map_or("none".into(), rate_text);
+    let message = format!(
+        "ran out of probes (spec.capacity.maxProbes {max_probes}) with {} rps held and {} rps \
+         failed, {} apart; no capacity found",
+        text(held),
+        text(failed),
+        match (held, failed) {
+            (Some(h), Some(f)) => format!("{:.1}%", (f / h - 1.0) * 100.0),
+            _ => "not bracketed".into(),
+        }
+    );
+    Ending {
+        kind: SearchEnding::OutOfProbes,
+        held,
+        failed,
+        limiting,
+        message,
     }
 }
 

@@ -9,13 +9,14 @@
 //! load-generator bound, out of probes) ends the cell: over its rounds the cell has no
 //! capacity either, and more rounds would not give it one.
 
+use super::ended::{Ending, succeeded};
 use super::probe::rate_text;
-use super::record::{Ending, succeeded};
+use crate::engine::results::until_precise::{Width, Words, until_precise};
 use crate::engine::results::{noise, precision};
-use crate::engine::schedule::stop;
 use crate::engine::{Ctx, Note};
 use crate::resource::capacity::{CapacityRound, CapacityStatus, ProbeStatus, SearchEnding};
 use crate::resource::rounding::round2;
+use crate::resource::status::CellPrecision;
 use crate::resource::{CellPhase, CellStatus};
 
 /// The round under way of cell `c` ended as `ended`: it is recorded, and either another round
@@ -39,7 +40,7 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
         message: ended.message,
     });
     let held: Vec<f64> = cap.held_by_round().into_iter().map(|(_, h)| h).collect();
-    let (again, precision) = stop::capacity_again(ctx, round, &held);
+    let (again, precision) = capacity_again(ctx, round, &held);
     c.precision = precision;
     let planned = ctx.repeat.max_rounds();
     if found && again {
@@ -65,6 +66,29 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
         c.precision = None;
     }
     (succeeded(c, ctx), false)
+}
+
+/// A cell's capacity over the rounds of its search ([`capacity_again`]).
+const CAPACITY_WORDS: Words = Words {
+    what: "capacity's 95% CI over rounds",
+    without_interval: "has no interval yet (it takes 2 rounds)",
+    nothing: "no round found a capacity",
+};
+
+/// Whether a repeated capacity search runs another round after `done` rounds, `held` being
+/// the rates held by those of them that found a capacity. A fixed `repeat` runs its count; the
+/// adaptive rule runs `min` rounds, then more while the 95% interval of the median held rate is
+/// wider than `precision` percent of it, and never beyond `max`. The caller stops earlier at a
+/// round without a capacity: the cell cannot have one over its rounds then.
+fn capacity_again(ctx: &Ctx, done: u32, held: &[f64]) -> (bool, Option<CellPrecision>) {
+    until_precise(ctx, done, |precision| {
+        let width = precision::width_percent(held);
+        Width {
+            precise: width.is_some_and(|w| w <= precision),
+            widest: Some(("capacity".to_owned(), width)),
+            words: &CAPACITY_WORDS,
+        }
+    })
 }
 
 /// The cell's figures over its finished rounds, written into `cap`: with a capacity in every
