@@ -28,7 +28,10 @@ expects `NAME VERSION`.
 static), adds an /etc/hosts naming the target as the kubelet would, starts the target's
 entrypoint there (chroot, as the image's user; as root, or in a user namespace through
 `unshare -r`), and runs the load generator's entrypoint against it by host name for two
-seconds: every request must succeed. Skipped, with a note, where neither chroot is possible.
+seconds: every request must succeed. As root it also answers DNS itself (a stub server on
+127.53.0.1:53 named by /etc/resolv.conf) and runs the load generator once more against a name
+only DNS knows, so both of the static glibc's resolvers (files, dns) are exercised. Skipped,
+with a note, where neither chroot is possible.
 
 Only Dockerfile instructions the release images use are understood: ARG, FROM, LABEL, USER,
 ENV, EXPOSE, COPY (from the context, no flags), ENTRYPOINT and CMD (exec form); anything else is
@@ -486,6 +489,37 @@ def image_files(path):
     return config, layers
 
 
+def dns_stub(address):
+    """A DNS server on UDP address answering every A query with 127.0.0.1 (and nothing else);
+    runs in a daemon thread. Returns the names it was asked for."""
+    import socket
+    import struct
+    import threading
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(address)
+    asked = []
+
+    def serve():
+        while True:
+            query, peer = sock.recvfrom(512)
+            end, labels = 12, []
+            while query[end]:
+                labels.append(query[end + 1 : end + 1 + query[end]].decode())
+                end += query[end] + 1
+            qtype = struct.unpack(">H", query[end + 1 : end + 3])[0]
+            question = query[12 : end + 5]
+            asked.append(".".join(labels))
+            answers = b""
+            if qtype == 1:
+                answers = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + socket.inet_aton("127.0.0.1")
+            header = struct.pack(">HHHHHH", struct.unpack(">H", query[:2])[0], 0x8180, 1, 1 if answers else 0, 0, 0)
+            sock.sendto(header + question + answers, peer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return asked
+
+
 def smoke(a):
     import socket
     import time
@@ -532,20 +566,33 @@ def smoke(a):
             else:
                 fail("the target did not answer /healthz within 10 s")
             env = dict(e.split("=", 1) for e in loadgen_cfg.get("Env", []))
-            url = f"http://bm-target.bench.svc.cluster.local:{port}/fast"
-            said = subprocess.run(
-                [*prefix, *loadgen_cfg["Entrypoint"], "--json", "-d", "2s", "-c", "2", "-t", "1", url],
-                env=env, capture_output=True, text=True, timeout=60,
-            )
-            if said.returncode != 0:
-                fail(f"the load generator exited {said.returncode}: {said.stderr.strip()}")
-            result = json.loads(said.stdout)
-            stream = result["phases"][0]["streams"][0]
-            if stream["requests"] == 0 or stream["errors"] != 0:
-                fail(f"the load generator against {url}: {stream['requests']} requests, "
-                     f"{stream['errors']} errors {stream['errorsByKind']}")
-            print(f"  smoke: in a chroot of the images (no libc), the load generator sent "
-                  f"{stream['requests']} requests to the target by host name ({url}), none failed")
+            hosts = [("/etc/hosts", "bm-target.bench.svc.cluster.local")]
+            if os.geteuid() == 0:
+                # An address of its own on the loopback (127.0.0.53 may be systemd-resolved's).
+                try:
+                    asked = dns_stub(("127.53.0.1", 53))
+                    with open(os.path.join(root, "etc/resolv.conf"), "w") as f:
+                        f.write("nameserver 127.53.0.1\noptions timeout:2 attempts:2\n")
+                    hosts.append(("DNS", "only-in-dns.bench.example"))
+                except OSError as e:
+                    print(f"  (no DNS stub on 127.53.0.1:53, {e}: DNS resolution not exercised)")
+            for source, host in hosts:
+                url = f"http://{host}:{port}/fast"
+                said = subprocess.run(
+                    [*prefix, *loadgen_cfg["Entrypoint"], "--json", "-d", "2s", "-c", "2", "-t", "1", url],
+                    env=env, capture_output=True, text=True, timeout=60,
+                )
+                if said.returncode != 0:
+                    fail(f"the load generator exited {said.returncode}: {said.stderr.strip()}")
+                stream = json.loads(said.stdout)["phases"][0]["streams"][0]
+                if stream["requests"] == 0 or stream["errors"] != 0:
+                    fail(f"the load generator against {url}: {stream['requests']} requests, "
+                         f"{stream['errors']} errors {stream['errorsByKind']}")
+                if source == "DNS" and host not in asked:
+                    fail(f"{host} was resolved without asking the DNS stub")
+                print(f"  smoke: in a chroot of the images (no libc), the load generator sent "
+                      f"{stream['requests']} requests to the target by a host name from {source} "
+                      f"({url}), none failed")
         finally:
             target.terminate()
             target.wait(timeout=10)
