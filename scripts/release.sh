@@ -3,7 +3,7 @@
 # --dry-run runs on this machine what it can, with no network and nothing pushed, and checks it.
 #
 #   scripts/release.sh --dry-run [OUT_DIR] [--version vX.Y.Z]
-#       Into OUT_DIR (default build/release-dry-run, emptied first): the linux/amd64 static
+#       Into OUT_DIR (default build/release-dry-run in the repository, emptied first): the linux/amd64 static
 #       binaries and their release archive, the three images as OCI image tarballs (built
 #       without Docker, by scripts/oci-image.py from Dockerfile.release), the chart package, the
 #       krew manifest and SHA256SUMS; then checks them all and prints each file's size and
@@ -29,8 +29,11 @@
 # KUBECTL (default: kubectl next to helm, else on PATH; only for the plugin check, skipped
 # without one); SOURCE_DATE_EPOCH (the images' timestamps; default the last commit's time).
 set -euo pipefail
+# OUT_DIR is relative to where the script is started; it then works from the repository's root.
+caller="$(pwd)"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "${root}"
+absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "${caller}" "$1"; fi; }
 
 # The asset names; tests/tests/release.rs reads these lines and checks the workflow against them.
 # @VERSION@ is the tag (v0.1.0), @CHART_VERSION@ the same without its v, @ARCH@ amd64 or arm64.
@@ -211,6 +214,7 @@ platforms = m["spec"]["platforms"]
 got = sorted(p["selector"]["matchLabels"]["arch"] for p in platforms)
 need(got == sorted(archs), f"platforms {got}, expected {sorted(archs)}")
 for p in platforms:
+    before = len(problems)
     labels = p["selector"]["matchLabels"]
     where = f"{labels['os']}/{labels['arch']}"
     name = os.path.basename(p["uri"])
@@ -237,6 +241,8 @@ for p in platforms:
         need(ok, f"{where}: bin {p['bin']} is not an executable file after krew's install of {name}")
         if not ok:
             continue
+        if len(problems) > before:
+            continue
         if labels["arch"] != host:
             print(f"ok: {where}: {name}, sha256 {digest}, bin {p['bin']} executable (not run on linux/{host})")
             continue
@@ -255,7 +261,8 @@ for p in platforms:
             runs += f"; kubectl benchmatrix --version: {said.stdout.strip()}"
         else:
             runs += "; no kubectl here to run `kubectl benchmatrix`"
-        print(f"ok: {where}: {name}, sha256 {digest}, bin {p['bin']} executable; {runs}")
+        if len(problems) == before:
+            print(f"ok: {where}: {name}, sha256 {digest}, bin {p['bin']} executable; {runs}")
 if problems:
     sys.exit("release: the krew manifest does not match its files:\n  " + "\n  ".join(problems))
 PY
@@ -387,7 +394,7 @@ version="$(release_version "${tag}")"
 case "${mode}" in
   --dry-run)
     [[ ${#positional[@]} -le 1 ]] || usage
-    cmd_dry_run "${positional[0]:-build/release-dry-run}" "${version}"
+    cmd_dry_run "$(absolute "${positional[0]:-${root}/build/release-dry-run}")" "${version}"
     ;;
   version)
     [[ ${#positional[@]} -le 1 ]] || usage
@@ -395,15 +402,15 @@ case "${mode}" in
     ;;
   binaries)
     [[ ${#positional[@]} -eq 2 ]] || usage
-    cmd_binaries "${positional[0]}" "${positional[1]}" "${version}"
+    cmd_binaries "${positional[0]}" "$(absolute "${positional[1]}")" "${version}"
     ;;
   chart)
     [[ ${#positional[@]} -eq 1 ]] || usage
-    cmd_chart "${positional[0]}" "${version}"
+    cmd_chart "$(absolute "${positional[0]}")" "${version}"
     ;;
   finish)
     [[ ${#positional[@]} -eq 1 ]] || usage
-    cmd_finish "${positional[0]}" "${version}" "${archs[@]}"
+    cmd_finish "$(absolute "${positional[0]}")" "${version}" "${archs[@]}"
     ;;
   *) usage ;;
 esac
