@@ -229,7 +229,10 @@ for p in platforms:
     with tempfile.TemporaryDirectory() as tmp:
         unpacked, installed, bindir = (os.path.join(tmp, d) for d in ("unpacked", "installed", "bin"))
         with tarfile.open(archive) as tar:
-            tar.extractall(unpacked, filter="tar")
+            if hasattr(tarfile, "tar_filter"):
+                tar.extractall(unpacked, filter="tar")
+            else:  # Python before 3.11.4 (Debian bookworm's 3.11.2)
+                tar.extractall(unpacked)
         os.makedirs(installed)
         for f in p.get("files", []):
             src = os.path.join(unpacked, f["from"])
