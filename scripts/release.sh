@@ -132,6 +132,16 @@ cmd_binaries() { # TRIPLE OUT VERSION
     cargo build --profile "${PROFILE}" --locked --target "${triple}" \
     -p benchmatrix -p benchmatrix-target -p benchmatrix-loadgen
   log "the build took $((SECONDS - started)) s"
+  # TLS is rustls (ring), never OpenSSL or native-tls: those would need a shared libssl, which a
+  # static binary, distroless/static and a krew user's machine cannot be relied on to provide.
+  local deps
+  deps="$(cargo tree --locked --offline -e normal --target "${triple}" \
+    -p benchmatrix -p benchmatrix-target -p benchmatrix-loadgen --prefix none)"
+  if grep -qE '^(openssl-sys|openssl|native-tls) ' <<<"${deps}"; then
+    fail "a dependency links OpenSSL: $(grep -E '^(openssl-sys|openssl|native-tls) ' <<<"${deps}" | sort -u | tr '\n' ' ')"
+  fi
+  grep -q '^rustls ' <<<"${deps}" || fail "no rustls among the dependencies: how does the Kubernetes client speak TLS?"
+  log "TLS: $(grep -E '^(rustls|ring) ' <<<"${deps}" | sed 's/ (\*)//' | sort -u | tr '\n' ' ')(no OpenSSL)"
   target_dir="$(cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
   dir="${out}/bin/linux-${arch}"
