@@ -329,8 +329,10 @@ cmd_images() { # OUT VERSION ARCH
     for file in "${out}"/images/*.oci.tar; do
       copy="$(mktemp -d)"
       skopeo --insecure-policy copy --quiet "oci-archive:${file}" "oci:${copy}/layout:check" >&2
+      # and through its Docker manifest.json, as `docker load` reads it
+      skopeo --insecure-policy copy --quiet "docker-archive:${file}" "dir:${copy}/docker" >&2
       rm -rf "${copy}"
-      log "skopeo copy: ${file}"
+      log "skopeo copy (as oci-archive and as docker-archive): ${file}"
     done
   fi
 }
