@@ -4,6 +4,7 @@
 //! none reaches into an executor.
 
 pub mod compare;
+pub mod file_kind;
 pub mod kubectl;
 pub mod metrics;
 pub mod progress;

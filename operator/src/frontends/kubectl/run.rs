@@ -138,6 +138,10 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
         Ok(checked) => checked,
         Err(code) => return code,
     };
+    let mut args = args;
+    args.gate = args
+        .gate
+        .resolved(!checked.validated.spec().variants.is_empty());
     let cluster = tokio::select! {
         c = connection.cluster() => match c {
             Ok(c) => c.clone(),
