@@ -18,7 +18,10 @@ mod broken_pipe;
 #[command(
     name = "benchmatrix",
     version,
-    about = "Replicas or an in-process pool, under this CPU quota? Measure it."
+    about = "Benchmark an HTTP service's configurations (replicas x in-process pool x CPU \
+             limit), with real CPU quotas: which configuration is best at a load (run), how \
+             much traffic each holds at an SLO (spec.capacity), and the cheapest one for a \
+             target traffic (size)."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod file_kind;
 pub mod kubectl;
 pub mod metrics;
+pub mod outputs;
 pub mod progress;
 pub mod report;
 pub mod size;

@@ -1,7 +1,6 @@
 //! What this machine says about a run before it starts, the same for a real run and for
 //! `--dry-run`: that each target command can be started, and that each CPU limit can bind.
-//! The dry run adds how the limits will be enforced and whether the output files can be
-//! written, found without making or writing anything.
+//! The dry run adds how the limits will be enforced.
 
 use std::path::Path;
 
@@ -89,45 +88,6 @@ pub fn enforcement() -> String {
     }
 }
 
-/// Why a run could not write into `folder`, found by the run's own check (the folder made if
-/// missing, a file written and removed), then undone: the folders it made are removed again,
-/// so a dry run leaves nothing behind.
-pub fn folder_problem(folder: &Path) -> Option<String> {
-    // The outermost folder the check will make, if any: the one to remove afterwards.
-    let made = folder
-        .ancestors()
-        .filter(|a| !a.as_os_str().is_empty() && !a.exists())
-        .last()
-        .map(Path::to_path_buf);
-    let problem = crate::frontends::report::files::check_writable_folder(folder).err();
-    if let Some(made) = made {
-        let _ = std::fs::remove_dir_all(made);
-    }
-    problem
-}
-
-/// The problems a run would find with a CI file of `flag` at `path` (a folder, or a folder it
-/// cannot write), found without writing.
-pub fn file_problem(flag: &str, path: &Path) -> Option<String> {
-    if path.file_name().is_none() || path.is_dir() {
-        return Some(format!(
-            "{flag} {}: names a folder, not a file",
-            path.display()
-        ));
-    }
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    folder_problem(folder).map(|e| {
-        format!(
-            "{flag} {}: its folder {}: {e}",
-            path.display(),
-            folder.display()
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,31 +124,5 @@ mod tests {
             )),
             "{warnings:?}"
         );
-    }
-
-    #[test]
-    fn output_paths_are_checked_without_making_anything() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a-file");
-        std::fs::write(&file, "x").unwrap();
-        assert_eq!(folder_problem(&dir.path().join("new/deeper")), None);
-        assert!(!dir.path().join("new").exists());
-        assert_eq!(
-            folder_problem(&file).as_deref(),
-            Some("exists and is not a folder")
-        );
-        let under_a_file = folder_problem(&file.join("out")).unwrap();
-        assert!(under_a_file.contains("cannot create it"), "{under_a_file}");
-        assert!(
-            file_problem("--junit", dir.path())
-                .unwrap()
-                .contains("names a folder")
-        );
-        assert!(
-            file_problem("--junit", &file.join("j.xml"))
-                .unwrap()
-                .contains("its folder")
-        );
-        assert_eq!(file_problem("--junit", &dir.path().join("j.xml")), None);
     }
 }

@@ -184,19 +184,7 @@ fn checked_run(args: &RunArgs, source: &Source) -> Result<(ValidatedRun, HeaderV
 /// files, made and removed again), then what the run would do and how its CPU limits would be
 /// enforced. Exit 0 when it would run, 2 when not.
 fn dry_run(args: &RunArgs, run: &ValidatedRun, source: &Source) -> ExitCode {
-    let mut problems: Vec<String> = machine_checks::folder_problem(&args.out)
-        .map(|e| format!("--out {}: {e}", args.out.display()))
-        .into_iter()
-        .collect();
-    for (flag, path) in [
-        ("--junit", &args.ci.junit),
-        ("--benchmark-json", &args.ci.benchmark_json),
-    ] {
-        problems.extend(
-            path.as_ref()
-                .and_then(|p| machine_checks::file_problem(flag, p)),
-        );
-    }
+    let problems = crate::frontends::outputs::problems(&args.out, &args.ci);
     if !problems.is_empty() {
         for p in problems {
             eprintln!("benchmatrix run: {p}");

@@ -73,6 +73,13 @@ pub struct PluginRunArgs {
     /// JUnit XML and benchmark JSON for CI, on request.
     #[command(flatten)]
     pub ci: crate::frontends::report::ci::CiFiles,
+    /// Check the run as a real one is checked (the operator's own validation, --out and the
+    /// CI files, made and removed again) and have the API server check it too, with a
+    /// server-side dry run of its create (dryRun=All: the CRD schema, its CEL rules,
+    /// admission), without creating anything. Exit 0 when it would be created, 2 when
+    /// refused, 5 when the cluster cannot be reached.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// What to do with the run on the cluster when following it stops before its end.
@@ -152,6 +159,9 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
         },
         _ = &mut interrupted => return Outcome::Interrupted.code(),
     };
+    if args.dry_run {
+        return dry_run(&file, &checked, &cluster).await;
+    }
     let ours = match create(&args, &file, &checked, &cluster, &mut interrupted).await {
         Ok(ours) => ours,
         Err(code) => return code,
@@ -283,12 +293,21 @@ fn check(args: &PluginRunArgs, file: &str) -> Result<CheckedFile, u8> {
         eprintln!("  metadata.name: required: the run's name on the cluster");
         return Err(exit::BAD_INPUT);
     };
-    if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
-        eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
-        return Err(exit::BAD_INPUT);
-    }
-    if let Err(e) = args.ci.check() {
-        eprintln!("{COMMAND}: {e}");
+    let outputs = if args.dry_run {
+        // Checked as a run checks them, then undone: a dry run leaves nothing behind.
+        crate::frontends::outputs::problems(&args.out, &args.ci)
+    } else {
+        crate::frontends::report::files::check_writable_folder(&args.out)
+            .map_err(|e| format!("--out {}: {e}", args.out.display()))
+            .and_then(|()| args.ci.check())
+            .err()
+            .into_iter()
+            .collect()
+    };
+    if !outputs.is_empty() {
+        for problem in outputs {
+            eprintln!("{COMMAND}: {problem}");
+        }
         return Err(exit::BAD_INPUT);
     }
     Ok(CheckedFile {
@@ -343,6 +362,48 @@ async fn create(
         name,
         uid: created.metadata.uid.clone().unwrap_or_default(),
     })
+}
+
+/// `--dry-run` once the file has passed the operator's validation: the create sent with
+/// dryRun=All, so the API server runs its schema, CEL rules and admission on the object and
+/// stores nothing. Exit 0 when it would be created, else the create's own refusal.
+async fn dry_run(file: &str, checked: &CheckedFile, cluster: &Cluster) -> u8 {
+    let namespace = match namespace_of(&checked.validated, cluster) {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("{COMMAND}: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let object = match object_to_create(&checked.text, &namespace) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{COMMAND}: {file}: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let what = format!("benchmarkrun {namespace}/{}", checked.name);
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    if let Err(e) = runs_api(cluster, &namespace).create(&params, &object).await {
+        return refused_create(&e, &what, cluster, &namespace, &checked.name);
+    }
+    println!(
+        "{file}: a valid BenchmarkRun; the operator's checks pass and the API server ({}) \
+         accepts {what} (server-side dry run: nothing was created)",
+        cluster.describe
+    );
+    let cells = checked.validated.cells();
+    println!("cells: {}", cells.len());
+    for cell in cells {
+        println!(
+            "  {}: {} replica(s) x cpu {} memory {}",
+            cell.name, cell.replicas, cell.cpu, cell.memory
+        );
+    }
+    exit::SUCCESS
 }
 
 /// The run this command created: the object with this uid (a run deleted and created again
