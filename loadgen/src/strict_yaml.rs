@@ -220,8 +220,13 @@ fn parse_one<T: DeserializeOwned>(
 fn type_error(err: serde_path_to_error::Error<serde_yaml::Error>) -> FieldError {
     let path = document_or(err.path().to_string());
     let inner = err.into_inner();
-    let message = without_path_prefix(&without_location(&inner.to_string()), &path);
-    FieldError::new(path, message).located(inner.location())
+    let full = without_location(&inner.to_string());
+    let message = without_path_prefix(&full, &path);
+    // A message that began with a parent's path is a field's own error that serde_yaml placed
+    // at the parent (its first key): left unplaced here, it is placed at the field's path.
+    let at_parent = message != full && !full.starts_with(&format!("{path}: "));
+    let location = if at_parent { None } else { inner.location() };
+    FieldError::new(path, message).located(location)
 }
 
 /// serde_path_to_error writes the root as "." and an unknown position as "?": both are the

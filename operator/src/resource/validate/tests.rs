@@ -786,7 +786,7 @@ fn each_mistake_is_said_once_at_its_line() {
         (
             sizing.replacen("margin: 20%", "margin: 20", 1),
             "spec.sizing.margin: invalid percentage \"20\": expected a number followed by %, \
-             e.g. \"5%\"",
+             e.g. \"5%\" (line 29, column 5)",
         ),
         (
             sizing.replacen("margin: 20%", "margin: 300%", 1),
