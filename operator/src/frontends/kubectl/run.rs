@@ -133,7 +133,7 @@ enum End {
 }
 
 /// `kubectl benchmatrix run`; returns the exit code.
-pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Console) -> u8 {
+pub async fn run(mut args: PluginRunArgs, connection: &mut Connection, console: Console) -> u8 {
     let Console {
         display: make_display,
         mut interrupted,
@@ -145,7 +145,6 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
         Ok(checked) => checked,
         Err(code) => return code,
     };
-    let mut args = args;
     args.gate = args
         .gate
         .resolved(!checked.validated.spec().variants.is_empty());
@@ -207,18 +206,29 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
             exit::CLUSTER
         }
     };
-    let notes = Notes {
-        source: format!("{file}, as {what}"),
-        machine: format!("Kubernetes ({})", cluster.describe),
-        workload: crate::frontends::report::markdown::workload_line(&checked.validated),
-        extra: Vec::new(),
-        max_regression: args.gate.max_regression,
-    };
+    let notes = notes(&file, &what, &cluster, &checked, &args);
     // Only a run that ended has verdicts to report; a timeout or an interrupt is the step's
     // failure, said by the exit code.
     let finished = matches!(end, End::Finished).then_some(ours.name.as_str());
     write_files(&args, &last, &notes, finished, &mut display);
     code
+}
+
+/// What report.md says of where the run came from and how it was gated.
+fn notes(
+    file: &str,
+    what: &str,
+    cluster: &Cluster,
+    checked: &CheckedFile,
+    args: &PluginRunArgs,
+) -> Notes {
+    Notes {
+        source: format!("{file}, as {what}"),
+        machine: format!("Kubernetes ({})", cluster.describe),
+        workload: crate::frontends::report::markdown::workload_line(&checked.validated),
+        extra: Vec::new(),
+        max_regression: args.gate.max_regression,
+    }
 }
 
 /// The files of `--out` (the status, report.md, the charts) and, for a run that `finished`
