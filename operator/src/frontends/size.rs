@@ -216,7 +216,10 @@ pub fn write_manifests(
 pub fn print(status: &BenchmarkRunStatus, args: &ManifestArgs, command: &str) -> u8 {
     use crate::engine::verdict::exit;
     let Some(s) = &status.sizing else {
-        eprintln!("{command}: the run has no sizing (spec.sizing): nothing to size");
+        eprintln!(
+            "{command}: these are the results of a run without spec.sizing: nothing to size; \
+             expected the results of a sizing run (a BenchmarkRun with spec.sizing)"
+        );
         return exit::BAD_INPUT;
     };
     print!("{}", text(s));

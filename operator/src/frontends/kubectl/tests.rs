@@ -100,6 +100,7 @@ fn run_args(file: PathBuf, out: PathBuf) -> PluginRunArgs {
         candidate: None,
         gate: Default::default(),
         ci: Default::default(),
+        dry_run: false,
     }
 }
 
@@ -237,6 +238,51 @@ async fn run_follows_the_operator_to_the_end_and_writes_what_benchmatrix_run_wri
             "{bigger}"
         );
         assert!(shown.contains(&format!("wrote {}", out.join("junit.xml").display())));
+    })
+    .await;
+}
+
+/// `--dry-run`: the operator's checks, then the create sent as a server-side dry run
+/// (dryRun=All): nothing is stored, nothing is followed, no --out is left; a run the operator
+/// would refuse is refused before the cluster is asked.
+#[tokio::test]
+async fn a_dry_run_is_checked_by_the_operator_s_rules_and_the_api_server_and_creates_nothing() {
+    with_timeout(async {
+        let h = Harness::new();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut args = run_args(run_file(dir.path(), &gated("dry", "1s")), out.clone());
+        args.dry_run = true;
+        let mut screen = Screen::new();
+        let code = run::run(
+            args,
+            &mut connection(&h.fake, NS, false),
+            screen.console(false, false),
+        )
+        .await;
+        assert_eq!(code, exit::SUCCESS);
+        assert_eq!(
+            h.fake.dry_runs(),
+            [("benchmarkruns".to_owned(), "dry".to_owned())]
+        );
+        assert!(h.fake.get("benchmarkruns", NS, "dry").is_none());
+        assert!(h.fake.creations().is_empty());
+        assert_eq!(h.fake.user_calls(), ["create benchmarkruns in bench"]);
+        assert!(!out.exists(), "a dry run leaves no --out behind");
+
+        // The operator's own validation refuses first: the cluster is never asked.
+        let mut bad = gated("bad", "1s");
+        bad["spec"]["configurations"][0]["replicas"] = json!(500);
+        let mut args = run_args(run_file(dir.path(), &bad), out.clone());
+        args.dry_run = true;
+        let code = run::run(
+            args,
+            &mut connection(&h.fake, NS, false),
+            screen.console(false, false),
+        )
+        .await;
+        assert_eq!(code, exit::BAD_INPUT);
+        assert_eq!(h.fake.dry_runs().len(), 1);
     })
     .await;
 }
