@@ -596,7 +596,7 @@ impl<'a> Walk<'a> {
     fn chosen_env(&self, c: &Cell) -> Vec<EnvVar> {
         let mode_varied = self.spec.search.mode.len() > 1;
         mode_varied
-            .then(|| EnvVar::new("BENCH_MODE", &c.mode.to_string()))
+            .then(|| EnvVar::new("BENCH_MODE", c.mode.to_string()))
             .into_iter()
             .chain(c.env.iter().cloned())
             .collect()
