@@ -2,8 +2,12 @@
 """The house plan's figures, counted from the source as text: rooms, import arrows that run
 back up or in a circle, long functions and raw spec reads.
 
-    scripts/house.py            # a summary of the whole workspace
+    scripts/house.py            # a summary of the whole workspace; exit 1 on a break
     scripts/house.py --detail   # and every long function, circle and raw read by name
+
+Exits 1, naming each, on a break of the house rules: a circle, a back-arrow, an arrow between
+the two executors (executors/local and executors/cluster), or a function over 80 lines outside
+tests. `.ci/run` runs it. HOUSE_ROOT points it at another checkout (its self-test plants one).
 
 How it counts (the rules the figures in docs/architecture.md and the closing notes name):
 - A room is a folder of a crate's src/, and each .rs file a module in it. Test code is left
@@ -32,7 +36,8 @@ import re
 import sys
 from collections import defaultdict
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.environ.get("HOUSE_ROOT") or os.path.normpath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CRATES = ["quota", "target", "loadgen", "operator", "tests"]
 WINGS = ["resource", "engine", "run_metrics", "frontends", "executors"]
 LONG = 80
@@ -260,6 +265,16 @@ def sccs(graph):
     return out
 
 
+def back_or_all(graph):
+    """Every arrow of `graph`, as (from, to) pairs."""
+    return [(a, b) for a, bs in graph.items() for b in bs]
+
+
+def failing(*found):
+    """True when any of the lists of breaks is non-empty: they are listed even without --detail."""
+    return any(found)
+
+
 def wing(module):
     return WINGS.index(module[0]) if module and module[0] in WINGS else len(WINGS)
 
@@ -292,6 +307,11 @@ def main():
                 room_circles.append(("/".join(room) or "src", c))
         back = [(a, b) for a, bs in graph.items() for b in bs
                 if crate == "operator" and wing(b) > wing(a)]
+        # The two executors drive the same engine each its own way: neither may lean on the
+        # other, or a change to one silently changes the other.
+        between = [(a, b) for a, b in back_or_all(graph)
+                   if crate == "operator" and len(a) > 1 and len(b) > 1
+                   and a[0] == b[0] == "executors" and a[1] != b[1]]
         longs = [(files[m], name, line, n) for m, t in texts.items()
                  for name, line, n in long_functions(t)]
         raw = []
@@ -304,27 +324,38 @@ def main():
         lines = sum(len(open(p, encoding="utf-8").read().split("\n")) for p in files.values())
         print(f"{crate}: {len(files)} files, {len(rooms)} rooms, {lines} lines; "
               f"circles: {len(file_circles)} among files, {len(room_circles)} among rooms; "
-              f"back-arrows: {len(back)}; functions over {LONG} lines: {len(longs)}; "
+              f"back-arrows: {len(back)}; arrows between executors: {len(between)}; "
+              f"functions over {LONG} lines: {len(longs)}; "
               f"raw spec reads: {len(raw)}")
         biggest = max(rooms.items(), key=lambda kv: kv[1])
         print(f"  most files in one room: {'/'.join(biggest[0]) or 'src'} ({biggest[1]})")
         totals["circles"] += len(file_circles) + len(room_circles)
         totals["back"] += len(back)
+        totals["between"] += len(between)
         totals["long"] += len(longs)
         totals["raw"] += len(raw)
-        if detail:
+        if detail or failing(file_circles, room_circles, back, between, longs):
             for c in file_circles:
                 print("  circle:", " <-> ".join("::".join(m) for m in c))
             for room, c in room_circles:
                 print(f"  circle in {room}:", " <-> ".join(c))
             for a, b in back:
                 print("  back-arrow:", "::".join(a), "->", "::".join(b))
+            for a, b in between:
+                print("  between executors:", "::".join(a), "->", "::".join(b))
             for path, name, line, n in sorted(longs, key=lambda x: -x[3]):
                 print(f"  long: {os.path.relpath(path, ROOT)}:{line} {name} ({n} lines)")
             for path, line, text in raw:
                 print(f"  raw: {os.path.relpath(path, ROOT)}:{line} {text}")
     print(f"total: circles {totals['circles']}, back-arrows {totals['back']}, "
+          f"arrows between executors {totals['between']}, "
           f"functions over {LONG} lines {totals['long']}, raw spec reads {totals['raw']}")
+    broken = totals["circles"] + totals["back"] + totals["between"] + totals["long"]
+    if broken:
+        print(f"house.py: {broken} break(s) of the house rules (listed above): no circle, no "
+              f"back-arrow, no arrow between the executors, no function over {LONG} lines "
+              "outside tests", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

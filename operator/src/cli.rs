@@ -98,7 +98,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         }
     };
     match cli.command {
-        CliCommand::Run(run) => crate::executors::local::run(run),
+        CliCommand::Run(run) => crate::executors::local::run(run, pod_refusals),
         CliCommand::Size(args) => size(args),
         CliCommand::Report(report) => crate::frontends::report::run(report),
         CliCommand::Compare(args) => crate::frontends::compare::run(args),
@@ -120,6 +120,20 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             benchmatrix_loadgen::cli::main(with_program("benchmatrix loadgen", args))
         }
     }
+}
+
+/// The Pod Security refusals of the pods the operator would create for `run` with its default
+/// images, as `benchmatrix run` judges a file before it runs it.
+fn pod_refusals(
+    run: &crate::resource::ValidatedRun,
+    level: crate::resource::pod_security::Level,
+) -> Vec<crate::resource::validate::FieldError> {
+    crate::executors::cluster::children::pod_security::refusals(
+        run,
+        level,
+        crate::resource::spec::DEFAULT_TARGET_IMAGE,
+        crate::resource::spec::DEFAULT_LOADGEN_IMAGE,
+    )
 }
 
 /// Prepends a program name, as the delegated parsers expect `args[0]` to be one.
@@ -169,7 +183,7 @@ fn size(args: SizeArgs) -> ExitCode {
     let out = args.run.out.clone();
     let dry_run = args.run.dry_run;
     let started = std::time::SystemTime::now();
-    let code = crate::executors::local::run(args.run);
+    let code = crate::executors::local::run(args.run, pod_refusals);
     if dry_run {
         return code;
     }

@@ -69,13 +69,19 @@ pub struct RunArgs {
     pub dry_run: bool,
 }
 
+/// The Pod Security refusals of the pods a cluster would create for a run, at a level: what the
+/// operator builds is the cluster executor's to know, so the door (`cli.rs`) hands its judge to
+/// this executor rather than this executor reaching into the other.
+pub type PodRefusals = fn(&ValidatedRun, crate::resource::pod_security::Level) -> Vec<FieldError>;
+
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
 /// cell failed (the others still ran), 2 for an unreadable or invalid file or an `--out` that
 /// is not a writable folder, 3 when a threshold failed or a candidate variant regressed beyond
-/// `--max-regression`, 130 on Ctrl-C.
-pub fn run(mut args: RunArgs) -> ExitCode {
+/// `--max-regression`, 130 on Ctrl-C. `pods` judges the pods a cluster would create for the
+/// run at `--pod-security`, so that a file this machine runs is one a cluster would admit.
+pub fn run(mut args: RunArgs, pods: PodRefusals) -> ExitCode {
     let source = Source::of(&args);
-    let (run, header_values) = match checked_run(&args, &source) {
+    let (run, header_values) = match checked_run(&args, &source, pods) {
         Ok(checked) => checked,
         Err(code) => return code,
     };
@@ -128,7 +134,11 @@ pub fn run(mut args: RunArgs) -> ExitCode {
 /// exit code of why not (each problem said on stderr): a bad `--max-regression`, a file that
 /// cannot be read or is no valid BenchmarkRun, pods the `--pod-security` level refuses, header
 /// values this machine cannot supply. The deprecated fields it uses are warned of.
-fn checked_run(args: &RunArgs, source: &Source) -> Result<(ValidatedRun, HeaderValues), ExitCode> {
+fn checked_run(
+    args: &RunArgs,
+    source: &Source,
+    pods: PodRefusals,
+) -> Result<(ValidatedRun, HeaderValues), ExitCode> {
     let file = source.path.display();
     let refuse = |headline: String, problems: &[FieldError]| {
         eprintln!("benchmatrix run: {headline}");
@@ -164,12 +174,7 @@ fn checked_run(args: &RunArgs, source: &Source) -> Result<(ValidatedRun, HeaderV
     for old in crate::resource::validate::deprecations(run.spec()) {
         eprintln!("benchmatrix run: warning: {old}");
     }
-    let refused = crate::executors::cluster::children::pod_security::refusals(
-        &run,
-        args.pod_security,
-        crate::resource::spec::DEFAULT_TARGET_IMAGE,
-        crate::resource::spec::DEFAULT_LOADGEN_IMAGE,
-    );
+    let refused = pods(&run, args.pod_security);
     if !refused.is_empty() {
         return Err(refuse(invalid, &refused));
     }
