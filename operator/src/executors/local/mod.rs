@@ -59,7 +59,7 @@ pub struct RunArgs {
         default_value = "restricted",
         value_name = "LEVEL"
     )]
-    pub pod_security: crate::resource::pod_security::Level,
+    pub pod_security: benchmatrix_pod_security::Level,
     /// Check everything a run checks before it starts (the spec, Pod Security, the Secrets of
     /// --secrets, the target command, each CPU against this machine's cores, --out and the CI
     /// files) and print the cells, the measurements, the planned load, the largest status and
