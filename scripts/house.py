@@ -38,7 +38,7 @@ from collections import defaultdict
 
 ROOT = os.environ.get("HOUSE_ROOT") or os.path.normpath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-CRATES = ["quota", "target", "loadgen", "operator", "tests"]
+CRATES = ["quota", "podsecurity", "target", "loadgen", "operator", "tests"]
 WINGS = ["resource", "engine", "run_metrics", "frontends", "executors"]
 LONG = 80
 RAW_READ = re.compile(r"\brun\.spec\b(?!\()|\.run\(\)\.spec\b")

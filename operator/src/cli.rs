@@ -126,7 +126,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// images, as `benchmatrix run` judges a file before it runs it.
 fn pod_refusals(
     run: &crate::resource::ValidatedRun,
-    level: crate::resource::pod_security::Level,
+    level: benchmatrix_pod_security::Level,
 ) -> Vec<crate::resource::validate::FieldError> {
     crate::executors::cluster::children::pod_security::refusals(
         run,

@@ -29,7 +29,6 @@ pub mod crdgen;
 pub mod labels;
 pub mod matrix;
 pub mod parallelism;
-pub mod pod_security;
 pub mod pod_template;
 pub mod quantity;
 pub mod repeat;

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::resource::ValidatedRun;
-use crate::resource::pod_security::Level;
 use crate::resource::size::{Shape, largest_status};
+use benchmatrix_pod_security::Level;
 
 /// The text `--dry-run` prints for `run`, read from `file`.
 pub fn describe(run: &ValidatedRun, file: &Path, level: Level) -> String {

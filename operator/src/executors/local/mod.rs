@@ -59,7 +59,7 @@ pub struct RunArgs {
         default_value = "restricted",
         value_name = "LEVEL"
     )]
-    pub pod_security: crate::resource::pod_security::Level,
+    pub pod_security: benchmatrix_pod_security::Level,
     /// Check everything a run checks before it starts (the spec, Pod Security, the Secrets of
     /// --secrets, the target command, each CPU against this machine's cores, --out and the CI
     /// files) and print the cells, the measurements, the planned load, the largest status and
@@ -72,7 +72,7 @@ pub struct RunArgs {
 /// The Pod Security refusals of the pods a cluster would create for a run, at a level: what the
 /// operator builds is the cluster executor's to know, so the door (`cli.rs`) hands its judge to
 /// this executor rather than this executor reaching into the other.
-pub type PodRefusals = fn(&ValidatedRun, crate::resource::pod_security::Level) -> Vec<FieldError>;
+pub type PodRefusals = fn(&ValidatedRun, benchmatrix_pod_security::Level) -> Vec<FieldError>;
 
 /// Runs the matrix described by `args.file`: exit 0 when every cell was measured, 1 when a
 /// cell failed (the others still ran), 2 for an unreadable or invalid file or an `--out` that

@@ -167,7 +167,7 @@ pub struct Settings {
     pub allowed_images: images::ImagePolicy,
     /// The Pod Security level every pod the operator creates must meet (`--pod-security`),
     /// before a namespace's own label makes it stricter.
-    pub pod_security: crate::resource::pod_security::Level,
+    pub pod_security: benchmatrix_pod_security::Level,
 }
 
 impl Default for Settings {
@@ -176,7 +176,7 @@ impl Default for Settings {
             target_image: crate::resource::spec::DEFAULT_TARGET_IMAGE.into(),
             loadgen_image: crate::resource::spec::DEFAULT_LOADGEN_IMAGE.into(),
             allowed_images: images::ImagePolicy::default(),
-            pod_security: crate::resource::pod_security::Level::default(),
+            pod_security: benchmatrix_pod_security::Level::default(),
         }
     }
 }

@@ -62,7 +62,7 @@ pub struct OperatorArgs {
         default_value = "restricted",
         value_name = "LEVEL"
     )]
-    pub pod_security: crate::resource::pod_security::Level,
+    pub pod_security: benchmatrix_pod_security::Level,
     /// Watch only this namespace for BenchmarkRuns (repeat the flag, or separate with commas,
     /// for several). Not given: every namespace, which needs a ClusterRole; with it, a Role in
     /// each named namespace is enough.
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn the_pod_security_level_defaults_to_restricted_and_an_unknown_one_stops_the_start() {
-        use crate::resource::pod_security::Level;
+        use benchmatrix_pod_security::Level;
         // The environment could set it for the whole test process; the flag wins over it.
         assert_eq!(
             parse(&["--pod-security=restricted"]).unwrap().pod_security,

@@ -375,7 +375,7 @@ async fn namespace_pod_security(client: &kube::Client, ns: &str) -> Result<Optio
         Ok(namespace) => Ok(namespace
             .metadata
             .labels
-            .and_then(|l| l.get(crate::resource::pod_security::ENFORCE_LABEL).cloned())),
+            .and_then(|l| l.get(benchmatrix_pod_security::ENFORCE_LABEL).cloned())),
         Err(kube::Error::Api(status)) if status.code == 403 || status.code == 404 => {
             tracing::warn!(
                 namespace = ns,

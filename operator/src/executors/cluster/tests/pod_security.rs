@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::{Harness, NS, healthy, sample, with_timeout};
 use crate::resource::conditions::{self, Reason};
-use crate::resource::pod_security::Level;
 use crate::resource::{BenchmarkRun, RunPhase};
+use benchmatrix_pod_security::Level;
 
 fn at_level(h: &mut Harness, level: Level) {
     let ctx = Arc::get_mut(&mut h.ctx).expect("no reconcile holds the context between steps");

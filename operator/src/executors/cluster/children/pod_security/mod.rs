@@ -2,7 +2,7 @@
 //!
 //! The operator builds each cell's target Deployment and load-generator Job exactly as it will
 //! apply them ([`super::build`]), and checks their pod templates at the level that applies
-//! ([`crate::resource::pod_security`]): the install's `--pod-security`, made stricter by the
+//! ([`benchmatrix_pod_security`]): the install's `--pod-security`, made stricter by the
 //! run namespace's `pod-security.kubernetes.io/enforce` label. So what is judged is the merged
 //! pod (the author's template with what the operator sets), and a pod that fails is refused
 //! with the field of the run that made it fail, as an invalid template is (condition SpecValid
@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::build;
 use crate::resource::ValidatedRun;
-use crate::resource::pod_security::{self, Level, Violation};
 use crate::resource::validate::FieldError;
+use benchmatrix_pod_security::{self as pod_security, Level, Violation};
 
 /// Every Pod Security violation of the pods `v` would create at `level`, each at the run's
 /// field that sets it (`spec.target.podTemplate.spec.containers[0].securityContext...`, or

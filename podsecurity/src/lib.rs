@@ -14,9 +14,13 @@
 //! restricted is every baseline check, some of them replaced by a stricter one (see
 //! `restricted::CHECKS`).
 //!
-//! Pure: a pod spec in, the violations out. The callers decide what a violation means.
+//! Pure: a pod spec in, the violations out. The callers decide what a violation means: the
+//! operator refuses a run whose pods fail (`executors/cluster/children/pod_security`), and
+//! `benchmatrix run` refuses a file a cluster would refuse. A crate of its own, beside `quota/`,
+//! as neither executor owns it and nothing else in the resource needs it.
 
 mod baseline;
+pub mod corpus;
 mod pod;
 mod restricted;
 
