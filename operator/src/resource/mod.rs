@@ -32,6 +32,7 @@ pub mod parallelism;
 pub mod pod_security;
 pub mod pod_template;
 pub mod quantity;
+pub mod reference;
 pub mod repeat;
 pub mod rounding;
 pub mod settings;
