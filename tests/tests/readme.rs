@@ -145,6 +145,7 @@ fn one_crd_upgrade_command_everywhere() {
         root.join("README.md"),
         root.join("charts/benchmatrix/templates/NOTES.txt"),
         root.join("charts/benchmatrix/Chart.yaml"),
+        root.join("charts/benchmatrix/README.md"),
     ];
     let mut stack = vec![root.join("docs")];
     while let Some(dir) = stack.pop() {
