@@ -175,3 +175,24 @@ fn one_crd_upgrade_command_everywhere() {
         }
     }
 }
+
+#[test]
+fn every_repository_path_the_readme_names_exists() {
+    // Samples, scripts and saved statuses the README tells a reader to run or open.
+    let root = repo_root();
+    let pattern = regex::Regex::new(
+        r"\b(?:manifests|bench|tests|scripts|charts|examples|docs)/[A-Za-z0-9_./-]*[A-Za-z0-9_]",
+    )
+    .expect("a valid pattern");
+    let readme = readme();
+    let mut named = 0;
+    for m in pattern.find_iter(&readme) {
+        named += 1;
+        assert!(
+            root.join(m.as_str()).exists(),
+            "README.md names {}, which does not exist",
+            m.as_str()
+        );
+    }
+    assert!(named >= 10, "the README names {named} repository paths");
+}
