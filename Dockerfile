@@ -10,7 +10,7 @@
 # so the runtime images are distroless "static": no shell, no libc, no package manager.
 # Why glibc and not musl: the target and the load generator are the measured path, and musl's
 # allocator is much slower under multi-threaded load; a benchmark tool must not add that cost.
-# The same binaries build outside Docker with (see docs/kubernetes.md, "Images"):
+# The same binaries build outside Docker with (see docs/book/src/kubernetes/images.md):
 #
 #   RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --locked \
 #     --target x86_64-unknown-linux-gnu -p benchmatrix -p benchmatrix-target -p benchmatrix-loadgen

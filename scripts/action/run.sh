@@ -421,7 +421,7 @@ fi
 export PATH="${work}/bin:${PATH}"
 
 # ---------------------------------------------------------------------------------------------
-# 5. Install (the commands of docs/kubernetes.md)
+# 5. Install (the commands of docs/book/src/kubernetes/install.md)
 
 helm="${HELM:-}"
 if [[ -z "${helm}" ]]; then

@@ -31,6 +31,9 @@
 #                                            a cluster of your own): no create, load or delete
 #   E2E_RESTART_CONTROL_PLANE=1 tests/e2e/kind.sh   ... with the API server outage check
 #   E2E_CHAOS=1 tests/e2e/kind.sh            ... with the chaos step (tests/e2e/chaos.py)
+#   README_BLOCK=1 tests/e2e/kind.sh         ... then README.md's "On Kubernetes" block as
+#                                            written, on a fresh kind cluster of its own
+#                                            (tests/e2e/readme-k8s.sh; kind mode only)
 #
 # Environment (defaults in brackets):
 #   CLUSTER           kind | existing                                   [kind]
@@ -60,6 +63,8 @@
 #   CONTROL_PLANE_STOP, CONTROL_PLANE_START   instead of CONTROL_PLANE_EXEC, for a control plane
 #                        that is not static pods: shell commands that stop the API server and
 #                        etcd, and start them again                                       [unset]
+#   README_BLOCK      1: run README.md's Kubernetes block afterwards (a second cluster, a
+#                     `cargo install` of the plugin: minutes, so opt-in)                 [unset]
 #   E2E_CHAOS         1: the chaos step (deletes the operator's pod, a Job; restarts the kubelet) [unset]
 #   CHAOS_SEED        the chaos step's random seed, to replay a run it printed           [random]
 #   CHAOS_REPEAT      repetitions of each of the chaos step's two cells                  [10]
@@ -114,6 +119,7 @@ else
 fi
 readonly RESTART_CONTROL_PLANE="${E2E_RESTART_CONTROL_PLANE:-}"
 readonly CHAOS="${E2E_CHAOS:-}"
+readonly README_BLOCK="${README_BLOCK:-}"
 readonly CHAOS_SEED="${CHAOS_SEED:-}"
 readonly CHAOS_REPEAT="${CHAOS_REPEAT:-10}"
 readonly CHAOS_KUBELET_RESTART="${CHAOS_KUBELET_RESTART:-}"
@@ -364,7 +370,7 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# 3. Install (the same commands as docs/kubernetes.md)
+# 3. Install (the same commands as docs/book/src/kubernetes/install.md)
 
 log "installing the CRD, then the chart into ${RELEASE_NAMESPACE} (scripts/install-operator.sh)"
 env HELM="${helm}" CHART="${CHART}" RELEASE="${RELEASE}" RELEASE_NAMESPACE="${RELEASE_NAMESPACE}" \
@@ -416,7 +422,7 @@ python3 tests/e2e/check_timing.py --max-overhead "${OVERHEAD_BOUND}" "${work}/ru
 log "the kubelets' CPU figures against the built-in target's own (within ${KUBELET_AGREE_PCT}%)"
 python3 tests/e2e/check_resources.py --agree "${KUBELET_AGREE_PCT}" "${work}/run.json"
 
-# The report a user renders from a saved run (docs/kubernetes.md). The binary comes out of the
+# The report a user renders from a saved run (docs/book/src/kubernetes/running.md). The binary comes out of the
 # operator image just built, so the check costs no second compile; else from PATH.
 report_bin=""
 if [[ "${BUILD_IMAGES}" == "1" ]]; then
@@ -802,6 +808,19 @@ if [[ "${CHAOS}" == "1" ]]; then
     --kubelet-restart "${CHAOS_KUBELET_RESTART}")
   if [[ -n "${CHAOS_SEED}" ]]; then chaos_args+=(--seed "${CHAOS_SEED}"); fi
   python3 tests/e2e/chaos.py "${chaos_args[@]}" || die "chaos: see the lines above (replay with the printed seed)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 12. Opt-in: README.md's "On Kubernetes" block, run as written on a fresh kind cluster of its
+# own (it builds and loads the images, installs the chart and the plugin, runs ci-smoke).
+
+if [[ "${README_BLOCK}" == "1" ]]; then
+  if [[ "${CLUSTER}" == "kind" ]]; then
+    log "README.md's Kubernetes block (tests/e2e/readme-k8s.sh)"
+    tests/e2e/readme-k8s.sh || die "README.md's Kubernetes block failed: see the lines above"
+  else
+    log "README_BLOCK=1: the README block creates a kind cluster; skipped with CLUSTER=${CLUSTER}"
+  fi
 fi
 
 log "PASSED"

@@ -1,5 +1,5 @@
 //! The GitHub Action (action.yml) against the script that does its work
-//! (scripts/action/run.sh) and its documentation (docs/ci-github-actions.md):
+//! (scripts/action/run.sh) and its documentation (docs/book/src/ci.md):
 //!
 //! - every input reaches the script as the variable of its name in capitals (`-` as `_`), with
 //!   the same default on both sides, so the script run by hand behaves as the action;
@@ -203,13 +203,13 @@ fn doc_table(doc: &str, first: &str) -> BTreeMap<String, Vec<String>> {
 #[test]
 fn every_input_and_output_is_documented_with_its_default() {
     let action = action();
-    let doc = read("docs/ci-github-actions.md");
+    let doc = read("docs/book/src/ci.md");
     let documented = doc_table(&doc, "input");
     let inputs = inputs(&action);
     assert_eq!(
         documented.keys().collect::<Vec<_>>(),
         inputs.keys().collect::<Vec<_>>(),
-        "docs/ci-github-actions.md's inputs table and action.yml's inputs differ"
+        "docs/book/src/ci.md's inputs table and action.yml's inputs differ"
     );
     for (input, (default, required)) in &inputs {
         let want = match (required, default.is_empty()) {
@@ -219,7 +219,7 @@ fn every_input_and_output_is_documented_with_its_default() {
         };
         assert_eq!(
             documented[input][0], want,
-            "docs/ci-github-actions.md: the default of {input}"
+            "docs/book/src/ci.md: the default of {input}"
         );
     }
     let outputs: std::collections::BTreeSet<String> = action["outputs"]
@@ -233,7 +233,7 @@ fn every_input_and_output_is_documented_with_its_default() {
             .into_keys()
             .collect::<std::collections::BTreeSet<_>>(),
         outputs,
-        "docs/ci-github-actions.md's outputs table and action.yml's outputs differ"
+        "docs/book/src/ci.md's outputs table and action.yml's outputs differ"
     );
 }
 
@@ -241,12 +241,12 @@ fn every_input_and_output_is_documented_with_its_default() {
 fn the_documented_workflow_passes_only_inputs_the_action_has() {
     let action = action();
     let inputs = inputs(&action);
-    let doc = read("docs/ci-github-actions.md");
+    let doc = read("docs/book/src/ci.md");
     let yaml: String = doc
         .split("```yaml\n")
         .nth(1)
         .and_then(|rest| rest.split("\n```").next())
-        .expect("docs/ci-github-actions.md starts with a yaml example")
+        .expect("docs/book/src/ci.md starts with a yaml example")
         .to_owned();
     let workflow: Value = serde_yaml::from_str(&yaml).expect("the example workflow parses");
     let steps = workflow["jobs"]["bench"]["steps"]

@@ -1042,11 +1042,21 @@ fn ci_smoke_sample_is_a_benchmark_run() {
 
 #[test]
 fn docs_show_the_steps_the_e2e_script_runs() {
-    // docs/kubernetes.md and tests/e2e/kind.sh must not drift apart: each install and run step
-    // the docs show is one the script takes (the script spells paths through variables, so
-    // they are expanded here first), and each knob the docs mention is one the script reads.
+    // The book's Kubernetes chapters (docs/book/src/kubernetes/) and tests/e2e/kind.sh must not
+    // drift apart: each install and run step the docs show is one the script takes (the script
+    // spells paths through variables, so they are expanded here first), and each knob the docs
+    // mention is one the script reads.
     let root = repo_root();
-    let docs = std::fs::read_to_string(root.join("docs/kubernetes.md")).expect("docs");
+    let mut chapters: Vec<_> = std::fs::read_dir(root.join("docs/book/src/kubernetes"))
+        .expect("docs/book/src/kubernetes")
+        .map(|e| e.expect("a chapter").path())
+        .collect();
+    chapters.sort();
+    let docs: String = chapters
+        .iter()
+        .map(|p| std::fs::read_to_string(p).expect("a chapter"))
+        .collect::<Vec<_>>()
+        .join("\n");
     // kind.sh installs through scripts/install-operator.sh (shared with the GitHub Action), so
     // its steps are the two scripts' together.
     let kind_sh = std::fs::read_to_string(root.join("tests/e2e/kind.sh")).expect("kind.sh");

@@ -159,3 +159,16 @@ fn check_structural(s: &JSONSchemaProps, path: &str, root: bool, problems: &mut 
         check_structural(v, &format!("{path}{{}}"), false, problems);
     }
 }
+
+/// The book's spec reference is what the CRD's own schema generates, so a field's description
+/// in the book is the one `kubectl explain` prints.
+#[test]
+fn the_books_spec_reference_is_the_generated_one() {
+    let file = "docs/book/src/reference/spec.md";
+    let on_disk = std::fs::read_to_string(repo_root().join(file)).unwrap_or_default();
+    let generated = benchmatrix::resource::reference::spec_reference();
+    assert!(
+        on_disk == generated,
+        "{file} has drifted from the CRD's schema; regenerate with:\n  make docs"
+    );
+}

@@ -31,6 +31,7 @@ pub mod matrix;
 pub mod parallelism;
 pub mod pod_template;
 pub mod quantity;
+pub mod reference;
 pub mod repeat;
 pub mod rounding;
 pub mod settings;

@@ -8,7 +8,7 @@
 //! `x-kubernetes-preserve-unknown-fields`; [`parse`] refuses unknown fields and wrong types
 //! with their path, as the rest of the spec is refused.
 //!
-//! What a template may not do is refused by [`check`] with a field path; docs/kubernetes.md
+//! What a template may not do is refused by [`check`] with a field path; docs/book/src/kubernetes/running.md
 //! lists what the operator sets and what it leaves alone.
 
 use super::labels::MANAGED_BY_LABEL;

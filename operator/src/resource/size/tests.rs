@@ -567,7 +567,7 @@ fn largest_accepted(from: usize, build: impl Fn(usize) -> BenchmarkRun) -> (usiz
 
 /// The largest runs along each axis the schema bounds (with every name as long as allowed):
 /// their largest status, built in full, is under the 1 MiB limit; one step more is refused.
-/// docs/kubernetes.md quotes these numbers.
+/// docs/book/src/kubernetes/running.md ("Sizing: what a cell needs") quotes these numbers.
 #[test]
 fn the_largest_accepted_runs_fit_and_one_more_is_refused() {
     // 64 cells of one stream: repeated at most 3 times (each repetition records its node and
