@@ -117,6 +117,9 @@ pub fn render(
 /// the streams that need a longer phase, and the notes' extra paragraphs.
 fn overview(o: &mut String, status: &BenchmarkRunStatus, summary: &Summary, notes: &Notes) {
     let _ = writeln!(o, "# Benchmark report\n");
+    // The verdict the exit code gives, before anything else: never the phase alone.
+    let v = super::headline::verdict(status, notes.max_regression);
+    let _ = writeln!(o, "**verdict: {}** — {} (exit {})\n", v.word, v.why, v.code);
     if !notes.source.is_empty() {
         let _ = writeln!(o, "- run: `{}`", notes.source);
     }
@@ -128,7 +131,7 @@ fn overview(o: &mut String, status: &BenchmarkRunStatus, summary: &Summary, note
     }
     let _ = writeln!(
         o,
-        "- outcome: {}{}",
+        "- run phase: {}{}",
         status.phase,
         status
             .message

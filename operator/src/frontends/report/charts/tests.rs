@@ -80,7 +80,10 @@ fn p99_bars_of_a_repeated_run_carry_each_repetition_and_the_min_max() {
     let line = whisker[0].split("<line ").nth(1).unwrap();
     assert!((attr(line, "y1") - height_of(30.1)).abs() < 0.15, "{line}");
     assert!((attr(line, "y2") - height_of(33.9)).abs() < 0.15, "{line}");
-    assert_eq!(titled(svg, "circle", "pool-x2, repetition 2: 28").len(), 1);
+    assert_eq!(
+        titled(svg, "circle", "pool-x2, repetition 2: 28.0").len(),
+        1
+    );
     // No bar for a p99 its samples cannot support, so nothing on it either.
     assert!(
         !svg.contains("single-x1,") && !svg.contains("single-x1:"),
@@ -95,14 +98,14 @@ fn throughput_bars_of_a_repeated_run_carry_each_repetition() {
     let charts = charts(&status, &[]);
     let svg = &charts
         .iter()
-        .find(|(n, _)| n == "throughput.svg")
+        .find(|(n, _)| n == "throughput-mixed.svg")
         .unwrap()
         .1;
     for (cell, values) in [
         ("single-x1", ["2.60", "2.40", "2.50"]),
-        // Whole numbers print without decimals, as the bars' own labels.
-        ("pool-x1", ["80.2", "79.5", "81"]),
-        ("pool-x2", ["76.6", "75", "77.1"]),
+        // One number format per chart: the smallest value's (2.40) for all.
+        ("pool-x1", ["80.20", "79.50", "81.00"]),
+        ("pool-x2", ["76.60", "75.00", "77.10"]),
     ] {
         for (k, v) in values.iter().enumerate() {
             let title = format!("{cell}, repetition {}: {v}", k + 1);
