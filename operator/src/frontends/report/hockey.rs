@@ -14,7 +14,7 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 200.0;
 const TOP_Y: (f64, f64) = (50.0, 280.0);
 const LOW_Y: (f64, f64) = (330.0, 450.0);
-const H: f64 = 530.0;
+const H: f64 = 546.0;
 
 /// The SLO figure the chart plots: (endpoint, figure, limit). The most binding one: the figure
 /// that came closest to (or furthest past) its limit in any probe, as that is what stopped the
@@ -61,7 +61,7 @@ fn round_colour(round: Option<u32>) -> &'static str {
 }
 
 /// A probe's mark: filled when held, hollow when failed, grey when not a verdict on the target.
-fn mark(doc: &mut Doc, at: (f64, f64), p: &ProbeStatus, tip: &str) {
+fn mark(doc: &mut Doc, at: (f64, f64), p: &ProbeStatus, tip: &str, placed: &mut Vec<(f64, f64)>) {
     let c = round_colour(p.round);
     let attrs = match p.verdict {
         ProbeVerdict::Held => format!("fill=\"{c}\" stroke=\"{c}\" stroke-width=\"2\""),
@@ -69,9 +69,30 @@ fn mark(doc: &mut Doc, at: (f64, f64), p: &ProbeStatus, tip: &str) {
         _ => format!("fill=\"white\" stroke=\"{NEUTRAL}\" stroke-dasharray=\"2 2\""),
     };
     doc.circle(at, 6.0, &attrs, tip);
+    // Probes at one rate sit on top of each other: their numbers go to the first corner no
+    // other number took, so each stays readable.
+    let spots = [
+        (8.0, -7.0),
+        (8.0, 14.0),
+        (-20.0, -7.0),
+        (-20.0, 14.0),
+        (20.0, 4.0),
+        (-32.0, 4.0),
+    ];
+    let free = |(x, y): (f64, f64)| {
+        placed
+            .iter()
+            .all(|(a, b)| (a - x).abs() > 13.0 || (b - y).abs() > 10.0)
+    };
+    let spot = spots
+        .iter()
+        .map(|(dx, dy)| (at.0 + dx, at.1 + dy))
+        .find(|s| free(*s))
+        .unwrap_or((at.0 + 8.0, at.1 - 7.0));
+    placed.push(spot);
     doc.text(
-        at.0 + 8.0,
-        at.1 - 7.0,
+        spot.0,
+        spot.1,
         "font-size=\"10\" fill=\"#333\"",
         &p.probe.to_string(),
     );
@@ -92,7 +113,13 @@ pub fn hockey_stick(cell: &str, cap: &CapacityStatus) -> String {
         .map(|p| p.rate.max(p.achieved))
         .fold(0.0, f64::max);
     let (x, xt) = Scale::linear_from_zero(max_rate * 1.05, LEFT, W - RIGHT);
-    let mut doc = Doc::new(W, H, &title);
+    // Room under the lower panel only for a note on why the search gave no answer.
+    let h = if ending_note(cap).is_some() {
+        H
+    } else {
+        H - 40.0
+    };
+    let mut doc = Doc::new(W, h, &title);
     let values: Vec<Option<f64>> = probes
         .iter()
         .map(|p| figure_of(p, &endpoint, &figure))
@@ -132,6 +159,7 @@ pub fn hockey_stick(cell: &str, cap: &CapacityStatus) -> String {
         ),
     );
     rate_marks(&mut doc, &x, cap);
+    let mut placed = Vec::new();
     for (p, v) in probes.iter().zip(&values) {
         let py = v.map_or(TOP_Y.0, |v| y.px(v));
         let tip = format!(
@@ -143,17 +171,27 @@ pub fn hockey_stick(cell: &str, cap: &CapacityStatus) -> String {
             rate_text(p.achieved),
             p.why.as_deref().unwrap_or(&p.verdict.to_string())
         );
-        mark(&mut doc, (x.px(p.rate), py), p, &tip);
+        mark(&mut doc, (x.px(p.rate), py), p, &tip, &mut placed);
     }
     achieved_panel(&mut doc, &x, &xt, &probes);
     legend(&mut doc, cap);
     if let Some(note) = ending_note(cap) {
-        doc.text(
-            LEFT,
-            H - 8.0,
-            &format!("fill=\"{BAD}\" font-weight=\"bold\""),
-            &clip(&note, 110),
-        );
+        // Two lines at most, each within the chart's width.
+        let wrapped = super::wrap(&note, 100);
+        let lines: Vec<&str> = wrapped.lines().collect();
+        for (i, line) in lines.iter().take(2).enumerate() {
+            let more = if i == 1 && lines.len() > 2 {
+                " …"
+            } else {
+                ""
+            };
+            doc.text(
+                20.0,
+                H - 24.0 + i as f64 * 15.0,
+                &format!("fill=\"{BAD}\" font-weight=\"bold\" font-size=\"11\""),
+                &format!("{line}{more}"),
+            );
+        }
     }
     doc.finish()
 }
@@ -218,6 +256,7 @@ fn achieved_panel(doc: &mut Doc, x: &Scale, xt: &[f64], probes: &[&ProbeStatus])
         "text-anchor=\"end\" fill=\"#777\" font-size=\"10\"",
         "achieved = offered",
     );
+    let mut placed = Vec::new();
     for p in probes {
         let tip = format!(
             "probe {}: offered {} rps, achieved {} rps",
@@ -225,7 +264,7 @@ fn achieved_panel(doc: &mut Doc, x: &Scale, xt: &[f64], probes: &[&ProbeStatus])
             rate_text(p.rate),
             rate_text(p.achieved)
         );
-        mark(doc, (x.px(p.rate), y.px(p.achieved)), p, &tip);
+        mark(doc, (x.px(p.rate), y.px(p.achieved)), p, &tip, &mut placed);
     }
 }
 
@@ -251,7 +290,7 @@ fn legend(doc: &mut Doc, cap: &CapacityStatus) {
         .iter()
         .any(|p| !matches!(p.verdict, ProbeVerdict::Held | ProbeVerdict::Failed))
     {
-        entries.push((format!("<circle cx=\"{{x}}\" cy=\"{{y}}\" r=\"5\" fill=\"white\" stroke=\"{NEUTRAL}\" stroke-dasharray=\"2 2\"/>"), "not a verdict".to_owned()));
+        entries.push((format!("<circle cx=\"{{x}}\" cy=\"{{y}}\" r=\"5\" fill=\"white\" stroke=\"{NEUTRAL}\" stroke-dasharray=\"2 2\"/>"), "not a verdict on the target".to_owned()));
     }
     for r in &cap.rounds {
         entries.push((

@@ -118,12 +118,14 @@ fn legend(out: &mut String, series: &[String]) {
         let _ = writeln!(
             out,
             "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\
-             <text x=\"{}\" y=\"{}\">{}</text>",
+             <text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>",
             y - 10.0,
             PALETTE[i % PALETTE.len()],
             x + 18.0,
             y,
-            esc(s)
+            esc(s),
+            // The legend column is 150 px: a longer name is cut, whole in its tooltip.
+            esc(&super::hockey::clip(s, 22))
         );
     }
 }
@@ -155,35 +157,41 @@ fn y_axis(out: &mut String, label: &str, ticks: &[(f64, String)]) {
     );
 }
 
-/// Grouped bar chart: one group per `groups` entry, one coloured bar per series.
-pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGroup]) -> String {
-    let mut out = String::new();
-    header(&mut out, title);
+/// Every value of `g`: its bars and each repetition.
+fn all_values(g: &BarGroup) -> impl Iterator<Item = &f64> {
+    g.values
+        .iter()
+        .flatten()
+        .chain(g.repetitions.iter().flatten())
+}
+
+/// The value axis of bars: its top and its ticks (fraction of the height, label). No tick
+/// when every bar is missing: an axis of made-up numbers would read as a scale.
+fn value_axis(groups: &[BarGroup]) -> (f64, Vec<(f64, String)>) {
     let max = groups
         .iter()
-        .flat_map(|g| {
-            g.values
-                .iter()
-                .flatten()
-                .chain(g.repetitions.iter().flatten())
-        })
+        .flat_map(all_values)
         .fold(0.0f64, |a, &b| a.max(b));
     let (top, step) = nice_axis(max);
     let tick_values: Vec<f64> = (0..=((top / step).round() as usize))
         .map(|i| i as f64 * step)
         .collect();
     let tick_text = super::plot::axis_format(&tick_values);
-    let ticks: Vec<(f64, String)> = tick_values
+    let any_value = groups.iter().any(|g| g.values.iter().any(Option::is_some));
+    let ticks = tick_values
         .iter()
+        .filter(|_| any_value)
         .map(|t| (t / top, tick_text(*t)))
         .collect();
-    let fmt_num = chart_format(groups.iter().flat_map(|g| {
-        g.values
-            .iter()
-            .flatten()
-            .chain(g.repetitions.iter().flatten())
-            .copied()
-    }));
+    (top, ticks)
+}
+
+/// Grouped bar chart: one group per `groups` entry, one coloured bar per series.
+pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGroup]) -> String {
+    let mut out = String::new();
+    header(&mut out, title);
+    let (top, ticks) = value_axis(groups);
+    let fmt_num = chart_format(groups.iter().flat_map(all_values).copied());
     y_axis(&mut out, y_label, &ticks);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
