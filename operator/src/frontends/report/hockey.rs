@@ -307,7 +307,7 @@ fn legend(doc: &mut Doc, cap: &CapacityStatus) {
 
 /// A figure as the chart writes it: three significant digits or so.
 pub fn plot_number(v: f64) -> String {
-    if v.abs() >= 100.0 {
+    if v.fract() == 0.0 || v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 1.0 {
         format!("{v:.1}")

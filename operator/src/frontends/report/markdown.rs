@@ -98,8 +98,11 @@ pub fn render(
         status,
         notes.max_regression,
     ));
+    images(&mut o, charts, |c| c == "forest.svg");
     o.push_str(&super::sizing::render(status));
+    images(&mut o, charts, |c| c == "sizing-map.svg");
     o.push_str(&super::capacity::render(status));
+    images(&mut o, charts, |c| c.starts_with("capacity"));
     o.push_str(&super::recommendation::render(status));
     cells_table(&mut o, status);
     latency_tables(&mut o, status, &summary, charts);
@@ -207,7 +210,20 @@ fn latency_tables(
     for (phase, endpoint) in phase_endpoints(status) {
         latency_table(o, status, summary, charts, &phase, &endpoint);
     }
-    for c in charts.iter().filter(|c| !c.starts_with("p99-")) {
+    images(o, charts, |c| !placed_elsewhere(c));
+}
+
+/// The answer charts, shown in their own sections rather than under the latencies.
+fn placed_elsewhere(chart: &str) -> bool {
+    chart.starts_with("p99-")
+        || chart.starts_with("capacity")
+        || chart == "sizing-map.svg"
+        || chart == "forest.svg"
+}
+
+/// An image line for each of `charts` that `which` picks.
+fn images(o: &mut String, charts: &[String], which: impl Fn(&str) -> bool) {
+    for c in charts.iter().filter(|c| which(c)) {
         let _ = writeln!(o, "![{c}]({c})\n");
     }
 }

@@ -209,11 +209,11 @@ fn configuration(doc: &mut Doc, (x, y): (f64, f64), c: &SizedConfiguration, targ
     let cx = x + CELL.0 / 2.0;
     doc.text(cx, y + 20.0, &format!("text-anchor=\"middle\" {ink}"), word);
     let figure = match (c.held_rate, c.bound) {
-        (Some(h), _) => format!("{} / {} rps", rate_text(h), rate_text(target)),
-        (None, Some(b)) => format!("≤ {} rps", rate_text(b)),
+        (Some(h), _) => format!("{} / {} rps", plot_number(h), plot_number(target)),
+        (None, Some(b)) => format!("≤ {} rps", plot_number(b)),
         _ => match (c.failed_rate, c.predicted) {
-            (Some(f), _) => format!("failed at {}", rate_text(f)),
-            (None, Some(p)) => format!("model: {} rps", rate_text(p)),
+            (Some(f), _) => format!("failed at {}", plot_number(f)),
+            (None, Some(p)) => format!("model: {} rps", plot_number(p)),
             _ => String::new(),
         },
     };
