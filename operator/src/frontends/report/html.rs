@@ -20,13 +20,15 @@ fn style() -> String {
          .verdict.fail{{background:#fbe7dc;border-left:8px solid #D55E00}}\
          .verdict.none{{background:#eee;border-left:8px solid #777}}\
          .missing{{background:#fafafa;border:1px dashed #aaa;padding:.4em 1em}}\
-         table{{border-collapse:collapse;margin:.8em 0;font-size:.9em}}\
+         table{{border-collapse:collapse;margin:.8em 0;font-size:.9em;display:block;\
+         overflow-x:auto;max-width:100%}}\
          th,td{{border:1px solid #ccc;padding:.25em .5em;text-align:left}}\
          th{{background:#f3f3f3}}\
          figure{{margin:1em 0;break-inside:avoid;page-break-inside:avoid}}\
          figure svg{{max-width:100%;height:auto}}\
          pre{{background:#f6f6f6;padding:.6em;overflow-x:auto}}\
-         @media print{{body{{max-width:none;margin:0}}figure,table,.verdict{{break-inside:avoid;\
+         @media print{{body{{max-width:none;margin:0}}table{{display:table;font-size:.7em}}\
+         td{{overflow-wrap:anywhere}}figure,tr,.verdict{{break-inside:avoid;\
          page-break-inside:avoid}}h2{{break-after:avoid;page-break-after:avoid}}}}"
     )
 }
