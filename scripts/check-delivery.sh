@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The delivery checks that run without a cluster or a Docker engine: helm lint and template over
-# the chart's value combinations; hadolint on the Dockerfile; shellcheck on every script and on the workflows' run: steps;
+# the chart's value combinations; hadolint on the Dockerfiles; shellcheck on every script and on the workflows' run: steps;
 # YAML parsing and actionlint of the workflows (and through bench.yml, the action's inputs), and
 # proof that actionlint fails on a broken action; YAML parsing of action.yml, the e2e config and
 # samples; the e2e script's and the action script's flows against stand-ins; the
@@ -48,9 +48,9 @@ if "${HELM}" template benchmatrix "${chart}" --set 'watchNamespaces={Bad_Name}' 
 fi
 echo "ok: bad values are refused"
 
-step "hadolint Dockerfile"
-"${tools_dir}/hadolint" Dockerfile
-echo "ok: Dockerfile"
+step "hadolint Dockerfile, Dockerfile.release"
+"${tools_dir}/hadolint" Dockerfile Dockerfile.release
+echo "ok: Dockerfile, Dockerfile.release"
 
 step "shellcheck"
 mapfile -t scripts < <(find scripts tests/e2e tests/action tests/selftest-lib.sh bench .ci -type f \( -name '*.sh' -o -name run \) 2>/dev/null | sort)

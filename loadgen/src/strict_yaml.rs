@@ -9,6 +9,9 @@ use std::fmt;
 
 use serde::de::DeserializeOwned;
 
+pub mod locate;
+pub use locate::locate;
+
 /// Where [`FieldError::path`] points when the fault is the document as a whole (broken YAML, a
 /// required top-level field missing).
 pub const DOCUMENT: &str = "(document)";
@@ -35,6 +38,18 @@ impl FieldError {
             line: None,
             column: None,
         }
+    }
+
+    /// The same error placed at its path in `text` when it has no place yet (an error found
+    /// after the document was read knows its path only). See [`locate`].
+    pub fn placed_in(mut self, text: &str) -> Self {
+        if self.line.is_none()
+            && let Some((line, column)) = locate(text, &self.path)
+        {
+            self.line = Some(line);
+            self.column = Some(column);
+        }
+        self
     }
 
     /// The same error, located where serde_yaml says it is (when it says).
@@ -72,7 +87,10 @@ pub fn parse_strict<T: DeserializeOwned>(text: &str) -> Result<T, Vec<FieldError
 /// running `check` on a value whose shape is right so that its problems come back together with
 /// the unknown fields (every problem at once, not one per attempt).
 ///
+/// Every error is placed at its line and column where the text has its path ([`locate`]).
 /// The errors, in this order:
+/// - an empty text: "the file is empty", alone; more than one document: how many, and the
+///   line of the second, alone;
 /// - broken YAML: "YAML syntax error: ..." with line and column, at the field where the text
 ///   breaks when known, else at `(document)`; then any wrong type met before the break;
 /// - unknown fields (as far as the parser got), each "unknown field" at its path, with list
@@ -81,6 +99,90 @@ pub fn parse_strict<T: DeserializeOwned>(text: &str) -> Result<T, Vec<FieldError
 ///   serde_yaml's message, line and column;
 /// - else whatever `check` found.
 pub fn parse_strict_checked<T: DeserializeOwned>(
+    text: &str,
+    tolerated: impl Fn(&str) -> bool,
+    check: impl FnOnce(&T) -> Vec<FieldError>,
+) -> Result<T, Vec<FieldError>> {
+    if is_empty(text) {
+        return Err(vec![FieldError::new(DOCUMENT, "the file is empty")]);
+    }
+    let documents = document_count(text);
+    if documents > 1 {
+        let second = second_document_line(text);
+        let message = format!(
+            "the file holds {documents} YAML documents{}; it must hold one",
+            second.map_or(String::new(), |l| format!(
+                " (the second begins at `---` on line {l})"
+            ))
+        );
+        let mut error = FieldError::new(DOCUMENT, message);
+        error.line = second;
+        return Err(vec![error]);
+    }
+    parse_located(text, tolerated, check)
+}
+
+/// [`parse_strict_checked`] of one document, with every error placed in `text`.
+fn parse_located<T: DeserializeOwned>(
+    text: &str,
+    tolerated: impl Fn(&str) -> bool,
+    check: impl FnOnce(&T) -> Vec<FieldError>,
+) -> Result<T, Vec<FieldError>> {
+    parse_one(text, tolerated, check)
+        .map_err(|errors| errors.into_iter().map(|e| e.placed_in(text)).collect())
+}
+
+/// True for a text of nothing but blanks, comments and document markers.
+pub fn is_empty(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#') || l == "---" || l == "..."
+    })
+}
+
+/// How many YAML documents `text` holds, as serde_yaml tells them apart (a `---` after the
+/// last content begins an empty one); 1 for a text it reads as one. Counted from the `---`
+/// lines: serde_yaml's own document iterator never ends on a broken text.
+pub fn document_count(text: &str) -> usize {
+    let several = serde_yaml::from_str::<serde::de::IgnoredAny>(text)
+        .is_err_and(|e| e.to_string().contains("more than one document"));
+    if !several {
+        return 1;
+    }
+    let mut seen = false;
+    let mut count = 1;
+    for line in text.lines() {
+        let bare = line.trim_end();
+        if bare == "---" || bare.starts_with("--- ") {
+            count += usize::from(seen);
+            seen |= !bare[3..].trim().is_empty();
+            continue;
+        }
+        let rest = bare.trim();
+        seen |= !(rest.is_empty() || rest.starts_with('#') || rest.starts_with('%'));
+    }
+    count.max(2)
+}
+
+/// The line of the first `---` after some content: where a second document begins (a `---`
+/// before the first content begins the first).
+pub fn second_document_line(text: &str) -> Option<usize> {
+    let mut seen = false;
+    for (i, line) in text.lines().enumerate() {
+        let bare = line.trim_end();
+        if bare == "---" || bare.starts_with("--- ") {
+            if seen {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        let rest = bare.trim();
+        seen |= !(rest.is_empty() || rest.starts_with('#') || rest.starts_with('%'));
+    }
+    None
+}
+
+fn parse_one<T: DeserializeOwned>(
     text: &str,
     tolerated: impl Fn(&str) -> bool,
     check: impl FnOnce(&T) -> Vec<FieldError>,
@@ -118,8 +220,13 @@ pub fn parse_strict_checked<T: DeserializeOwned>(
 fn type_error(err: serde_path_to_error::Error<serde_yaml::Error>) -> FieldError {
     let path = document_or(err.path().to_string());
     let inner = err.into_inner();
-    let message = without_path_prefix(&without_location(&inner.to_string()), &path);
-    FieldError::new(path, message).located(inner.location())
+    let full = without_location(&inner.to_string());
+    let message = without_path_prefix(&full, &path);
+    // A message that began with a parent's path is a field's own error that serde_yaml placed
+    // at the parent (its first key): left unplaced here, it is placed at the field's path.
+    let at_parent = message != full && !full.starts_with(&format!("{path}: "));
+    let location = if at_parent { None } else { inner.location() };
+    FieldError::new(path, message).located(location)
 }
 
 /// serde_path_to_error writes the root as "." and an unknown position as "?": both are the
@@ -152,12 +259,31 @@ fn syntax_errors<T: DeserializeOwned>(text: &str, syntax: &serde_yaml::Error) ->
             before_the_break = Some(type_error(err));
         }
     }
+    if let Some(tab) = tab_error(text, syntax) {
+        // The scanner meets the tab while reading the field before it: that field is not
+        // the place; the tab's own line is.
+        return vec![tab];
+    }
     let message = format!(
         "YAML syntax error: {}",
         without_location(&syntax.to_string())
     );
     let broken = FieldError::new(path, message).located(syntax.location());
     std::iter::once(broken).chain(before_the_break).collect()
+}
+
+/// A tab in indentation, said at its own line with the line's text.
+fn tab_error(text: &str, syntax: &serde_yaml::Error) -> Option<FieldError> {
+    if !syntax.to_string().contains("found a tab character") {
+        return None;
+    }
+    let at = syntax.location()?;
+    let line = text.lines().nth(at.line() - 1)?;
+    let message = format!(
+        "YAML syntax error: a tab in the indentation of `{}`: YAML indents with spaces only",
+        line.trim()
+    );
+    Some(FieldError::new(DOCUMENT, message).located(Some(at)))
 }
 
 /// Renders a serde_ignored path the way serde_path_to_error does, `spec.configurations[0].nme`:
@@ -183,12 +309,21 @@ fn bracketed_path(path: &serde_ignored::Path<'_>) -> String {
 
 /// serde_yaml starts a type error's message with the field's path (`a.b: invalid type: ...`),
 /// which the error already carries in its own field: drop the copy so the path prints once.
+/// The copy may be of a parent's path (`spec.sizing: invalid percentage` for
+/// `spec.sizing.margin`, as serde_yaml writes a custom error of a field): dropped as well.
 fn without_path_prefix(message: &str, path: &str) -> String {
-    message
-        .strip_prefix(path)
-        .and_then(|rest| rest.strip_prefix(": "))
-        .unwrap_or(message)
-        .to_owned()
+    let Some((head, rest)) = message.split_once(": ") else {
+        return message.to_owned();
+    };
+    let parent_of_path = path == head
+        || path
+            .strip_prefix(head)
+            .is_some_and(|tail| tail.starts_with('.') || tail.starts_with('['));
+    if parent_of_path && !head.contains(' ') {
+        rest.to_owned()
+    } else {
+        message.to_owned()
+    }
 }
 
 /// serde_yaml ends its messages with " at line L column C"; the location has its own fields.

@@ -9,12 +9,19 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::frontends::file_kind::FileKind;
+
+mod broken_pipe;
+
 /// Top-level command line.
 #[derive(Debug, Parser)]
 #[command(
     name = "benchmatrix",
     version,
-    about = "Replicas or an in-process pool, under this CPU quota? Measure it."
+    about = "Benchmark an HTTP service's configurations (replicas x in-process pool x CPU \
+             limit), with real CPU quotas: which configuration is best at a load (run), how \
+             much traffic each holds at an SLO (spec.capacity), and the cheapest one for a \
+             target traffic (size)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -72,6 +79,7 @@ enum CliCommand {
 /// Parses `args` (program name first) and runs the chosen role; under the plugin's name, the
 /// plugin.
 pub fn main(args: Vec<OsString>) -> ExitCode {
+    broken_pipe::exit_quietly_on_broken_pipe();
     if args
         .first()
         .is_some_and(|program| crate::frontends::kubectl::is_plugin(program))
@@ -128,21 +136,35 @@ struct SizeArgs {
     manifests: crate::frontends::size::ManifestArgs,
 }
 
-/// A saved status is printed as it is; a BenchmarkRun without one is run here first (as
-/// `benchmatrix run`, into --out) and its status printed once it has ended.
+/// A saved status is printed as it is; a BenchmarkRun with spec.sizing is run here first (as
+/// `benchmatrix run`, into --out) and its status printed once it has ended. Anything else is
+/// refused before anything starts (exit 2), saying what `size` expected.
 fn size(args: SizeArgs) -> ExitCode {
     const COMMAND: &str = "benchmatrix size";
-    let saved = std::fs::read_to_string(&args.run.file)
-        .ok()
-        .and_then(|text| crate::frontends::report::parse_status(&text).ok())
-        // A BenchmarkRun to run parses as a status with nothing in it.
-        .filter(|s| s.sizing.is_some() || !s.cells.is_empty());
-    if let Some(status) = saved {
-        return ExitCode::from(crate::frontends::size::print(
-            &status,
-            &args.manifests,
-            COMMAND,
-        ));
+    let Some(file) = args.run.file.clone() else {
+        eprintln!("{COMMAND}: give FILE: {SIZE_EXPECTS}");
+        return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("{COMMAND}: cannot read {}: {e}", file.display());
+            return ExitCode::from(crate::engine::verdict::exit::BAD_INPUT);
+        }
+    };
+    match FileKind::of(&text) {
+        FileKind::Spec { sizing: true } => {}
+        FileKind::Results => match crate::frontends::report::parse_status(&text) {
+            Ok(status) => {
+                let code = crate::frontends::size::print(&status, &args.manifests, COMMAND);
+                return ExitCode::from(code);
+            }
+            Err(e) => return size_refused(&file, &format!("not a status ({e})")),
+        },
+        FileKind::Spec { sizing: false } => {
+            return size_refused(&file, "a BenchmarkRun without spec.sizing");
+        }
+        other => return size_refused(&file, &other.describe()),
     }
     let out = args.run.out.clone();
     let dry_run = args.run.dry_run;
@@ -165,7 +187,23 @@ fn size(args: SizeArgs) -> ExitCode {
                 COMMAND,
             ))
         }
-        // Refused before it ran (the reason is printed), or a run without spec.sizing.
+        // Refused before it ran (the reason is printed).
         _ => code,
     }
+}
+
+/// What `benchmatrix size` reads.
+const SIZE_EXPECTS: &str = "a BenchmarkRun with spec.sizing (the traffic to hold and the \
+                            configurations to search; manifests/samples/sizing.yaml is one) to \
+                            run here, or the results of one (its status.yaml, or `kubectl get \
+                            bmr NAME -o yaml`)";
+
+/// Exit 2 for a `size` FILE of the wrong kind (`what` it is), saying what was expected.
+fn size_refused(file: &std::path::Path, what: &str) -> ExitCode {
+    eprintln!(
+        "benchmatrix size: {} is {what}; expected {SIZE_EXPECTS}. Nothing was run: to measure \
+         the matrix of a BenchmarkRun without spec.sizing, use `benchmatrix run FILE`",
+        file.display()
+    );
+    ExitCode::from(crate::engine::verdict::exit::BAD_INPUT)
 }

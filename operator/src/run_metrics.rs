@@ -291,6 +291,7 @@ fn outcome_label(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::AllSucceeded => "all_measured",
         Outcome::SomeFailed => "cell_failed",
+        Outcome::NoAnswer => "no_answer",
         Outcome::ThresholdsFailed => "thresholds_failed",
         Outcome::Refused => "refused",
         Outcome::Interrupted => "interrupted",

@@ -113,7 +113,8 @@ fn bad_input_exits_2_with_the_reason() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         stderr.contains(
-            "not-a-status.yaml is not a BenchmarkRun status: the BenchmarkRun has no status yet"
+            "not-a-status.yaml is a BenchmarkRun to run, with no results yet (no status); \
+             compare expected the results of a finished run"
         ),
         "{stderr}"
     );

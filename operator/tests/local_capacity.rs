@@ -164,8 +164,8 @@ fn timing_a_tight_latency_slo_limits_the_capacity_below_the_throughput() {
     assert!(limiting.contains("p50"), "limited by {limiting:?}\n{t}");
 }
 
-/// A search that holds even at its upper bound, or fails at its start rate, says so and
-/// reports no capacity.
+/// A search that holds even at its upper bound, or fails at its start rate, says so, reports no
+/// capacity, and the run ends without an answer: exit 1, as `size` exits for no configuration.
 #[test]
 fn a_search_at_its_bounds_says_so_and_reports_no_capacity() {
     let dir = tempfile::tempdir().unwrap();
@@ -180,8 +180,23 @@ fn a_search_at_its_bounds_says_so_and_reports_no_capacity() {
     .replace("maxRate: 400", "maxRate: 80");
     let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert_eq!(o.status.code(), Some(1), "{t}");
     let st = status(&out);
+    assert_eq!(
+        st["conditions"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Complete")
+            .unwrap()["reason"],
+        "NoAnswer",
+        "{t}"
+    );
+    assert_eq!(
+        cell(&st, "known")["capacity"]["ending"],
+        "HeldAtUpperBound",
+        "{t}"
+    );
     let (held, _, found, _, probes) = search(&st);
     assert!(!found && held == 80.0 && probes == 2, "{t}");
     let message = cell(&st, "known")["capacity"]["message"]
@@ -200,10 +215,11 @@ fn a_search_at_its_bounds_says_so_and_reports_no_capacity() {
     );
     let (o, out) = run(dir.path(), &yaml);
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert_eq!(o.status.code(), Some(1), "{t}");
     let st = status(&out);
     let cap = &cell(&st, "known")["capacity"];
     assert_eq!(cap["found"].as_bool(), Some(false), "{t}");
+    assert_eq!(cap["ending"], "FailedAtStartRate", "{t}");
     assert!(
         cap["message"]
             .as_str()

@@ -49,7 +49,10 @@ fn every_unknown_field_is_an_error_with_its_bracketed_path() {
         errors.iter().all(|e| e.message == "unknown field"),
         "{errors:?}"
     );
-    assert_eq!(errors[1].to_string(), "items[1].idd: unknown field");
+    assert_eq!(
+        errors[1].to_string(),
+        "items[1].idd: unknown field (line 6, column 5)"
+    );
 }
 
 #[test]
@@ -150,7 +153,10 @@ fn tolerated_fields_pass_and_the_check_runs_with_the_unknown_ones() {
     .unwrap_err();
     assert_eq!(
         errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        ["extra: unknown field", "name: \"a\" is too short"]
+        [
+            "extra: unknown field (line 3, column 1)",
+            "name: \"a\" is too short (line 1, column 1)"
+        ]
     );
     let doc = parse_strict_checked::<Doc>(text, |p| p != "name", |_| Vec::new()).unwrap();
     assert_eq!(doc.name, "a");
@@ -164,4 +170,90 @@ fn the_location_prints_as_far_as_it_is_known() {
     assert_eq!(e.to_string(), "a.b: wrong (line 3)");
     e.column = Some(7);
     assert_eq!(e.to_string(), "a.b: wrong (line 3, column 7)");
+}
+
+/// Each message says what is wrong once, at its line: input -> (path, message fragment, line).
+#[test]
+fn messages_are_placed_and_said_once() {
+    let cases: &[(&str, &str, &str, Option<usize>)] = &[
+        ("", DOCUMENT, "the file is empty", None),
+        (
+            "# only a comment\n---\n",
+            DOCUMENT,
+            "the file is empty",
+            None,
+        ),
+        (
+            "name: a\n---\nname: b\n",
+            DOCUMENT,
+            "holds 2 YAML documents (the second begins at `---` on line 2)",
+            Some(2),
+        ),
+        (
+            "name: a\nitems:\n  - id: 1\n\t- id: 2\n",
+            DOCUMENT,
+            "a tab in the indentation of `- id: 2`",
+            Some(4),
+        ),
+        (
+            "name: a\nitems: []\nnme: x\n",
+            "nme",
+            "unknown field",
+            Some(3),
+        ),
+        (
+            "name: a\nitems:\n  - id: 1\n  - id: x\n",
+            "items[1].id",
+            "invalid type: string \"x\"",
+            Some(4),
+        ),
+    ];
+    for (text, path, fragment, line) in cases {
+        let errors = parse_strict::<Doc>(text).unwrap_err();
+        assert_eq!(errors.len(), 1, "{text:?}: {errors:?}");
+        let e = &errors[0];
+        assert_eq!(e.path, *path, "{text:?}: {e}");
+        assert!(e.message.contains(fragment), "{text:?}: {e}");
+        assert_eq!(e.line, *line, "{text:?}: {e}");
+        if e.path != DOCUMENT {
+            assert!(!e.message.contains(&e.path), "path said twice: {e}");
+        }
+    }
+    // A leading `---` begins the first document; a trailing one a second, empty one.
+    assert!(parse_strict::<Doc>("---\nname: a\n").is_ok());
+    let errors = parse_strict::<Doc>("---\nname: a\n---\n").unwrap_err();
+    assert_eq!(errors[0].line, Some(3), "{errors:?}");
+}
+
+/// A check's errors (found after reading) get the line of their path.
+#[test]
+fn a_check_s_errors_are_placed_at_their_path() {
+    let errors = parse_strict_checked::<Doc>(
+        "name: a\nitems:\n  - id: 1\n  - id: 2\n",
+        |_| false,
+        |_| vec![FieldError::new("items[1]", "too big")],
+    )
+    .unwrap_err();
+    assert_eq!(
+        errors[0].to_string(),
+        "items[1]: too big (line 4, column 5)"
+    );
+}
+
+/// serde_yaml prefixes a custom error with the parent's path: it is dropped, not doubled.
+#[test]
+fn a_parent_path_before_the_message_is_dropped() {
+    assert_eq!(
+        without_path_prefix("spec.sizing: invalid percentage", "spec.sizing.margin"),
+        "invalid percentage"
+    );
+    assert_eq!(without_path_prefix("a.b: x", "a.b"), "x");
+    assert_eq!(
+        without_path_prefix("invalid type: x", "a.b"),
+        "invalid type: x"
+    );
+    assert_eq!(
+        without_path_prefix("spec.other: x", "spec.sizing"),
+        "spec.other: x"
+    );
 }

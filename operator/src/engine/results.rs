@@ -12,6 +12,7 @@ pub mod paired;
 pub mod precision;
 pub mod repeat;
 pub mod trust;
+pub mod until_precise;
 pub mod variants;
 
 use std::collections::BTreeMap;

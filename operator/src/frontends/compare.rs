@@ -15,7 +15,7 @@
 //!
 //! Exit codes: 0 no regression beyond `--max-regression`, 2 bad input (also when nothing could
 //! be compared: no cell measured in both runs), 3 a regression beyond `--max-regression`
-//! (default 0: any regression that the rules above call one).
+//! (default [`crate::frontends::variants::DEFAULT_MAX_REGRESSION`], as every gate).
 
 use crate::engine::verdict::exit;
 use std::fmt::Write as _;
@@ -51,9 +51,16 @@ pub struct CompareOptions {
     /// Folder to also write compare.md and the charts into.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Exit 3 only when a regression is worse than this many percent (default 0: any
-    /// regression beyond the noise fails).
-    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    /// Exit 3 only when a regression is worse than this many percent. Default 10, the one
+    /// default of every gate (run, size, compare, the kubectl plugin, the GitHub Action): a
+    /// change is only called a regression beyond the noise and --min-change, and two runs of
+    /// identical code were measured to move by up to 9.6%, so 10 fails on a real regression,
+    /// not on noise. 0: any regression fails.
+    #[arg(
+        long,
+        default_value_t = crate::frontends::variants::DEFAULT_MAX_REGRESSION,
+        value_name = "PCT"
+    )]
     pub max_regression: f64,
     /// Smallest change of the medians, in percent, that counts when the runs were repeated.
     #[arg(long, default_value_t = noise::MIN_PRACTICAL_CHANGE * 100.0, value_name = "PCT")]
@@ -169,6 +176,20 @@ struct Side {
 
 /// Reads a status from `path`, or says why it is not one.
 pub fn read_status(path: &Path) -> Result<BenchmarkRunStatus, String> {
+    use crate::frontends::file_kind::{FileKind, RESULTS};
+    // A file of the wrong kind says what compare expected, not which field it lacks.
+    if let Ok(text) = std::fs::read_to_string(path) {
+        match FileKind::of(&text) {
+            FileKind::Results => {}
+            other => {
+                return Err(format!(
+                    "{} is {}; compare expected {RESULTS}",
+                    path.display(),
+                    other.describe()
+                ));
+            }
+        }
+    }
     let status = crate::frontends::report::read_status_file(path)?;
     with_cells(status, &path.display().to_string())
 }
@@ -177,7 +198,10 @@ pub fn read_status(path: &Path) -> Result<BenchmarkRunStatus, String> {
 pub fn with_cells(status: BenchmarkRunStatus, label: &str) -> Result<BenchmarkRunStatus, String> {
     if status.cells.is_empty() {
         return Err(format!(
-            "{label} is not a BenchmarkRun status with results: it has no cells"
+            "{label} has no measured cells (a run refused or stopped before its first cell, \
+             or a sizing run's results: `benchmatrix size` reads those); compare expected \
+             {}",
+            crate::frontends::file_kind::RESULTS
         ));
     }
     Ok(status)

@@ -4,8 +4,10 @@
 //! none reaches into an executor.
 
 pub mod compare;
+pub mod file_kind;
 pub mod kubectl;
 pub mod metrics;
+pub mod outputs;
 pub mod progress;
 pub mod report;
 pub mod size;

@@ -125,27 +125,30 @@ pub fn state_word(s: SizedState) -> &'static str {
 }
 
 /// The strategic-merge patch for `deployment`'s `container`: replicas, requests equal to
-/// limits (the Guaranteed QoS the configuration was measured with), and the env it ran with
-/// (BENCH_MODE, which only the built-in target reads, and the env axes).
+/// limits (the Guaranteed QoS the configuration was measured with), and the env the search
+/// varied (the chosen configuration's `env`: the env axes, and BENCH_MODE only when the mode was
+/// an axis), no key at all when it varied none, so the merge leaves the container's env alone.
 pub fn deployment_patch(c: &ChosenConfiguration, deployment: &str, container: &str) -> String {
     let resources = json!({"cpu": c.cpu, "memory": c.memory});
-    let mut env = vec![json!({"name": "BENCH_MODE", "value": c.mode})];
-    env.extend(
-        c.env
-            .iter()
-            .map(|v| json!({"name": v.name, "value": v.value})),
-    );
+    let env: Vec<_> = c
+        .env
+        .iter()
+        .map(|v| json!({"name": v.name, "value": v.value}))
+        .collect();
+    let mut app = json!({
+        "name": container,
+        "resources": {"requests": resources, "limits": resources},
+    });
+    if !env.is_empty() {
+        app["env"] = json!(env);
+    }
     let patch = json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": deployment},
         "spec": {
             "replicas": c.replicas,
-            "template": {"spec": {"containers": [{
-                "name": container,
-                "resources": {"requests": resources, "limits": resources},
-                "env": env,
-            }]}},
+            "template": {"spec": {"containers": [app]}},
         },
     });
     serde_yaml::to_string(&patch).unwrap_or_default()
@@ -206,13 +209,17 @@ pub fn write_manifests(
     Ok(files.into_iter().map(|(p, _)| p).collect())
 }
 
-/// Prints the sizing of `status` and writes its manifests; the exit code: 0 with a chosen
-/// configuration, 1 when nothing holds or the budget ran out, 2 for a status without sizing or
-/// manifests that cannot be written.
+/// Prints the sizing of `status` and writes its manifests; the exit code: the run's verdict
+/// ([`Outcome`](crate::engine::verdict::outcome::Outcome): 0 with a chosen configuration, 1
+/// when nothing holds or the budget ran out), or 2 for a status without sizing or manifests
+/// that cannot be written.
 pub fn print(status: &BenchmarkRunStatus, args: &ManifestArgs, command: &str) -> u8 {
     use crate::engine::verdict::exit;
     let Some(s) = &status.sizing else {
-        eprintln!("{command}: the run has no sizing (spec.sizing): nothing to size");
+        eprintln!(
+            "{command}: these are the results of a run without spec.sizing: nothing to size; \
+             expected the results of a sizing run (a BenchmarkRun with spec.sizing)"
+        );
         return exit::BAD_INPUT;
     };
     print!("{}", text(s));
@@ -229,11 +236,9 @@ pub fn print(status: &BenchmarkRunStatus, args: &ManifestArgs, command: &str) ->
             }
         }
     }
-    if s.chosen.is_some() {
-        exit::SUCCESS
-    } else {
-        exit::FAILED
-    }
+    // The run's own verdict, as `run` and `kubectl benchmatrix run` give it for this status:
+    // 1 when nothing was chosen (NothingHolds, OutOfBudget).
+    crate::engine::verdict::outcome::Outcome::of(status).code()
 }
 
 #[cfg(test)]

@@ -40,6 +40,9 @@ pub enum Reason {
     Stopped,
     /// No cell was measured: every cell failed.
     NoCellMeasured,
+    /// The cells were measured, but a capacity search ended without a capacity, or the sizing
+    /// chose no configuration: the run's question is left open.
+    NoAnswer,
     /// The run was stopped by a signal (local runs).
     Interrupted,
     /// No cell has failed.
@@ -69,6 +72,7 @@ impl Reason {
             Reason::SomeFailed => "SomeCellsFailed",
             Reason::Stopped => "StoppedOnFailure",
             Reason::NoCellMeasured => "NoCellMeasured",
+            Reason::NoAnswer => "NoAnswer",
             Reason::Interrupted => "Interrupted",
             Reason::NoFailures => "NoFailures",
             Reason::SpecChanged => "SpecChangedWhileRunning",

@@ -716,7 +716,7 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
 fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> {
     use crate::resource::capacity::{
         CapacityRound, CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict,
-        RateCheck,
+        RateCheck, SearchEnding,
     };
     let (probes, figures) = shape.capacity.as_ref()?;
     // Each round of a repeated search takes up to maxProbes of its own.
@@ -746,6 +746,7 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
     };
     Some(CapacityStatus {
         found: false,
+        ending: Some(SearchEnding::LoadGeneratorBound),
         held_rate: Some(NUMBER),
         failed_rate: Some(NUMBER),
         limiting: Some(text(NOTE_MAX)),
@@ -757,6 +758,7 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
                 CapacityRound {
                     round: u32::MAX,
                     found: false,
+                    ending: Some(SearchEnding::LoadGeneratorBound),
                     held_rate: Some(NUMBER),
                     failed_rate: Some(NUMBER),
                     limiting: Some(text(NOTE_MAX)),

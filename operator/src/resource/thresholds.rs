@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use benchmatrix_loadgen::duration::Duration;
+use benchmatrix_loadgen::result::Percentile;
 use benchmatrix_loadgen::strict_yaml::FieldError;
 
 /// A service level one or more cells must meet, judged on one phase and endpoint after the run.
@@ -196,6 +197,18 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// The latency percentile this metric is, if it is one: its label and the samples it needs
+    /// come from the load generator's one rule ([`Percentile::min_samples`]).
+    pub fn percentile(self) -> Option<Percentile> {
+        match self {
+            Metric::P50 => Some(Percentile::P50),
+            Metric::P90 => Some(Percentile::P90),
+            Metric::P99 => Some(Percentile::P99),
+            Metric::P999 => Some(Percentile::P999),
+            Metric::Max | Metric::Rps | Metric::ErrorRate => None,
+        }
+    }
+
     /// The field name in the spec, which is also the key of the figure in a `Spread`.
     pub fn key(self) -> &'static str {
         match self {

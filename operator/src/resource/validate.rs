@@ -59,18 +59,57 @@ impl fmt::Display for SpecError {
 /// apiVersion or kind, then unknown fields with their path (a misspelt field would otherwise
 /// silently fall back to its default), then a type error with the field path, line and column,
 /// or else every semantic problem at once.
+///
+/// An empty file, or one of several documents, is said once in those words, and nothing else;
+/// every other error carries its line and column, and an unknown field close to an allowed one
+/// says "did you mean".
 pub fn parse_benchmark_run(yaml: &str) -> Result<BenchmarkRun, SpecError> {
-    let mut errors = type_meta_errors(yaml);
+    if let Some(whole) = whole_file_error(yaml) {
+        return Err(SpecError {
+            errors: vec![whole],
+        });
+    }
+    let mut errors: Vec<FieldError> = type_meta_errors(yaml)
+        .into_iter()
+        .map(|e| e.placed_in(yaml))
+        .collect();
     match strict_yaml::parse_strict_checked(yaml, is_tolerated, |run: &BenchmarkRun| {
         validate_spec(&run.spec)
     }) {
         Ok(run) if errors.is_empty() => Ok(run),
         Ok(_) => Err(SpecError { errors }),
         Err(more) => {
-            errors.extend(more);
+            errors.extend(more.into_iter().map(suggest::with_suggestion));
             Err(SpecError { errors })
         }
     }
+}
+
+/// A file with no BenchmarkRun in it, or more than one document: the one thing to say.
+fn whole_file_error(yaml: &str) -> Option<FieldError> {
+    if strict_yaml::is_empty(yaml) {
+        return Some(FieldError::new(
+            strict_yaml::DOCUMENT,
+            "the file is empty: expected a BenchmarkRun (apiVersion, kind, metadata and spec)",
+        ));
+    }
+    let documents = strict_yaml::document_count(yaml);
+    if documents < 2 {
+        return None;
+    }
+    let second = strict_yaml::second_document_line(yaml);
+    let mut error = FieldError::new(
+        strict_yaml::DOCUMENT,
+        format!(
+            "one BenchmarkRun per file: this one holds {documents} YAML documents{}; put each \
+             run in a file of its own",
+            second.map_or(String::new(), |l| format!(
+                " (the second begins at `---` on line {l})"
+            ))
+        ),
+    );
+    error.line = second;
+    Some(error)
 }
 
 /// The derived type does not keep apiVersion and kind, so they are checked on the raw value
@@ -888,6 +927,8 @@ pub fn check_thresholds(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     ));
     errors
 }
+
+mod suggest;
 
 #[cfg(test)]
 mod tests;

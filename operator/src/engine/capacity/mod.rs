@@ -10,6 +10,7 @@
 //! from [`step_run`], so a probe runs the same plan locally and on a cluster. Once the run
 //! ends, [`rank`] compares the cells by the rate held per reserved core.
 
+mod ended;
 pub mod probe;
 pub mod rank;
 mod record;

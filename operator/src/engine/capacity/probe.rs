@@ -92,12 +92,39 @@ pub fn judge_probe(
         why: None,
         settle_seconds: None,
     };
-    let at = format!("at {} rps", rate_text(rate));
     let answer_secs = answer_secs(spec);
     let short = sends.and_then(|s| shortfall(rate, answer_secs, s));
-    let failing = figures.iter().find(|(f, _)| !f.pass);
     let fell_short = short.is_some();
-    let (verdict, why) = match (busy, short, sends) {
+    let failing = figures.iter().find(|(f, _)| !f.pass);
+    let (verdict, why) = verdict_of(spec, rate, results, (busy, short, sends), failing);
+    probe.verdict = verdict;
+    probe.why = why;
+    // Only a verdict the SLO figures decided can be noise near a limit.
+    let within = spec.repeat_within.fraction();
+    probe.close = matches!(verdict, ProbeVerdict::Held | ProbeVerdict::Failed)
+        && !fell_short
+        && within > 0.0
+        && probe.figures.iter().any(|f| {
+            f.measured
+                .is_some_and(|m| f.limit > 0.0 && ((m - f.limit) / f.limit).abs() < within)
+        });
+    probe
+}
+
+/// The verdict of a probe at `rate` and why, from what would make it unbelieved or short
+/// (`busy`, the `short`fall of its sends, the `sends` counted) and the first SLO figure that
+/// fails (`failing`): apart from [`judge_probe`], which records the probe around it, as the
+/// order of these questions is the capacity search's whole notion of "held".
+fn verdict_of(
+    spec: &CapacitySpec,
+    rate: f64,
+    results: &[CellResult],
+    (busy, short, sends): (Option<String>, Option<String>, Option<&Sends>),
+    failing: Option<&(ProbeFigure, String)>,
+) -> (ProbeVerdict, Option<String>) {
+    let at = format!("at {} rps", rate_text(rate));
+    let answer_secs = answer_secs(spec);
+    match (busy, short, sends) {
         (Some(busy), _, _) => (ProbeVerdict::NotBelieved, Some(busy)),
         (None, Some(short), Some(s)) if loadgen_bound(s, answer_secs) => (
             ProbeVerdict::LoadgenBound,
@@ -143,19 +170,7 @@ pub fn judge_probe(
             (None, Some(failed)) => (ProbeVerdict::Failed, Some(format!("{failed} {at}"))),
             (None, None) => (ProbeVerdict::Held, None),
         },
-    };
-    probe.verdict = verdict;
-    probe.why = why;
-    // Only a verdict the SLO figures decided can be noise near a limit.
-    let within = spec.repeat_within.fraction();
-    probe.close = matches!(verdict, ProbeVerdict::Held | ProbeVerdict::Failed)
-        && !fell_short
-        && within > 0.0
-        && probe.figures.iter().any(|f| {
-            f.measured
-                .is_some_and(|m| f.limit > 0.0 && ((m - f.limit) / f.limit).abs() < within)
-        });
-    probe
+    }
 }
 
 /// The largest latency limit of the SLO in seconds: how long a request may be in flight at the

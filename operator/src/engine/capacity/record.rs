@@ -1,12 +1,13 @@
 //! A probe measured, written into the cell's status: the probe judged and recorded, then the
 //! cell goes back in line for the next probe or ends with the search's outcome.
 
+use super::ended::{Ending, finish, succeeded};
 use super::probe::{judge_probe, rate_text};
 use super::search::{self, Next, Params, Probed, SearchOutcome};
 use super::settle;
 use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{
-    CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict, RateCheck,
+    CapacitySpec, CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict, RateCheck, SearchEnding,
 };
 use crate::resource::rounding::round2;
 use crate::resource::{CellPhase, CellStatus, Workload};
@@ -167,25 +168,6 @@ fn search_measured(
             (succeeded(c, ctx), false)
         }
     }
-}
-
-/// The cell's search is over (every round of it): the cell succeeds with its capacity, its
-/// start time the search's first probe's.
-pub(super) fn succeeded(c: &mut CellStatus, ctx: &Ctx) -> Vec<Note> {
-    let Some(cap) = c.capacity.as_ref() else {
-        return Vec::new();
-    };
-    if let Some(start) = cap.start_time.clone() {
-        c.start_time = Some(start);
-    }
-    c.phase = CellPhase::Succeeded;
-    c.reason = None;
-    c.completion_time = Some(ctx.now.clone());
-    c.message = Some(cap.message.clone());
-    vec![Note::normal(
-        "CellSucceeded",
-        format!("cell {}: {}", c.name, cap.message),
-    )]
 }
 
 /// The busy neighbours of a probe's measurement in words ("busy neighbours: ..."), None
@@ -350,21 +332,6 @@ pub fn probe_words(p: &ProbeStatus) -> String {
     s
 }
 
-/// The search's end written into `cap`: the rates, what limited them, and a sentence.
-fn finish(cap: &mut CapacityStatus, ended: Ending) {
-    let (found, held, failed, limiting, message) = ended;
-    cap.next_rate = None;
-    cap.found = found;
-    cap.held_rate = held;
-    cap.failed_rate = failed;
-    cap.limiting = limiting;
-    cap.message = message;
-}
-
-/// What a search (or a round of it) ended with: whether a capacity was found, the rates held
-/// and failed, what limited the rate, and the sentence.
-pub(super) type Ending = (bool, Option<f64>, Option<f64>, Option<String>, String);
-
 /// The search's end `outcome` in the figures [`finish`] writes, from the probes of the round
 /// `cap` holds (what limited a failed rate is the latest reason recorded at it) and `spec`'s
 /// maxProbes.
@@ -389,19 +356,25 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
                 rate_text(failed),
                 limiting.as_deref().unwrap_or("no reason recorded")
             );
-            (true, Some(held), Some(failed), limiting, message)
+            Ending {
+                kind: SearchEnding::Found,
+                held: Some(held),
+                failed: Some(failed),
+                limiting,
+                message,
+            }
         }
-        SearchOutcome::HeldAtMax { max } => (
-            false,
-            Some(max),
-            None,
-            None,
-            format!(
+        SearchOutcome::HeldAtMax { max } => Ending {
+            kind: SearchEnding::HeldAtUpperBound,
+            held: Some(max),
+            failed: None,
+            limiting: None,
+            message: format!(
                 "held at the upper bound, {} rps: raise spec.capacity.maxRate; no capacity \
                  found ({n} probes)",
                 rate_text(max)
             ),
-        ),
+        },
         SearchOutcome::FailedAtStart { start, failed } => {
             let limiting = why_at(failed);
             let message = format!(
@@ -410,37 +383,67 @@ fn ending(cap: &CapacityStatus, outcome: SearchOutcome, spec: &CapacitySpec) -> 
                 rate_text(start),
                 limiting.as_deref().unwrap_or("no reason recorded")
             );
-            (false, None, Some(failed), limiting, message)
+            Ending {
+                kind: SearchEnding::FailedAtStartRate,
+                held: None,
+                failed: Some(failed),
+                limiting,
+                message,
+            }
         }
         SearchOutcome::LoadgenBound { rate, held } => {
-            let limiting = probes
-                .last()
-                .and_then(|p| p.why.clone())
-                .unwrap_or_else(|| "the load generator".into());
-            let message = format!(
-                "load-generator bound at {} rps{}: {limiting}; no capacity found ({n} probes)",
-                rate_text(rate),
-                held.map(|h| format!(" (held {} rps)", rate_text(h)))
-                    .unwrap_or_default()
-            );
-            (false, held, None, Some(limiting), message)
+            loadgen_bound(rate, held, probes.last().and_then(|p| p.why.clone()), n)
         }
         SearchOutcome::OutOfProbes { held, failed } => {
-            let limiting = failed.and_then(why_at);
-            let text = |r: Option<f64>| r.map_or("none".into(), rate_text);
-            let message = format!(
-                "ran out of probes (spec.capacity.maxProbes {}) with {} rps held and {} rps \
-                 failed, {} apart; no capacity found",
-                spec.max_probes,
-                text(held),
-                text(failed),
-                match (held, failed) {
-                    (Some(h), Some(f)) => format!("{:.1}%", (f / h - 1.0) * 100.0),
-                    _ => "not bracketed".into(),
-                }
-            );
-            (false, held, failed, limiting, message)
+            out_of_probes(held, failed, failed.and_then(why_at), spec.max_probes)
         }
+    }
+}
+
+/// The end of a search the load generator bound at `rate` (what bound it: `why`, the last
+/// probe's), after `n` probes.
+fn loadgen_bound(rate: f64, held: Option<f64>, why: Option<String>, n: usize) -> Ending {
+    let limiting = why.unwrap_or_else(|| "the load generator".into());
+    let message = format!(
+        "load-generator bound at {} rps{}: {limiting}; no capacity found ({n} probes)",
+        rate_text(rate),
+        held.map(|h| format!(" (held {} rps)", rate_text(h)))
+            .unwrap_or_default()
+    );
+    Ending {
+        kind: SearchEnding::LoadGeneratorBound,
+        held,
+        failed: None,
+        limiting: Some(limiting),
+        message,
+    }
+}
+
+/// The end of a search that spent its `max_probes` with `held` and `failed` (what failed
+/// there: `limiting`) not yet within the resolution.
+fn out_of_probes(
+    held: Option<f64>,
+    failed: Option<f64>,
+    limiting: Option<String>,
+    max_probes: u32,
+) -> Ending {
+    let text = |r: Option<f64>| r.map_or("none".into(), rate_text);
+    let message = format!(
+        "ran out of probes (spec.capacity.maxProbes {max_probes}) with {} rps held and {} rps \
+         failed, {} apart; no capacity found",
+        text(held),
+        text(failed),
+        match (held, failed) {
+            (Some(h), Some(f)) => format!("{:.1}%", (f / h - 1.0) * 100.0),
+            _ => "not bracketed".into(),
+        }
+    );
+    Ending {
+        kind: SearchEnding::OutOfProbes,
+        held,
+        failed,
+        limiting,
+        message,
     }
 }
 

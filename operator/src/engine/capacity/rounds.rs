@@ -9,13 +9,14 @@
 //! load-generator bound, out of probes) ends the cell: over its rounds the cell has no
 //! capacity either, and more rounds would not give it one.
 
+use super::ended::{Ending, succeeded};
 use super::probe::rate_text;
-use super::record::{Ending, succeeded};
+use crate::engine::results::until_precise::{Width, Words, until_precise};
 use crate::engine::results::{noise, precision};
-use crate::engine::schedule::stop;
 use crate::engine::{Ctx, Note};
-use crate::resource::capacity::{CapacityRound, CapacityStatus, ProbeStatus};
+use crate::resource::capacity::{CapacityRound, CapacityStatus, ProbeStatus, SearchEnding};
 use crate::resource::rounding::round2;
+use crate::resource::status::CellPrecision;
 use crate::resource::{CellPhase, CellStatus};
 
 /// The round under way of cell `c` ended as `ended`: it is recorded, and either another round
@@ -25,20 +26,21 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
     let Some(cap) = c.capacity.as_mut() else {
         return (Vec::new(), false);
     };
-    let (found, held_rate, failed_rate, limiting, message) = ended;
+    let found = ended.kind.found();
     let round = cap.current_round();
     let probes = cap.round_probes().count() as u32;
     cap.rounds.push(CapacityRound {
         round,
         found,
-        held_rate,
-        failed_rate,
-        limiting,
+        ending: Some(ended.kind),
+        held_rate: ended.held,
+        failed_rate: ended.failed,
+        limiting: ended.limiting,
         probes,
-        message,
+        message: ended.message,
     });
     let held: Vec<f64> = cap.held_by_round().into_iter().map(|(_, h)| h).collect();
-    let (again, precision) = stop::capacity_again(ctx, round, &held);
+    let (again, precision) = capacity_again(ctx, round, &held);
     c.precision = precision;
     let planned = ctx.repeat.max_rounds();
     if found && again {
@@ -66,6 +68,29 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
     (succeeded(c, ctx), false)
 }
 
+/// A cell's capacity over the rounds of its search ([`capacity_again`]).
+const CAPACITY_WORDS: Words = Words {
+    what: "capacity's 95% CI over rounds",
+    without_interval: "has no interval yet (it takes 2 rounds)",
+    nothing: "no round found a capacity",
+};
+
+/// Whether a repeated capacity search runs another round after `done` rounds, `held` being
+/// the rates held by those of them that found a capacity. A fixed `repeat` runs its count; the
+/// adaptive rule runs `min` rounds, then more while the 95% interval of the median held rate is
+/// wider than `precision` percent of it, and never beyond `max`. The caller stops earlier at a
+/// round without a capacity: the cell cannot have one over its rounds then.
+fn capacity_again(ctx: &Ctx, done: u32, held: &[f64]) -> (bool, Option<CellPrecision>) {
+    until_precise(ctx, done, |precision| {
+        let width = precision::width_percent(held);
+        Width {
+            precise: width.is_some_and(|w| w <= precision),
+            widest: Some(("capacity".to_owned(), width)),
+            words: &CAPACITY_WORDS,
+        }
+    })
+}
+
 /// The cell's figures over its finished rounds, written into `cap`: with a capacity in every
 /// round, the median held and failed rates, the interval of the median held rate and what
 /// limited the median round; otherwise the first round without one, as that round said it.
@@ -79,7 +104,11 @@ pub(super) fn over_rounds(cap: &mut CapacityStatus) {
         .iter()
         .map(|(r, h)| format!("round {r} held {} rps", rate_text(*h)))
         .collect();
-    cap.found = false;
+    match missed.ended() {
+        Some(ending) => cap.set_ending(ending),
+        // A round an older operator wrote, in words this version does not know.
+        None => (cap.ending, cap.found) = (None, false),
+    }
     cap.held_rate = missed.held_rate;
     cap.held_rate_low = None;
     cap.held_rate_high = None;
@@ -108,12 +137,13 @@ fn found_in_every_round(cap: &mut CapacityStatus) {
         let off = |r: &CapacityRound| (r.held_rate.unwrap_or(0.0) - median).abs();
         off(a).total_cmp(&off(b))
     });
-    cap.found = true;
+    let limiting = typical.and_then(|r| r.limiting.clone());
+    cap.set_ending(SearchEnding::Found);
     cap.held_rate = Some(median);
     cap.held_rate_low = interval.map(|i| round2(i.0));
     cap.held_rate_high = interval.map(|i| round2(i.1));
     cap.failed_rate = (!failed.is_empty()).then(|| round2(noise::median(&failed)));
-    cap.limiting = typical.and_then(|r| r.limiting.clone());
+    cap.limiting = limiting;
     let each: Vec<String> = held.iter().map(|h| rate_text(*h)).collect();
     cap.message = format!(
         "capacity {} rps: the median of {} rounds ({} rps held{}), failed at {} rps ({}); {} \

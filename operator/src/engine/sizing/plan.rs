@@ -27,6 +27,7 @@ use super::knowledge::Known;
 use super::model::{self, Fit, MeasuredPoint, Point};
 use crate::engine::capacity::probe::rate_text;
 use crate::resource::CellStatus;
+use crate::resource::EnvVar;
 use crate::resource::capacity::CheckPurpose;
 use crate::resource::matrix::Cell;
 use crate::resource::rounding::{round2, round3};
@@ -588,6 +589,19 @@ impl<'a> Walk<'a> {
         open
     }
 
+    /// The env the chosen configuration's Deployment patch sets: what the search varied and
+    /// nothing else. BENCH_MODE only when the mode was an axis of the search (the user's service
+    /// then reads it, or the search could not have told its modes apart); otherwise it is the
+    /// built-in target's knob, and a user's Deployment has no use for it.
+    fn chosen_env(&self, c: &Cell) -> Vec<EnvVar> {
+        let mode_varied = self.spec.search.mode.len() > 1;
+        mode_varied
+            .then(|| EnvVar::new("BENCH_MODE", c.mode.to_string()))
+            .into_iter()
+            .chain(c.env.iter().cloned())
+            .collect()
+    }
+
     fn chosen(&self, i: usize) -> ChosenConfiguration {
         let c = &self.cells[i];
         let k = self.known[i];
@@ -597,7 +611,7 @@ impl<'a> Walk<'a> {
             replicas: c.replicas,
             cpu: c.cpu.as_str().to_owned(),
             memory: c.memory.as_str().to_owned(),
-            env: c.env.clone(),
+            env: self.chosen_env(c),
             reserved_cpu: round3(self.costs[i]),
             held_rate: k.held,
             headroom: round3(k.held / self.spec.traffic - 1.0),

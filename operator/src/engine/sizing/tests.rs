@@ -2,7 +2,7 @@ use super::*;
 use crate::fixtures::sim_sizing::{Simulated, admitted, grid_answer, simulate};
 use crate::resource::capacity::{CapacityStatus, CheckPurpose, ProbeStatus};
 use crate::resource::sizing::{SizingOutcome, SizingSpec};
-use crate::resource::{CellPhase, CellStatus, TargetStats};
+use crate::resource::{CellPhase, CellStatus, EnvVar, TargetStats};
 
 fn sizing(traffic: f64, budget: u32) -> SizingSpec {
     serde_yaml::from_str(&format!(
@@ -75,6 +75,8 @@ fn the_search_finds_the_grids_answer_confirms_it_and_rules_out_what_is_just_chea
         assert_eq!((chosen.replicas, chosen.cpu.as_str()), (2, "1"));
         assert_eq!(chosen.reserved_cpu, 2.0);
         assert!(chosen.held_rate >= spec.target_rate());
+        // The mode was an axis of this search: the patch sets it.
+        assert_eq!(chosen.env, [EnvVar::new("BENCH_MODE", "single")]);
         assert!(
             s.searches <= 18 / 2,
             "seed {seed}: {} searches of 18",
@@ -316,4 +318,16 @@ fn only_the_configurations_the_search_names_may_run() {
         .map(|i| cells[i].name.as_str())
         .collect();
     assert_eq!(runnable, ["single-x1-cpu1"]);
+}
+
+#[test]
+fn a_chosen_configuration_names_only_the_env_its_search_varied() {
+    // One mode only: BENCH_MODE is the built-in target's knob, not an answer of this search.
+    let spec: SizingSpec = serde_yaml::from_str(
+        "traffic: 150\nbudget: 12\nsearch: {replicas: [1, 2, 4], cpu: [250m, 500m, 1]}",
+    )
+    .unwrap();
+    let s = run(&spec, &service, 1);
+    let chosen = s.sizing.chosen.as_ref().expect("an answer");
+    assert!(chosen.env.is_empty(), "{:?}", chosen.env);
 }

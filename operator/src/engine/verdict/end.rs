@@ -94,6 +94,30 @@ pub fn run_end(cells: &[CellStatus], interrupted: bool) -> RunEnd {
     }
 }
 
+/// `end` of a run whose cells were measured (all, or some with the others failed), told that
+/// its question is left open: the `Complete` reason is NoAnswer and the message says what is
+/// missing. The phase stays as the cells' measurement made it: nothing failed, and the figures
+/// are there to read; the verdict and the exit code ([`super::outcome::Outcome`]) say that no
+/// answer came of them. An interrupted or stopped run keeps its own reason.
+fn with_answer(end: RunEnd, answer: &super::answer::Answer) -> RunEnd {
+    let Some(missing) = answer.missing_line() else {
+        return end;
+    };
+    if !matches!(end.reason, Reason::AllSucceeded | Reason::SomeFailed) {
+        return end;
+    }
+    let reason = if end.reason == Reason::AllSucceeded {
+        Reason::NoAnswer
+    } else {
+        end.reason
+    };
+    RunEnd {
+        phase: end.phase,
+        reason,
+        message: format!("{}; {missing}", end.message),
+    }
+}
+
 /// The run's one line for `kubectl get` and the report: the capacity ranking's when cells
 /// searched ([`crate::engine::capacity::rank::headline`]), else the summary's ([`results::headline`]).
 pub fn run_headline(cells: &[CellStatus], summary: &Summary) -> Option<String> {
@@ -123,7 +147,10 @@ pub fn finish_run(
     // write as Complete, so `kubectl wait --for=condition=Complete` sees them all.
     crate::engine::verdict::judge::judge_run(thresholds, status, generation, now);
     status.completion_time = Some(now.clone());
-    let end = run_end(&status.cells, interrupted);
+    let end = with_answer(
+        run_end(&status.cells, interrupted),
+        &super::answer::Answer::of(status),
+    );
     status.phase = end.phase;
     status.message = Some(end.message.clone());
     set_condition(

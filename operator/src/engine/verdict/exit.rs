@@ -5,8 +5,9 @@
 /// The run measured every cell and passed its gate; a command did what it was asked.
 pub const SUCCESS: u8 = 0;
 
-/// Some cell failed while the others ran; a file could not be written; `kubectl benchmatrix
-/// logs` found no pod.
+/// Some cell failed while the others ran; the run left its question open (a capacity search
+/// without a capacity, a sizing without a chosen configuration); a file could not be written;
+/// `kubectl benchmatrix logs` found no pod.
 pub const FAILED: u8 = 1;
 
 /// Bad input: a file that cannot be read or is invalid, an `--out` that is not a writable

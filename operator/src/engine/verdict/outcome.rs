@@ -5,6 +5,7 @@
 
 use std::process::ExitCode;
 
+use super::answer::Answer;
 use super::exit;
 use super::gate::RegressionGate;
 use crate::resource::conditions::{self, Reason, status as cs};
@@ -17,6 +18,9 @@ pub enum Outcome {
     AllSucceeded,
     /// Some cell failed; the others ran.
     SomeFailed,
+    /// Every cell measured, and the run's question is left open: a capacity search ended
+    /// without a capacity, or the sizing chose no configuration ([`super::answer::Answer`]).
+    NoAnswer,
     /// Every cell ran, and a threshold of spec.thresholds failed.
     ThresholdsFailed,
     /// A candidate regressed beyond `--max-regression` (whatever the cells and thresholds
@@ -34,7 +38,8 @@ impl Outcome {
     /// The outcome of a finished run's `status`. In order: interrupted (condition Complete,
     /// reason Interrupted); refused (SpecValid False); a threshold failed (ThresholdsMet False,
     /// before a failed cell, as the gate is what CI asks about, and a threshold on a failed
-    /// cell fails anyway); some cell failed, or the run ended Failed; else all measured.
+    /// cell fails anyway); some cell failed, or the run ended Failed; the question left open
+    /// (a search or the sizing without an answer); else all measured.
     pub fn of(status: &BenchmarkRunStatus) -> Outcome {
         let is_false = |type_: &str| {
             conditions::find(&status.conditions, type_).is_some_and(|c| c.status == cs::FALSE)
@@ -50,6 +55,8 @@ impl Outcome {
             || status.cells.iter().any(|c| c.phase == CellPhase::Failed)
         {
             Outcome::SomeFailed
+        } else if Answer::of(status).is_missing() {
+            Outcome::NoAnswer
         } else {
             Outcome::AllSucceeded
         }
@@ -76,12 +83,12 @@ impl Outcome {
         (outcome, gate)
     }
 
-    /// The exit code: 0, 1 (some cell failed), 2 (refused, as an invalid file is), 3 (a
+    /// The exit code: 0, 1 (some cell failed, or no answer), 2 (refused, as an invalid file is), 3 (a
     /// threshold failed, or a candidate regressed) or 130 (the shell's code for an interrupt).
     pub fn code(self) -> u8 {
         match self {
             Outcome::AllSucceeded => exit::SUCCESS,
-            Outcome::SomeFailed => exit::FAILED,
+            Outcome::SomeFailed | Outcome::NoAnswer => exit::FAILED,
             Outcome::Refused => exit::BAD_INPUT,
             Outcome::ThresholdsFailed | Outcome::Regressed => exit::GATE_FAILED,
             Outcome::Interrupted => exit::INTERRUPTED,

@@ -7,14 +7,15 @@ use std::process::ExitCode;
 
 use super::{CompareOptions, Compared};
 use crate::engine::verdict::exit::{self, FAILED};
-use crate::engine::verdict::gate::regressions;
+use crate::engine::verdict::gate::RegressionGate;
 use crate::frontends::report::variants::table;
 use crate::frontends::report::write_atomically;
+use crate::frontends::variants::gate_lines;
 
 /// `benchmatrix compare RUN` (and the plugin's) with one run: its variants' [`table`] on
-/// stdout and, with `--out`, in compare.md; exit 3 when a candidate figure regressed beyond
-/// both `--max-regression` and `--min-change` (as two runs are judged), 2 when the run has no
-/// variants to compare.
+/// stdout and, with `--out`, in compare.md; exit 3 when the run's own gate fails at
+/// `--max-regression` (the same judgement and lines as `benchmatrix run --max-regression`),
+/// 2 when the run has no variants to compare.
 pub fn compare_within(run: &Compared, options: &CompareOptions, command: &str) -> ExitCode {
     if !(options.max_regression >= 0.0 && options.min_change >= 0.0) {
         eprintln!("{command}: --max-regression and --min-change must be 0 or more");
@@ -39,19 +40,14 @@ pub fn compare_within(run: &Compared, options: &CompareOptions, command: &str) -
         );
         return ExitCode::from(exit::BAD_INPUT);
     }
-    let limit = options.max_regression.max(options.min_change);
-    let found = regressions(&run.status.variants, limit);
+    // Gated as `benchmatrix run` gates the same run: --max-regression alone (--min-change is
+    // for two runs, whose noise the paired test of one run does not carry).
+    let limit = options.max_regression;
+    let gate = RegressionGate::judge(&run.status, Some(limit));
     let mut text = table(&run.status.variants, Some(limit));
-    if found.is_empty() {
-        let _ = writeln!(text, "\nNo candidate regressed beyond {limit}%.");
-    } else {
-        let _ = writeln!(
-            text,
-            "\n**{} figure(s) regressed beyond {limit}%** (`--max-regression`, \
-             `--min-change`): exit {}.",
-            found.len(),
-            exit::GATE_FAILED
-        );
+    text.push('\n');
+    for line in gate_lines(&gate) {
+        let _ = writeln!(text, "{line}");
     }
     print!("{text}");
     if let Some(dir) = &options.out {
@@ -63,9 +59,9 @@ pub fn compare_within(run: &Compared, options: &CompareOptions, command: &str) -
             return ExitCode::from(FAILED);
         }
     }
-    if found.is_empty() {
-        ExitCode::SUCCESS
-    } else {
+    if gate.failed() {
         ExitCode::from(exit::GATE_FAILED)
+    } else {
+        ExitCode::SUCCESS
     }
 }

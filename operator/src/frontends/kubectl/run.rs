@@ -73,6 +73,13 @@ pub struct PluginRunArgs {
     /// JUnit XML and benchmark JSON for CI, on request.
     #[command(flatten)]
     pub ci: crate::frontends::report::ci::CiFiles,
+    /// Check the run as a real one is checked (the operator's own validation, --out and the
+    /// CI files, made and removed again) and have the API server check it too, with a
+    /// server-side dry run of its create (dryRun=All: the CRD schema, its CEL rules,
+    /// admission), without creating anything. Exit 0 when it would be created, 2 when
+    /// refused, 5 when the cluster cannot be reached.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// What to do with the run on the cluster when following it stops before its end.
@@ -126,7 +133,7 @@ enum End {
 }
 
 /// `kubectl benchmatrix run`; returns the exit code.
-pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Console) -> u8 {
+pub async fn run(mut args: PluginRunArgs, connection: &mut Connection, console: Console) -> u8 {
     let Console {
         display: make_display,
         mut interrupted,
@@ -138,6 +145,9 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
         Ok(checked) => checked,
         Err(code) => return code,
     };
+    args.gate = args
+        .gate
+        .resolved(!checked.validated.spec().variants.is_empty());
     let cluster = tokio::select! {
         c = connection.cluster() => match c {
             Ok(c) => c.clone(),
@@ -148,6 +158,9 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
         },
         _ = &mut interrupted => return Outcome::Interrupted.code(),
     };
+    if args.dry_run {
+        return dry_run(&file, &checked, &cluster).await;
+    }
     let ours = match create(&args, &file, &checked, &cluster, &mut interrupted).await {
         Ok(ours) => ours,
         Err(code) => return code,
@@ -193,18 +206,29 @@ pub async fn run(args: PluginRunArgs, connection: &mut Connection, console: Cons
             exit::CLUSTER
         }
     };
-    let notes = Notes {
-        source: format!("{file}, as {what}"),
-        machine: format!("Kubernetes ({})", cluster.describe),
-        workload: crate::frontends::report::markdown::workload_line(&checked.validated),
-        extra: Vec::new(),
-        max_regression: args.gate.max_regression,
-    };
+    let notes = notes(&file, &what, &cluster, &checked, &args);
     // Only a run that ended has verdicts to report; a timeout or an interrupt is the step's
     // failure, said by the exit code.
     let finished = matches!(end, End::Finished).then_some(ours.name.as_str());
     write_files(&args, &last, &notes, finished, &mut display);
     code
+}
+
+/// What report.md says of where the run came from and how it was gated.
+fn notes(
+    file: &str,
+    what: &str,
+    cluster: &Cluster,
+    checked: &CheckedFile,
+    args: &PluginRunArgs,
+) -> Notes {
+    Notes {
+        source: format!("{file}, as {what}"),
+        machine: format!("Kubernetes ({})", cluster.describe),
+        workload: crate::frontends::report::markdown::workload_line(&checked.validated),
+        extra: Vec::new(),
+        max_regression: args.gate.max_regression,
+    }
 }
 
 /// The files of `--out` (the status, report.md, the charts) and, for a run that `finished`
@@ -279,12 +303,21 @@ fn check(args: &PluginRunArgs, file: &str) -> Result<CheckedFile, u8> {
         eprintln!("  metadata.name: required: the run's name on the cluster");
         return Err(exit::BAD_INPUT);
     };
-    if let Err(e) = crate::frontends::report::files::check_writable_folder(&args.out) {
-        eprintln!("{COMMAND}: --out {}: {e}", args.out.display());
-        return Err(exit::BAD_INPUT);
-    }
-    if let Err(e) = args.ci.check() {
-        eprintln!("{COMMAND}: {e}");
+    let outputs = if args.dry_run {
+        // Checked as a run checks them, then undone: a dry run leaves nothing behind.
+        crate::frontends::outputs::problems(&args.out, &args.ci)
+    } else {
+        crate::frontends::report::files::check_writable_folder(&args.out)
+            .map_err(|e| format!("--out {}: {e}", args.out.display()))
+            .and_then(|()| args.ci.check())
+            .err()
+            .into_iter()
+            .collect()
+    };
+    if !outputs.is_empty() {
+        for problem in outputs {
+            eprintln!("{COMMAND}: {problem}");
+        }
         return Err(exit::BAD_INPUT);
     }
     Ok(CheckedFile {
@@ -339,6 +372,48 @@ async fn create(
         name,
         uid: created.metadata.uid.clone().unwrap_or_default(),
     })
+}
+
+/// `--dry-run` once the file has passed the operator's validation: the create sent with
+/// dryRun=All, so the API server runs its schema, CEL rules and admission on the object and
+/// stores nothing. Exit 0 when it would be created, else the create's own refusal.
+async fn dry_run(file: &str, checked: &CheckedFile, cluster: &Cluster) -> u8 {
+    let namespace = match namespace_of(&checked.validated, cluster) {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("{COMMAND}: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let object = match object_to_create(&checked.text, &namespace) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{COMMAND}: {file}: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let what = format!("benchmarkrun {namespace}/{}", checked.name);
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    if let Err(e) = runs_api(cluster, &namespace).create(&params, &object).await {
+        return refused_create(&e, &what, cluster, &namespace, &checked.name);
+    }
+    println!(
+        "{file}: a valid BenchmarkRun; the operator's checks pass and the API server ({}) \
+         accepts {what} (server-side dry run: nothing was created)",
+        cluster.describe
+    );
+    let cells = checked.validated.cells();
+    println!("cells: {}", cells.len());
+    for cell in cells {
+        println!(
+            "  {}: {} replica(s) x cpu {} memory {}",
+            cell.name, cell.replicas, cell.cpu, cell.memory
+        );
+    }
+    exit::SUCCESS
 }
 
 /// The run this command created: the object with this uid (a run deleted and created again

@@ -100,6 +100,7 @@ fn run_args(file: PathBuf, out: PathBuf) -> PluginRunArgs {
         candidate: None,
         gate: Default::default(),
         ci: Default::default(),
+        dry_run: false,
     }
 }
 
@@ -237,6 +238,51 @@ async fn run_follows_the_operator_to_the_end_and_writes_what_benchmatrix_run_wri
             "{bigger}"
         );
         assert!(shown.contains(&format!("wrote {}", out.join("junit.xml").display())));
+    })
+    .await;
+}
+
+/// `--dry-run`: the operator's checks, then the create sent as a server-side dry run
+/// (dryRun=All): nothing is stored, nothing is followed, no --out is left; a run the operator
+/// would refuse is refused before the cluster is asked.
+#[tokio::test]
+async fn a_dry_run_is_checked_by_the_operator_s_rules_and_the_api_server_and_creates_nothing() {
+    with_timeout(async {
+        let h = Harness::new();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut args = run_args(run_file(dir.path(), &gated("dry", "1s")), out.clone());
+        args.dry_run = true;
+        let mut screen = Screen::new();
+        let code = run::run(
+            args,
+            &mut connection(&h.fake, NS, false),
+            screen.console(false, false),
+        )
+        .await;
+        assert_eq!(code, exit::SUCCESS);
+        assert_eq!(
+            h.fake.dry_runs(),
+            [("benchmarkruns".to_owned(), "dry".to_owned())]
+        );
+        assert!(h.fake.get("benchmarkruns", NS, "dry").is_none());
+        assert!(h.fake.creations().is_empty());
+        assert_eq!(h.fake.user_calls(), ["create benchmarkruns in bench"]);
+        assert!(!out.exists(), "a dry run leaves no --out behind");
+
+        // The operator's own validation refuses first: the cluster is never asked.
+        let mut bad = gated("bad", "1s");
+        bad["spec"]["configurations"][0]["replicas"] = json!(500);
+        let mut args = run_args(run_file(dir.path(), &bad), out.clone());
+        args.dry_run = true;
+        let code = run::run(
+            args,
+            &mut connection(&h.fake, NS, false),
+            screen.console(false, false),
+        )
+        .await;
+        assert_eq!(code, exit::BAD_INPUT);
+        assert_eq!(h.fake.dry_runs().len(), 1);
     })
     .await;
 }
@@ -1005,4 +1051,72 @@ fn the_plugin_answers_to_its_name_and_takes_the_actions_spellings() {
         );
         assert_eq!(code, std::process::ExitCode::from(2), "{files:?}");
     }
+}
+
+/// Every saved status of `operator/tests/fixtures/verdicts/` (one per way a run can end), with
+/// the exit code its verdict gives and whether it is a sizing (`size` refuses any other kind).
+const VERDICTS: &[(&str, u8, bool)] = &[
+    ("fixed-pass", exit::SUCCESS, false),
+    ("fixed-fail", exit::GATE_FAILED, false),
+    ("fixed-cell-failed", exit::FAILED, false),
+    ("capacity-found", exit::SUCCESS, false),
+    ("capacity-held-at-upper-bound", exit::FAILED, false),
+    ("capacity-failed-at-start", exit::FAILED, false),
+    ("capacity-older-operator", exit::FAILED, false),
+    ("sizing-chosen", exit::SUCCESS, true),
+    ("sizing-nothing-holds", exit::FAILED, true),
+    ("sizing-out-of-budget", exit::FAILED, true),
+];
+
+/// The saved status `name` of [`VERDICTS`].
+fn saved_verdict(name: &str) -> crate::resource::BenchmarkRunStatus {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/verdicts")
+        .join(format!("{name}.yaml"));
+    crate::frontends::report::read_status_file(&path).unwrap()
+}
+
+/// `benchmatrix run` and `kubectl benchmatrix run` end through `variants::finish` once the
+/// status has ended (executors/local/mod.rs, kubectl/run.rs); `benchmatrix size` prints a
+/// saved status through `size::print`, and `kubectl benchmatrix size` reads the run from the
+/// cluster first. For the same status all four give the table's code; `size` of a status that
+/// is no sizing is bad input.
+#[tokio::test]
+async fn every_command_gives_one_exit_code_per_status() {
+    with_timeout(async {
+        let manifests = crate::frontends::size::ManifestArgs {
+            manifests: None,
+            deployment: "my-service".into(),
+            container: "app".into(),
+        };
+        for &(name, code, is_sizing) in VERDICTS {
+            let status = saved_verdict(name);
+            let run = crate::frontends::variants::finish(&status, &Default::default(), |_| {});
+            let size = crate::frontends::size::print(&status, &manifests, "benchmatrix size");
+            let h = Harness::new();
+            let mut object = sample(name, &["a"]);
+            object["status"] = serde_json::to_value(&status).unwrap();
+            h.fake.insert("benchmarkruns", object);
+            let plugin_size = runs::size(
+                runs::PluginSizeArgs {
+                    run: name.into(),
+                    manifests: manifests.clone(),
+                },
+                &mut connection(&h.fake, NS, false),
+            )
+            .await;
+            let size_code = if is_sizing { code } else { exit::BAD_INPUT };
+            assert_eq!(
+                run, code,
+                "benchmatrix run / kubectl benchmatrix run: {name}"
+            );
+            assert_eq!(size, size_code, "benchmatrix size: {name}");
+            assert_eq!(
+                plugin_size,
+                std::process::ExitCode::from(size_code),
+                "kubectl benchmatrix size: {name}"
+            );
+        }
+    })
+    .await;
 }

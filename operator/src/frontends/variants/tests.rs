@@ -259,11 +259,23 @@ fn compare_with_one_run_gates_its_variants_and_writes_the_table() {
         md.starts_with("# Variants\n\n- run: `pr/status.yaml`"),
         "{md}"
     );
-    assert!(md.contains("**3 figure(s) regressed beyond 5%**"), "{md}");
+    assert!(
+        md.contains("3 figure(s) regressed beyond 0% (--max-regression): exit 3"),
+        "{md}"
+    );
     // +8% passes a 10% gate.
     assert_eq!(
         compare_within(&run, &options(10.0, None), "test"),
         ExitCode::SUCCESS
+    );
+    // It gates as the run does: at 7%, +8% fails both, whatever --min-change (two runs') says.
+    let mut wide = options(7.0, None);
+    wide.min_change = 10.0;
+    let (outcome, _) = Outcome::gated(&run.status, Some(7.0));
+    assert_eq!(outcome.code(), exit::GATE_FAILED);
+    assert_eq!(
+        compare_within(&run, &wide, "test"),
+        ExitCode::from(exit::GATE_FAILED)
     );
     // A run without variants has nothing to show: bad input, as two runs are needed then.
     let plain = Compared {
@@ -300,4 +312,24 @@ fn variants_that_compared_no_round_exit_2() {
     };
     let code = compare_within(&run, &options, "benchmatrix compare");
     assert_eq!(code, ExitCode::from(exit::BAD_INPUT));
+}
+
+/// One gate default: the Action's input and its script say the number the binary uses.
+#[test]
+fn the_action_gates_at_the_binary_s_default() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let action = std::fs::read_to_string(format!("{root}/action.yml")).unwrap();
+    let input = action.split("\n  max-regression:").nth(1).unwrap();
+    let default = input
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("default:"))
+        .unwrap();
+    let default: f64 = default.trim().trim_matches('"').parse().unwrap();
+    assert_eq!(default, crate::frontends::variants::DEFAULT_MAX_REGRESSION);
+    let script = std::fs::read_to_string(format!("{root}/scripts/action/run.sh")).unwrap();
+    let want = format!(
+        "MAX_REGRESSION=\"${{MAX_REGRESSION:-{}}}\"",
+        crate::frontends::variants::DEFAULT_MAX_REGRESSION
+    );
+    assert!(script.contains(&want), "scripts/action/run.sh lacks {want}");
 }

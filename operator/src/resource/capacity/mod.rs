@@ -23,6 +23,7 @@ mod status;
 
 pub use status::{
     CapacityRound, CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck,
+    SearchEnding,
 };
 
 /// Name of the one phase of every probe: the cell's results, once searched, are the
@@ -283,13 +284,8 @@ impl CapacitySpec {
             let needed = f
                 .limits()
                 .iter()
-                .filter_map(|(m, _)| match m {
-                    Metric::P50 => Some(("p50", 2.0)),
-                    Metric::P90 => Some(("p90", 10.0)),
-                    Metric::P99 => Some(("p99", 100.0)),
-                    Metric::P999 => Some(("p99.9", 1000.0)),
-                    _ => None,
-                })
+                .filter_map(|(m, _)| m.percentile())
+                .map(|p| (p.label(), p.min_samples() as f64))
                 .next()?;
             // Without an endpoint the figure is each endpoint's: the smallest share binds.
             let entry = mix

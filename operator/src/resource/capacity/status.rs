@@ -13,6 +13,17 @@ pub struct CapacityStatus {
     /// load-generator bound, out of probes: `message` says which).
     #[serde(default)]
     pub found: bool,
+    /// How the search ended, once it has: Found (`heldRate` is the capacity), HeldAtUpperBound,
+    /// FailedAtStartRate, LoadGeneratorBound or OutOfProbes; `message` says it in a sentence.
+    /// With spec.repeat, Found only when every round found one, else the first round's ending
+    /// that did not. Absent while the search runs (and in a status an older operator wrote:
+    /// [`CapacityStatus::ended`] reads those from `found` and `message`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "SearchEnding::lenient"
+    )]
+    pub ending: Option<SearchEnding>,
     /// The highest total rate (requests per second offered, all endpoints) that held. With
     /// spec.repeat, the median of the rounds' held rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,7 +89,98 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// How a capacity search (or one round of it) ended: with a capacity, or which way it ended
+/// without one. A run's verdict and exit code are decided from this, never from the sentence.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum SearchEnding {
+    /// Bracketed within spec.capacity.resolution and confirmed: `heldRate` is the capacity.
+    Found,
+    /// Every rate held up to spec.capacity.maxRate: the capacity is above it.
+    HeldAtUpperBound,
+    /// spec.capacity.startRate already failed: the capacity is below it.
+    FailedAtStartRate,
+    /// The load generator could not send the rate on time while the target kept up: the
+    /// figure would be the load generator's, not the target's.
+    LoadGeneratorBound,
+    /// spec.capacity.maxProbes ran out before the search bracketed the capacity.
+    OutOfProbes,
+}
+
+impl SearchEnding {
+    /// Every ending, in the order above.
+    pub const ALL: [SearchEnding; 5] = [
+        SearchEnding::Found,
+        SearchEnding::HeldAtUpperBound,
+        SearchEnding::FailedAtStartRate,
+        SearchEnding::LoadGeneratorBound,
+        SearchEnding::OutOfProbes,
+    ];
+
+    /// True when the search answered its question.
+    pub fn found(self) -> bool {
+        self == SearchEnding::Found
+    }
+
+    /// The ending in a few words, for a verdict line.
+    pub fn words(self) -> &'static str {
+        match self {
+            SearchEnding::Found => "capacity found",
+            SearchEnding::HeldAtUpperBound => "held at the upper bound (maxRate)",
+            SearchEnding::FailedAtStartRate => "failed at the start rate",
+            SearchEnding::LoadGeneratorBound => "load-generator bound",
+            SearchEnding::OutOfProbes => "out of probes",
+        }
+    }
+
+    /// The ending an older operator's status says in its sentence alone (it wrote `found` and
+    /// `message`, no `ending`): each ending's message has opened the same way since capacity
+    /// searches were written.
+    fn from_message(found: bool, message: &str) -> Option<SearchEnding> {
+        if found {
+            return Some(SearchEnding::Found);
+        }
+        // A repeated search's message names the round first ("round 2 of the search: ...").
+        let said = message
+            .strip_prefix("round ")
+            .and_then(|m| m.split_once(" of the search: "))
+            .map_or(message, |(_, rest)| rest);
+        [
+            ("held at the upper bound", SearchEnding::HeldAtUpperBound),
+            (
+                "failed even at the start rate",
+                SearchEnding::FailedAtStartRate,
+            ),
+            ("load-generator bound", SearchEnding::LoadGeneratorBound),
+            ("ran out of probes", SearchEnding::OutOfProbes),
+        ]
+        .into_iter()
+        .find(|(opening, _)| said.starts_with(opening))
+        .map(|(_, ending)| ending)
+    }
+
+    /// Reads an ending, or none for a value this version does not know (a status written by a
+    /// newer operator): an unknown ending is missing, never a status that cannot be read.
+    fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SearchEnding>, D::Error> {
+        let value = Option::<serde_yaml::Value>::deserialize(d)?;
+        Ok(value.and_then(|v| serde_yaml::from_value(v).ok()))
+    }
+}
+
 impl CapacityStatus {
+    /// How the search ended, or `None` while it runs: the `ending` written, or for a status
+    /// an older operator wrote, the one its `found` and `message` say.
+    pub fn ended(&self) -> Option<SearchEnding> {
+        self.ending
+            .or_else(|| SearchEnding::from_message(self.found, &self.message))
+    }
+
+    /// Writes how the search ended: `ending`, and `found` beside it for readers of older
+    /// versions.
+    pub fn set_ending(&mut self, ending: SearchEnding) {
+        self.ending = Some(ending);
+        self.found = ending.found();
+    }
+
     /// The number of the round under way: the first while none has ended.
     pub fn current_round(&self) -> u32 {
         self.rounds.len() as u32 + 1
@@ -120,6 +222,13 @@ pub struct CapacityRound {
     /// True when the round bracketed a capacity and confirmed it.
     #[serde(default)]
     pub found: bool,
+    /// How the round ended (as the cell's `ending`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "SearchEnding::lenient"
+    )]
+    pub ending: Option<SearchEnding>,
     /// The round's highest rate held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_rate: Option<f64>,
@@ -135,6 +244,15 @@ pub struct CapacityRound {
     /// The round's outcome in a sentence.
     #[serde(default)]
     pub message: String,
+}
+
+impl CapacityRound {
+    /// How the round ended: its `ending`, or in a status an older operator wrote, the one its
+    /// `found` and `message` say.
+    pub fn ended(&self) -> Option<SearchEnding> {
+        self.ending
+            .or_else(|| SearchEnding::from_message(self.found, &self.message))
+    }
 }
 
 /// Probes of one cell at one fixed rate, asked by the sizing search.

@@ -133,7 +133,8 @@ pub struct ChosenConfiguration {
     pub cpu: String,
     /// Memory per replica, requests and limits.
     pub memory: String,
-    /// The env values of the configuration's env axes.
+    /// The env the Deployment patch sets: the values of the search's env axes, and BENCH_MODE
+    /// when the search varied the mode; nothing the search did not vary.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     /// CPU limit x replicas, cores.

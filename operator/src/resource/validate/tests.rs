@@ -195,8 +195,9 @@ fn several_unknown_fields_are_all_reported_and_a_status_is_not_one() {
     assert_eq!(
         errors_of(&yaml),
         [
-            "spec.configurations[1].poolsize: unknown field",
-            "spec.workload.warmpu: unknown field",
+            "spec.configurations[1].poolsize: unknown field; did you mean `poolSize`? (line 18, \
+             column 7)",
+            "spec.workload.warmpu: unknown field; did you mean `warmup`? (line 22, column 5)",
         ]
     );
 }
@@ -208,7 +209,10 @@ fn a_wrong_kind_and_a_type_error_are_reported_together() {
         .replace("replicas: 2", "replicas: two");
     let errs = errors_of(&yaml);
     assert_eq!(errs.len(), 2, "{errs:#?}");
-    assert_eq!(errs[0], "kind: expected \"BenchmarkRun\", got \"Job\"");
+    assert_eq!(
+        errs[0],
+        "kind: expected \"BenchmarkRun\", got \"Job\" (line 3, column 1)"
+    );
     assert!(
         errs[1].starts_with("spec.configurations[1].replicas: invalid type"),
         "{errs:#?}"
@@ -732,4 +736,73 @@ fn capacity_takes_repeat_and_variants_and_sizing_takes_neither() {
         &sized("  variants: [{name: base}, {name: candidate}]\n"),
         "spec.variants: not supported with spec.sizing",
     );
+}
+
+/// What each kind of mistake reads as: the input (GOOD, edited) -> the one line it must say,
+/// with its place. Every error but the whole-file ones carries "line N".
+#[test]
+fn each_mistake_is_said_once_at_its_line() {
+    let edit = |from: &str, to: &str| {
+        assert!(GOOD.contains(from), "{from}");
+        GOOD.replacen(from, to, 1)
+    };
+    let sizing = include_str!("../../../../manifests/samples/sizing.yaml");
+    let cases: Vec<(String, &str)> = vec![
+        (String::new(), "(document): the file is empty"),
+        ("# nothing yet\n".into(), "(document): the file is empty"),
+        (
+            format!("{GOOD}---\n{GOOD}"),
+            "(document): one BenchmarkRun per file: this one holds 2 YAML documents (the second \
+             begins at `---` on line 28)",
+        ),
+        (
+            edit("      replicas: 2\n", "\t  replicas: 2\n"),
+            "(document): YAML syntax error: a tab in the indentation of `replicas: 2`: YAML \
+             indents with spaces only (line 14, column 1)",
+        ),
+        (
+            edit("  workload:", "  repat: 3\n  workload:"),
+            "spec.repat: unknown field; did you mean `repeat`? (line 18, column 3)",
+        ),
+        (
+            edit("      replicas: 2\n", "      replica: 2\n"),
+            "spec.configurations[1].replica: unknown field; did you mean `replicas`? (line 14, \
+             column 7)",
+        ),
+        (
+            edit("      replicas: 2\n", "      replicas: 200\n"),
+            "spec.configurations[1].replicas: 200 is more than the 64 replicas allowed (line 14, \
+             column 7)",
+        ),
+        (
+            edit("      replicas: 2\n", "      replicas: two\n"),
+            "spec.configurations[1].replicas: invalid type: string \"two\", expected u32 (line \
+             14, column 17)",
+        ),
+        (
+            edit("kind: BenchmarkRun", "kind: BenchmarkRunn"),
+            "kind: expected \"BenchmarkRun\", got \"BenchmarkRunn\" (line 3, column 1)",
+        ),
+        (
+            sizing.replacen("margin: 20%", "margin: 20", 1),
+            "spec.sizing.margin: invalid percentage \"20\": expected a number followed by %, \
+             e.g. \"5%\" (line 29, column 5)",
+        ),
+        (
+            sizing.replacen("margin: 20%", "margin: 300%", 1),
+            "spec.sizing.margin: 300% is outside 0% to 200% (line ",
+        ),
+    ];
+    for (yaml, want) in &cases {
+        let errs = errors_of(yaml);
+        assert_eq!(errs.len(), 1, "{want}: {errs:#?}");
+        assert!(
+            errs[0].starts_with(want),
+            "want {want:?}, got {:?}",
+            errs[0]
+        );
+        if !want.starts_with("(document): the file is empty") {
+            assert!(errs[0].contains("(line "), "{:?}", errs[0]);
+        }
+    }
 }

@@ -74,3 +74,46 @@ fn cells_skipped_without_a_failure_are_a_sizing_runs_and_it_succeeds() {
         "1 of 3 cells measured; the other 2 were not needed (spec.sizing)"
     );
 }
+
+#[test]
+fn a_measured_run_whose_search_found_no_capacity_ends_without_an_answer_and_exits_1() {
+    use crate::engine::verdict::outcome::Outcome;
+    use crate::resource::capacity::{CapacityStatus, SearchEnding};
+    let searched = |name: &str, ending: SearchEnding| {
+        let mut cap = CapacityStatus::default();
+        cap.set_ending(ending);
+        CellStatus {
+            capacity: Some(cap),
+            ..cell(name, CellPhase::Succeeded)
+        }
+    };
+    let mut status = BenchmarkRunStatus {
+        cells: vec![
+            searched("pool-x1", SearchEnding::Found),
+            searched("single-x1", SearchEnding::FailedAtStartRate),
+        ],
+        ..Default::default()
+    };
+    let now = crate::resource::conditions::now();
+    let end = finish_run(&mut status, false, &[], None, &now);
+    assert_eq!(
+        end.phase,
+        RunPhase::Succeeded,
+        "the figures are there to read"
+    );
+    assert_eq!(end.reason, Reason::NoAnswer);
+    assert_eq!(
+        end.message,
+        "all 2 cells measured; no answer: single-x1: no capacity (failed at the start rate)"
+    );
+    let complete = conditions::find(&status.conditions, conditions::COMPLETE).unwrap();
+    assert_eq!(complete.reason, Reason::NoAnswer);
+    assert_eq!(Outcome::of(&status), Outcome::NoAnswer);
+    assert_eq!(Outcome::of(&status).code(), 1);
+
+    // Every search found one: answered.
+    status.cells[1] = searched("single-x1", SearchEnding::Found);
+    let end = finish_run(&mut status, false, &[], None, &now);
+    assert_eq!(end.reason, Reason::AllSucceeded);
+    assert_eq!(Outcome::of(&status).code(), 0);
+}

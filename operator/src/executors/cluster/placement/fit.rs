@@ -14,7 +14,7 @@
 //! be placed on the usable nodes together: on one node that is the sum of all requests; across
 //! several it is a packing, solved exactly below (two pod sizes, so a small dynamic programme).
 //!
-//! The check is against allocatable capacity, not what other pods leave free: it fails only a
+//! The check is against allocatable resources, not what other pods leave free: it fails only a
 //! cell that can never fit. A cell that fits an empty node but not the node's free room is left
 //! to the scheduler, and its PodScheduled=False condition ends the cell (controller/decide).
 
@@ -78,9 +78,9 @@ fn pod_request(cpu: &Quantity, memory: &Quantity) -> Option<PodRequest> {
     })
 }
 
-/// A node the cell may use, with its allocatable capacity.
+/// A node the cell may use, with its allocatable resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Capacity {
+pub(crate) struct Allocatable {
     pub(crate) name: String,
     pub(crate) cpu_millis: u64,
     pub(crate) memory_bytes: u64,
@@ -88,7 +88,7 @@ pub(crate) struct Capacity {
 
 /// `Ok` when every pod of the cell can be placed on the nodes it may use at the same time;
 /// otherwise why not, with the numbers. An empty node list, or a usable node whose allocatable
-/// capacity is missing or unreadable, gives `Ok`: nothing can be concluded, and the scheduler
+/// allocatable resources are missing or unreadable, gives `Ok`: nothing can be concluded, and the scheduler
 /// will say.
 pub fn fits(req: &CellRequests, nodes: &[Node]) -> Result<(), String> {
     if nodes.is_empty() {
@@ -99,7 +99,7 @@ pub fn fits(req: &CellRequests, nodes: &[Node]) -> Result<(), String> {
     for node in nodes {
         match refusal(node, req) {
             Some(why) => refusals.push(format!("{}: {why}", node.name_any())),
-            None => match capacity(node) {
+            None => match allocatable(node) {
                 Some(c) => usable.push(c),
                 None => return Ok(()),
             },
@@ -188,18 +188,18 @@ fn tolerates(tol: &Toleration, taint: &Taint) -> bool {
 }
 
 /// The node's allocatable CPU and memory, when both are there and readable.
-pub(crate) fn capacity(node: &Node) -> Option<Capacity> {
+pub(crate) fn allocatable(node: &Node) -> Option<Allocatable> {
     let alloc = node.status.as_ref()?.allocatable.as_ref()?;
     let cpu = parse_quantity(&alloc.get("cpu")?.0).ok()?;
     let memory = parse_quantity(&alloc.get("memory")?.0).ok()?;
-    Some(Capacity {
+    Some(Allocatable {
         name: node.name_any(),
         cpu_millis: (cpu * 1000.0).round() as u64,
         memory_bytes: memory.round() as u64,
     })
 }
 
-fn holds(node: &Capacity, pod: PodRequest, count: u64) -> bool {
+fn holds(node: &Allocatable, pod: PodRequest, count: u64) -> bool {
     pod.cpu_millis.saturating_mul(count) <= node.cpu_millis
         && pod.memory_bytes.saturating_mul(count) <= node.memory_bytes
 }
@@ -207,7 +207,7 @@ fn holds(node: &Capacity, pod: PodRequest, count: u64) -> bool {
 /// Whether all target replicas and load generators fit the nodes together. Exact: for each
 /// number of target replicas placed so far (capped at the replica count), the most load
 /// generators that can go with them, node by node.
-pub(crate) fn can_pack(req: &CellRequests, nodes: &[Capacity]) -> bool {
+pub(crate) fn can_pack(req: &CellRequests, nodes: &[Allocatable]) -> bool {
     let replicas = req.replicas as usize;
     let loadgens = i64::from(req.loadgens);
     // best[a]: most load generators placed alongside `a` target replicas; -1: unreachable.
@@ -248,7 +248,7 @@ pub(crate) fn can_pack(req: &CellRequests, nodes: &[Capacity]) -> bool {
     best[replicas] >= loadgens
 }
 
-fn single_pod_message(what: &str, pod: PodRequest, nodes: &[Capacity]) -> String {
+fn single_pod_message(what: &str, pod: PodRequest, nodes: &[Allocatable]) -> String {
     let cpu = nodes.iter().max_by_key(|n| n.cpu_millis);
     let mem = nodes.iter().max_by_key(|n| n.memory_bytes);
     let (Some(cpu), Some(mem)) = (cpu, mem) else {
@@ -266,7 +266,7 @@ fn single_pod_message(what: &str, pod: PodRequest, nodes: &[Capacity]) -> String
     )
 }
 
-fn packing_message(req: &CellRequests, nodes: &[Capacity]) -> String {
+fn packing_message(req: &CellRequests, nodes: &[Allocatable]) -> String {
     let r = u64::from(req.replicas);
     let g = u64::from(req.loadgens);
     let cpu = req.target.cpu_millis * r + req.loadgen.cpu_millis * g;
@@ -483,7 +483,7 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_concluded_without_nodes_or_readable_capacity() {
+    fn nothing_is_concluded_without_nodes_or_readable_allocatable_resources() {
         assert_eq!(fits(&cell(64000, 8, 1000, 1), &[]), Ok(()));
         let mut unknown = node("n", "2", "8Gi");
         unknown.status = None;

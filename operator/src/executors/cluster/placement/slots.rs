@@ -10,7 +10,7 @@
 //! with the arithmetic before any pod is made. `auto` takes every set; a number at most that
 //! many; nodes left over after the last set are not used.
 //!
-//! Capacity is each node's allocatable less what pods other than benchmark runs' already
+//! Allocatable is each node's allocatable less what pods other than benchmark runs' already
 //! request there ([`super::requested`]): a node that also runs the operator, DNS or anyone's
 //! pods holds less than its allocatable, and a slot cut from allocatable alone could not hold
 //! its measurement (its load generator stayed Pending). Whether a cell can *ever* fit stays the
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::fit::{self, Capacity, CellRequests, PodRequest};
+use super::fit::{self, Allocatable, CellRequests, PodRequest};
 use crate::engine::machine::SlotsSeen;
 use crate::resource::ValidatedRun;
 
@@ -46,10 +46,10 @@ pub fn node_sets(
     let Some(first) = requests.first() else {
         return one_at_a_time("no cell");
     };
-    let mut usable: Vec<Capacity> = nodes
+    let mut usable: Vec<Allocatable> = nodes
         .iter()
         .filter(|n| ready(n) && fit::refusal(n, first).is_none())
-        .filter_map(fit::capacity)
+        .filter_map(fit::allocatable)
         .map(|c| free_of(c, requested))
         .collect();
     usable.sort_by(|a, b| a.name.cmp(&b.name));
@@ -69,7 +69,7 @@ pub fn node_sets(
         ));
     }
     let mut sets: Vec<Vec<String>> = Vec::new();
-    let mut current: Vec<Capacity> = Vec::new();
+    let mut current: Vec<Allocatable> = Vec::new();
     for node in &usable {
         if sets.len() == asked {
             break;
@@ -100,11 +100,11 @@ pub fn node_sets(
 }
 
 /// `node` with what other pods request on it taken off.
-fn free_of(node: Capacity, requested: Option<&BTreeMap<String, PodRequest>>) -> Capacity {
+fn free_of(node: Allocatable, requested: Option<&BTreeMap<String, PodRequest>>) -> Allocatable {
     let Some(taken) = requested.and_then(|r| r.get(&node.name)) else {
         return node;
     };
-    Capacity {
+    Allocatable {
         cpu_millis: node.cpu_millis.saturating_sub(taken.cpu_millis),
         memory_bytes: node.memory_bytes.saturating_sub(taken.memory_bytes),
         name: node.name,

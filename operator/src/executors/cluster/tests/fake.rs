@@ -194,6 +194,8 @@ struct State {
     api_calls: Vec<RecordedCall>,
     user_calls: Vec<String>,
     creations: Vec<(String, String)>,
+    /// Every create sent with dryRun=All, as (resource, name): answered, never stored.
+    dry_runs: Vec<(String, String)>,
     status_writes: Vec<StatusWrite>,
     failures: Vec<(String, String, u16)>,
     log_bytes_served: Vec<usize>,
@@ -497,6 +499,11 @@ impl FakeApi {
     /// Every creation (first apply or POST of a name) so far, as (resource, name).
     pub fn creations(&self) -> Vec<(String, String)> {
         self.state.lock().unwrap().creations.clone()
+    }
+
+    /// Every create sent as a server-side dry run so far, as (resource, name).
+    pub fn dry_runs(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().dry_runs.clone()
     }
 }
 
@@ -851,6 +858,11 @@ fn handle(
                 );
             }
             obj["metadata"]["name"] = json!(n);
+            if query(uri, "dryRun").as_deref() == Some("All") {
+                // A server-side dry run: checked and answered, never stored.
+                st.dry_runs.push((resource.into(), n.clone()));
+                return ok(obj);
+            }
             // The API server keeps no status from a create: the status subresource owns it.
             if resource == "benchmarkruns"
                 && let Some(o) = obj.as_object_mut()
