@@ -53,6 +53,13 @@ pub fn verdict(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> Verd
             "failed",
             status.message.clone().unwrap_or("the run failed".into()),
         ),
+        Outcome::NoAnswer => (
+            "no answer",
+            crate::engine::verdict::answer::Answer::of(status)
+                .missing_line()
+                .map(|l| l.trim_start_matches("no answer: ").to_owned())
+                .unwrap_or("the run's question is left open".into()),
+        ),
         Outcome::ThresholdsFailed => (
             "failed",
             message(conditions::THRESHOLDS_MET).unwrap_or("a threshold failed".into()),

@@ -7,7 +7,7 @@
 
 use super::plot::{self, BAD, Doc, GOOD, NEUTRAL, PALETTE, Scale};
 use crate::engine::capacity::probe::rate_text;
-use crate::resource::capacity::{CapacityStatus, ProbeStatus, ProbeVerdict};
+use crate::resource::capacity::{CapacityStatus, ProbeStatus, ProbeVerdict, SearchEnding};
 
 const W: f64 = 760.0;
 const LEFT: f64 = 80.0;
@@ -40,19 +40,26 @@ fn figure_of(p: &ProbeStatus, endpoint: &str, figure: &str) -> Option<f64> {
 }
 
 /// Why the search said less than a capacity, in words for under the chart; `None` when it
-/// found one.
+/// found one. The ending is the engine's ([`CapacityStatus::ended`]), the one the verdict
+/// counts; a search still under way or beside busy neighbours says so from its probes.
 pub fn ending_note(cap: &CapacityStatus) -> Option<String> {
-    if cap.found {
-        return None;
-    }
-    let last = cap.probes.iter().rev().find(|p| p.check.is_none());
-    let why = match last.map(|p| p.verdict) {
-        Some(ProbeVerdict::LoadgenBound) => "stopped by the load generator",
-        Some(ProbeVerdict::NotBelieved) => "stopped beside busy neighbours",
-        _ if cap.next_rate.is_some() => "still searching",
-        _ => "no capacity found",
+    let why = match cap.ended() {
+        Some(e) if e.found() => return None,
+        Some(SearchEnding::LoadGeneratorBound) => "stopped by the load generator".to_owned(),
+        Some(SearchEnding::OutOfProbes) => "stopped: the probe budget ran out".to_owned(),
+        Some(e) => format!("no capacity ({})", e.words()),
+        None if cap.found => return None,
+        None if cap.next_rate.is_some() => "still searching".to_owned(),
+        None => match cap.probes.iter().rev().find(|p| p.check.is_none()) {
+            Some(p) if p.verdict == ProbeVerdict::NotBelieved => {
+                "stopped beside busy neighbours".to_owned()
+            }
+            _ => "no capacity found".to_owned(),
+        },
     };
-    Some(format!("{why}: {}", cap.message))
+    // The status's sentence often opens with "no capacity: " itself.
+    let message = cap.message.trim_start_matches("no capacity: ");
+    Some(format!("{why}: {message}"))
 }
 
 /// The colour of round `round` (1 without rounds).
