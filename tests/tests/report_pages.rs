@@ -46,7 +46,11 @@ const FIXTURES: [(&str, &str, &[&str]); 9] = [
     (
         "capacity-loadgen",
         "operator/tests/fixtures/report/capacity-loadgen.yaml",
-        &["fast & <wide>", "stopped by the load generator"],
+        &[
+            "no answer",
+            "fast & <wide>",
+            "stopped by the load generator",
+        ],
     ),
     (
         "sizing",
