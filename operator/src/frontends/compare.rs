@@ -91,7 +91,8 @@ pub enum Figure {
 }
 
 impl Figure {
-    fn label(self) -> &'static str {
+    /// The figure's name in tables and charts.
+    pub fn label(self) -> &'static str {
         match self {
             Figure::P50 => "p50 ms",
             Figure::P99 => "p99 ms",
@@ -598,6 +599,7 @@ pub fn charts(rows: &[Row]) -> Vec<(String, String)> {
                 label: format!("{} {}/{}", r.cell, r.phase, r.endpoint),
                 values: vec![r.base_value, r.new_value],
                 repetitions: Vec::new(),
+                missing: Vec::new(),
             })
             .collect();
         svg::bar_chart(title, y, &series, &groups)
@@ -665,7 +667,7 @@ pub fn run_on(
     let table = markdown(&rows, options.max_regression);
     print!("{table}");
     if let Some(dir) = &options.out
-        && let Err(e) = write_files(dir, base, new, &rows, &table)
+        && let Err(e) = write_files(dir, (base, new), &rows, &table, options.max_regression)
     {
         eprintln!("{command}: cannot write into {}: {e}", dir.display());
         return ExitCode::from(crate::engine::verdict::exit::FAILED);
@@ -699,17 +701,18 @@ pub fn nothing_compared(rows: &[Row]) -> bool {
 
 fn write_files(
     dir: &Path,
-    base: &Compared,
-    new: &Compared,
+    (base, new): (&Compared, &Compared),
     rows: &[Row],
     table: &str,
+    max_regression: f64,
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut md = format!(
         "# Comparison\n\n- base: `{}`\n- new: `{}`\n\n{table}\n",
         base.label, new.label
     );
-    for (name, svg) in charts(rows) {
+    let forest = crate::frontends::report::forest::compare_chart(rows, max_regression);
+    for (name, svg) in std::iter::once(forest).chain(charts(rows)) {
         write_atomically(&dir.join(&name), svg.as_bytes())?;
         md.push_str(&format!("![{name}]({name})\n\n"));
     }

@@ -16,19 +16,71 @@ fn repetition_values(r: Option<&CellResult>, key: &str) -> Vec<f64> {
         .unwrap_or_default()
 }
 
-/// Chart files for a status: (file name, SVG text).
+/// Chart files for a status: (file name, SVG text). A capacity run gets its answer (held
+/// rate per configuration, a hockey stick per cell) instead of the p99 bars: each cell's p99
+/// there is measured at its own held rate, a comparison that says nothing.
 pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let searched = status.cells.iter().any(|c| c.capacity.is_some());
+    if searched {
+        out.extend(super::capacity_chart::chart(status));
+        for c in &status.cells {
+            if let Some(cap) = c.capacity.as_ref().filter(|cap| !cap.probes.is_empty()) {
+                out.push((
+                    format!("capacity-{}.svg", file_part(&c.name)),
+                    super::hockey::hockey_stick(&c.name, cap),
+                ));
+            }
+        }
+    } else {
+        out.extend(p99_charts(status));
+        out.extend(throughput_charts(status));
+    }
+    out.extend(super::sizing_map::chart(status));
+    out.extend(super::forest::variants_chart(status, None));
+    out.extend(latency_over_time(raw));
+    out
+}
+
+/// Why `cell` has no bar for (phase, endpoint): failed, too few samples, no latency.
+fn missing_reason(
+    cell: &crate::resource::CellStatus,
+    r: Option<&CellResult>,
+    p99: bool,
+) -> Option<String> {
+    if cell.phase == crate::resource::CellPhase::Failed {
+        return Some(format!(
+            "failed: {}",
+            cell.reason.as_deref().unwrap_or("see report")
+        ));
+    }
+    let r = r?;
+    if r.latency_ms.is_none() {
+        return Some("no successful request".into());
+    }
+    (p99 && !r.supports(Percentile::P99)).then(|| {
+        format!(
+            "too few samples: {} of {}",
+            r.samples,
+            Percentile::P99.min_samples()
+        )
+    })
+}
+
+/// p99 per configuration, one chart per phase and endpoint.
+fn p99_charts(status: &BenchmarkRunStatus) -> Vec<(String, String)> {
     let series: Vec<String> = status.cells.iter().map(|c| c.name.clone()).collect();
     let mut out = Vec::new();
     for (phase, endpoint) in phase_endpoints(status) {
-        // Only a p99 its samples support gets a bar: a bar looks like a measurement.
-        let supported: Vec<Option<&CellResult>> = status
+        let results: Vec<Option<&CellResult>> = status
             .cells
             .iter()
-            .map(|c| {
-                result_of(status, &c.name, &phase, &endpoint)
-                    .filter(|r| r.supports(Percentile::P99) && r.latency_ms.is_some())
-            })
+            .map(|c| result_of(status, &c.name, &phase, &endpoint))
+            .collect();
+        // Only a p99 its samples support gets a bar: a bar looks like a measurement.
+        let supported: Vec<Option<&CellResult>> = results
+            .iter()
+            .map(|r| r.filter(|r| r.supports(Percentile::P99)))
             .collect();
         let group = svg::BarGroup {
             label: format!("{phase} / {endpoint}"),
@@ -39,6 +91,12 @@ pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, Stri
             repetitions: supported
                 .iter()
                 .map(|r| repetition_values(*r, figure_key(Percentile::P99)))
+                .collect(),
+            missing: status
+                .cells
+                .iter()
+                .zip(&results)
+                .map(|(c, r)| missing_reason(c, *r, true))
                 .collect(),
         };
         out.push((
@@ -51,34 +109,56 @@ pub fn charts(status: &BenchmarkRunStatus, raw: &[RawCell]) -> Vec<(String, Stri
             ),
         ));
     }
-    let groups: Vec<svg::BarGroup> = phase_endpoints(status)
-        .into_iter()
-        .map(|(phase, endpoint)| {
-            let results: Vec<Option<&CellResult>> = status
-                .cells
-                .iter()
-                .map(|c| result_of(status, &c.name, &phase, &endpoint))
-                .collect();
-            svg::BarGroup {
-                values: results.iter().map(|r| r.map(|r| r.rps)).collect(),
-                repetitions: results.iter().map(|r| repetition_values(*r, RPS)).collect(),
-                label: format!("{phase} / {endpoint}"),
-            }
-        })
-        .collect();
-    if !groups.is_empty() {
-        out.push((
-            "throughput.svg".into(),
-            svg::bar_chart(
-                "Throughput per configuration (higher is better)",
-                "requests per second",
-                &series,
-                &groups,
-            ),
-        ));
-    }
-    out.extend(latency_over_time(raw));
     out
+}
+
+/// Throughput per configuration, one chart per phase (its endpoints side by side): phases
+/// offer different loads, so their rates do not share an axis.
+fn throughput_charts(status: &BenchmarkRunStatus) -> Vec<(String, String)> {
+    let series: Vec<String> = status.cells.iter().map(|c| c.name.clone()).collect();
+    let pairs = phase_endpoints(status);
+    let mut phases: Vec<&str> = Vec::new();
+    for (p, _) in &pairs {
+        if !phases.contains(&p.as_str()) {
+            phases.push(p);
+        }
+    }
+    phases
+        .into_iter()
+        .map(|phase| {
+            let groups: Vec<svg::BarGroup> = pairs
+                .iter()
+                .filter(|(p, _)| p == phase)
+                .map(|(_, endpoint)| {
+                    let results: Vec<Option<&CellResult>> = status
+                        .cells
+                        .iter()
+                        .map(|c| result_of(status, &c.name, phase, endpoint))
+                        .collect();
+                    svg::BarGroup {
+                        values: results.iter().map(|r| r.map(|r| r.rps)).collect(),
+                        repetitions: results.iter().map(|r| repetition_values(*r, RPS)).collect(),
+                        missing: status
+                            .cells
+                            .iter()
+                            .zip(&results)
+                            .map(|(c, r)| missing_reason(c, *r, false))
+                            .collect(),
+                        label: endpoint.clone(),
+                    }
+                })
+                .collect();
+            (
+                format!("throughput-{}.svg", file_part(phase)),
+                svg::bar_chart(
+                    &format!("Throughput per configuration in phase {phase} (higher is better)"),
+                    "requests per second",
+                    &series,
+                    &groups,
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Each endpoint's p99 second by second, one line per cell from the repetition `raw` holds

@@ -98,8 +98,11 @@ pub fn render(
         status,
         notes.max_regression,
     ));
+    images(&mut o, charts, |c| c == "forest.svg");
     o.push_str(&super::sizing::render(status));
+    images(&mut o, charts, |c| c == "sizing-map.svg");
     o.push_str(&super::capacity::render(status));
+    images(&mut o, charts, |c| c.starts_with("capacity"));
     o.push_str(&super::recommendation::render(status));
     cells_table(&mut o, status);
     latency_tables(&mut o, status, &summary, charts);
@@ -117,6 +120,9 @@ pub fn render(
 /// the streams that need a longer phase, and the notes' extra paragraphs.
 fn overview(o: &mut String, status: &BenchmarkRunStatus, summary: &Summary, notes: &Notes) {
     let _ = writeln!(o, "# Benchmark report\n");
+    // The verdict the exit code gives, before anything else: never the phase alone.
+    let v = super::headline::verdict(status, notes.max_regression);
+    let _ = writeln!(o, "**verdict: {}** — {} (exit {})\n", v.word, v.why, v.code);
     if !notes.source.is_empty() {
         let _ = writeln!(o, "- run: `{}`", notes.source);
     }
@@ -128,7 +134,7 @@ fn overview(o: &mut String, status: &BenchmarkRunStatus, summary: &Summary, note
     }
     let _ = writeln!(
         o,
-        "- outcome: {}{}",
+        "- run phase: {}{}",
         status.phase,
         status
             .message
@@ -204,7 +210,20 @@ fn latency_tables(
     for (phase, endpoint) in phase_endpoints(status) {
         latency_table(o, status, summary, charts, &phase, &endpoint);
     }
-    for c in charts.iter().filter(|c| !c.starts_with("p99-")) {
+    images(o, charts, |c| !placed_elsewhere(c));
+}
+
+/// The answer charts, shown in their own sections rather than under the latencies.
+fn placed_elsewhere(chart: &str) -> bool {
+    chart.starts_with("p99-")
+        || chart.starts_with("capacity")
+        || chart == "sizing-map.svg"
+        || chart == "forest.svg"
+}
+
+/// An image line for each of `charts` that `which` picks.
+fn images(o: &mut String, charts: &[String], which: impl Fn(&str) -> bool) {
+    for c in charts.iter().filter(|c| which(c)) {
         let _ = writeln!(o, "![{c}]({c})\n");
     }
 }

@@ -5,15 +5,22 @@
 
 pub mod benchmark_json;
 pub mod capacity;
+mod capacity_chart;
 mod charts;
 pub mod ci;
 pub mod files;
+pub mod forest;
+pub mod headline;
+mod hockey;
+mod html;
 pub mod junit;
 pub mod markdown;
 pub mod neighbours;
 pub mod node_effect;
+pub mod plot;
 pub mod recommendation;
 pub mod sizing;
+mod sizing_map;
 pub mod svg;
 mod table;
 pub mod variants;
@@ -41,9 +48,13 @@ pub const THIN: &str = "*";
 pub struct ReportArgs {
     /// A status.yaml written by `benchmatrix run`, or a whole BenchmarkRun (its `.status` is used).
     pub status: PathBuf,
-    /// Folder for report.md and the charts (default: the status file's folder).
+    /// Folder for report.md, report.html and the charts (default: the status file's folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Judge the run's variants as `run --max-regression PCT` does, so the report's verdict and
+    /// exit code are the ones that run gave.
+    #[arg(long, value_name = "PCT")]
+    pub max_regression: Option<f64>,
 }
 
 /// Renders a saved status: report.md and charts into the output folder, the comparison table
@@ -51,7 +62,17 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> std::process::ExitCode {
     const COMMAND: &str = "benchmatrix report";
     match read_status_file(&args.status) {
-        Ok(status) => render_saved(&status, &args.status, args.out, COMMAND),
+        Ok(status) => {
+            let dir = args
+                .status
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            let out = args.out.unwrap_or_else(|| dir.clone());
+            let raw = read_raw(&dir, &status);
+            let source = args.status.display().to_string();
+            render_gated(&status, (&source, &raw), &out, COMMAND, args.max_regression)
+        }
         Err(e) => {
             eprintln!("{COMMAND}: {e}");
             std::process::ExitCode::from(crate::engine::verdict::exit::BAD_INPUT)
@@ -90,10 +111,11 @@ pub fn write_status(dir: &Path, status: &BenchmarkRunStatus) -> std::io::Result<
     write_atomically(&dir.join("status.yaml"), text.as_bytes())
 }
 
-/// Writes report.md and the charts of `status` into `out` and prints its comparison table:
-/// what `benchmatrix report` does once it has a status, wherever it came from (`source`, a
-/// file or a run on a cluster, is named in report.md; `command` in messages). Exit 1 when
-/// `out` cannot be written.
+/// Writes report.md, report.html and the charts of `status` into `out` and prints its
+/// verdict, then its comparison table: what `benchmatrix report` does once it has a status,
+/// wherever it came from (`source`, a file or a run on a cluster, is named in report.md;
+/// `command` in messages). Exits with the verdict's code, as the run did without a regression
+/// gate; 1 when `out` cannot be written.
 pub fn render(
     status: &BenchmarkRunStatus,
     source: &str,
@@ -101,15 +123,29 @@ pub fn render(
     out: &Path,
     command: &str,
 ) -> std::process::ExitCode {
+    render_gated(status, (source, raw), out, command, None)
+}
+
+/// [`render`] with the regression gate `--max-regression` (`None`: not asked).
+pub fn render_gated(
+    status: &BenchmarkRunStatus,
+    (source, raw): (&str, &[RawCell]),
+    out: &Path,
+    command: &str,
+    max_regression: Option<f64>,
+) -> std::process::ExitCode {
     let notes = markdown::Notes {
         source: source.to_owned(),
+        max_regression,
         ..Default::default()
     };
     match write_report(out, status, raw, &notes) {
         Ok(files) => {
+            let verdict = headline::verdict(status, max_regression);
+            println!("{}", verdict.line());
             print!("{}", comparison_table(status));
             println!("wrote {} file(s) in {}", files.len(), out.display());
-            std::process::ExitCode::SUCCESS
+            std::process::ExitCode::from(verdict.code)
         }
         Err(e) => {
             eprintln!("{command}: cannot write into {}: {e}", out.display());
@@ -441,9 +477,14 @@ pub fn write_report(
         write_atomically(&p, svg.as_bytes())?;
         written.push(p);
     }
-    let names: Vec<String> = charts.into_iter().map(|(n, _)| n).collect();
+    let names: Vec<String> = charts.iter().map(|(n, _)| n.clone()).collect();
+    let md = markdown::render(status, raw, &names, notes);
     let p = dir.join("report.md");
-    write_atomically(&p, markdown::render(status, raw, &names, notes).as_bytes())?;
+    write_atomically(&p, md.as_bytes())?;
+    written.push(p);
+    let verdict = headline::verdict(status, notes.max_regression);
+    let p = dir.join("report.html");
+    write_atomically(&p, html::render(status, &verdict, &md, &charts).as_bytes())?;
     written.push(p);
     Ok(written)
 }

@@ -27,6 +27,10 @@ pub struct BarGroup {
     /// once, or for a series without a bar): drawn on the bar as a dot each and a min–max
     /// whisker, so a median's bar shows how far the repetitions moved.
     pub repetitions: Vec<Vec<f64>>,
+    /// Per series, why a value is absent ("too few samples: 40 of 100", "failed:
+    /// NeverReady"): drawn as a hatched, labelled stub, so a missing bar reads as missing and a
+    /// chart whose every bar is missing is never blank. Empty: nothing to say.
+    pub missing: Vec<Option<String>>,
 }
 
 /// Under a bar chart with repetitions: how to read the marks on the bars.
@@ -65,6 +69,20 @@ pub fn nice_axis(max: f64) -> (f64, f64) {
     ((max / step).ceil() * step, step)
 }
 
+/// The one number format of the values on a chart: enough decimals for the smallest of them
+/// to keep two significant digits, used for all, so "81" never stands beside "80.2".
+fn chart_format(values: impl Iterator<Item = f64>) -> impl Fn(f64) -> String {
+    let least = values.filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
+    let decimals = if least >= 100.0 {
+        0
+    } else if least >= 10.0 {
+        1
+    } else {
+        2
+    };
+    move |v: f64| format!("{v:.decimals$}")
+}
+
 fn fmt_num(v: f64) -> String {
     if v == 0.0 {
         "0".into()
@@ -81,9 +99,13 @@ fn header(out: &mut String, title: &str) {
     let _ = write!(
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"{}\" font-size=\"12\">\n\
+         <defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" \
+         patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" \
+         stroke=\"#aaa\" stroke-width=\"2\"/></pattern></defs>\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
          <text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\" text-anchor=\"middle\">{}</text>\n",
+        super::plot::FONTS,
         WIDTH / 2.0,
         esc(title)
     );
@@ -96,12 +118,14 @@ fn legend(out: &mut String, series: &[String]) {
         let _ = writeln!(
             out,
             "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\
-             <text x=\"{}\" y=\"{}\">{}</text>",
+             <text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>",
             y - 10.0,
             PALETTE[i % PALETTE.len()],
             x + 18.0,
             y,
-            esc(s)
+            esc(s),
+            // The legend column is 150 px: a longer name is cut, whole in its tooltip.
+            esc(&super::hockey::clip(s, 22))
         );
     }
 }
@@ -133,23 +157,41 @@ fn y_axis(out: &mut String, label: &str, ticks: &[(f64, String)]) {
     );
 }
 
+/// Every value of `g`: its bars and each repetition.
+fn all_values(g: &BarGroup) -> impl Iterator<Item = &f64> {
+    g.values
+        .iter()
+        .flatten()
+        .chain(g.repetitions.iter().flatten())
+}
+
+/// The value axis of bars: its top and its ticks (fraction of the height, label). No tick
+/// when every bar is missing: an axis of made-up numbers would read as a scale.
+fn value_axis(groups: &[BarGroup]) -> (f64, Vec<(f64, String)>) {
+    let max = groups
+        .iter()
+        .flat_map(all_values)
+        .fold(0.0f64, |a, &b| a.max(b));
+    let (top, step) = nice_axis(max);
+    let tick_values: Vec<f64> = (0..=((top / step).round() as usize))
+        .map(|i| i as f64 * step)
+        .collect();
+    let tick_text = super::plot::axis_format(&tick_values);
+    let any_value = groups.iter().any(|g| g.values.iter().any(Option::is_some));
+    let ticks = tick_values
+        .iter()
+        .filter(|_| any_value)
+        .map(|t| (t / top, tick_text(*t)))
+        .collect();
+    (top, ticks)
+}
+
 /// Grouped bar chart: one group per `groups` entry, one coloured bar per series.
 pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGroup]) -> String {
     let mut out = String::new();
     header(&mut out, title);
-    let max = groups
-        .iter()
-        .flat_map(|g| {
-            g.values
-                .iter()
-                .flatten()
-                .chain(g.repetitions.iter().flatten())
-        })
-        .fold(0.0f64, |a, &b| a.max(b));
-    let (top, step) = nice_axis(max);
-    let ticks: Vec<(f64, String)> = (0..=((top / step).round() as usize))
-        .map(|i| (i as f64 * step / top, fmt_num(i as f64 * step)))
-        .collect();
+    let (top, ticks) = value_axis(groups);
+    let fmt_num = chart_format(groups.iter().flat_map(all_values).copied());
     y_axis(&mut out, y_label, &ticks);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
@@ -160,7 +202,13 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
     for (gi, g) in groups.iter().enumerate() {
         let gx = LEFT + gi as f64 * group_w + group_w * 0.1;
         for (si, v) in g.values.iter().enumerate() {
-            let Some(v) = v else { continue };
+            let Some(v) = v else {
+                if let Some(Some(why)) = g.missing.get(si) {
+                    let x = gx + si as f64 * bar_w;
+                    missing_stub(&mut out, x, (bar_w - 2.0).max(1.0), why);
+                }
+                continue;
+            };
             let h = if top > 0.0 { plot_h * v / top } else { 0.0 };
             let x = gx + si as f64 * bar_w;
             let name = series.get(si).map(String::as_str).unwrap_or("");
@@ -179,7 +227,7 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
             );
             if reps.len() > 1 {
                 repeated = true;
-                let y_top = repetition_marks(&mut out, name, reps, x, bar_w - 2.0, y_of);
+                let y_top = repetition_marks(&mut out, name, reps, x, bar_w - 2.0, y_of, &fmt_num);
                 // Above the whisker's cap and the highest dot (radius 2.5).
                 label_y = label_y.min(y_top - 6.0);
             }
@@ -212,6 +260,21 @@ pub fn bar_chart(title: &str, y_label: &str, series: &[String], groups: &[BarGro
     out
 }
 
+/// Where a bar is missing: a hatched stub at the foot of the plot with `why` written up it.
+fn missing_stub(out: &mut String, x: f64, w: f64, why: &str) {
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let (y, h) = (TOP + plot_h * 0.25, plot_h * 0.75);
+    let (cx, cy) = (x + w / 2.0 + 4.0, TOP + plot_h - 6.0);
+    let _ = writeln!(
+        out,
+        "<rect class=\"missing\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" \
+         fill=\"url(#hatch)\" stroke=\"#aaa\"><title>{t}</title></rect>\
+         <text x=\"{cx:.1}\" y=\"{cy:.1}\" font-size=\"11\" fill=\"#444\" \
+         transform=\"rotate(-90 {cx:.1} {cy:.1})\">{t}</text>",
+        t = esc(why)
+    );
+}
+
 /// On the bar at `x` (`w` wide) of series `name`: a min–max whisker of `values` at its centre
 /// and one dot per value, spread left to right in the order measured; `y_of` places a value.
 /// Returns the whisker's top.
@@ -222,6 +285,7 @@ fn repetition_marks(
     x: f64,
     w: f64,
     y_of: impl Fn(f64) -> f64,
+    fmt_num: &dyn Fn(f64) -> String,
 ) -> f64 {
     let (lo, hi) = values
         .iter()
@@ -292,7 +356,22 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line], markers: &[(f64, S
         .fold(1.0f64, f64::max);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
-    let px = |x: f64| LEFT + plot_w * x / x_max;
+    // Whole seconds on a 1-2-5 step, so the time axis reads as time.
+    let (x_top, x_step) = nice_axis(x_max);
+    let px = |x: f64| LEFT + plot_w * x / x_top;
+    for i in 0..=((x_top / x_step).round() as usize) {
+        let t = i as f64 * x_step;
+        let _ = writeln!(
+            out,
+            "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"#333\"/>\
+             <text x=\"{0:.1}\" y=\"{3:.1}\" font-size=\"11\" text-anchor=\"middle\">{4} s</text>",
+            px(t),
+            HEIGHT - BOTTOM,
+            HEIGHT - BOTTOM + 5.0,
+            HEIGHT - BOTTOM + 17.0,
+            super::plot::axis_format(&[x_step])(t)
+        );
+    }
     let py = |y: f64| {
         let f = (y.max(10f64.powi(lo_exp)).log10() - f64::from(lo_exp)) / span;
         TOP + plot_h * (1.0 - f)

@@ -80,7 +80,10 @@ fn p99_bars_of_a_repeated_run_carry_each_repetition_and_the_min_max() {
     let line = whisker[0].split("<line ").nth(1).unwrap();
     assert!((attr(line, "y1") - height_of(30.1)).abs() < 0.15, "{line}");
     assert!((attr(line, "y2") - height_of(33.9)).abs() < 0.15, "{line}");
-    assert_eq!(titled(svg, "circle", "pool-x2, repetition 2: 28").len(), 1);
+    assert_eq!(
+        titled(svg, "circle", "pool-x2, repetition 2: 28.0").len(),
+        1
+    );
     // No bar for a p99 its samples cannot support, so nothing on it either.
     assert!(
         !svg.contains("single-x1,") && !svg.contains("single-x1:"),
@@ -95,14 +98,14 @@ fn throughput_bars_of_a_repeated_run_carry_each_repetition() {
     let charts = charts(&status, &[]);
     let svg = &charts
         .iter()
-        .find(|(n, _)| n == "throughput.svg")
+        .find(|(n, _)| n == "throughput-mixed.svg")
         .unwrap()
         .1;
     for (cell, values) in [
         ("single-x1", ["2.60", "2.40", "2.50"]),
-        // Whole numbers print without decimals, as the bars' own labels.
-        ("pool-x1", ["80.2", "79.5", "81"]),
-        ("pool-x2", ["76.6", "75", "77.1"]),
+        // One number format per chart: the smallest value's (2.40) for all.
+        ("pool-x1", ["80.20", "79.50", "81.00"]),
+        ("pool-x2", ["76.60", "75.00", "77.10"]),
     ] {
         for (k, v) in values.iter().enumerate() {
             let title = format!("{cell}, repetition {}: {v}", k + 1);
@@ -196,4 +199,89 @@ fn the_latency_over_time_chart_says_which_repetition_it_shows() {
         once.contains(">p99 latency of fast, second by second</text>"),
         "{once}"
     );
+}
+
+/// A saved status from operator/tests/fixtures.
+fn saved(path: &str) -> crate::resource::BenchmarkRunStatus {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(path),
+    )
+    .unwrap();
+    crate::frontends::report::parse_status(&text).unwrap()
+}
+
+#[test]
+fn a_capacity_run_draws_its_answer_never_p99_bars_across_cells() {
+    let status = saved("report/capacity-rounds.yaml");
+    let charts = charts(&status, &[]);
+    let names: Vec<&str> = charts.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "capacity.svg",
+            "capacity-queue-10ms.svg",
+            "capacity-latency-bound.svg"
+        ]
+    );
+    let (_, stick) = &charts[1];
+    let cap = status.cells[0].capacity.as_ref().unwrap();
+    // Each probe twice (SLO figure above, achieved below): held filled, failed hollow.
+    let held = cap
+        .probes
+        .iter()
+        .filter(|p| p.verdict == crate::resource::capacity::ProbeVerdict::Held)
+        .count();
+    // Every probe in both panels, plus the legend's two circles.
+    assert_eq!(
+        stick.matches("<circle").count(),
+        2 * cap.probes.len() + 2,
+        "{stick}"
+    );
+    // Failed probes hollow in both panels, plus the legend's hollow one.
+    let hollow = stick.matches("fill=\"white\" stroke=\"#").count();
+    assert_eq!(hollow, 2 * (cap.probes.len() - held) + 1, "{stick}");
+    assert!(stick.contains("SLO: below 60 ms") && stick.contains("held (median) 95 rps"));
+    assert!(stick.contains("round 2") && stick.contains("failed 100 rps"));
+    // Found: no note on why the search stopped.
+    assert!(!stick.contains("no capacity"));
+}
+
+#[test]
+fn a_search_the_load_generator_stopped_says_so_and_a_failed_search_gets_a_row() {
+    let status = saved("report/capacity-loadgen.yaml");
+    let charts = charts(&status, &[]);
+    let stick = &charts
+        .iter()
+        .find(|(n, _)| n == "capacity-fast____wide_.svg")
+        .unwrap()
+        .1;
+    assert!(stick.contains("stopped by the load generator"), "{stick}");
+    assert!(stick.contains("fast &amp; &lt;wide&gt;"));
+    let per_run = &charts.iter().find(|(n, _)| n == "capacity.svg").unwrap().1;
+    assert!(
+        per_run.contains("no capacity: failed even at the start rate"),
+        "{per_run}"
+    );
+}
+
+#[test]
+fn the_sizing_map_places_each_configuration_and_marks_the_chosen_one() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/e2e/sized-status.yaml"),
+    )
+    .unwrap();
+    let status = crate::frontends::report::parse_status(&text).unwrap();
+    let (name, map) = super::super::sizing_map::chart(&status).unwrap();
+    assert_eq!(name, "sizing-map.svg");
+    // 8 configurations, one square each; the chosen one alone has the thick border.
+    assert_eq!(map.matches("stroke=\"#000\" stroke-width=\"3\"").count(), 1);
+    assert_eq!(
+        titled(&map, "rect", "pool-x1-cpu1: chosen").len(),
+        1,
+        "{map}"
+    );
+    assert!(map.contains(">42 / 24 rps<") && map.contains(">≤ 13.2 rps<"));
+    assert!(map.contains(">single<") && map.contains(">pool<"));
 }
