@@ -20,6 +20,7 @@ crd:
 
 # Regenerate the book's spec reference from the CRD (tests/tests/drift.rs fails until you do).
 docs:
+	cargo run -q -p benchmatrix --example exit-codes
 	cargo run -q -p benchmatrix --example spec-reference > docs/book/src/reference/spec.md
 
 # Regenerate the chart's values table from values.yaml's comments (tests/tests/chart_docs.rs).

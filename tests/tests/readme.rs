@@ -196,3 +196,28 @@ fn every_repository_path_the_readme_names_exists() {
     }
     assert!(named >= 10, "the README names {named} repository paths");
 }
+
+/// The README's exit-code table and the book's page are the one table of
+/// `engine/verdict/exit.rs`, as `make docs` writes them.
+#[test]
+fn the_exit_code_tables_are_the_ones_the_code_gives() {
+    use benchmatrix::engine::verdict::exit;
+    let readme = readme();
+    let block = readme
+        .split_once("<!-- exit-codes:begin -->\n")
+        .and_then(|(_, rest)| rest.split_once("<!-- exit-codes:end -->"))
+        .map(|(block, _)| block)
+        .expect("README.md has the exit-codes markers");
+    assert_eq!(
+        block,
+        exit::markdown_table(),
+        "README.md's exit codes have drifted from exit::TABLE; regenerate with: make docs"
+    );
+    let page = std::fs::read_to_string(repo_root().join("docs/book/src/reference/exit-codes.md"))
+        .unwrap_or_default();
+    assert_eq!(
+        page,
+        exit::book_page(),
+        "docs/book/src/reference/exit-codes.md has drifted; regenerate with: make docs"
+    );
+}

@@ -75,3 +75,19 @@ pub fn markdown_table() -> String {
     }
     out
 }
+
+/// The book's page of exit codes (docs/book/src/reference/exit-codes.md): [`markdown_table`]
+/// with what decides a run's code.
+pub fn book_page() -> String {
+    format!(
+        "# Exit codes\n\n<!-- Generated from operator/src/engine/verdict/exit.rs by `make docs`; \
+         tests/tests/readme.rs fails when it drifts. -->\n\nEvery command takes its exit code \
+         from this one table, so a CI job reads a number the same way whichever command it ran. \
+         A finished run's code is its verdict, decided from its status alone \
+         (`engine/verdict/outcome.rs`): `run`, `size`, `report` and the kubectl plugin give the \
+         same code for the same status. A run that measured every cell but left its question \
+         open (a capacity search that found no capacity, a sizing that chose nothing) exits 1, \
+         and its `Complete` condition's reason is `NoAnswer`.\n\n{}",
+        markdown_table()
+    )
+}
