@@ -41,7 +41,7 @@ impl FieldError {
     }
 
     /// The same error placed at its path in `text` when it has no place yet (an error found
-    /// after the document was read knows its path only). See [`locate`].
+    /// after the document was read knows its path only). See [`locate()`].
     pub fn placed_in(mut self, text: &str) -> Self {
         if self.line.is_none()
             && let Some((line, column)) = locate(text, &self.path)
@@ -87,7 +87,7 @@ pub fn parse_strict<T: DeserializeOwned>(text: &str) -> Result<T, Vec<FieldError
 /// running `check` on a value whose shape is right so that its problems come back together with
 /// the unknown fields (every problem at once, not one per attempt).
 ///
-/// Every error is placed at its line and column where the text has its path ([`locate`]).
+/// Every error is placed at its line and column where the text has its path ([`locate()`]).
 /// The errors, in this order:
 /// - an empty text: "the file is empty", alone; more than one document: how many, and the
 ///   line of the second, alone;

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::engine::results::noise::{self, Difference, Direction, Method};
-use crate::frontends::report::{ABSENT, svg, write_atomically};
+use crate::frontends::report::{ABSENT, forest, svg, write_atomically};
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, CellStatus};
 
 /// Without repetitions on either side, a relative change must exceed this to count: a single
@@ -711,7 +711,7 @@ fn write_files(
         "# Comparison\n\n- base: `{}`\n- new: `{}`\n\n{table}\n",
         base.label, new.label
     );
-    let forest = crate::frontends::report::forest::compare_chart(rows, max_regression);
+    let forest = forest_chart(rows, max_regression);
     for (name, svg) in std::iter::once(forest).chain(charts(rows)) {
         write_atomically(&dir.join(&name), svg.as_bytes())?;
         md.push_str(&format!("![{name}]({name})\n\n"));
@@ -720,6 +720,48 @@ fn write_files(
 }
 
 pub mod within;
+
+/// The forest plot of `compare`'s rows: every figure measured on both sides. `compare` keeps
+/// no interval of the ratio (a single run has none; repeated runs are judged by a rank test),
+/// so its rows are points, and the tooltip says how each was judged.
+fn forest_chart(rows: &[Row], max_regression: f64) -> (String, String) {
+    let forest: Vec<forest::ForestRow> = rows
+        .iter()
+        .filter_map(|r| {
+            let (b, n) = (r.base_value?, r.new_value?);
+            let figure = r.figure?;
+            (b > 0.0 && n > 0.0).then(|| forest::ForestRow {
+                label: if r.phase.is_empty() || r.phase == "(all)" {
+                    format!("{} · {}", r.cell, figure.label())
+                } else {
+                    format!("{} · {}/{} {}", r.cell, r.phase, r.endpoint, figure.label())
+                },
+                ratio: n / b,
+                interval: None,
+                lower_is_better: figure != Figure::Rps,
+                verdict: if fails(r, max_regression) {
+                    forest::Verdict::Worse
+                } else {
+                    match r.mark {
+                        Mark::Regression => forest::Verdict::Worse,
+                        Mark::Improvement => forest::Verdict::Better,
+                        _ => forest::Verdict::Neither,
+                    }
+                },
+                words: r.evidence.clone(),
+            })
+        })
+        .collect();
+    let title = "New run against the base: ratio per figure";
+    (
+        "forest.svg".into(),
+        forest::forest_plot(
+            title,
+            &forest,
+            Some(forest::Gate::of_compare(max_regression)),
+        ),
+    )
+}
 
 #[cfg(test)]
 mod tests;

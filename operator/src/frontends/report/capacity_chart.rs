@@ -4,7 +4,7 @@
 //! for capacity runs: each cell's p99 there is measured at its own held rate, so comparing
 //! them across cells says nothing.
 
-use super::hockey::clip;
+use super::plot::clip;
 use super::plot::{self, BAD, Doc, GOOD, Scale};
 use crate::engine::capacity::probe::rate_text;
 use crate::resource::BenchmarkRunStatus;

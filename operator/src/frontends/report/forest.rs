@@ -4,11 +4,10 @@
 //! `--max-regression`, each row in its verdict's colour. Used by `compare`, for the variants of
 //! a run, and written alone as the picture a pull request's comment links.
 
-use super::hockey::clip;
+use super::plot::clip;
 use super::plot::{BAD, Doc, GOOD, NEUTRAL, Scale};
 use crate::engine::results::variants::lower_is_better;
 use crate::engine::verdict::gate;
-use crate::frontends::compare;
 use crate::resource::BenchmarkRunStatus;
 use crate::resource::status::ChangeVerdict;
 
@@ -122,44 +121,6 @@ pub fn variants_chart(
         "forest.svg".into(),
         forest_plot(title, &rows, max_regression.map(Gate::of_variants)),
     ))
-}
-
-/// The forest plot of `compare`'s rows: every figure measured on both sides. `compare` keeps
-/// no interval of the ratio (a single run has none; repeated runs are judged by a rank test),
-/// so its rows are points, and the tooltip says how each was judged.
-pub fn compare_chart(rows: &[compare::Row], max_regression: f64) -> (String, String) {
-    let forest: Vec<ForestRow> = rows
-        .iter()
-        .filter_map(|r| {
-            let (b, n) = (r.base_value?, r.new_value?);
-            let figure = r.figure?;
-            (b > 0.0 && n > 0.0).then(|| ForestRow {
-                label: if r.phase.is_empty() || r.phase == "(all)" {
-                    format!("{} · {}", r.cell, figure.label())
-                } else {
-                    format!("{} · {}/{} {}", r.cell, r.phase, r.endpoint, figure.label())
-                },
-                ratio: n / b,
-                interval: None,
-                lower_is_better: figure != compare::Figure::Rps,
-                verdict: if compare::fails(r, max_regression) {
-                    Verdict::Worse
-                } else {
-                    match r.mark {
-                        compare::Mark::Regression => Verdict::Worse,
-                        compare::Mark::Improvement => Verdict::Better,
-                        _ => Verdict::Neither,
-                    }
-                },
-                words: r.evidence.clone(),
-            })
-        })
-        .collect();
-    let title = "New run against the base: ratio per figure";
-    (
-        "forest.svg".into(),
-        forest_plot(title, &forest, Some(Gate::of_compare(max_regression))),
-    )
 }
 
 /// A tick's change: "+5%", "−33%", "0%".

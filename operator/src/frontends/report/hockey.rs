@@ -149,22 +149,7 @@ pub fn hockey_stick(cell: &str, cap: &CapacityStatus) -> String {
         &format!("{endpoint} {figure}{unit}{scale_word}"),
     );
     plot::x_ticks(&mut doc, &x, &xt, TOP_Y, "");
-    let ly = y.px(limit);
-    doc.line(
-        (LEFT, ly),
-        (W - RIGHT, ly),
-        &format!("stroke=\"{BAD}\" stroke-dasharray=\"6 4\""),
-    );
-    doc.text(
-        W - RIGHT - 4.0,
-        ly - 5.0,
-        &format!("text-anchor=\"end\" fill=\"{BAD}\""),
-        &format!(
-            "SLO: below {}{}",
-            plot_number(limit),
-            unit.trim_start().replace(['(', ')'], " ").trim_end()
-        ),
-    );
+    slo_line(&mut doc, &y, limit, unit);
     rate_marks(&mut doc, &x, cap);
     let mut placed = Vec::new();
     for (p, v) in probes.iter().zip(&values) {
@@ -183,24 +168,49 @@ pub fn hockey_stick(cell: &str, cap: &CapacityStatus) -> String {
     achieved_panel(&mut doc, &x, &xt, &probes);
     legend(&mut doc, cap);
     if let Some(note) = ending_note(cap) {
-        // Two lines at most, each within the chart's width.
-        let wrapped = super::wrap(&note, 100);
-        let lines: Vec<&str> = wrapped.lines().collect();
-        for (i, line) in lines.iter().take(2).enumerate() {
-            let more = if i == 1 && lines.len() > 2 {
-                " …"
-            } else {
-                ""
-            };
-            doc.text(
-                20.0,
-                H - 24.0 + i as f64 * 15.0,
-                &format!("fill=\"{BAD}\" font-weight=\"bold\" font-size=\"11\""),
-                &format!("{line}{more}"),
-            );
-        }
+        ending_text(&mut doc, &note);
     }
     doc.finish()
+}
+
+/// The SLO's limit as a dashed line across the upper panel, labelled.
+fn slo_line(doc: &mut Doc, y: &Scale, limit: f64, unit: &str) {
+    let ly = y.px(limit);
+    doc.line(
+        (LEFT, ly),
+        (W - RIGHT, ly),
+        &format!("stroke=\"{BAD}\" stroke-dasharray=\"6 4\""),
+    );
+    doc.text(
+        W - RIGHT - 4.0,
+        ly - 5.0,
+        &format!("text-anchor=\"end\" fill=\"{BAD}\""),
+        &format!(
+            "SLO: below {}{}",
+            plot_number(limit),
+            unit.trim_start().replace(['(', ')'], " ").trim_end()
+        ),
+    );
+}
+
+/// Why the search gave no answer, under the lower panel: two lines at most, each within the
+/// chart's width.
+fn ending_text(doc: &mut Doc, note: &str) {
+    let wrapped = super::wrap(note, 100);
+    let lines: Vec<&str> = wrapped.lines().collect();
+    for (i, line) in lines.iter().take(2).enumerate() {
+        let more = if i == 1 && lines.len() > 2 {
+            " …"
+        } else {
+            ""
+        };
+        doc.text(
+            20.0,
+            H - 24.0 + i as f64 * 15.0,
+            &format!("fill=\"{BAD}\" font-weight=\"bold\" font-size=\"11\""),
+            &format!("{line}{more}"),
+        );
+    }
 }
 
 /// The held and failed rates as vertical lines through both panels.
@@ -320,14 +330,5 @@ pub fn plot_number(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.3}")
-    }
-}
-
-/// `text` cut to `n` characters with an ellipsis.
-pub fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
-        text.to_owned()
-    } else {
-        text.chars().take(n - 1).chain(['…']).collect()
     }
 }

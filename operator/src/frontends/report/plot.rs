@@ -6,8 +6,6 @@
 
 use std::fmt::Write;
 
-use super::svg::esc;
-
 /// Okabe-Ito colours (colour-blind friendly), in the order series take them.
 pub const PALETTE: [&str; 7] = [
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000",
@@ -139,7 +137,7 @@ impl Scale {
 
     /// A linear axis from 0 to a nice value above `max`, and its ticks.
     pub fn linear_from_zero(max: f64, px_lo: f64, px_hi: f64) -> (Scale, Vec<f64>) {
-        let (top, step) = super::svg::nice_axis(max);
+        let (top, step) = nice_axis(max);
         let ticks = (0..=((top / step).round() as usize))
             .map(|i| i as f64 * step)
             .collect();
@@ -261,6 +259,38 @@ pub fn note_chart(title: &str, note: &str) -> String {
     );
     doc.text(380.0, 76.0, "text-anchor=\"middle\" font-size=\"13\"", note);
     doc.finish()
+}
+
+/// Escapes text for XML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A "nice" axis maximum and step for values up to `max` (1, 2 or 5 times a power of ten).
+pub fn nice_axis(max: f64) -> (f64, f64) {
+    if max <= 0.0 || !max.is_finite() {
+        return (1.0, 0.25);
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+/// `text` cut to `n` characters with an ellipsis.
+pub fn clip(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        text.to_owned()
+    } else {
+        text.chars().take(n - 1).chain(['…']).collect()
+    }
 }
 
 #[cfg(test)]

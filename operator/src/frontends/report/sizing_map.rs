@@ -5,7 +5,8 @@
 //! predictions against what was measured, so a reader sees how far the model that pruned can
 //! be trusted.
 
-use super::hockey::{clip, plot_number};
+use super::hockey::plot_number;
+use super::plot::clip;
 use super::plot::{self, BAD, Doc, GOOD, Scale};
 use crate::engine::capacity::probe::rate_text;
 use crate::resource::BenchmarkRunStatus;

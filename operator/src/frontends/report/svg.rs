@@ -4,6 +4,10 @@
 
 use std::fmt::Write;
 
+// Escaping and axis steps are the drawing primitives of every chart (plot.rs); re-exported so the
+// bar and line charts here and their callers name them where they always have.
+pub use super::plot::{esc, nice_axis};
+
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 360.0;
 const LEFT: f64 = 70.0;
@@ -44,29 +48,6 @@ pub struct Line {
     pub label: String,
     /// Points (x, y).
     pub points: Vec<(f64, f64)>,
-}
-
-/// Escapes text for XML.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A "nice" axis maximum and step for values up to `max` (1, 2 or 5 times a power of ten).
-pub fn nice_axis(max: f64) -> (f64, f64) {
-    if max <= 0.0 || !max.is_finite() {
-        return (1.0, 0.25);
-    }
-    let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    ((max / step).ceil() * step, step)
 }
 
 /// The one number format of the values on a chart: enough decimals for the smallest of them
@@ -125,7 +106,7 @@ fn legend(out: &mut String, series: &[String]) {
             y,
             esc(s),
             // The legend column is 150 px: a longer name is cut, whole in its tooltip.
-            esc(&super::hockey::clip(s, 22))
+            esc(&super::plot::clip(s, 22))
         );
     }
 }
@@ -325,6 +306,24 @@ fn repetition_marks(
     y_hi
 }
 
+/// The time axis's ticks, every `step` seconds up to `top`, labelled in seconds.
+fn time_ticks(out: &mut String, top: f64, step: f64, px: impl Fn(f64) -> f64) {
+    let format = super::plot::axis_format(&[step]);
+    for i in 0..=((top / step).round() as usize) {
+        let t = i as f64 * step;
+        let _ = writeln!(
+            out,
+            "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"#333\"/>\
+             <text x=\"{0:.1}\" y=\"{3:.1}\" font-size=\"11\" text-anchor=\"middle\">{4} s</text>",
+            px(t),
+            HEIGHT - BOTTOM,
+            HEIGHT - BOTTOM + 5.0,
+            HEIGHT - BOTTOM + 17.0,
+            format(t)
+        );
+    }
+}
+
 /// Line chart with a logarithmic y axis (latencies span orders of magnitude between
 /// configurations), x in seconds; `markers` are labelled vertical lines (phase boundaries).
 pub fn line_chart(title: &str, y_label: &str, lines: &[Line], markers: &[(f64, String)]) -> String {
@@ -359,19 +358,7 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line], markers: &[(f64, S
     // Whole seconds on a 1-2-5 step, so the time axis reads as time.
     let (x_top, x_step) = nice_axis(x_max);
     let px = |x: f64| LEFT + plot_w * x / x_top;
-    for i in 0..=((x_top / x_step).round() as usize) {
-        let t = i as f64 * x_step;
-        let _ = writeln!(
-            out,
-            "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"#333\"/>\
-             <text x=\"{0:.1}\" y=\"{3:.1}\" font-size=\"11\" text-anchor=\"middle\">{4} s</text>",
-            px(t),
-            HEIGHT - BOTTOM,
-            HEIGHT - BOTTOM + 5.0,
-            HEIGHT - BOTTOM + 17.0,
-            super::plot::axis_format(&[x_step])(t)
-        );
-    }
+    time_ticks(&mut out, x_top, x_step, px);
     let py = |y: f64| {
         let f = (y.max(10f64.powi(lo_exp)).log10() - f64::from(lo_exp)) / span;
         TOP + plot_h * (1.0 - f)
