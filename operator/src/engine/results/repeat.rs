@@ -149,12 +149,23 @@ fn merge_stream(
     // they are enough for it: their histograms merge exactly (spread.mergedLatencyMs), and how
     // far each repetition's own figure moved, small samples included, is the spread, which
     // decides whether cells differ at all.
-    let samples: u64 = results.iter().map(|r| r.samples).sum();
+    // Saturating: a status may hold any count its schema admits, and a report of it must not
+    // overflow.
+    let samples: u64 = results
+        .iter()
+        .map(|r| r.samples)
+        .fold(0, u64::saturating_add);
     CellResult {
         phase: phase.to_owned(),
         endpoint: endpoint.to_owned(),
-        requests: results.iter().map(|r| r.requests).sum(),
-        errors: results.iter().map(|r| r.errors).sum(),
+        requests: results
+            .iter()
+            .map(|r| r.requests)
+            .fold(0, u64::saturating_add),
+        errors: results
+            .iter()
+            .map(|r| r.errors)
+            .fold(0, u64::saturating_add),
         samples,
         rps: median("rps"),
         latency_ms: latency_ms.filter(|_| samples > 0),
@@ -211,4 +222,36 @@ pub fn add_target(so_far: Option<TargetStats>, latest: Option<TargetStats>) -> O
         .max(latest.working_set_peak_bytes);
     latest.note = latest.note.or(prev.note);
     Some(latest)
+}
+
+#[cfg(test)]
+mod counts_tests {
+    use super::*;
+    use crate::resource::CellPhase;
+
+    /// A status may hold any count its schema admits (an older or another writer's, or one
+    /// built to the size model's limit): the totals over repetitions saturate, and a report of
+    /// it never panics on an overflow.
+    #[test]
+    fn totals_over_repetitions_saturate_instead_of_overflowing() {
+        let huge = |repetition| RepetitionStatus {
+            repetition,
+            phase: CellPhase::Succeeded,
+            results: vec![CellResult {
+                phase: "p".into(),
+                endpoint: "e".into(),
+                requests: u64::MAX,
+                errors: u64::MAX,
+                samples: u64::MAX,
+                ..CellResult::default()
+            }],
+            ..RepetitionStatus::default()
+        };
+        let merged = merge(&[huge(1), huge(2)], &BTreeMap::new());
+        assert_eq!(merged.len(), 1);
+        assert_eq!(
+            (merged[0].requests, merged[0].errors, merged[0].samples),
+            (u64::MAX, u64::MAX, u64::MAX)
+        );
+    }
 }

@@ -28,7 +28,7 @@ impl Verdict {
     pub fn class(&self) -> &'static str {
         match self.word {
             "passed" => "pass",
-            "no answer" => "none",
+            "no answer" | "interrupted" => "none",
             _ => "fail",
         }
     }
@@ -65,9 +65,9 @@ pub fn verdict(status: &BenchmarkRunStatus, max_regression: Option<f64>) -> Verd
             message(conditions::THRESHOLDS_MET).unwrap_or("a threshold failed".into()),
         ),
         Outcome::Regressed => ("regressed", regressed_why(status, max_regression)),
-        Outcome::Interrupted => ("no answer", "the run was interrupted".into()),
+        Outcome::Interrupted => ("interrupted", "the run was interrupted".into()),
         Outcome::Refused => (
-            "no answer",
+            "refused",
             message(conditions::SPEC_VALID).unwrap_or("the spec was refused".into()),
         ),
     };

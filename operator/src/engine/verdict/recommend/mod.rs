@@ -132,7 +132,10 @@ pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<CpuPer1000> {
         .filter_map(|r| {
             per_1000(
                 r.cpu_seconds_used?,
-                r.results.iter().map(|x| x.requests).sum(),
+                r.results
+                    .iter()
+                    .map(|x| x.requests)
+                    .fold(0, u64::saturating_add),
             )
         })
         .collect();
@@ -143,7 +146,13 @@ pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<CpuPer1000> {
         });
     }
     let cpu = cell.target.as_ref()?.cpu_seconds_used?;
-    let median = per_1000(cpu, cell.results.iter().map(|r| r.requests).sum())?;
+    let median = per_1000(
+        cpu,
+        cell.results
+            .iter()
+            .map(|r| r.requests)
+            .fold(0, u64::saturating_add),
+    )?;
     Some(CpuPer1000 {
         median,
         per_repetition: Vec::new(),
