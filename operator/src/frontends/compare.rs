@@ -379,11 +379,7 @@ fn stream_side(r: &CellResult, figure: Figure) -> Option<Side> {
 /// when the mixes match.
 fn mix_changed(base: &CellStatus, new: &CellStatus, min_change: f64) -> Option<String> {
     let shares = |c: &CellStatus| -> Vec<(String, f64)> {
-        let total: u64 = c
-            .results
-            .iter()
-            .map(|r| r.requests)
-            .fold(0, u64::saturating_add);
+        let total = crate::engine::results::repeat::total(&c.results, |r| r.requests);
         c.results
             .iter()
             .map(|r| {

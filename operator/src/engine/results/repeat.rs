@@ -149,23 +149,12 @@ fn merge_stream(
     // they are enough for it: their histograms merge exactly (spread.mergedLatencyMs), and how
     // far each repetition's own figure moved, small samples included, is the spread, which
     // decides whether cells differ at all.
-    // Saturating: a status may hold any count its schema admits, and a report of it must not
-    // overflow.
-    let samples: u64 = results
-        .iter()
-        .map(|r| r.samples)
-        .fold(0, u64::saturating_add);
+    let samples = total(results.iter().copied(), |r| r.samples);
     CellResult {
         phase: phase.to_owned(),
         endpoint: endpoint.to_owned(),
-        requests: results
-            .iter()
-            .map(|r| r.requests)
-            .fold(0, u64::saturating_add),
-        errors: results
-            .iter()
-            .map(|r| r.errors)
-            .fold(0, u64::saturating_add),
+        requests: total(results.iter().copied(), |r| r.requests),
+        errors: total(results.iter().copied(), |r| r.errors),
         samples,
         rps: median("rps"),
         latency_ms: latency_ms.filter(|_| samples > 0),
@@ -176,6 +165,15 @@ fn merge_stream(
             figures,
         }),
     }
+}
+
+/// The total of one count over `results`, saturating: a status may hold any count its schema
+/// admits, and a report of it must never overflow.
+pub fn total<'a>(
+    results: impl IntoIterator<Item = &'a CellResult>,
+    count: impl Fn(&CellResult) -> u64,
+) -> u64 {
+    results.into_iter().map(count).fold(0, u64::saturating_add)
 }
 
 /// The target's figures after one more repetition: CPU seconds and throttling add up over the

@@ -27,6 +27,7 @@ mod tests;
 use std::cmp::Ordering;
 
 use crate::engine::results::noise;
+use crate::engine::results::repeat::total;
 use crate::resource::bound::{SENTENCE_MAX, json_len};
 use crate::resource::{CellPhase, CellStatus, Metric, RepetitionStatus, ThresholdResult, Verdict};
 
@@ -129,15 +130,7 @@ impl CpuPer1000 {
 pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<CpuPer1000> {
     let per_1000 = |cpu: f64, requests: u64| (requests > 0).then(|| cpu / requests as f64 * 1000.0);
     let per_repetition: Vec<f64> = RepetitionStatus::measured(&cell.repetitions)
-        .filter_map(|r| {
-            per_1000(
-                r.cpu_seconds_used?,
-                r.results
-                    .iter()
-                    .map(|x| x.requests)
-                    .fold(0, u64::saturating_add),
-            )
-        })
+        .filter_map(|r| per_1000(r.cpu_seconds_used?, total(&r.results, |x| x.requests)))
         .collect();
     if !per_repetition.is_empty() {
         return Some(CpuPer1000 {
@@ -146,13 +139,7 @@ pub fn cpu_per_1000_requests(cell: &CellStatus) -> Option<CpuPer1000> {
         });
     }
     let cpu = cell.target.as_ref()?.cpu_seconds_used?;
-    let median = per_1000(
-        cpu,
-        cell.results
-            .iter()
-            .map(|r| r.requests)
-            .fold(0, u64::saturating_add),
-    )?;
+    let median = per_1000(cpu, total(&cell.results, |r| r.requests))?;
     Some(CpuPer1000 {
         median,
         per_repetition: Vec::new(),
