@@ -222,7 +222,8 @@ pub fn clip_status(status: &mut BenchmarkRunStatus) {
 
 /// Clips every text of one cell of a status to its limit above: its reason and message, how
 /// its limits were enforced, what its target reported, its neighbours, repetitions, precision
-/// and capacity search. Apart from [`clip_status`] to keep that function short.
+/// and capacity search. A cell is the unit a status repeats, so its clipping is one step
+/// [`clip_status`] takes per cell.
 fn clip_cell(cell: &mut CellStatus) {
     clip_opt(&mut cell.reason, WORD_MAX);
     clip_opt(&mut cell.message, SENTENCE_MAX);

@@ -75,7 +75,7 @@ pub fn decide(
 
 /// Each of `cells` (the space of `spec`, in matrix order) as a point of the model: its family
 /// (the matrix lists each family's replicas x cpu configurations together), replicas and CPU
-/// cores. Apart from [`Walk::new`] to keep that function short.
+/// cores: the model's view of the space, which [`Walk::new`] fits once.
 fn points_of(spec: &SizingSpec, cells: &[Cell]) -> Vec<Point> {
     let per_family = (spec.search.replicas.len() * spec.search.cpu.len()).max(1);
     cells
@@ -90,8 +90,8 @@ fn points_of(spec: &SizingSpec, cells: &[Cell]) -> Vec<Point> {
 }
 
 /// The starting state of each of `cells`, before the walk: unmeasured, with its reserved CPU
-/// (`costs`) and the rates its search held and failed at (`known`), when any. Apart from
-/// [`Walk::new`] to keep that function short.
+/// (`costs`) and the rates its search held and failed at (`known`), when any: what the status
+/// says before the walk decides anything.
 fn unmeasured_states(cells: &[Cell], costs: &[f64], known: &[Known]) -> Vec<SizedConfiguration> {
     cells
         .iter()
@@ -242,8 +242,8 @@ impl<'a> Walk<'a> {
     }
 
     /// Before the walk: each configuration's predicted capacity, and the state its cell's
-    /// measurement so far says (measuring, failed, or measured). Apart from [`Walk::run`] to
-    /// keep that function short.
+    /// measurement so far says (measuring, failed, or measured): what is known, written before
+    /// [`Walk::run`] decides what to measure next from it.
     fn mark_known(&mut self) {
         for i in 0..self.cells.len() {
             self.states[i].predicted = self.fit.predict(&self.points[i]).map(round2);
@@ -294,7 +294,8 @@ impl<'a> Walk<'a> {
 
     /// Once the walk's `outcome` is known: when it is final, every configuration still
     /// unmeasured is marked not needed (with why), and each pruned or ruled-out one shows
-    /// the bound that excluded it. Apart from [`Walk::run`] to keep that function short.
+    /// the bound that excluded it: the walk's conclusion written back, after [`Walk::run`] has
+    /// reached it.
     fn settle_states(&mut self, outcome: SizingOutcome) {
         let final_ = outcome.is_final();
         for i in 0..self.cells.len() {

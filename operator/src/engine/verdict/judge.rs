@@ -292,7 +292,8 @@ type AgainstCell = (f64, bool, String, bool);
 /// `phase`/`endpoint`, against `factor` times the reference cell's own (at most that when
 /// `at_most`, else at least). The limit, whether it passed, the message, and whether the
 /// reference's figure was unstable; or why it cannot be judged (with the figure measured).
-/// Apart from [`judge`] to keep that function short.
+/// A limit relative to another cell is a question of its own: [`judge`] asks it of each such
+/// threshold, as it asks a fixed limit's.
 fn judge_against_cell(
     measured: f64,
     cells: &[CellStatus],
@@ -408,7 +409,8 @@ fn judge_paired(
 
 /// The figure `metric` of stream `phase`/`endpoint` in each round both `reference` (the
 /// base) and `cell` (the candidate) measured it: (the base's, the candidate's), round by
-/// round in the candidate's order. Apart from [`judge_paired`] to keep that function short.
+/// round in the candidate's order. Pairing the rounds is what makes the comparison paired, so it
+/// is its own step, before [`judge_paired`] judges the pairs.
 fn paired_rounds(
     cell: &CellStatus,
     reference: &CellStatus,
