@@ -16,17 +16,11 @@
 //! .github/workflows/bench.yml (scripts/check-delivery.sh runs both).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use serde_yaml::Value;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))

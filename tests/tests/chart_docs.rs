@@ -1,15 +1,9 @@
 //! The chart's README (charts/benchmatrix/README.md) is generated from values.yaml's comments by
 //! scripts/chart-docs.py, so its values table cannot drift from the values the chart reads.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 #[test]
 fn the_charts_readme_is_the_generated_one() {

@@ -9,18 +9,13 @@
 //!   and optionally string `range` and `extra`; names unique within a file, as the tracker keys
 //!   a figure's history on its name.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use benchmatrix::frontends::report::{benchmark_json, junit, parse_status};
 use benchmatrix::resource::{BenchmarkRunStatus, CellPhase, RunPhase};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 fn fixture(path: &str) -> BenchmarkRunStatus {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();

@@ -4,8 +4,6 @@
 //! this test fails when manifests/crd.yaml or the chart's crds/ file has drifted, saying how to
 //! regenerate them. It also checks that the YAML is a valid apiextensions.k8s.io/v1 CRD.
 
-use std::path::{Path, PathBuf};
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
@@ -18,12 +16,7 @@ const FILES: [&str; 2] = [
 const REGENERATE: &str = "regenerate with:\n  cargo run -p benchmatrix -- crd > manifests/crd.yaml\n  \
      cp manifests/crd.yaml charts/benchmatrix/crds/benchmatrix.dev_benchmarkruns.yaml";
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 #[test]
 fn checked_in_crd_files_match_the_generated_crd() {

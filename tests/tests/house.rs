@@ -2,15 +2,10 @@
 //! checkout with each kind of break (a circle, a back-arrow, an arrow between the executors, a
 //! function over 80 lines) fails naming it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 fn house(root: Option<&Path>) -> Output {
     let mut cmd = Command::new("python3");

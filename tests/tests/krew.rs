@@ -10,12 +10,7 @@ use std::process::{Command, Output};
 
 use serde_yaml::Value;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 /// A release archive holding `files` (name, content) at its top.
 fn archive(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {

@@ -155,12 +155,7 @@ fn timing_node_express_local_matrix_shows_what_the_seeds_found() {
 }
 
 /// The workspace root (this crate lives in `tests/`).
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 /// The example's runtime dependencies, as `npm ci` installs them from its lock file.
 const NODE_DEPS: [&str; 2] = ["express", "piscina"];

@@ -4,15 +4,9 @@
 //! tests/e2e/kind.sh with README_BLOCK=1); here, without one, the block must extract, parse with
 //! `bash -n`, and name only files that exist.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 fn readme() -> String {
     std::fs::read_to_string(repo_root().join("README.md")).expect("README.md")

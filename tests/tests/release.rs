@@ -7,7 +7,6 @@
 //! stand-in archives).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_yaml::Value;
@@ -16,12 +15,7 @@ const VERSION: &str = "v0.1.0";
 const CHART_VERSION: &str = "0.1.0";
 const ARCHS: [&str; 2] = ["amd64", "arm64"];
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))

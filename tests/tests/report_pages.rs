@@ -18,12 +18,7 @@ use std::time::{Duration, Instant};
 
 use benchmatrix::frontends::report::{headline, markdown, parse_status, write_report};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 /// (name, fixture, texts the page must show).
 const FIXTURES: [(&str, &str, &[&str]); 9] = [

@@ -6,17 +6,10 @@
 //! The schema checker (`benchmatrix_tests::schema_check`) is small and local; a negative test
 //! shows it refuses what the API server refuses.
 
-use std::path::{Path, PathBuf};
-
 use benchmatrix_tests::schema_check::check;
 use serde_json::Value;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
+use benchmatrix_tests::repo_root;
 
 /// The generated CRD's openAPIV3Schema as JSON.
 fn schema() -> Value {
