@@ -165,7 +165,7 @@ fn repeated_and_interleaved() -> Scenario {
 fn kind(c: &Command) -> Option<&'static str> {
     match c {
         Command::Deploy(_) => Some("deploy"),
-        Command::StartLoad(_) => Some("start"),
+        Command::StartLoad { .. } => Some("start"),
         Command::Stop { .. } => Some("stop"),
         Command::EndLoad(_) => Some("end load"),
         Command::Ended => Some("end"),
@@ -261,7 +261,7 @@ impl Executor for Recording {
     fn carry_out(&mut self, status: &BenchmarkRunStatus, command: &Command) {
         self.runner.carry_out(status, command);
         self.commands.extend(kind(command));
-        if let Command::StartLoad(at) = command
+        if let Command::StartLoad { at, .. } = command
             && let Some(&(_, fault)) = self.faults.iter().find(|(cell, _)| *cell == at.cell)
         {
             make(fault);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::schedule::{self, Placed};
-use super::{Ctx, Event, Measured, Note, Step, reduce};
+use super::{Ctx, Event, Load, Measured, Note, Step, reduce};
 use crate::resource::conditions::{self, Cause, Reason};
 use crate::resource::status::RecordedPod;
 use crate::resource::{BenchmarkRunStatus, CellPhase, CleanupPolicy, RunPhase};
@@ -38,7 +38,14 @@ pub enum Look {
         slot: Option<u32>,
     },
     /// The target is being deployed: its replicas and whether they are ready.
-    Target(Step),
+    Target {
+        /// The step.
+        at: Step,
+        /// The target is the one the step's previous load ran on, kept for this one (a
+        /// capacity probe's, settling for the next probe): that load's generator may still be
+        /// on its way out, and is looked for too ([`Seen::load_left`]).
+        kept: bool,
+    },
     /// The load runs: the replicas, the load generator and, once it has ended (or the planned
     /// load is over, `load_over`), its result.
     Load {
@@ -55,7 +62,9 @@ impl Look {
     pub fn at(self) -> Option<Step> {
         match self {
             Look::Nothing => None,
-            Look::BeforeDeploy { at, .. } | Look::Target(at) | Look::Load { at, .. } => Some(at),
+            Look::BeforeDeploy { at, .. } | Look::Target { at, .. } | Look::Load { at, .. } => {
+                Some(at)
+            }
         }
     }
 }
@@ -109,7 +118,10 @@ fn look_at(
             at,
             slot: placed.slot,
         },
-        CellPhase::Deploying => Look::Target(at),
+        CellPhase::Deploying => Look::Target {
+            at,
+            kept: kept_target(status, at),
+        },
         CellPhase::Running => {
             let started = status.cells[step.cell].load_start_time.as_ref();
             Look::Load {
@@ -233,16 +245,25 @@ pub enum Command {
     /// Make the step's target (again: a repeated deploy of the same step names the same
     /// objects).
     Deploy(Step),
-    /// Start the load generator against the ready target (again, if its objects vanished).
-    StartLoad(Step),
+    /// Start the load generator against the ready target (again, if its objects vanished),
+    /// running `load`: what the engine worked out the step loads (a capacity probe's, at its
+    /// rate), for the executor to write into the load generator's plan as it is.
+    StartLoad {
+        /// The step.
+        at: Step,
+        /// What the load generator runs.
+        load: Load,
+    },
     /// The load generator has ended: stop the step's processes with their last readings and
     /// read its result, then report it as [`Seen::result`].
     Collect(Step),
-    /// A capacity probe was measured and the next probe of the same cell runs on the same
-    /// target: remove the load generator (its objects, on a cluster) and keep the target.
+    /// A capacity probe was measured and the target is kept: the cell's next probe runs on it,
+    /// after its settle. Remove the load generator (its objects, on a cluster) and leave the
+    /// target running.
     EndLoad(Step),
-    /// The step ended: stop what it runs and delete its objects, unless `keep` (the cleanup
-    /// policy keeps a finished cell's objects for a look).
+    /// The step ended and its target goes with it (a probe's too, when its cell's next probe
+    /// gets a fresh target): stop what it runs and delete its objects, unless `keep` (the
+    /// cleanup policy keeps a finished cell's objects for a look).
     Stop {
         /// The step.
         at: Step,
@@ -644,6 +665,16 @@ fn settling(status: &BenchmarkRunStatus, at: Step, now: &Time) -> Option<Duratio
     (left > 0).then(|| Duration::from_secs(left as u64))
 }
 
+/// Whether step `at`'s target is the one its previous load ran on: a capacity probe's kept
+/// target, settling (or settled) for the cell's next probe.
+fn kept_target(status: &BenchmarkRunStatus, at: Step) -> bool {
+    status
+        .cells
+        .get(at.cell)
+        .and_then(|c| c.capacity.as_ref())
+        .is_some_and(|c| c.settle_seconds.is_some())
+}
+
 /// The load runs. In this order, because the first that holds decides: a replica that left
 /// (a result measured across a restart has a gap in it and must not count), a load generator
 /// that cannot start, the result, the load generator's failure, a target killed for memory,
@@ -763,7 +794,8 @@ fn start_load(
     ctx: &Ctx,
     out: &mut Advance,
 ) {
-    out.commands.push(Command::StartLoad(at));
+    let load = Load::of(ctx.measure, status, at);
+    out.commands.push(Command::StartLoad { at, load });
     let event = Event::LoadStarted {
         cell: at.cell,
         message: ready.message,

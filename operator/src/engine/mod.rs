@@ -19,10 +19,13 @@
 
 pub mod capacity;
 pub mod drive;
+pub mod load;
 pub mod machine;
+mod record;
 mod reduce;
 pub mod results;
 pub mod schedule;
+pub mod sends;
 pub mod sizing;
 pub mod verdict;
 
@@ -37,12 +40,15 @@ use crate::resource::conditions::Reason;
 use crate::resource::status::RecordedPod;
 use crate::resource::thresholds::Threshold;
 use crate::resource::{
-    BenchmarkRunStatus, CellPhase, CellResult, Enforcement, Repeat, TargetStats, ValidatedRun,
+    BenchmarkRunStatus, CellPhase, CellResult, Enforcement, Measure, Repeat, TargetStats,
+    ValidatedRun,
 };
 
 pub use crate::resource::conditions::Cause;
+pub use load::{Load, Probe};
 pub use reduce::reduce;
 pub use schedule::next_step;
+pub use sends::Sends;
 
 /// What an event is recorded (and a step advanced) with: the run's fixed settings and the
 /// time it happened.
@@ -64,17 +70,9 @@ pub struct Ctx<'a> {
     pub cells: &'a [crate::resource::matrix::Cell],
     /// spec.parallelism.
     pub parallelism: crate::resource::parallelism::Parallelism,
-    /// spec.capacity with the workload whose endpoints it mixes: each measurement of a cell is
-    /// a probe of its search.
-    pub capacity: Option<(
-        &'a crate::resource::capacity::CapacitySpec,
-        &'a crate::resource::Workload,
-    )>,
-    /// spec.sizing with spec.capacity: which cells are measured is the sizing search's.
-    pub sizing: Option<(
-        &'a crate::resource::sizing::SizingSpec,
-        &'a crate::resource::capacity::CapacitySpec,
-    )>,
+    /// What the run measures: how each kind records a measurement is its recorder's
+    /// (`record`), and what a step loads is [`Load::of`] it.
+    pub measure: &'a Measure,
     /// Fields the spec sets under an old name (`path: what to write instead`): the SpecValid
     /// condition says them, and the run's admission warns of them once.
     pub deprecations: &'a [String],
@@ -89,12 +87,11 @@ impl<'a> Ctx<'a> {
             now,
             stop_on_failure: spec.stop_on_failure,
             repeat: run.repeat(),
-            thresholds: &spec.thresholds,
+            thresholds: run.measure().thresholds(),
             limits: Limits::of(run),
             cells: run.cells(),
             parallelism: spec.parallelism,
-            capacity: spec.capacity.as_ref().map(|c| (c, &spec.workload)),
-            sizing: spec.sizing.as_ref().zip(spec.capacity.as_ref()),
+            measure: run.measure(),
             deprecations: run.deprecations(),
         }
     }
@@ -117,12 +114,21 @@ impl Ctx<'static> {
             limits: Limits::default(),
             cells: &[],
             parallelism: run.spec.parallelism,
-            capacity: None,
-            sizing: None,
+            measure: &REFUSED,
             deprecations: &[],
         }
     }
 }
+
+/// What the context of a refused spec says the run measures: a fixed load of no phases. A
+/// refusal records no measurement, and a spec that did not validate has no kind to trust.
+static REFUSED: std::sync::LazyLock<Measure> = std::sync::LazyLock::new(|| {
+    Measure::FixedLoad(crate::resource::measure::FixedLoad {
+        workload: crate::resource::Workload::default(),
+        thresholds: Vec::new(),
+        repeat: Repeat::default(),
+    })
+});
 
 /// What bounds a step, from the spec: the machine's timeouts and what a finished cell keeps.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -186,7 +192,7 @@ pub struct Measured {
     pub neighbours_missing: Option<String>,
     /// What the load generator did with its open-loop schedule (a capacity probe is judged on
     /// it); `None` without open-loop streams.
-    pub sends: Option<capacity::Sends>,
+    pub sends: Option<Sends>,
 }
 
 /// A cell as the run starts with it: what its status records before anything is measured.
@@ -394,5 +400,21 @@ impl Step {
             .cells
             .get(self.cell)
             .map_or(CellPhase::Pending, |c| c.phase)
+    }
+
+    /// The measurement this step is, as progress shows it: a capacity probe by its number in
+    /// its cell's search (every probe of a search is the same step), anything else itself.
+    pub fn shown_as(self, status: &BenchmarkRunStatus) -> Step {
+        match status
+            .cells
+            .get(self.cell)
+            .and_then(|c| c.capacity.as_ref())
+        {
+            Some(search) => Step {
+                cell: self.cell,
+                repetition: search.probes.len() as u32 + 1,
+            },
+            None => self,
+        }
     }
 }

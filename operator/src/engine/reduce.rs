@@ -4,34 +4,21 @@
 //! is the operator marking an object that does not parse as a BenchmarkRun at all
 //! (`executors::cluster::write::mark_malformed`): no engine can read such an object.
 
-use super::schedule::{self, Measurements};
+use super::record::recorder;
+use super::schedule::Measurements;
 use super::verdict::end;
 use super::{Admission, Ctx, Event, Measured, Note, QUEUE_PLACES_SHOWN};
-use crate::engine::results;
 use crate::resource::bound;
 use crate::resource::conditions::{self, Cause, Reason, set_condition, status as cs};
-use crate::resource::rounding::round2;
 use crate::resource::status::RecordedPod;
-use crate::resource::{
-    BenchmarkRunStatus, CellPhase, CellPrecision, CellResult, CellStatus, RepetitionStatus,
-    RunPhase,
-};
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, RepetitionStatus, RunPhase};
 
 /// Writes `event` into `status`; returns the notes worth publishing. The progress count is
 /// then current, and every text of the status within its [`bound`], whatever the executor
 /// reported.
 pub fn reduce(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> {
     let mut notes = apply(status, event, ctx);
-    if let Some(sizing) = ctx.sizing
-        && status.phase == RunPhase::Running
-    {
-        // Which cells run next, and when the run is over, is the sizing search's to say: it
-        // reads every measurement so far, after each event.
-        let slots = crate::engine::schedule::slots(status);
-        notes.extend(crate::engine::sizing::update(
-            status, sizing, ctx.cells, slots,
-        ));
-    }
+    notes.extend(recorder(ctx.measure).after_event(status, ctx));
     if !status.cells.is_empty() {
         // A queued run has no cells yet: its count is the plan's, set by `queued`.
         status.progress = Some(Measurements::of(status, ctx.repeat).to_string());
@@ -300,14 +287,7 @@ fn say_running(status: &mut BenchmarkRunStatus, cell: usize, repetition: u32, ct
     if ctx.repeat.is_repeated() {
         what.push_str(&format!(", repetition {}", ctx.repeat.round(repetition)));
     }
-    if let Some((search, _)) = ctx.capacity {
-        let rate = crate::engine::capacity::probe_rate(search, c);
-        let probe = c.capacity.as_ref().map_or(0, |s| s.probes.len()) + 1;
-        what.push_str(&format!(
-            ", probe {probe} at {} rps",
-            crate::engine::capacity::probe::rate_text(rate)
-        ));
-    }
+    what.push_str(&recorder(ctx.measure).under_way(c));
     status.message = Some(format!("running {what}{}", others_in_flight(status, cell)));
     set_condition(
         &mut status.conditions,
@@ -332,20 +312,7 @@ fn cell_deploying(
     };
     let repetition = c.measured_repetitions() + 1;
     c.phase = CellPhase::Deploying;
-    // While a repeated cell runs, its start is the current repetition's (each kept in its
-    // repetition's entry); once it ends, the first repetition's again.
-    if ctx.capacity.is_some() {
-        // Each target of a capacity search is a step of its own: its start times the
-        // target's readiness and its overhead; the search's start is kept apart (a repeated
-        // search keeps its rounds in capacity.rounds, not as repetitions).
-        let search = c.capacity.get_or_insert_with(Default::default);
-        search.start_time.get_or_insert_with(|| ctx.now.clone());
-        c.start_time = Some(ctx.now.clone());
-    } else if ctx.repeat.is_repeated() {
-        c.start_time = Some(ctx.now.clone());
-    } else {
-        c.start_time.get_or_insert_with(|| ctx.now.clone());
-    }
+    recorder(ctx.measure).deploying(c, ctx);
     c.message = Some(message);
     let name = c.name.clone();
     say_running(status, cell, repetition, ctx);
@@ -459,7 +426,7 @@ fn measure_cell(
             )
         })
         .collect();
-    notes.extend(measured_on(status, cell, measured, nodes, share, ctx));
+    notes.extend(recorder(ctx.measure).measured(status, cell, measured, nodes, share, ctx));
     notes
 }
 
@@ -488,37 +455,6 @@ fn neighbours_of(
         .collect()
 }
 
-/// A measurement of `cell` recorded: see [`measure_cell`].
-fn measured_on(
-    status: &mut BenchmarkRunStatus,
-    cell: usize,
-    measured: Measured,
-    nodes: Vec<String>,
-    share: Option<usize>,
-    ctx: &Ctx,
-) -> Vec<Note> {
-    let c = &mut status.cells[cell];
-    if let Some(search) = ctx.capacity {
-        return crate::engine::capacity::measured(c, measured, nodes, search, ctx);
-    }
-    if !ctx.repeat.is_repeated() {
-        return measured_once(c, measured, nodes, ctx);
-    }
-    let message = measured.message.clone();
-    let repetition = add_repetition(c, measured, nodes, share, ctx);
-    if c.variant.is_some() {
-        return variant_measured(status, cell, repetition, &message, ctx);
-    }
-    let c = &mut status.cells[cell];
-    let merged = results::repeat::merge(&c.repetitions, &c.histograms);
-    let (again, precision) = schedule::stop::repeat_again(ctx, &c.name, repetition, &merged);
-    if again {
-        back_in_line(c, repetition, &message, precision, ctx)
-    } else {
-        all_measured(c, repetition, merged, precision, ctx)
-    }
-}
-
 /// How many nodes a measurement of `cell` keeps: [`bound::nodes_recorded`] of its replicas
 /// (all [`bound::NODES_MAX`] when the context has no matrix, as in some tests).
 fn nodes_kept(ctx: &Ctx, cell: usize) -> usize {
@@ -544,179 +480,6 @@ fn take_nodes(c: &mut CellStatus, most: usize) -> Vec<String> {
     nodes
 }
 
-/// The one measurement of a cell in a run that does not repeat.
-fn measured_once(
-    c: &mut CellStatus,
-    measured: Measured,
-    nodes: Vec<String>,
-    ctx: &Ctx,
-) -> Vec<Note> {
-    c.phase = CellPhase::Succeeded;
-    c.nodes = nodes;
-    c.neighbours = measured.neighbours;
-    c.reason = None;
-    c.message = Some(measured.message);
-    c.completion_time = Some(ctx.now.clone());
-    c.results = measured.results;
-    c.target = measured.target;
-    c.enforcement = measured.enforcement;
-    c.overhead_seconds = measured.overhead_seconds;
-    vec![Note::normal(
-        "CellSucceeded",
-        format!("cell {} measured", c.name),
-    )]
-}
-
-/// Records the repetition `measured` in `c`: its entry, its histograms added to the cell's
-/// (within `share` characters a stream, `None`: none kept), the target's figures added up and
-/// the overhead summed. Returns its number.
-fn add_repetition(
-    c: &mut CellStatus,
-    measured: Measured,
-    nodes: Vec<String>,
-    share: Option<usize>,
-    ctx: &Ctx,
-) -> u32 {
-    let repetition = c.measured_repetitions() + 1;
-    match share {
-        Some(cap) => results::repeat::fold_histograms(
-            &mut c.histograms,
-            &measured.histograms,
-            repetition == 1,
-            cap,
-        ),
-        None => c.histograms.clear(),
-    }
-    c.repetitions.push(RepetitionStatus {
-        repetition,
-        phase: CellPhase::Succeeded,
-        reason: None,
-        message: Some(measured.message),
-        start_time: c.start_time.clone(),
-        load_start_time: c.load_start_time.clone(),
-        completion_time: Some(ctx.now.clone()),
-        cpu_seconds_used: measured.target.as_ref().and_then(|t| t.cpu_seconds_used),
-        overhead_seconds: measured.overhead_seconds,
-        results: measured.results,
-        nodes,
-        neighbours: measured.neighbours,
-    });
-    c.target = results::repeat::add_target(c.target.take(), measured.target);
-    c.enforcement = measured.enforcement;
-    c.overhead_seconds = Some(round2(
-        c.repetitions
-            .iter()
-            .filter_map(|r| r.overhead_seconds)
-            .sum(),
-    ));
-    repetition
-}
-
-/// Back in line: the other cells measure their repetition before this one's next.
-fn back_in_line(
-    c: &mut CellStatus,
-    repetition: u32,
-    message: &str,
-    precision: Option<CellPrecision>,
-    ctx: &Ctx,
-) -> Vec<Note> {
-    c.phase = CellPhase::Pending;
-    let why = precision
-        .map(|p| format!(" ({})", p.message))
-        .unwrap_or_default();
-    let round = ctx.repeat.round(repetition);
-    c.message = Some(format!("repetition {round} measured{why}: {message}"));
-    vec![Note::normal(
-        "RepetitionMeasured",
-        format!("cell {} repetition {round} measured", c.name),
-    )]
-}
-
-/// The cell's last repetition: its figures are the repetitions' medians, merged.
-fn all_measured(
-    c: &mut CellStatus,
-    repetition: u32,
-    merged: Vec<CellResult>,
-    precision: Option<CellPrecision>,
-    ctx: &Ctx,
-) -> Vec<Note> {
-    c.results = merged;
-    // Merged into the results: the status keeps the figures, not the histograms.
-    c.histograms.clear();
-    c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
-    c.phase = CellPhase::Succeeded;
-    c.reason = None;
-    c.completion_time = Some(ctx.now.clone());
-    let how = precision
-        .as_ref()
-        .map(|p| format!(", {}", p.message))
-        .unwrap_or_default();
-    c.message = Some(format!(
-        "measured {repetition} repetitions{how}; figures are their medians, with the spread \
-         beside them"
-    ));
-    c.precision = precision;
-    vec![Note::normal(
-        "CellSucceeded",
-        format!("cell {} measured {repetition} times", c.name),
-    )]
-}
-
-/// A variant's repetition measured. Until every variant of its configuration has measured this
-/// round, the cell waits for them (they go next: a round's variants run back to back). Once
-/// the round is complete, the configuration's cells repeat or stop together: a fixed count
-/// until it is reached; `{min, max, precision}` until every candidate's ratios to the base have
-/// a 95% interval narrower than `precision` percent (from `min` rounds on), and never beyond
-/// `max`.
-fn variant_measured(
-    status: &mut BenchmarkRunStatus,
-    cell: usize,
-    round: u32,
-    message: &str,
-    ctx: &Ctx,
-) -> Vec<Note> {
-    let group = results::variants::groups(&status.cells)
-        .into_iter()
-        .find(|g| g.contains(&cell))
-        .unwrap_or_else(|| vec![cell]);
-    let waiting_for: Vec<String> = group
-        .iter()
-        .filter(|&&i| {
-            let c = &status.cells[i];
-            i != cell && !c.phase.is_finished() && c.measured_repetitions() < round
-        })
-        .map(|&i| status.cells[i].variant.clone().unwrap_or_default())
-        .collect();
-    if !waiting_for.is_empty() {
-        let c = &mut status.cells[cell];
-        c.phase = CellPhase::Pending;
-        let r = ctx.repeat.round(round);
-        c.message = Some(format!(
-            "repetition {r} measured; {} next in this round: {message}",
-            waiting_for.join(", ")
-        ));
-        return vec![Note::normal(
-            "RepetitionMeasured",
-            format!("cell {} repetition {r} measured", c.name),
-        )];
-    }
-    let (again, precision) = schedule::stop::pair_again(status, &group, round, ctx);
-    let mut notes = Vec::new();
-    for &i in &group {
-        let c = &mut status.cells[i];
-        if c.phase.is_finished() {
-            continue;
-        }
-        notes.extend(if again {
-            back_in_line(c, round, message, precision.clone(), ctx)
-        } else {
-            let merged = results::repeat::merge(&c.repetitions, &c.histograms);
-            all_measured(c, round, merged, precision.clone(), ctx)
-        });
-    }
-    notes
-}
-
 fn fail_cell(
     status: &mut BenchmarkRunStatus,
     cell: usize,
@@ -731,9 +494,7 @@ fn fail_cell(
     let name = c.name.clone();
     let nodes = take_nodes(c, nodes_kept(ctx, cell));
     c.histograms.clear();
-    // A repeated search's rounds are in capacity.rounds: its failure ends the cell as an
-    // unrepeated cell's does.
-    let message = if ctx.repeat.is_repeated() && ctx.capacity.is_none() {
+    let message = if recorder(ctx.measure).failure_ends_a_repetition(ctx) {
         let repetition = c.measured_repetitions() + 1;
         c.repetitions.push(RepetitionStatus {
             nodes,

@@ -5,6 +5,16 @@ use crate::resource::conditions::{find, time_from_secs};
 use crate::resource::{BenchmarkRunStatus, CellPhase, RunPhase};
 use crate::resource::{CellResult, LatencyMs};
 
+/// What these tests' runs measure: a fixed load, whose recorder takes the repetitions from
+/// the context's `repeat`; the events the tests send say what each measurement measured.
+static FIXED: std::sync::LazyLock<Measure> = std::sync::LazyLock::new(|| {
+    Measure::FixedLoad(crate::resource::measure::FixedLoad {
+        workload: crate::resource::Workload::default(),
+        thresholds: Vec::new(),
+        repeat: Repeat::default(),
+    })
+});
+
 fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> {
     Ctx {
         generation: Some(1),
@@ -15,8 +25,7 @@ fn ctx(now: &Time, repeat: impl Into<Repeat>, stop_on_failure: bool) -> Ctx<'_> 
         limits: Limits::default(),
         cells: &[],
         parallelism: Default::default(),
-        capacity: None,
-        sizing: None,
+        measure: &FIXED,
         deprecations: &[],
     }
 }
@@ -714,10 +723,15 @@ fn a_load_generator_made_again_has_a_deadline_of_its_own() {
         (1_005, ready()),
         (1_050, vanished),
     ]);
-    assert!(commands.contains(&machine::Command::StartLoad(Step {
+    let restarted = Step {
         cell: 0,
-        repetition: 1
-    })));
+        repetition: 1,
+    };
+    assert!(
+        commands
+            .iter()
+            .any(|c| matches!(c, machine::Command::StartLoad { at, .. } if *at == restarted))
+    );
     assert_eq!(status.cells[0].load_start_time, Some(time_from_secs(1_050)));
     let (status, _) = machine_moments(vec![
         (1_000, machine::Seen::default()),

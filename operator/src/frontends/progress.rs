@@ -84,12 +84,7 @@ impl Plan {
     /// The plan of a validated run.
     pub fn of(run: &crate::resource::ValidatedRun) -> Plan {
         // A capacity search's measurements are probes: each has the probe's one phase.
-        let probe = run
-            .spec()
-            .capacity
-            .as_ref()
-            .and_then(|c| run.for_probe(c.start_rate));
-        let w = &probe.as_ref().unwrap_or(run).spec().workload;
+        let w = &run.measure().first_workload();
         let warmup = (!w.warmup.0.is_zero()).then(|| {
             (
                 benchmatrix_loadgen::load::WARMUP_PHASE.to_string(),
@@ -103,7 +98,7 @@ impl Plan {
                 .into_iter()
                 .chain(w.phases.iter().map(|p| (p.name.clone(), p.duration.0)))
                 .collect(),
-            searches: run.spec().capacity.is_some(),
+            searches: run.measure().probes(),
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod conditions;
 pub mod crdgen;
 pub mod labels;
 pub mod matrix;
+pub mod measure;
 pub mod parallelism;
 pub mod pod_template;
 pub mod quantity;
@@ -43,6 +44,7 @@ pub mod thresholds;
 pub mod validate;
 mod validated;
 
+pub use measure::Measure;
 pub use quantity::Quantity;
 pub use repeat::Repeat;
 pub use settings::{EnvVar, Mode, PoolSize};

@@ -10,6 +10,7 @@ use std::time::Duration;
 use benchmatrix_loadgen::plan::Preflight;
 
 use crate::resource::matrix::{self, Cell};
+use crate::resource::measure::Measure;
 use crate::resource::validate::{self, SpecError};
 use crate::resource::{BenchmarkRun, BenchmarkRunSpec, Repeat};
 
@@ -17,6 +18,7 @@ use crate::resource::{BenchmarkRun, BenchmarkRunSpec, Repeat};
 #[derive(Debug, Clone)]
 pub struct ValidatedRun {
     run: BenchmarkRun,
+    measure: Measure,
     cells: Vec<Cell>,
     planned_load: Duration,
     deprecations: Vec<String>,
@@ -49,6 +51,7 @@ impl ValidatedRun {
             .map(ToString::to_string)
             .collect();
         ValidatedRun {
+            measure: Measure::of(&run.spec),
             run,
             cells,
             planned_load,
@@ -76,28 +79,15 @@ impl ValidatedRun {
         &self.cells
     }
 
-    /// How many times each cell is measured.
-    pub fn repeat(&self) -> Repeat {
-        self.run.spec.repeat
+    /// What the run measures: a fixed load, a capacity search or a sizing search, with what
+    /// that kind needs.
+    pub fn measure(&self) -> &Measure {
+        &self.measure
     }
 
-    /// The run as one probe of a capacity search at total rate `rate` sees it: its workload's
-    /// phases are the probe's one phase (see
-    /// [`CapacitySpec::probe_workload`](crate::resource::capacity::CapacitySpec::probe_workload)),
-    /// so everything an executor derives from the workload (the load generator's plan, the
-    /// load's timing, the phases its figures are read for) follows the probe. `None` for a
-    /// run without `spec.capacity`. The spec validated; the probe's workload is what the
-    /// validation checked at the start rate, at another rate.
-    pub fn for_probe(&self, rate: f64) -> Option<ValidatedRun> {
-        let capacity = self.run.spec.capacity.as_ref()?;
-        let mut run = self.run.clone();
-        run.spec.workload = capacity.probe_workload(&self.run.spec.workload, rate);
-        Some(ValidatedRun {
-            run,
-            cells: self.cells.clone(),
-            planned_load: self.planned_load,
-            deprecations: self.deprecations.clone(),
-        })
+    /// How many times each cell is measured.
+    pub fn repeat(&self) -> Repeat {
+        self.measure.repeat()
     }
 
     /// How long the load is planned to take: warm-up plus every phase (with capacity: one

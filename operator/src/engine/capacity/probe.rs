@@ -18,7 +18,7 @@
 //! the load generator could not keep the schedule: [`ProbeVerdict::LoadgenBound`], which says
 //! nothing of the target.
 
-use super::sends::Sends;
+use crate::engine::Sends;
 use crate::engine::results::figure;
 use crate::resource::capacity::{
     CapacitySpec, PROBE_PHASE, ProbeFigure, ProbeStatus, ProbeVerdict,

@@ -10,8 +10,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::resource::ValidatedRun;
 use crate::resource::size::{Shape, largest_status};
+use crate::resource::sizing::SizingSpec;
+use crate::resource::{Measure, ValidatedRun};
 use benchmatrix_pod_security::Level;
 
 /// The text `--dry-run` prints for `run`, read from `file`.
@@ -35,10 +36,12 @@ pub fn describe(run: &ValidatedRun, file: &Path, level: Level) -> String {
             cell.name, cell.replicas, cell.cpu, cell.memory
         );
     }
-    if let Some(capacity) = &run.spec().capacity {
-        searches(&mut out, run, capacity.max_probes, load);
-    } else {
-        fixed_rate(&mut out, run, rounds, max_rounds, load);
+    match run.measure() {
+        Measure::FixedLoad(_) => fixed_rate(&mut out, run, rounds, max_rounds, load),
+        Measure::Capacity(c) => searches(&mut out, run, c.search.max_probes, None, load),
+        Measure::Sizing(s) => {
+            searches(&mut out, run, s.search.max_probes, Some(&s.space), load);
+        }
     }
     let _ = writeln!(
         out,
@@ -49,12 +52,18 @@ pub fn describe(run: &ValidatedRun, file: &Path, level: Level) -> String {
 }
 
 /// With `spec.capacity` every measurement is one probe of a cell's search, so what bounds the
-/// time is the probes: `maxProbes` per cell searched and, with `spec.sizing`, only `budget`
-/// cells searched, plus the probes at the target that confirm the answer and rule out cheaper
-/// configurations.
-fn searches(out: &mut String, run: &ValidatedRun, max_probes: u32, probe: Duration) {
+/// time is the probes: `maxProbes` per cell searched and, with `spec.sizing` (its `space`),
+/// only `budget` cells searched, plus the probes at the target that confirm the answer and rule
+/// out cheaper configurations.
+fn searches(
+    out: &mut String,
+    run: &ValidatedRun,
+    max_probes: u32,
+    space: Option<&SizingSpec>,
+    probe: Duration,
+) {
     let cells = run.cells().len() as u32;
-    let (searched, checks) = match &run.spec().sizing {
+    let (searched, checks) = match space {
         Some(sizing) => (
             sizing.budget.min(cells),
             sizing.confirmations + sizing.rule_out,
@@ -63,7 +72,7 @@ fn searches(out: &mut String, run: &ValidatedRun, max_probes: u32, probe: Durati
         None => (cells * run.repeat().max_rounds(), 0),
     };
     let most = searched * max_probes + checks;
-    let what = if run.spec().sizing.is_some() {
+    let what = if space.is_some() {
         format!(
             "sizing: at most {searched} of the {cells} configurations searched, up to \
              {max_probes} probes each, plus about {checks} probes at the target (confirmations \

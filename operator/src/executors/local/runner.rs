@@ -21,10 +21,10 @@ use super::cell::{CellContext, LocalStep};
 use super::cgroup::Backend;
 use super::signals;
 use super::wake::{WakeKind, Wakes};
-use crate::engine::Step;
 use crate::engine::drive::{self, Executor, Waits};
 use crate::engine::machine::{Command, Look, Seen};
 use crate::engine::schedule::Measurements;
+use crate::engine::{Load, Step};
 use crate::frontends::progress::{self, Display, Plan};
 use crate::frontends::report::markdown::{self, Notes};
 use crate::frontends::report::{self, RawCell};
@@ -45,11 +45,8 @@ pub struct Runner {
     /// The benchmatrix program that serves as the built-in target and the load generator.
     program: PathBuf,
     /// The step whose processes run, the measurement it shows as (a capacity probe by its
-    /// number, see [`shown`]), and its number in the order run (wakes carry it).
+    /// number, see [`Step::shown_as`]), and its number in the order run (wakes carry it).
     current: Option<(LocalStep, Step, u64)>,
-    /// The run as the current step loads it, when that differs from `run`: a capacity
-    /// search's probe at its rate (`engine::capacity::step_run`).
-    step_run: Option<ValidatedRun>,
     steps_started: u64,
     wakes: Wakes,
     /// `--max-regression`: the report and the closing lines mark variants as it judges them.
@@ -107,7 +104,6 @@ impl Runner {
             header_values,
             program,
             current: None,
-            step_run: None,
             steps_started: 0,
             wakes,
             max_regression: None,
@@ -145,7 +141,7 @@ impl Runner {
     /// What the step `step` of a cell needs of the run.
     fn cell_context(&mut self, step: Step) -> CellContext<'_> {
         CellContext {
-            run: self.step_run.as_ref().unwrap_or(&self.run),
+            run: &self.run,
             out: &self.out,
             backend: &self.backend,
             display: &mut self.display,
@@ -162,26 +158,18 @@ impl Runner {
             .show(progress::Update::Measurements { done, total });
         self.steps_started += 1;
         let number = self.steps_started;
-        self.step_run = crate::engine::capacity::step_run(&self.run, status, at);
-        let mut local = LocalStep::new(
-            self.step_run.as_ref().unwrap_or(&self.run),
-            &self.run.cells()[at.cell],
-            self.wakes.waker(number),
-        );
-        let shown = shown(status, at);
+        let mut local = LocalStep::new(&self.run.cells()[at.cell], self.wakes.waker(number));
+        let shown = at.shown_as(status);
         local.deploy(&mut self.cell_context(shown));
         self.current = Some((local, shown, number));
     }
 
-    /// The load of the step `at` starts: a capacity probe at its own rate, on a kept target
-    /// after its settle (shown as the probe's start) or on the one just deployed.
-    fn start_load(&mut self, status: &BenchmarkRunStatus, at: Step) {
-        self.step_run = crate::engine::capacity::step_run(&self.run, status, at);
-        let run = self.step_run.as_ref().unwrap_or(&self.run);
-        let shown = shown(status, at);
-        if let Some((local, current, _)) = self.current.as_mut() {
-            local.retime(run);
-            if let Some(settle) = crate::engine::capacity::settled_before(status, at) {
+    /// The step `at` starts `load`: a capacity probe at its own rate, on a kept target after
+    /// its settle (shown as the probe's start) or on the one just deployed.
+    fn start_load(&mut self, status: &BenchmarkRunStatus, at: Step, load: &Load) {
+        let shown = at.shown_as(status);
+        if let Some((_, current, _)) = self.current.as_mut() {
+            if let Some(settle) = load.on_kept_target() {
                 let detail = format!("on the same target, after settling {settle} s");
                 self.display.show(progress::Update::Started {
                     step: shown,
@@ -190,7 +178,7 @@ impl Runner {
             }
             *current = shown;
         }
-        self.with_current(|local, cx| local.start_load(cx));
+        self.with_current(|local, cx| local.start_load(cx, load));
     }
 
     /// The step under way, with what it needs of the run.
@@ -286,22 +274,10 @@ impl Runner {
     }
 }
 
-/// The measurement step `at` shows as: a capacity probe by its number in the cell's search
-/// (its probes on one target share a step), anything else as itself.
-fn shown(status: &BenchmarkRunStatus, at: Step) -> Step {
-    match status.cells.get(at.cell).and_then(|c| c.capacity.as_ref()) {
-        Some(cap) => Step {
-            cell: at.cell,
-            repetition: cap.probes.len() as u32 + 1,
-        },
-        None => at,
-    }
-}
-
 impl Executor for Runner {
     fn look(&mut self, _status: &BenchmarkRunStatus, look: Look, _now: &Time) -> Seen {
         let mut seen = Seen::default();
-        if matches!(look, Look::Target(_) | Look::Load { .. }) {
+        if matches!(look, Look::Target { .. } | Look::Load { .. }) {
             self.with_current(|local, cx| seen = local.look(cx, look));
         }
         seen.interrupted = signals::interrupted();
@@ -311,8 +287,8 @@ impl Executor for Runner {
     fn carry_out(&mut self, status: &BenchmarkRunStatus, command: &Command) {
         match *command {
             Command::Deploy(at) => self.deploy(status, at),
-            Command::StartLoad(at) => self.start_load(status, at),
-            Command::Collect(_) => self.with_current(|local, cx| local.collect(cx)),
+            Command::StartLoad { at, ref load } => self.start_load(status, at, load),
+            Command::Collect(_) => self.with_current(|local, _| local.collect()),
             Command::EndLoad(_) => {
                 // The probe ended; its target stays for the next one.
                 if let Some((local, shown, _)) = self.current.as_mut() {

@@ -69,7 +69,7 @@ impl Follower {
         let w = &run.spec().workload;
         Follower {
             repeat: run.repeat(),
-            searches: run.spec().capacity.is_some(),
+            searches: run.measure().probes(),
             phases: w
                 .phases
                 .iter()
@@ -489,7 +489,7 @@ mod tests {
                 }),
                 ..CellResult::default()
             }],
-            sends: Some(crate::engine::capacity::Sends {
+            sends: Some(crate::engine::Sends {
                 offered: rate * 10.0,
                 late: 0,
                 unanswered: 0,

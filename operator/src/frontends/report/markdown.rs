@@ -5,8 +5,9 @@ use std::fmt::Write;
 
 use super::{ABSENT, RawCell, phase_endpoints, result_of};
 use crate::engine::results::noise;
+use crate::resource::measure::{Capacity, FixedLoad, Sizing};
 use crate::resource::status::Percentile;
-use crate::resource::{BenchmarkRunStatus, CellPhase, CellRatio, Summary, ValidatedRun};
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellRatio, Measure, Summary, ValidatedRun};
 
 /// [`super::THIN`] as markdown shows it (a bare `*` could start emphasis).
 const THIN_MD: &str = "\\*";
@@ -26,40 +27,50 @@ pub struct Notes {
     pub max_regression: Option<f64>,
 }
 
-/// "warm-up 15s, then fast-only 30s, mixed 75s".
+/// "warm-up 15s, then fast-only 30s, mixed 75s"; for a search, how each probe loads.
 pub fn workload_line(v: &ValidatedRun) -> String {
-    let spec = v.spec();
-    let w = &spec.workload;
-    if let Some(c) = &spec.capacity {
-        let mix = c.mix_or_default(&w.endpoint_names());
-        let mix: Vec<String> = mix
-            .iter()
-            .map(|m| format!("{} {}", m.endpoint, m.weight))
-            .collect();
-        return format!(
-            "capacity search: each probe warm-up {:?}, then {} open loop at one total rate \
-             (mix {}), from {} rps x2 up to {} rps, bisected to {}, confirmed; load generator \
-             cpu {}",
-            w.warmup.0,
-            c.probe_duration,
-            mix.join(" : "),
-            c.start_rate,
-            c.max_rate,
-            c.resolution,
-            spec.loadgen.cpu.as_str()
-        );
+    let cpu = v.spec().loadgen.cpu.as_str();
+    match v.measure() {
+        Measure::FixedLoad(FixedLoad { workload: w, .. }) => {
+            let phases: Vec<String> = w
+                .phases
+                .iter()
+                .map(|p| format!("{} {:?}", p.name, p.duration.0))
+                .collect();
+            format!(
+                "warm-up {:?}, then {}; load generator cpu {cpu}",
+                w.warmup.0,
+                phases.join(", "),
+            )
+        }
+        Measure::Capacity(Capacity {
+            search: c,
+            workload: w,
+            ..
+        })
+        | Measure::Sizing(Sizing {
+            search: c,
+            workload: w,
+            ..
+        }) => {
+            let mix = c.mix_or_default(&w.endpoint_names());
+            let mix: Vec<String> = mix
+                .iter()
+                .map(|m| format!("{} {}", m.endpoint, m.weight))
+                .collect();
+            format!(
+                "capacity search: each probe warm-up {:?}, then {} open loop at one total rate \
+                 (mix {}), from {} rps x2 up to {} rps, bisected to {}, confirmed; load \
+                 generator cpu {cpu}",
+                w.warmup.0,
+                c.probe_duration,
+                mix.join(" : "),
+                c.start_rate,
+                c.max_rate,
+                c.resolution,
+            )
+        }
     }
-    let phases: Vec<String> = w
-        .phases
-        .iter()
-        .map(|p| format!("{} {:?}", p.name, p.duration.0))
-        .collect();
-    format!(
-        "warm-up {:?}, then {}; load generator cpu {}",
-        w.warmup.0,
-        phases.join(", "),
-        spec.loadgen.cpu.as_str()
-    )
 }
 
 /// Resident memory when the target reported it, else the kubelet's working set, marked `ws`.

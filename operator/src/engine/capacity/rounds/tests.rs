@@ -7,6 +7,7 @@ use crate::engine::verdict::gate::RegressionGate;
 use crate::engine::{Admission, Ctx, Event, Limits, Measured, next_step, reduce};
 use crate::resource::capacity::{CapacitySpec, PROBE_PHASE};
 use crate::resource::conditions::time_from_secs;
+use crate::resource::measure::{Capacity, Measure};
 use crate::resource::status::{ChangeVerdict, Percentile};
 use crate::resource::{BenchmarkRunStatus, CellPhase, CellResult, LatencyMs, Repeat, Workload};
 
@@ -46,7 +47,7 @@ fn probe(rate: f64, capacity: f64) -> Event {
         measured: Box::new(Measured {
             results: vec![result],
             message: "measured".into(),
-            sends: Some(crate::engine::capacity::Sends {
+            sends: Some(crate::engine::Sends {
                 offered: rate * 10.0,
                 late: 0,
                 unanswered: 0,
@@ -67,6 +68,11 @@ fn run(
 ) -> (BenchmarkRunStatus, Vec<(usize, u32)>) {
     let now = time_from_secs(1_000);
     let (spec, workload) = specs();
+    let measure = Measure::Capacity(Capacity {
+        search: spec.clone(),
+        workload,
+        repeat,
+    });
     let ctx = Ctx {
         generation: Some(1),
         now: &now,
@@ -76,8 +82,7 @@ fn run(
         limits: Limits::default(),
         cells: &[],
         parallelism: Default::default(),
-        capacity: Some((&spec, &workload)),
-        sizing: None,
+        measure: &measure,
         deprecations: &[],
     };
     let mut status = BenchmarkRunStatus::default();

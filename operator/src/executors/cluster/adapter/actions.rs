@@ -54,13 +54,10 @@ pub fn carry_out(
                 ]);
             }
         }
-        Command::StartLoad(at) => {
+        Command::StartLoad { at, ref load } => {
             if let (Some((v, cell)), Some(ready)) = (cell(at), ready) {
                 let r = at.repetition;
-                // A capacity probe loads the cell at its current rate.
-                let probe = crate::engine::capacity::step_run(v, status, at);
-                let v = probe.as_ref().unwrap_or(v);
-                let plan = build::plan_config_map(v, cell, r, &ready.target, &ready.replicas);
+                let plan = build::plan_config_map(v, load, cell, r, &ready.target, &ready.replicas);
                 let mut job = build::job(v, cell, r, &settings.loadgen_image);
                 // In a parallel run the load generators share their step's nodes with nobody
                 // but its targets.
@@ -177,7 +174,10 @@ spec:
             v.run(),
             Some(v),
             status,
-            &Command::StartLoad(at),
+            &Command::StartLoad {
+                at,
+                load: crate::engine::Load::of(v.measure(), status, at),
+            },
             Some(&ready),
             &Settings::default(),
             &mut out,

@@ -38,7 +38,7 @@ pub fn of_step(
             seen_before_deploy(v, cell, at, slot, status, obs, &mut carried.actions),
             None,
         ),
-        Look::Target(_) => {
+        Look::Target { .. } => {
             let (mut seen, ready) = seen_target(v, cell, obs, now, carried);
             seen.load_left = load_left(obs, &mut carried.actions);
             (seen, ready)
@@ -369,6 +369,6 @@ fn measured(
         histograms: results::histograms(doc),
         neighbours,
         neighbours_missing,
-        sends: crate::engine::capacity::Sends::of(doc),
+        sends: crate::engine::Sends::of(doc),
     }
 }

@@ -24,6 +24,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
 use super::template::{self, OwnedPod};
+use crate::engine::Load;
 use crate::resource::ValidatedRun;
 use crate::resource::labels::{
     CELL_LABEL, MANAGED_BY, MANAGED_BY_LABEL, REPETITION_LABEL, ROLE_LABEL, ROLE_LOADGEN,
@@ -382,10 +383,11 @@ pub fn stats_addresses(replicas: &[String], stats_port: Option<u16>) -> Vec<Stri
         .collect()
 }
 
-/// The plan file of load generator `index` of `parallelism`: its share of the connections
-/// (a remainder goes to the lower indices) and of the rate.
+/// The plan file of load generator `index` of `parallelism` for `load`: its share of the
+/// connections (a remainder goes to the lower indices) and of the rate.
 pub fn plan_share(
     spec: &BenchmarkRunSpec,
+    load: &Load,
     target: &str,
     replicas: &[String],
     index: u32,
@@ -393,7 +395,7 @@ pub fn plan_share(
 ) -> PlanFile {
     // Header values kept in Secrets are named by environment variable (see `loadgen_env`):
     // the plan, and so the ConfigMap, never holds one.
-    let workload = share_workload(&to_env(&spec.workload), index, parallelism);
+    let workload = share_workload(&to_env(&load.workload), index, parallelism);
     PlanFile {
         target: target.to_owned(),
         replicas: replicas.to_vec(),
@@ -410,8 +412,7 @@ pub fn plan_share(
         // round-robin spread) answers: a ready pod does not mean kube-proxy has programmed
         // the new Service yet.
         preflight: Some(crate::resource::preflight(spec)),
-        // A capacity probe that nothing answered is a failed probe, judged from its result.
-        no_success_is_a_result: spec.capacity.is_some(),
+        no_success_is_a_result: load.no_success_is_a_result(),
     }
 }
 
@@ -432,9 +433,10 @@ fn share_workload(workload: &Workload, index: u32, n: u32) -> Workload {
     w
 }
 
-/// The ConfigMap holding one plan file per load generator (`plan-<index>.yaml`).
+/// The ConfigMap holding one plan file per load generator (`plan-<index>.yaml`) of `load`.
 pub fn plan_config_map(
     v: &ValidatedRun,
+    load: &Load,
     cell: &Cell,
     repetition: u32,
     target: &str,
@@ -444,7 +446,7 @@ pub fn plan_config_map(
     let n = spec.loadgen.generators();
     let data = (0..n)
         .map(|i| {
-            let mut plan = plan_share(spec, target, replicas, i, n);
+            let mut plan = plan_share(spec, load, target, replicas, i, n);
             plan.stats_addresses = stats_addresses(replicas, stats_port(spec, cell));
             (
                 format!("plan-{i}.yaml"),
@@ -609,6 +611,14 @@ mod tests {
     use crate::resource::Mode;
     use benchmatrix_loadgen::plan::Spread;
 
+    /// The load of a step of a run at `spec`'s own workload.
+    fn fixed_load(spec: &BenchmarkRunSpec) -> Load {
+        Load {
+            workload: spec.workload.clone(),
+            probe: None,
+        }
+    }
+
     /// Every object of a repetition carries the run's UID and the repetition (the first
     /// too), and its selectors ask for both: nothing of an earlier run of the same name, nor of
     /// another repetition, matches.
@@ -712,8 +722,9 @@ mod tests {
         let run = two_replica_run();
         crate::resource::validate::validate_run(&run).expect("the spec is valid");
         let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
+        let load = fixed_load(&run.spec);
         for i in 0..2 {
-            let plan = plan_share(&run.spec, "http://10.96.0.10:8080", &pods, i, 2);
+            let plan = plan_share(&run.spec, &load, "http://10.96.0.10:8080", &pods, i, 2);
             // What the load generator will read back from the ConfigMap.
             let text = serde_yaml::to_string(&plan).unwrap();
             let back = benchmatrix_loadgen::plan::parse_plan_file(&text).unwrap();
@@ -783,7 +794,8 @@ mod tests {
         let v = ValidatedRun::for_cluster(run).expect("the spec is valid");
         let cell = &v.cells()[0];
         let pods = ["10.1.0.1:8080".to_string(), "10.1.0.2:8080".to_string()];
-        let cm = plan_config_map(&v, cell, 1, "http://10.96.0.10:8080", &pods);
+        let load = fixed_load(v.spec());
+        let cm = plan_config_map(&v, &load, cell, 1, "http://10.96.0.10:8080", &pods);
         let plans = cm
             .data
             .unwrap()
@@ -936,7 +948,8 @@ mod tests {
         assert_eq!(key.optional, Some(false));
 
         let pods = ["10.1.0.1:8080".to_string()];
-        let cm = plan_config_map(&v, cell, 1, "http://10.96.0.10:8080", &pods);
+        let load = fixed_load(v.spec());
+        let cm = plan_config_map(&v, &load, cell, 1, "http://10.96.0.10:8080", &pods);
         let data = cm.data.unwrap();
         assert_eq!(data.len(), 2);
         for text in data.values() {

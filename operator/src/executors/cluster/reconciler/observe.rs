@@ -151,7 +151,7 @@ pub fn stage(phase: RunPhase, looks: &[Look], obs: &Observation) -> &'static str
     }
     match looks.first() {
         Some(Look::BeforeDeploy { .. }) => "observe-deploy",
-        Some(Look::Target(_)) => "observe-target",
+        Some(Look::Target { .. }) => "observe-target",
         Some(Look::Load { .. }) => "observe-load",
         Some(Look::Nothing) | None => "observe",
     }
@@ -188,14 +188,13 @@ async fn observe_step(at: &Reads<'_>, look: Look, obs: &mut Observation) -> Resu
             obs.run_pods = run_pods(pods, at.run).await?;
             obs.nodes = nodes(client, caches).await?;
         }
-        Look::Target(step) => {
+        Look::Target { at: step, kept } => {
             let Some(cell) = child(step) else {
                 return Ok(());
             };
             let name = cell.child_name();
-            // A capacity probe's target kept for the next probe: the last probe's Job, on its
-            // way out, has the name the next one's will have, so it is looked for too.
-            let kept = crate::engine::capacity::settled_before(at.status, step).is_some();
+            // A target kept for the step's next load: the last load's Job, on its way out, has
+            // the name the next one's will have, so it is looked for too.
             if let Some(cached) = cached {
                 // From the watches' caches (`child_caches`); an object they lack may have been
                 // applied a moment ago, and is read before it is taken for missing.

@@ -16,7 +16,7 @@ use crate::executors::local::loadgen::Loadgen;
 use crate::executors::local::replica_set::ReplicaSet;
 use crate::resource::conditions::Cause;
 use crate::resource::matrix::Cell;
-use crate::resource::{BenchmarkRunSpec, ReplicaPhaseShare, ReplicaShare, TargetStats};
+use crate::resource::{ReplicaPhaseShare, ReplicaShare, TargetStats};
 
 /// The load generator's result document at `path`, given that it exited with `status`; a
 /// failed exit or an unreadable document fails the cell with the load generator's last words.
@@ -47,10 +47,10 @@ pub fn read_result(path: &Path, status: ExitStatus, lg: &Loadgen) -> Result<RunR
 
 /// The target's figures for the cell: from the result's snapshots, with each replica's share
 /// filed under its name, what the target said of itself at readiness, its memory, and its CPU
-/// over the measured phases from the cgroup readings (`cpu_at`, completed by `end`).
+/// over the measured `phases` from the cgroup readings (`cpu_at`, completed by `end`).
 pub fn target_stats(
-    spec: &BenchmarkRunSpec,
     cell: &Cell,
+    phases: &[String],
     result: &RunResult,
     ready: &ReplicasReady,
     mut cpu_at: Vec<Option<Readings>>,
@@ -85,7 +85,7 @@ pub fn target_stats(
         target.cfs_periods = Some(cpu_end.nr_periods.saturating_sub(u0.nr_periods));
         target.throttled_seconds = Some(round3(cpu_end.throttled_secs - u0.throttled_secs));
         if cell.replicas > 1 {
-            let phases = spec.workload.phase_names();
+            let phases: Vec<&str> = phases.iter().map(String::as_str).collect();
             target.per_replica =
                 per_replica_shares(&end.replica_names, &phases, &cpu_at, &target.per_replica);
         }

@@ -9,48 +9,69 @@ use std::time::Duration;
 use benchmatrix_loadgen::plan::PlanFile;
 
 use super::Failure;
+use crate::engine::Load;
 use crate::executors::local::replica_set::ReplicaSet;
 use crate::resource::BenchmarkRunSpec;
-use crate::resource::ValidatedRun;
 use crate::resource::conditions::Cause;
 use crate::resource::matrix::Cell;
 use benchmatrix_quota::host_cpus;
 
 /// The load's clock as planned, counted from the load generator's start.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadTiming {
     /// Warm-up plus every phase.
     pub planned: Duration,
     /// The end of warm-up, then the end of each phase.
     pub boundaries: Vec<Duration>,
+    /// The phases' names, in order.
+    pub phases: Vec<String>,
 }
 
 impl LoadTiming {
-    /// The timing of the run's workload.
-    pub fn of(v: &ValidatedRun) -> LoadTiming {
-        let spec = v.spec();
-        let warmup = spec.workload.warmup.0;
+    /// The timing of `load`'s workload.
+    pub fn of(load: &Load) -> LoadTiming {
+        let w = &load.workload;
+        let warmup = w.warmup.0;
         let mut boundary = warmup;
         let boundaries = std::iter::once(warmup)
-            .chain(spec.workload.phases.iter().map(|p| {
+            .chain(w.phases.iter().map(|p| {
                 boundary += p.duration.0;
                 boundary
             }))
             .collect();
         LoadTiming {
-            planned: v.planned_load(),
+            planned: load.planned(),
             boundaries,
+            phases: w.phases.iter().map(|p| p.name.clone()).collect(),
         }
     }
 
     /// When the load generator's part `phase` (a phase name, or its warm-up) is planned to
     /// begin; `None` for a name the workload does not have.
-    pub fn planned_start(&self, spec: &BenchmarkRunSpec, phase: &str) -> Option<Duration> {
+    pub fn planned_start(&self, phase: &str) -> Option<Duration> {
         if phase == benchmatrix_loadgen::load::WARMUP_PHASE {
             return Some(Duration::ZERO);
         }
-        let k = spec.workload.phases.iter().position(|p| p.name == phase)?;
+        let k = self.phases.iter().position(|p| p == phase)?;
         Some(self.boundaries[k])
+    }
+
+    /// "warm-up", "phase mixed" or "the slack after the last phase": the part of the load
+    /// `elapsed` from its start is in.
+    pub fn part_at(&self, elapsed: Duration) -> String {
+        let k = self
+            .boundaries
+            .iter()
+            .take_while(|&&b| elapsed >= b)
+            .count();
+        match k {
+            0 => "warm-up".to_string(),
+            k => self
+                .phases
+                .get(k - 1)
+                .map(|p| format!("phase {p}"))
+                .unwrap_or_else(|| "the slack after the last phase".into()),
+        }
     }
 }
 
@@ -65,11 +86,12 @@ pub struct LoadFiles {
     pub log: PathBuf,
 }
 
-/// Writes the plan for `cell` against the replicas of `set` into `out/plans`, and clears a
-/// result left from an earlier run so a stale one is never read as this cell's.
+/// Writes the plan of `load` for `cell` against the replicas of `set` into `out/plans`, and
+/// clears a result left from an earlier run so a stale one is never read as this cell's.
 pub fn write_plan(
     out: &Path,
     spec: &BenchmarkRunSpec,
+    load: &Load,
     cell: &Cell,
     set: &ReplicaSet,
 ) -> Result<LoadFiles, Failure> {
@@ -86,12 +108,11 @@ pub fn write_plan(
         stats_path: Some(spec.target.stats_path.clone()),
         threads: spec.loadgen.threads,
         // Secret-held header values are named by environment variable, never written here.
-        workload: benchmatrix_loadgen::request::secrets::to_env(&spec.workload),
+        workload: benchmatrix_loadgen::request::secrets::to_env(&load.workload),
         generator_index: 0,
         generators: 1,
         preflight: Some(crate::resource::preflight(spec)),
-        // A capacity probe that nothing answered is a failed probe, judged from its result.
-        no_success_is_a_result: spec.capacity.is_some(),
+        no_success_is_a_result: load.no_success_is_a_result(),
     };
     serde_json::to_string_pretty(&plan)
         .map_err(std::io::Error::other)
@@ -128,6 +149,7 @@ pub fn loadgen_placement(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource::ValidatedRun;
 
     /// A run with a 2 s warm-up, phases of 3 s and 4 s, and `extra` appended to its spec.
     fn run(extra: &str) -> ValidatedRun {
@@ -153,10 +175,14 @@ spec:
     #[test]
     fn boundaries_and_planned_starts_follow_the_phases() {
         let v = run("");
-        let t = LoadTiming::of(&v);
+        let load = Load {
+            workload: v.spec().workload.clone(),
+            probe: None,
+        };
+        let t = LoadTiming::of(&load);
         assert_eq!(t.planned, Duration::from_secs(9));
         assert_eq!(t.boundaries, [2, 5, 9].map(Duration::from_secs));
-        let start = |p: &str| t.planned_start(v.spec(), p);
+        let start = |p: &str| t.planned_start(p);
         assert_eq!(
             start(benchmatrix_loadgen::load::WARMUP_PHASE),
             Some(Duration::ZERO)

@@ -23,8 +23,8 @@ use super::cgroup::Backend;
 use super::loadgen::Loadgen;
 use super::replica_set::{Launch, Readiness, ReplicaSet};
 use super::wake::{self, ReadyWatch, Waker, Watching};
-use crate::engine::Step;
 use crate::engine::machine::{self, Look, Seen};
+use crate::engine::{Load, Step};
 use crate::frontends::progress::{Display, ProgressLine};
 use crate::resource::ValidatedRun;
 use crate::resource::conditions::Cause;
@@ -64,6 +64,8 @@ pub struct Failure {
 pub struct LocalStep {
     cell: Cell,
     started: Instant,
+    /// The load under way (or last run), as `Command::StartLoad` gave it.
+    load: Option<Load>,
     timing: loadgen_setup::LoadTiming,
     launch: Option<Launch>,
     set: Option<ReplicaSet>,
@@ -97,11 +99,12 @@ enum Failed {
 impl LocalStep {
     /// The step of `cell` about to be deployed; what it watches wakes the runner through
     /// `waker`.
-    pub fn new(run: &ValidatedRun, cell: &Cell, waker: Waker) -> LocalStep {
+    pub fn new(cell: &Cell, waker: Waker) -> LocalStep {
         LocalStep {
             cell: cell.clone(),
             started: Instant::now(),
-            timing: loadgen_setup::LoadTiming::of(run),
+            load: None,
+            timing: loadgen_setup::LoadTiming::default(),
             launch: None,
             set: None,
             ready: None,
@@ -152,21 +155,28 @@ impl LocalStep {
         }
     }
 
-    /// [`Command::StartLoad`](crate::engine::machine::Command::StartLoad): writes the plan,
-    /// makes the load generator's cgroup, checks the replicas still live, and starts it.
-    pub fn start_load(&mut self, ctx: &mut CellContext) {
-        if let Err((part, f)) = self.try_start_load(ctx) {
+    /// [`Command::StartLoad`](crate::engine::machine::Command::StartLoad): writes the plan of
+    /// `load`, makes the load generator's cgroup, checks the replicas still live, and starts
+    /// it.
+    pub fn start_load(&mut self, ctx: &mut CellContext, load: &Load) {
+        self.timing = loadgen_setup::LoadTiming::of(load);
+        self.load = Some(load.clone());
+        if let Err((part, f)) = self.try_start_load(ctx, load) {
             self.failed = Some((part, f));
         }
     }
 
-    fn try_start_load(&mut self, ctx: &mut CellContext) -> Result<(), (Failed, Failure)> {
+    fn try_start_load(
+        &mut self,
+        ctx: &mut CellContext,
+        load: &Load,
+    ) -> Result<(), (Failed, Failure)> {
         let spec = ctx.run.spec();
         let cell = &self.cell;
         let Some(set) = self.set.as_mut() else {
             return Ok(());
         };
-        let files = loadgen_setup::write_plan(ctx.out, spec, cell, set)
+        let files = loadgen_setup::write_plan(ctx.out, spec, load, cell, set)
             .map_err(|f| (Failed::Loadgen, f))?;
         let placement = loadgen_setup::loadgen_placement(spec, cell, cell.cpu.cpu_cores().ok());
         let cgroup =
@@ -189,11 +199,6 @@ impl LocalStep {
         self.lg = Some(lg);
         self.watch = Some(supervise::Watch::new(&self.timing));
         Ok(())
-    }
-
-    /// The load about to start is `run`'s (a capacity probe's, at its rate): its timing.
-    pub fn retime(&mut self, run: &ValidatedRun) {
-        self.timing = loadgen_setup::LoadTiming::of(run);
     }
 
     /// [`Command::EndLoad`](crate::engine::machine::Command::EndLoad): the probe is collected
@@ -255,12 +260,12 @@ impl LocalStep {
             return seen;
         }
         match look {
-            Look::Target(_) => self.look_at_replicas(ctx, &mut seen),
+            Look::Target { .. } => self.look_at_replicas(ctx, &mut seen),
             Look::Load { .. } => {
                 if let (Some(set), Some(lg), Some(watch)) =
                     (self.set.as_mut(), self.lg.as_mut(), self.watch.as_mut())
                 {
-                    let found = watch.look(ctx, set, lg, &self.timing);
+                    let found = watch.look(set, lg, &self.timing);
                     seen.replica_exited = found.replica_exited;
                     seen.load_exited = found.load_exited;
                 }
@@ -305,10 +310,10 @@ impl LocalStep {
 
     /// [`Command::Collect`](crate::engine::machine::Command::Collect): the load generator has
     /// ended; stops everything with the last readings, and reads the result for the next look.
-    /// A capacity probe's target is read but left running: the next probe may run on it
-    /// (`Command::EndLoad`), else `Command::Stop` stops it.
-    pub fn collect(&mut self, ctx: &CellContext) {
-        let keep = ctx.run.spec().capacity.is_some();
+    /// A probe's target is read but left running ([`Load::target_may_be_kept`]): the next
+    /// probe may run on it (`Command::EndLoad`), else `Command::Stop` stops it.
+    pub fn collect(&mut self) {
+        let keep = self.load.as_ref().is_some_and(Load::target_may_be_kept);
         let (Some(mut lg), Some(watch), Some(files)) =
             (self.lg.take(), self.watch.take(), self.files.take())
         else {
@@ -334,8 +339,8 @@ impl LocalStep {
                 return;
             }
         };
-        let spec = ctx.run.spec();
-        let target = collect::target_stats(spec, &self.cell, &raw, &ready, watch.cpu_at, &end);
+        let phases = &self.timing.phases;
+        let target = collect::target_stats(&self.cell, phases, &raw, &ready, watch.cpu_at, &end);
         let overhead = self.started.elapsed().saturating_sub(self.timing.planned);
         let message = collect::summary(
             self.timing.planned,
@@ -356,7 +361,7 @@ impl LocalStep {
             // One machine: no node is shared with anything the run could name.
             neighbours: Vec::new(),
             neighbours_missing: None,
-            sends: crate::engine::capacity::Sends::of(&raw),
+            sends: crate::engine::Sends::of(&raw),
         };
         self.result = Some(Ok(Box::new(measured)));
         self.raw = Some(raw);

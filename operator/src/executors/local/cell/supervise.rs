@@ -12,7 +12,6 @@ use crate::executors::local::cgroup::CpuUsage;
 use crate::executors::local::loadgen::Loadgen;
 use crate::executors::local::replica_set::ReplicaSet;
 use crate::frontends::progress::{ProgressLine, Update};
-use crate::resource::BenchmarkRunSpec;
 
 /// Each replica's CPU reading at one moment, in replica order (`None`: unreadable).
 pub type Readings = Vec<Option<CpuUsage>>;
@@ -73,7 +72,7 @@ impl Watch {
         // A phase's last line comes after its workers have handed in their totals, later
         // than the phase's end by however long that took: it says nothing of lateness.
         if !p.ended
-            && let Some(planned) = timing.planned_start(ctx.run.spec(), &figures.phase)
+            && let Some(planned) = timing.planned_start(&figures.phase)
         {
             let began = self
                 .load_started
@@ -112,13 +111,10 @@ impl Watch {
     /// replica that exits ends the load: its figures would be another cell's.
     pub fn look(
         &mut self,
-        ctx: &CellContext,
         set: &mut ReplicaSet,
         lg: &mut Loadgen,
         timing: &LoadTiming,
     ) -> LoadLook {
-        let spec = ctx.run.spec();
-        let boundaries = &timing.boundaries;
         let elapsed = self.load_started.elapsed();
         if self.exited.is_none() {
             self.wall = elapsed;
@@ -140,7 +136,7 @@ impl Watch {
                 format!("{why} (as the load ended)")
             } else {
                 let when = elapsed.saturating_sub(self.late_by);
-                phase_note(why, when, boundaries, spec)
+                phase_note(why, when, timing)
             });
         }
         look
@@ -217,24 +213,10 @@ pub fn read_running(set: &ReplicaSet, lg: &mut Loadgen) -> EndReadings {
 
 /// `why` with the part of the load it happened in ("during phase mixed, 3.2 s into the load");
 /// `elapsed` is counted on the plan's clock (the load generator's lateness taken off).
-fn phase_note(
-    why: String,
-    elapsed: Duration,
-    boundaries: &[Duration],
-    spec: &BenchmarkRunSpec,
-) -> String {
-    let k = boundaries.iter().take_while(|&&b| elapsed >= b).count();
-    let part = match k {
-        0 => "warm-up".to_string(),
-        k => spec
-            .workload
-            .phases
-            .get(k - 1)
-            .map(|p| format!("phase {}", p.name))
-            .unwrap_or_else(|| "the slack after the last phase".into()),
-    };
+fn phase_note(why: String, elapsed: Duration, timing: &LoadTiming) -> String {
     format!(
-        "{why} (during {part}, {:.1} s into the load)",
+        "{why} (during {}, {:.1} s into the load)",
+        timing.part_at(elapsed),
         elapsed.as_secs_f64()
     )
 }
@@ -245,24 +227,12 @@ mod tests {
 
     #[test]
     fn a_replica_exit_is_placed_in_the_part_of_the_load_it_happened_in() {
-        let run = crate::resource::validate::parse_benchmark_run(
-            r#"
-apiVersion: benchmatrix.dev/v1alpha1
-kind: BenchmarkRun
-metadata: {name: t}
-spec:
-  configurations: [{name: a, mode: single, replicas: 1, cpu: "1"}]
-  workload:
-    endpoints: [{name: fast, path: /fast}]
-    warmup: 2s
-    phases:
-      - {name: first, duration: 3s, load: [{endpoint: fast, connections: 1}]}
-      - {name: second, duration: 4s, load: [{endpoint: fast, connections: 1}]}
-"#,
-        )
-        .unwrap();
-        let b = [2, 5, 9].map(Duration::from_secs);
-        let at = |s: f64| phase_note("x".into(), Duration::from_secs_f64(s), &b, &run.spec);
+        let timing = LoadTiming {
+            planned: Duration::from_secs(9),
+            boundaries: [2, 5, 9].map(Duration::from_secs).to_vec(),
+            phases: vec!["first".into(), "second".into()],
+        };
+        let at = |s: f64| phase_note("x".into(), Duration::from_secs_f64(s), &timing);
         assert_eq!(at(1.0), "x (during warm-up, 1.0 s into the load)");
         assert_eq!(at(2.0), "x (during phase first, 2.0 s into the load)");
         assert_eq!(at(6.5), "x (during phase second, 6.5 s into the load)");
