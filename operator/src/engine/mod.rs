@@ -5,11 +5,13 @@
 //!
 //! - [`machine`] decides: fed what an executor saw of the current step ([`machine::Seen`]),
 //!   it picks what happens next (which failure wins, every timeout, when to read the result,
-//!   when to clean up) and returns [`machine::Command`]s: deploy, start the load, collect,
-//!   stop, wake up later.
+//!   when to clean up) and returns [`machine::Command`]s: deploy, start the load (with the
+//!   [`Load`] to run, worked out here once), collect, end a probe's load, stop, wake up later.
 //! - [`reduce`](fn@reduce) writes: each [`Event`] the machine (or an executor, for the run's
 //!   start and refusals) reports becomes the next status: cell and run phases, failure causes,
 //!   conditions, messages, repetitions and when to stop repeating, the summary and the end.
+//!   What differs between the kinds of run (the run's [`Measure`]: a fixed load, a capacity
+//!   search, a sizing search) is left to the kind's recorder (`record`), chosen once.
 //!
 //! The operator (`executors::cluster::adapter`, `executors::cluster::reconciler::observe`) and the
 //! local runner (`local::runner`, `local::cell`) only look and do: neither writes those fields

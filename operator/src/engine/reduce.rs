@@ -3,6 +3,11 @@
 //! (`verdict::end` and `verdict::judge` are called from [`Event::Finished`]). The one exception
 //! is the operator marking an object that does not parse as a BenchmarkRun at all
 //! (`executors::cluster::write::mark_malformed`): no engine can read such an object.
+//!
+//! The events are the same for every kind of run; what a measurement is, and what follows it,
+//! is not. Those questions go to the recorder of the run's kind (`super::record::recorder`):
+//! the words for a measurement under way, when it starts, what a measured or failed step
+//! becomes, and what the kind decides after each event.
 
 use super::record::recorder;
 use super::schedule::Measurements;
