@@ -96,3 +96,87 @@ impl Load {
         self.probe.and_then(|p| p.settled)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::ValidatedRun;
+    use crate::resource::capacity::CapacityStatus;
+    use crate::resource::{CellStatus, validate};
+
+    fn run(extra: &str) -> ValidatedRun {
+        let run = validate::parse_benchmark_run(&format!(
+            r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {{name: t}}
+spec:
+  configurations: [{{name: a, cpu: "1"}}]
+  workload:
+    endpoints: [{{name: fast, path: /fast}}, {{name: slow, path: /slow}}]
+    warmup: 2s
+{extra}"#
+        ))
+        .unwrap();
+        ValidatedRun::new(run).unwrap()
+    }
+
+    const AT: Step = Step {
+        cell: 0,
+        repetition: 1,
+    };
+
+    /// A fixed load runs the workload as written, and is no probe.
+    #[test]
+    fn a_fixed_load_is_the_runs_own_workload() {
+        let v =
+            run("    phases: [{name: p, duration: 3s, load: [{endpoint: fast, connections: 2}]}]");
+        let load = Load::of(v.measure(), &BenchmarkRunStatus::default(), AT);
+        assert_eq!(load.workload, v.spec().workload);
+        assert_eq!(load.probe, None);
+        assert!(!load.no_success_is_a_result() && !load.target_may_be_kept());
+        assert_eq!(load.planned(), std::time::Duration::from_secs(5));
+    }
+
+    /// A probe runs the mix at the rate the search asks of the cell next (the start rate
+    /// before any), and says the settle it waited when its target was kept.
+    #[test]
+    fn a_probe_is_the_mix_at_the_searched_rate_and_says_its_settle() {
+        let v = run(r#"  capacity:
+    slo: [{endpoint: fast, p99: {below: 100ms}}]
+    mix: [{endpoint: fast, weight: 3}, {endpoint: slow, weight: 1}]
+    startRate: 40
+    probeDuration: 5s"#);
+        let rates = |load: &Load| -> Vec<f64> {
+            let [phase] = load.workload.phases.as_slice() else {
+                panic!("one phase: {load:?}")
+            };
+            phase.load.iter().filter_map(|s| s.rate).collect()
+        };
+        let first = Load::of(v.measure(), &BenchmarkRunStatus::default(), AT);
+        assert_eq!(rates(&first), [30.0, 10.0]);
+        assert_eq!(
+            first.probe,
+            Some(Probe {
+                rate: 40.0,
+                settled: None
+            })
+        );
+        assert!(first.no_success_is_a_result() && first.target_may_be_kept());
+        assert_eq!(first.planned(), std::time::Duration::from_secs(7));
+        let status = BenchmarkRunStatus {
+            cells: vec![CellStatus {
+                capacity: Some(CapacityStatus {
+                    next_rate: Some(80.0),
+                    settle_seconds: Some(3),
+                    ..CapacityStatus::default()
+                }),
+                ..CellStatus::default()
+            }],
+            ..BenchmarkRunStatus::default()
+        };
+        let kept = Load::of(v.measure(), &status, AT);
+        assert_eq!(rates(&kept), [60.0, 20.0]);
+        assert_eq!(kept.on_kept_target(), Some(3));
+    }
+}
