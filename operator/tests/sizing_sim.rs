@@ -150,3 +150,47 @@ fn two_hundred_seeds() {
         searches[100], searches[199], touched[100], touched[199]
     );
 }
+
+/// A configuration whose target never comes up measures nothing: it is tried once and the
+/// search goes on without it. Here every one fails so, each tried once, the run ends, where a
+/// failed seed used to be searched again after every failure, deploying forever.
+#[test]
+fn a_configuration_that_never_comes_up_is_tried_once_and_the_search_ends() {
+    use benchmatrix::engine::machine::Command;
+    use benchmatrix::fixtures::sim_cluster::{SimCluster, nodes};
+    use benchmatrix::resource::BenchmarkRun;
+    let run: BenchmarkRun = serde_yaml::from_str(
+        r#"
+apiVersion: benchmatrix.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: sizing, namespace: ns, uid: u1, generation: 1}
+spec:
+  workload:
+    endpoints: [{name: fast, path: /fast}]
+  timeouts: {ready: 5s}
+  capacity:
+    slo: [{endpoint: fast, p50: {below: 500ms}}]
+    startRate: 20
+    probeDuration: 1s
+  sizing:
+    traffic: 20
+    search: {replicas: [1, 2], cpu: ["500m", "1"]}
+"#,
+    )
+    .unwrap();
+    // Ready after an hour: every target fails its 5 s ready timeout.
+    let mut sim = SimCluster::new(nodes(1, "4"), 3600, 1);
+    let ended = sim
+        .run_to_end(run, 200)
+        .and_then(|r| r.status)
+        .expect("the run ends");
+    let deploys = sim
+        .commands
+        .iter()
+        .filter(|c| matches!(c, Command::Deploy(_)))
+        .count();
+    assert_eq!(deploys, 4, "each configuration once");
+    for c in &ended.cells {
+        assert_eq!(c.reason.as_deref(), Some("NeverReady"), "{}", c.name);
+    }
+}

@@ -337,10 +337,12 @@ impl<'a> Walk<'a> {
         let per_family = self.cells.len() / families.max(1);
         for f in 0..families {
             let members: Vec<usize> = (f * per_family..(f + 1) * per_family).collect();
-            if members
-                .iter()
-                .any(|&i| self.known[i].search_started || self.known[i].busy)
-            {
+            // A seed whose measurement failed seeds nothing, and is not tried again: the walk
+            // goes on with what else the family has.
+            if members.iter().any(|&i| {
+                let k = &self.known[i];
+                k.search_started || k.busy || k.failed_cell
+            }) {
                 continue;
             }
             // A family whose cheapest configuration costs more than a confirmed answer is not
