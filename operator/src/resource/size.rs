@@ -1,10 +1,13 @@
 //! How large a BenchmarkRun can grow, worked out from its spec before it runs.
 //!
 //! The status keeps every figure of every cell, stream and repetition, so it grows with
-//! cells x streams x repeat. etcd stores an object of at most 1.5 MiB (and the API server takes
-//! requests of at most 3 MiB): a status past that makes every later status write fail, and the
-//! run would stall without a word. So the operator refuses, before anything is deployed, a run
-//! whose object could outgrow [`OBJECT_LIMIT`] (see `validate::validate_for_cluster`).
+//! cells x streams x repeat; with a capacity search, every probe of every cell, so with cells x
+//! maxProbes x rounds (twice maxProbes a configuration of a sizing search, which also checks
+//! configurations at a fixed rate: [`SIZING_PROBE_BUDGETS`]). etcd stores an object of at most
+//! 1.5 MiB (and the API server takes requests of at most 3 MiB): a status past that makes every
+//! later status write fail, and the run would stall without a word. So the operator refuses,
+//! before anything is deployed, a run whose object could outgrow [`OBJECT_LIMIT`] (see
+//! `validate::validate_for_cluster`).
 //!
 //! The estimate is an upper bound, not a guess: it is the serialized size of the largest status
 //! the engine can write for this spec. Every number is counted at the longest a JSON number
@@ -38,6 +41,17 @@ use benchmatrix_loadgen::strict_yaml::FieldError;
 /// The most a BenchmarkRun object (spec, metadata and status) may take: 1 MiB, a third under
 /// etcd's 1.5 MiB, for the fields managed by each writer and what Kubernetes adds itself.
 pub const OBJECT_LIMIT: usize = 1 << 20;
+
+/// How many times over one configuration of a sizing run may spend `spec.capacity.maxProbes`:
+/// once on its search or, if the bounds ruled it out without a search, on its rule-out probe
+/// (never both: a rule-out is only for a configuration not searched), and once more on its
+/// confirmation at the target rate, which may follow either. Each check at a fixed rate has
+/// `maxProbes` of its own (see `spec.capacity.maxProbes`), and the search asks each of a
+/// configuration at most once (a check that ran out is not asked again).
+pub const SIZING_PROBE_BUDGETS: u32 = 2;
+
+/// The fewest probes spec.capacity.maxProbes allows.
+const MIN_PROBES: u32 = 2;
 
 /// The longest number serde_json writes (24 bytes), standing for every figure.
 const NUMBER: f64 = -2.225_073_858_507_201_4e-308;
@@ -77,8 +91,9 @@ pub struct Shape {
     pub thresholds: Vec<Vec<usize>>,
     /// Each (endpoint, solo phase, mixed phase) the summary compares in every cell.
     pub interference: Vec<(String, String, String)>,
-    /// With spec.capacity: the most probes a cell's search takes, and the endpoint of each
-    /// figure a probe records.
+    /// With spec.capacity: `maxProbes` (the most probes a cell's search takes in a round, and a
+    /// sizing check at a fixed rate takes of its own), and the endpoint of each figure a probe
+    /// records. [`Shape::probes_per_cell`] is how many a cell may hold in all.
     pub capacity: Option<(u32, Vec<String>)>,
     /// With spec.sizing: the configurations' names and env axes of the chosen one.
     pub sizing: Option<(Vec<String>, Vec<crate::resource::EnvVar>)>,
@@ -141,6 +156,45 @@ impl Shape {
             t.retain(|&i| i < n);
         }
         s
+    }
+
+    /// The same run whose searches take at most `max_probes` probes.
+    fn with_max_probes(&self, max_probes: u32) -> Self {
+        let mut s = self.clone();
+        if let Some((probes, _)) = &mut s.capacity {
+            *probes = max_probes;
+        }
+        s
+    }
+
+    /// The same sizing run with a space of `n` configurations: those with the most replicas,
+    /// which a status records the most of (a share of the probe's phase and a node apiece).
+    fn largest_configurations(&self, n: usize) -> Self {
+        let mut s = self.clone();
+        s.cells
+            .sort_by_key(|(_, replicas)| std::cmp::Reverse(*replicas));
+        s.cells.truncate(n);
+        if let Some((names, _)) = &mut s.sizing {
+            *names = s.cells.iter().map(|(name, _)| name.clone()).collect();
+        }
+        s
+    }
+
+    /// The most probes one cell's status holds: none without spec.capacity; `maxProbes` for
+    /// each round of its search (spec.repeat); in a sizing run, `maxProbes` for each of
+    /// [`SIZING_PROBE_BUDGETS`].
+    pub fn probes_per_cell(&self) -> u32 {
+        let Some((max_probes, _)) = &self.capacity else {
+            return 0;
+        };
+        let budgets = if self.sizing.is_some() {
+            SIZING_PROBE_BUDGETS
+        } else {
+            1
+        };
+        max_probes
+            .saturating_mul(self.repeat.max(1))
+            .saturating_mul(budgets)
     }
 
     fn with_repeat(&self, repeat: u32) -> Self {
@@ -705,25 +759,35 @@ fn cell_len(shape: &Shape, i: usize, moment: Moment, parts: &Parts) -> usize {
         let pods = recorded_pods(*replicas);
         n += list_field("targetPods", pods, pods * len(&pod()));
     }
-    if let Some(c) = capacity(shape) {
-        n += field("capacity", len(&c));
+    if let Some(c) = parts.capacity {
+        n += field("capacity", c);
     }
     n
 }
 
-/// A cell's largest capacity search: every probe it may take, each with every figure failed
-/// at its longest and why.
+/// A cell's largest capacity search: every probe it may hold ([`Shape::probes_per_cell`]),
+/// each with every figure failed at its longest and why.
 fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> {
-    use crate::resource::capacity::{
-        CapacityRound, CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict,
-        RateCheck, SearchEnding,
-    };
-    let (probes, figures) = shape.capacity.as_ref()?;
-    // Each round of a repeated search takes up to maxProbes of its own.
-    let rounds = shape.repeat.max(1);
-    let probe = ProbeStatus {
+    let mut search = capacity_without_probes(shape)?;
+    search.probes = vec![largest_probe(shape)?; shape.probes_per_cell() as usize];
+    Some(search)
+}
+
+/// The size of [`capacity`], counted from one probe: a search may hold thousands of them (40
+/// probes a round, 20 rounds, of up to 512 figures each).
+fn capacity_len(shape: &Shape) -> Option<usize> {
+    let n = shape.probes_per_cell() as usize;
+    let probe = len(&largest_probe(shape)?);
+    Some(len(&capacity_without_probes(shape)?) + list_field("probes", n, n * probe))
+}
+
+/// The largest probe of a search: every figure failed at its longest, and why.
+fn largest_probe(shape: &Shape) -> Option<crate::resource::capacity::ProbeStatus> {
+    use crate::resource::capacity::{CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict};
+    let (_, figures) = shape.capacity.as_ref()?;
+    Some(ProbeStatus {
         probe: u32::MAX,
-        round: (rounds > 1).then_some(u32::MAX),
+        round: (shape.repeat > 1).then_some(u32::MAX),
         rate: NUMBER,
         achieved: NUMBER,
         sent_on_time: Some(NUMBER),
@@ -743,7 +807,17 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         check: Some(CheckPurpose::RuleOut),
         why: Some(text(NOTE_MAX)),
         settle_seconds: Some(u32::MAX),
+    })
+}
+
+/// A cell's largest capacity search without its probes: its outcome, each round's, and its
+/// check at a fixed rate, at their longest.
+fn capacity_without_probes(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> {
+    use crate::resource::capacity::{
+        CapacityRound, CapacityStatus, CheckPurpose, RateCheck, SearchEnding,
     };
+    shape.capacity.as_ref()?;
+    let rounds = shape.repeat.max(1);
     Some(CapacityStatus {
         found: false,
         ending: Some(SearchEnding::LoadGeneratorBound),
@@ -752,7 +826,7 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         limiting: Some(text(NOTE_MAX)),
         message: text(SENTENCE_MAX),
         next_rate: Some(NUMBER),
-        probes: vec![probe; (*probes * rounds) as usize],
+        probes: Vec::new(),
         rounds: if rounds > 1 {
             vec![
                 CapacityRound {
@@ -798,6 +872,8 @@ struct Parts {
     results_with_spread: usize,
     repetition_ok: usize,
     repetition_failed: usize,
+    /// A cell's capacity search, with every probe.
+    capacity: Option<usize>,
 }
 
 impl Parts {
@@ -820,6 +896,7 @@ impl Parts {
             results_with_spread: result_len(spread_of(shape)),
             repetition_ok: ok_base + list_field("results", shape.streams.len(), result_len(None)),
             repetition_failed: len(&repetition(true, Vec::new())),
+            capacity: capacity_len(shape),
         }
     }
 }
@@ -1224,52 +1301,98 @@ pub fn refusal(run: &BenchmarkRun) -> Option<FieldError> {
     // The spec as applied stands for the smaller ones suggested too (it is not rewritten).
     let applied = applied_len(run);
     let object = |s: &Shape| applied + field("status", largest_status(s));
-    let fits = |s: &Shape| object(s) <= OBJECT_LIMIT;
     let size = object(&shape);
     if size <= OBJECT_LIMIT {
         return None;
     }
+    let ways = ways_to_fit(&run.spec, &shape, &|s: &Shape| object(s) <= OBJECT_LIMIT);
+    // Each replica has its share of every phase in the status.
+    let replicas = if shape.cells.iter().any(|c| c.1 > 1) {
+        ", or fewer replicas"
+    } else {
+        ""
+    };
+    let (holds, others) = match &shape.capacity {
+        None => (
+            format!(
+                "{} cells x {} repetitions x {} streams",
+                shape.cells.len(),
+                shape.repeat,
+                shape.streams.len()
+            ),
+            "fewer streams in spec.workload.phases[].load",
+        ),
+        // A probe records each figure of the service level for each endpoint it names.
+        Some((_, figures)) => (
+            format!(
+                "{} cells x {} probes x {} SLO figures",
+                shape.cells.len(),
+                shape.probes_per_cell(),
+                figures.len()
+            ),
+            "fewer figures in spec.capacity.slo or endpoints in spec.capacity.mix",
+        ),
+    };
+    let fix = if ways.is_empty() {
+        format!("{others}{replicas}")
+    } else {
+        format!(
+            "it fits with {}; or {others}{replicas}",
+            ways.join(", or with ")
+        )
+    };
+    Some(FieldError::new(
+        "spec",
+        format!(
+            "the run's object could grow to {} once its status holds every figure ({holds}), \
+             more than the {} a BenchmarkRun may take (etcd keeps objects under 1.5 MiB; past \
+             that every status write fails); {fix}",
+            mib(size),
+            "1 MiB",
+        ),
+    ))
+}
+
+/// The smaller runs of `spec` (whose shape is `shape`) that `fits` admits, each the largest of
+/// its kind, in words: fewer repetitions (or rounds of a search), fewer probes a search, and
+/// fewer cells (the first ones), or with spec.sizing a smaller space (whose cells cannot be
+/// picked).
+fn ways_to_fit(
+    spec: &BenchmarkRunSpec,
+    shape: &Shape,
+    fits: &dyn Fn(&Shape) -> bool,
+) -> Vec<String> {
     let mut ways = Vec::new();
     if let Some(r) = (1..shape.repeat)
         .rev()
         .find(|&r| fits(&shape.with_repeat(r)))
     {
-        ways.push(fewer_repetitions(&run.spec.repeat, r));
+        ways.push(fewer_repetitions(&spec.repeat, r));
     }
-    if let Some(n) = (1..shape.cells.len())
-        .rev()
-        .find(|&n| fits(&shape.first_cells(n)))
+    if let Some((max_probes, _)) = shape.capacity
+        && let Some(m) = (MIN_PROBES..max_probes)
+            .rev()
+            .find(|&m| fits(&shape.with_max_probes(m)))
     {
-        let total = shape.cells.len();
+        ways.push(format!("spec.capacity.maxProbes {m} (now {max_probes})"));
+    }
+    let total = shape.cells.len();
+    if shape.sizing.is_some() {
+        if let Some(n) = (1..total)
+            .rev()
+            .find(|&n| fits(&shape.largest_configurations(n)))
+        {
+            ways.push(format!(
+                "a space of at most {n} configurations in spec.sizing.search (now {total})"
+            ));
+        }
+    } else if let Some(n) = (1..total).rev().find(|&n| fits(&shape.first_cells(n))) {
         ways.push(match n {
             1 => format!("only the first of its {total} cells"),
             n => format!("only the first {n} of its {total} cells"),
         });
     }
-    // Each replica has its share of every phase in the status.
-    let others = if shape.cells.iter().any(|c| c.1 > 1) {
-        "fewer streams in spec.workload.phases[].load, or fewer replicas"
-    } else {
-        "fewer streams in spec.workload.phases[].load"
-    };
-    let fix = if ways.is_empty() {
-        others.to_owned()
-    } else {
-        format!("it fits with {}; or {others}", ways.join(", or with "))
-    };
-    Some(FieldError::new(
-        "spec",
-        format!(
-            "the run's object could grow to {} once its status holds every figure ({} cells x \
-             {} repetitions x {} streams), more than the {} a BenchmarkRun may take (etcd keeps \
-             objects under 1.5 MiB; past that every status write fails); {fix}",
-            mib(size),
-            shape.cells.len(),
-            shape.repeat,
-            shape.streams.len(),
-            "1 MiB",
-        ),
-    ))
+    ways
 }
 
 #[cfg(test)]

@@ -13,7 +13,9 @@ use crate::engine::{self, Ctx, Event, Measured};
 use crate::fixtures::{connections, endpoint, phase, rate};
 use crate::resource::ValidatedRun;
 use crate::resource::validate::{parse_benchmark_run, validate_for_cluster};
-use crate::resource::{Configuration, Mode, Threshold};
+use crate::resource::{Configuration, Mode, Threshold, Workload};
+
+mod searches;
 
 fn sample(name: &str) -> String {
     let path = format!(
@@ -136,6 +138,18 @@ fn the_bound_is_the_size_of_the_status_it_describes() {
         ..odd.clone()
     });
     shapes.push(odd.with_repeat(1));
+    // A capacity run's cells search in rounds; a sizing run's also check at a fixed rate.
+    shapes.push(Shape {
+        sizing: None,
+        ..odd.clone()
+    });
+    let sized = Shape {
+        variants_of: Vec::new(),
+        comparisons: Vec::new(),
+        thresholds: Vec::new(),
+        ..odd.clone()
+    };
+    shapes.push(sized.largest_configurations(2).with_max_probes(2));
     // Many cells: a small histogram share, then none at all.
     shapes.push(Shape::of(&spec(64, 3, 1, 2).spec));
     shapes.push(Shape::of(&spec(64, 2, 2, 4).spec));
@@ -279,8 +293,8 @@ fn words(n: usize) -> String {
     "<pod said & did> \"quoted\"\u{8} é ".repeat(n / 30 + 1)
 }
 
-/// A load generator's document for `v`'s workload with the longest figures a real one holds.
-fn document(v: &ValidatedRun, replicas: u32, small: &str, big: &str) -> RunResult {
+/// A load generator's document for `workload` with the longest figures a real one holds.
+fn document(workload: &Workload, replicas: u32, small: &str, big: &str) -> RunResult {
     let snapshot = Snapshot {
         mode: Some(words(500)),
         quota_source: Some(words(2000)),
@@ -293,9 +307,7 @@ fn document(v: &ValidatedRun, replicas: u32, small: &str, big: &str) -> RunResul
         rss_peak_bytes: Some(1.234_567_890_123_456_7e300),
         ..Snapshot::default()
     };
-    let phases = v
-        .spec()
-        .workload
+    let phases = workload
         .phases
         .iter()
         .map(|p| PhaseResult {
@@ -467,7 +479,7 @@ fn a_real_run_told_the_longest_words_stays_within_its_bound() {
                 enforcement: None,
             }
         } else {
-            let doc = document(&v, cell.replicas, &small, &big);
+            let doc = document(&v.spec().workload, cell.replicas, &small, &big);
             Event::CellMeasured {
                 cell: step.cell,
                 measured: Box::new(Measured {
@@ -559,7 +571,7 @@ fn largest_accepted(from: usize, build: impl Fn(usize) -> BenchmarkRun) -> (usiz
         refused.starts_with("spec: the run's object could grow to 1.")
             && refused.contains("MiB once its status holds every figure")
             && refused.contains("more than the 1 MiB a BenchmarkRun may take")
-            && refused.contains("fewer streams in spec.workload.phases[].load"),
+            && refused.contains("; or fewer "),
         "{refused}"
     );
     (k, refused)
