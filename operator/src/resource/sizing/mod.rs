@@ -168,8 +168,9 @@ impl SizingSpec {
                     "list at least one value".into(),
                 );
             }
+            let mut seen = std::collections::HashSet::new();
             for (i, v) in values.iter().enumerate() {
-                if values[..i].contains(v) {
+                if !seen.insert(v) {
                     refuse(
                         format!("{at}.search.env.{name}[{i}]"),
                         format!("{v:?} is listed twice"),
@@ -211,7 +212,7 @@ impl SizingSpec {
                 ),
             );
         }
-        let needs = self.families().max(1) as u32;
+        let needs = u32::try_from(self.families()).unwrap_or(u32::MAX).max(1);
         if !(1..=MAX_CONFIGURATIONS as u32).contains(&self.budget) {
             refuse(
                 format!("{at}.budget"),
@@ -242,25 +243,30 @@ impl SizingSpec {
         errors
     }
 
-    /// How many configurations the space holds.
+    /// How many configurations the space holds (`usize::MAX` for more than that).
     pub fn configuration_count(&self) -> usize {
         let s = &self.search;
-        s.replicas.len() * s.cpu.len() * self.families()
+        s.replicas
+            .len()
+            .saturating_mul(s.cpu.len())
+            .saturating_mul(self.families())
     }
 
     /// How many combinations of mode and env values the space holds: the families whose
-    /// configurations differ only in replicas and CPU.
+    /// configurations differ only in replicas and CPU. Counted without overflow: a product
+    /// that wrapped (four env axes of 65,536 values make 2^64) would let a space of that size
+    /// pass as empty, and then be expanded.
     pub fn families(&self) -> usize {
-        self.search.mode.len()
-            * self
-                .search
-                .env
-                .values()
-                .map(|v| v.len().max(1))
-                .product::<usize>()
+        self.search
+            .env
+            .values()
+            .map(|v| v.len().max(1))
+            .fold(self.search.mode.len(), usize::saturating_mul)
     }
 }
 
+/// The first of `values` listed before it too. (Quadratic, on lists the schema bounds to 16
+/// items; `crate::resource::validate` refuses longer ones first on a cluster.)
 fn first_repeat<T: PartialEq>(values: &[T]) -> Option<usize> {
     (0..values.len()).find(|&i| values[..i].contains(&values[i]))
 }

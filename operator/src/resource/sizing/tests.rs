@@ -72,3 +72,26 @@ fn bad_input_is_refused_with_its_field_path() {
         "{errors:?}"
     );
 }
+
+/// Four env axes of 65,536 values make 2^64 configurations: counted without overflow (a count
+/// that wrapped to 0 passed as a space within the limit, and its expansion ran out of memory),
+/// refused as too large, and their values checked for repeats in one pass each.
+#[test]
+fn a_space_too_large_to_count_is_refused_not_expanded() {
+    let mut s = sizing("traffic: 30\nsearch: {replicas: [1], cpu: [\"1\"]}");
+    for axis in ["A", "B", "C", "D"] {
+        let values = (0..65_536).map(|v| v.to_string()).collect();
+        s.search.env.insert(axis.into(), values);
+    }
+    assert_eq!(s.families(), usize::MAX);
+    assert_eq!(s.configuration_count(), usize::MAX);
+    let started = std::time::Instant::now();
+    let errors = s.check();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["spec.sizing.search", "spec.sizing.budget"],
+        "{errors:?}"
+    );
+}
