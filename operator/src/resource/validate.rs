@@ -151,11 +151,18 @@ pub fn validate_run(run: &BenchmarkRun) -> Result<(), SpecError> {
     }
 }
 
-/// [`validate_run`] plus the rules only a cluster needs: the run's name becomes a label value,
+/// [`validate_run`] plus the rules only a cluster needs: the schema's bounds on the number of
+/// items of each list (checked first, alone), the run's name becomes a label value,
 /// each of the `spec.loadgen.generators` load generators takes a share of every closed-loop
 /// stream's connections, and the object with its status must fit what etcd stores
 /// ([`crate::resource::size`]).
 pub fn validate_for_cluster(run: &BenchmarkRun) -> Result<(), SpecError> {
+    // First the schema's bounds on lists and maps: the rules below take time with their
+    // lengths, which an object the schema never checked may hold any of (`bounds`).
+    let beyond = bounds::beyond_schema(&run.spec);
+    if !beyond.is_empty() {
+        return Err(SpecError { errors: beyond });
+    }
     let mut errors = validate_spec(&run.spec);
     if run.name_any().len() > 63 {
         errors.push(FieldError::new(
@@ -928,6 +935,7 @@ pub fn check_thresholds(spec: &BenchmarkRunSpec) -> Vec<FieldError> {
     errors
 }
 
+mod bounds;
 mod suggest;
 
 #[cfg(test)]
