@@ -175,9 +175,9 @@ pub async fn write_status(
     Ok(written)
 }
 
-/// Marks a run that cannot be decoded as Failed, by a merge patch through the untyped API. The
-/// patch is the same every time, and the API server does not write an unchanged object, so
-/// this cannot trigger itself.
+/// Marks a run that cannot be decoded as Failed, by a merge patch through the untyped API: the
+/// patch [`malformed_status`] writes. It is the same every time, and the API server does not
+/// write an unchanged object, so this cannot trigger itself.
 pub async fn mark_malformed(
     client: &kube::Client,
     invalid: &kube::core::error_boundary::InvalidObject,
@@ -194,15 +194,51 @@ pub async fn mark_malformed(
         .ok_or(Error::MissingObjectKey("name"))?;
     let resource = kube::core::ApiResource::erase::<BenchmarkRun>(&());
     let api: Api<kube::core::DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
-    let body = serde_json::json!({
-        "status": {
-            "phase": "Failed",
-            "message": format!("invalid spec: the object does not match the BenchmarkRun schema: {}", invalid.error),
-        }
-    });
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&body))
-        .await?;
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&malformed_status(invalid)),
+    )
+    .await?;
     Ok(())
+}
+
+/// The merge patch that marks a run that cannot be decoded (`invalid`) as refused, as a spec
+/// the operator refuses is: phase Failed, and condition SpecValid False with reason
+/// InvalidSpec, both saying the decoder's words, so that `kubectl benchmatrix run` and a
+/// `kubectl wait` read it as the refusal it is. The words are clipped: a decoder quotes the
+/// value it could not read, which may be of any length. The condition's transition time is the
+/// object's creation, the one time known of it that stays the same: the patch must not change
+/// from one reconcile to the next.
+pub fn malformed_status(invalid: &kube::core::error_boundary::InvalidObject) -> serde_json::Value {
+    use crate::resource::conditions::{self, Reason};
+    let mut message = format!(
+        "invalid spec: the object does not match the BenchmarkRun schema: {}",
+        invalid.error
+    );
+    crate::resource::bound::clip(&mut message, crate::resource::bound::SENTENCE_MAX);
+    let since = invalid
+        .metadata
+        .creation_timestamp
+        .clone()
+        .unwrap_or_else(|| conditions::time_from_secs(0));
+    let mut refused = Vec::new();
+    conditions::set_condition(
+        &mut refused,
+        conditions::SPEC_VALID,
+        conditions::status::FALSE,
+        Reason::InvalidSpec,
+        message.clone(),
+        invalid.metadata.generation,
+        &since,
+    );
+    serde_json::json!({
+        "status": {
+            "phase": crate::resource::RunPhase::Failed,
+            "message": message,
+            "conditions": refused,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -240,6 +276,46 @@ mod tests {
 
     fn sizes(actions: &[Action]) -> Vec<usize> {
         batches(actions).iter().map(|b| b.len()).collect()
+    }
+
+    /// A run that does not decode is marked refused as an invalid spec is, in words of bounded
+    /// length, by the same patch on every reconcile (so the write cannot wake the reconcile
+    /// that made it); the marked status reads back as a refusal.
+    #[test]
+    fn a_run_that_does_not_decode_is_marked_refused_the_same_way_every_time() {
+        use crate::engine::verdict::outcome::Outcome;
+        let invalid = kube::core::error_boundary::InvalidObject {
+            error: format!(
+                "invalid type: string \"{}\", expected u32",
+                "<&>".repeat(100_000)
+            ),
+            metadata: ObjectMeta {
+                generation: Some(3),
+                ..meta("broken")
+            },
+        };
+        let patch = malformed_status(&invalid);
+        assert_eq!(patch, malformed_status(&invalid));
+        let status: BenchmarkRunStatus = serde_json::from_value(patch["status"].clone()).unwrap();
+        assert_eq!(status.phase, crate::resource::RunPhase::Failed);
+        assert_eq!(Outcome::of(&status), Outcome::Refused);
+        let message = status.message.as_deref().unwrap();
+        assert!(
+            message.starts_with(
+                "invalid spec: the object does not match the BenchmarkRun schema: invalid type"
+            ) && crate::resource::bound::json_len(message) <= crate::resource::bound::SENTENCE_MAX,
+            "{message}"
+        );
+        let valid = &status.conditions[0];
+        assert_eq!(
+            (
+                valid.type_.as_str(),
+                valid.status.as_str(),
+                valid.reason.as_str()
+            ),
+            ("SpecValid", "False", "InvalidSpec")
+        );
+        assert_eq!(valid.observed_generation, Some(3));
     }
 
     #[test]
