@@ -18,8 +18,9 @@ mod record;
 mod rounds;
 pub mod search;
 pub mod settle;
+pub mod tally;
 
-pub use record::{measured, probe_words};
+pub use record::{keep_or_release_target, measured, probe_words, record_probe};
 
 use crate::resource::CellStatus;
 

@@ -9,12 +9,13 @@
 //! - confirm: probe the held rate once more; it is the capacity when it holds again. When the
 //!   confirmation fails the rate is a failure after all, and the search goes on below it.
 //!
-//! A rate's verdict is the majority of its believed probes. One probe decides it unless its
-//! SLO figure was close to the limit (then it is probed again); two that disagree are decided
-//! by a third. A probe that is not believed (a busy neighbour) counts for nothing, so the same
-//! rate is probed again. A load-generator-bound probe ends the search: it says nothing of the
-//! target, and a higher rate would not either.
+//! A rate's verdict is the noise rule's ([`Tally`]): the majority of its believed probes, one
+//! deciding it unless its SLO figure was close to the limit (then it is probed again), two
+//! that disagree decided by a third. A probe that is not believed (a busy neighbour) counts for
+//! nothing, so the same rate is probed again. A load-generator-bound probe ends the search: it
+//! says nothing of the target, and a higher rate would not either.
 
+use super::tally::Tally;
 use crate::resource::capacity::ProbeVerdict;
 use crate::resource::rounding::round2;
 
@@ -112,44 +113,20 @@ fn round(rate: f64) -> f64 {
     round2(rate)
 }
 
-/// The believed probes of one rate.
-#[derive(Debug, Clone, Copy, Default)]
-struct ProbeTally {
-    held: u32,
-    failed: u32,
-    /// The last believed probe's figure was close to its limit.
-    last_close: bool,
-}
-
-impl ProbeTally {
-    /// Held (true) or failed (false) once the probes agree enough; `None`: probe it again.
-    fn decided(&self) -> Option<bool> {
-        let n = self.held + self.failed;
-        if n == 0 || (n == 1 && self.last_close) || (self.held == self.failed) {
-            return None;
-        }
-        Some(self.held > self.failed)
-    }
-}
-
-fn tallies(probes: &[Probed]) -> Vec<(f64, ProbeTally)> {
-    let mut out: Vec<(f64, ProbeTally)> = Vec::new();
+/// Each rate probed, with its believed probes (by [`Tally`], the noise rule), in the order
+/// first probed.
+fn tallies(probes: &[Probed]) -> Vec<(f64, Tally)> {
+    let mut out: Vec<(f64, Tally)> = Vec::new();
     for p in probes {
         let rate = round(p.rate);
         let i = match out.iter().position(|(r, _)| *r == rate) {
             Some(i) => i,
             None => {
-                out.push((rate, ProbeTally::default()));
+                out.push((rate, Tally::default()));
                 out.len() - 1
             }
         };
-        let t = &mut out[i].1;
-        match p.verdict {
-            ProbeVerdict::Held => t.held += 1,
-            ProbeVerdict::Failed => t.failed += 1,
-            ProbeVerdict::LoadgenBound | ProbeVerdict::NotBelieved => continue,
-        }
-        t.last_close = p.close;
+        out[i].1.add(p.verdict, p.close);
     }
     out
 }

@@ -11,7 +11,7 @@
 //!    everything cheaper was measured below it or bounded below it.
 //! 3. **Confirmation.** The answer is probed `confirmations` times at the target rate; a failure
 //!    sends the walk on past it (one close to the SLO's limit is probed again first, see
-//!    `capacity::record`).
+//!    [`super::check`]).
 //! 4. **Rule-out.** Up to `ruleOut` of the cheaper configurations that were pruned, those the
 //!    fitted model predicts closest to holding first, are probed once at the target rate and
 //!    must fail. One that holds was pruned wrongly: it becomes a candidate and is confirmed.
