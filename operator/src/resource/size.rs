@@ -612,6 +612,7 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
         reason: Some(text(WORD_MAX)),
         message: Some(text(SENTENCE_MAX)),
         start_time: Some(time()),
+        step_start_time: Some(time()),
         load_start_time: Some(time()),
         completion_time: Some(time()),
         target: Some(target(if full {
@@ -751,7 +752,6 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
         failed_rate: Some(NUMBER),
         limiting: Some(text(NOTE_MAX)),
         message: text(SENTENCE_MAX),
-        next_rate: Some(NUMBER),
         probes: vec![probe; (*probes * rounds) as usize],
         rounds: if rounds > 1 {
             vec![
@@ -762,7 +762,6 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
                     held_rate: Some(NUMBER),
                     failed_rate: Some(NUMBER),
                     limiting: Some(text(NOTE_MAX)),
-                    probes: u32::MAX,
                     message: text(SENTENCE_MAX),
                 };
                 rounds as usize
@@ -777,13 +776,10 @@ fn capacity(shape: &Shape) -> Option<crate::resource::capacity::CapacityStatus> 
             purpose: CheckPurpose::RuleOut,
             rate: NUMBER,
             wanted: u32::MAX,
-            held: u32::MAX,
-            failed: u32::MAX,
             done: true,
             message: text(SENTENCE_MAX),
         }),
         targets: u32::MAX,
-        settle_until: Some(time()),
         settle_seconds: Some(u32::MAX),
         fresh_target_seconds: Some(u32::MAX),
     })

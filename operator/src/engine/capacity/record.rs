@@ -5,7 +5,7 @@
 
 use super::ended::{Ending, finish, succeeded};
 use super::probe::{judge_probe, rate_text};
-use super::search::{self, Next, Params, Probed, SearchOutcome};
+use super::search::{self, Next, SearchOutcome};
 use super::settle;
 use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{
@@ -104,7 +104,7 @@ pub fn record_probe(
 /// deployment) until its load started.
 fn fresh_target_wait(c: &CellStatus) -> Option<u32> {
     use crate::resource::conditions::secs_of;
-    let since = c.start_time.as_ref()?;
+    let since = c.step_started()?;
     let loaded = c.load_start_time.as_ref()?;
     Some((secs_of(loaded) - secs_of(since)).max(0) as u32)
 }
@@ -128,14 +128,10 @@ pub fn keep_or_release_target(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx
         cap.targets += 1;
         return;
     };
-    let now = crate::resource::conditions::secs_of(ctx.now);
-    cap.settle_until = Some(crate::resource::conditions::time_from_secs(
-        now + i64::from(secs),
-    ));
     cap.settle_seconds = Some(secs);
     c.phase = CellPhase::Deploying;
-    // The next probe's step starts now: its ready clock and overhead count from here.
-    c.start_time = Some(ctx.now.clone());
+    // The next probe's step starts now: its settle, ready clock and overhead count from here.
+    c.step_start_time = Some(ctx.now.clone());
     if let Some(m) = c.message.as_mut() {
         m.push_str(&format!("; settling {secs} s on the same target"));
     }
@@ -154,18 +150,8 @@ fn search_measured(
     let Some(cap) = c.capacity.as_mut() else {
         return (Vec::new(), false);
     };
-    let seen: Vec<Probed> = cap
-        .round_probes()
-        .filter(|p| p.check.is_none())
-        .map(|p| Probed {
-            rate: p.rate,
-            verdict: p.verdict,
-            close: p.close,
-        })
-        .collect();
-    match search::next(Params::of(spec), &seen) {
+    match search::replay(spec, cap) {
         Next::Probe { rate: next, why } => {
-            cap.next_rate = Some(next);
             cap.message = format!("{said}; next: {} rps ({why})", rate_text(next));
             c.phase = CellPhase::Pending;
             c.message = Some(cap.message.clone());

@@ -16,7 +16,7 @@
 //! says nothing of the target, and a higher rate would not either.
 
 use super::tally::Tally;
-use crate::resource::capacity::ProbeVerdict;
+use crate::resource::capacity::{CapacitySpec, CapacityStatus, ProbeVerdict};
 use crate::resource::rounding::round2;
 
 /// What the search is bounded by, from `spec.capacity`.
@@ -34,7 +34,7 @@ pub struct Params {
 
 impl Params {
     /// The parameters of `spec`.
-    pub fn of(spec: &crate::resource::capacity::CapacitySpec) -> Params {
+    pub fn of(spec: &CapacitySpec) -> Params {
         Params {
             start: spec.start_rate,
             max: spec.max_rate,
@@ -129,6 +129,25 @@ fn tallies(probes: &[Probed]) -> Vec<(f64, Tally)> {
         out[i].1.add(p.verdict, p.close);
     }
     out
+}
+
+/// The next step of the search of `spec` whose probes `cap` records: replayed from the probes
+/// of its round under way (a sizing check's probes are not the search's). The status keeps no
+/// next rate of its own: this is it, the same after a restart as before.
+pub fn replay(spec: &CapacitySpec, cap: &CapacityStatus) -> Next {
+    next(Params::of(spec), &probed(cap))
+}
+
+/// The probes of the round under way of the search `cap` records, as the search sees them.
+pub fn probed(cap: &CapacityStatus) -> Vec<Probed> {
+    cap.round_probes()
+        .filter(|p| p.check.is_none())
+        .map(|p| Probed {
+            rate: p.rate,
+            verdict: p.verdict,
+            close: p.close,
+        })
+        .collect()
 }
 
 /// The next step of a search bounded by `params` that has run `probes`, in order.

@@ -82,6 +82,32 @@ pub fn tally(probes: &[ProbeStatus], check: &RateCheck) -> CheckTally {
     }
 }
 
+/// How a check ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every wanted probe held.
+    Held,
+    /// A believed probe failed.
+    Failed,
+    /// Ended without a verdict: out of probes, or the load generator could not drive it.
+    Undecided,
+}
+
+/// How `check` ended, from its probes among `probes` (a cell's); `None` while it is open.
+pub fn verdict(probes: &[ProbeStatus], check: &RateCheck) -> Option<Verdict> {
+    if !check.done {
+        return None;
+    }
+    let t = tally(probes, check);
+    Some(if t.failed > 0 {
+        Verdict::Failed
+    } else if t.held >= check.wanted {
+        Verdict::Held
+    } else {
+        Verdict::Undecided
+    })
+}
+
 /// The probe just recorded on cell `c` (`said` is it in words), counted by the cell's check:
 /// the check ends with its verdict (the cell succeeds) or goes on (the cell goes back in line).
 fn counted(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: &str) -> Vec<Note> {
@@ -95,12 +121,13 @@ fn counted(c: &mut CellStatus, spec: &CapacitySpec, ctx: &Ctx, said: &str) -> Ve
         return Vec::new();
     };
     let t = tally(&cap.probes, check);
-    (check.held, check.failed) = (t.held, t.failed);
     let message = match check_end(check, &t, verdict, spec, said) {
         Some(m) => {
             check.done = true;
             check.message = m.clone();
             c.phase = CellPhase::Succeeded;
+            // As a search's end does (`capacity::ended`): the cell's start is its first
+            // probe's, which a status an older operator wrote kept only there.
             if let Some(start) = cap.start_time.clone() {
                 c.start_time = Some(start);
             }

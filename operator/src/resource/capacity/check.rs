@@ -16,32 +16,15 @@ pub struct RateCheck {
     pub purpose: CheckPurpose,
     /// The total rate probed.
     pub rate: f64,
-    /// How many believed probes it takes.
+    /// How many believed probes it takes. How many held and failed so far is counted from
+    /// the check's probes (`probes[].check`), not kept here.
     pub wanted: u32,
-    /// Believed probes that held.
-    #[serde(default)]
-    pub held: u32,
-    /// Believed probes that failed.
-    #[serde(default)]
-    pub failed: u32,
     /// True once decided (or ended without a verdict: `message` says why).
     #[serde(default)]
     pub done: bool,
     /// The check's outcome, in a sentence.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
-}
-
-impl RateCheck {
-    /// Decided and every believed probe held.
-    pub fn passed(&self) -> bool {
-        self.done && self.failed == 0 && self.held >= self.wanted
-    }
-
-    /// Decided with a probe that failed.
-    pub fn refuted(&self) -> bool {
-        self.done && self.failed > 0
-    }
 }
 
 /// What a [`RateCheck`] is for.

@@ -47,9 +47,6 @@ pub struct CapacityStatus {
     /// The search's outcome in a sentence, or while it runs, what it does next.
     #[serde(default)]
     pub message: String,
-    /// While the search runs: the total rate of the next probe.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_rate: Option<f64>,
     /// Every probe, in the order run (with spec.repeat, of every round).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeStatus>,
@@ -59,9 +56,11 @@ pub struct CapacityStatus {
     /// candidate give one ratio of capacities.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<CapacityRound>,
-    /// When the search's first probe started. While the search runs the cell's `startTime` is
-    /// the current probe's (its ready clock and overhead count from there), and its
-    /// `completionTime` the last probe's end; once it ends, `startTime` is this again.
+    /// When the search's first probe started: the cell's `startTime` too (the current
+    /// probe's start is the cell's `stepStartTime`, and while the search runs its
+    /// `completionTime` is the last probe's end). An operator before `stepStartTime` moved the
+    /// cell's `startTime` to each probe while the search ran, and kept the search's start only
+    /// here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
     /// With spec.sizing: probes at one fixed rate that the sizing search asked of this cell
@@ -73,11 +72,9 @@ pub struct CapacityStatus {
     /// kept for the next probe is not counted until it is removed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub targets: u32,
-    /// While the cell waits on its kept target before its next probe: until when, so that
-    /// the previous probe's backlog has drained and the target is idle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settle_until: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
-    /// The settle before the next probe, in seconds, until that probe records it.
+    /// The settle before the next probe, in seconds, until that probe records it. The cell
+    /// waits on its kept target from its `stepStartTime` (the last probe's end) for this long,
+    /// so that the last probe's backlog has drained and the target is idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_seconds: Option<u32>,
     /// What the latest probe on a fresh target waited for it, in seconds: from the target's
@@ -188,6 +185,21 @@ impl CapacityStatus {
         self.rounds.len() as u32 + 1
     }
 
+    /// True while the search runs: it has probed and has not ended (by its `ending`, or in a
+    /// status an older operator wrote, by `found` and `message`). The next probe's rate is not
+    /// kept: the engine replays the search from the probes (`engine::capacity::search`).
+    pub fn searching(&self) -> bool {
+        self.ended().is_none() && self.probes.iter().any(|p| p.check.is_none())
+    }
+
+    /// How many probes round `round` of a repeated search took.
+    pub fn probes_in_round(&self, round: u32) -> usize {
+        self.probes
+            .iter()
+            .filter(|p| p.round == Some(round) && p.check.is_none())
+            .count()
+    }
+
     /// The probes of the round under way (all of them in a search that is not repeated,
     /// whose probes carry no round).
     pub fn round_probes(&self) -> impl Iterator<Item = &ProbeStatus> {
@@ -240,9 +252,6 @@ pub struct CapacityRound {
     /// What failed at the round's `failedRate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limiting: Option<String>,
-    /// How many probes the round took.
-    #[serde(default)]
-    pub probes: u32,
     /// The round's outcome in a sentence.
     #[serde(default)]
     pub message: String,

@@ -4,14 +4,21 @@ use super::*;
 use crate::resource::capacity::{CapacityStatus, ProbeVerdict};
 use crate::resource::conditions::time_from_secs;
 
+/// A check as recorded, and how it ended (`None`: still open).
+#[derive(Debug)]
+struct Checked {
+    check: RateCheck,
+    verdict: Option<Verdict>,
+}
+
 /// A cell confirming its held rate at 24 rps with two probes, after the verdicts `probes`
 /// (each held or failed, and whether close to the limit): the check after each, recorded.
-fn confirm(probes: &[(ProbeVerdict, bool)]) -> RateCheck {
+fn confirm(probes: &[(ProbeVerdict, bool)]) -> Checked {
     confirm_after(0, probes)
 }
 
 /// [`confirm`] of a cell whose search took `searched` probes first.
-fn confirm_after(searched: u32, probes: &[(ProbeVerdict, bool)]) -> RateCheck {
+fn confirm_after(searched: u32, probes: &[(ProbeVerdict, bool)]) -> Checked {
     let now = time_from_secs(100);
     let run = crate::resource::BenchmarkRun::sample();
     let ctx = Ctx::unvalidated(&run, None, &now);
@@ -55,7 +62,12 @@ fn confirm_after(searched: u32, probes: &[(ProbeVerdict, bool)]) -> RateCheck {
         });
         counted(&mut c, &spec, &ctx, "said");
     }
-    c.capacity.unwrap().check.unwrap()
+    let cap = c.capacity.unwrap();
+    let check = cap.check.unwrap();
+    Checked {
+        verdict: verdict(&cap.probes, &check),
+        check,
+    }
 }
 
 use ProbeVerdict::{Failed, Held};
@@ -63,7 +75,7 @@ use ProbeVerdict::{Failed, Held};
 #[test]
 fn a_confirmation_believes_a_clear_failure_at_once() {
     let check = confirm(&[(Failed, false)]);
-    assert!(check.refuted(), "{check:?}");
+    assert_eq!(check.verdict, Some(Verdict::Failed), "{check:?}");
 }
 
 /// Near the limit noise decides: a close failure is probed again, and holding probes
@@ -71,18 +83,19 @@ fn a_confirmation_believes_a_clear_failure_at_once() {
 #[test]
 fn a_confirmation_probes_a_close_failure_again_before_it_believes_it() {
     let outvoted = confirm(&[(Failed, true), (Held, false), (Held, false)]);
-    assert!(outvoted.passed(), "{outvoted:?}");
+    assert_eq!(outvoted.verdict, Some(Verdict::Held), "{outvoted:?}");
     assert!(
         outvoted
+            .check
             .message
             .ends_with("(a failure close to the limit was probed again)"),
         "{}",
-        outvoted.message
+        outvoted.check.message
     );
     let twice = confirm(&[(Failed, true), (Held, false), (Failed, true)]);
-    assert!(twice.refuted(), "{twice:?}");
+    assert_eq!(twice.verdict, Some(Verdict::Failed), "{twice:?}");
     let close_held = confirm(&[(Held, true), (Held, false)]);
-    assert!(close_held.passed(), "{close_held:?}");
+    assert_eq!(close_held.verdict, Some(Verdict::Held), "{close_held:?}");
 }
 
 /// A search that used all of `maxProbes` (20 by default) leaves its sizing check its own
@@ -91,8 +104,12 @@ fn a_confirmation_probes_a_close_failure_again_before_it_believes_it() {
 fn a_check_has_probes_of_its_own_after_a_search_that_used_all_of_its() {
     let nb = (ProbeVerdict::NotBelieved, false);
     let after = confirm_after(20, &[nb, (Held, false), nb, (Held, false)]);
-    assert!(after.passed(), "{after:?}");
+    assert_eq!(after.verdict, Some(Verdict::Held), "{after:?}");
     let out = confirm_after(20, &[nb; 20]);
-    assert!(out.done && !out.passed() && !out.refuted(), "{out:?}");
-    assert!(out.message.contains("ran out of probes"), "{}", out.message);
+    assert_eq!(out.verdict, Some(Verdict::Undecided), "{out:?}");
+    assert!(
+        out.check.message.contains("ran out of probes"),
+        "{}",
+        out.check.message
+    );
 }
