@@ -1,3 +1,5 @@
+mod restart;
+
 use super::*;
 use crate::resource::bound;
 use crate::resource::conditions;

@@ -177,6 +177,33 @@ fn a_budget_spent_before_an_answer_ends_the_search_and_says_raise_it() {
 /// confirmation at 180 ended as `held` of 3 held and `failed` failed. It is never chosen:
 /// the configuration's why says `why`, and the walk goes on past it.
 fn an_unconfirmed_answer_is_passed_over(held: usize, failed: usize, why: &str) {
+    passed_over(
+        |unlucky| {
+            let cap = unlucky.capacity.as_mut().unwrap();
+            cap.check = Some(crate::resource::capacity::RateCheck {
+                purpose: CheckPurpose::Confirm,
+                rate: 180.0,
+                wanted: 3,
+                done: true,
+                message: String::new(),
+            });
+            let verdicts = std::iter::repeat_n(ProbeVerdict::Held, held)
+                .chain(std::iter::repeat_n(ProbeVerdict::Failed, failed));
+            cap.probes.extend(verdicts.map(|verdict| ProbeStatus {
+                rate: 180.0,
+                verdict,
+                check: Some(CheckPurpose::Confirm),
+                ..ProbeStatus::default()
+            }));
+        },
+        why,
+    );
+}
+
+/// Both seeds are measured, and single-x2-cpu500m held 185 in its search; `confirmed` then
+/// writes its confirmation at 180. It is never chosen: the configuration's why says `why`, and
+/// the walk goes on past it.
+fn passed_over(confirmed: impl FnOnce(&mut CellStatus), why: &str) {
     let spec = sizing(150.0, 12);
     let cells = crate::resource::matrix::sizing_cells(&spec);
     let mut statuses = admitted(&cells).cells;
@@ -197,22 +224,7 @@ fn an_unconfirmed_answer_is_passed_over(held: usize, failed: usize, why: &str) {
     statuses[at("single-x2-cpu250m")] = searched(60.0, 66.0);
     statuses[at("pool-x2-cpu250m")] = searched(50.0, 55.0);
     let mut unlucky = searched(185.0, 203.0);
-    let cap = unlucky.capacity.as_mut().unwrap();
-    cap.check = Some(crate::resource::capacity::RateCheck {
-        purpose: CheckPurpose::Confirm,
-        rate: 180.0,
-        wanted: 3,
-        done: true,
-        message: String::new(),
-    });
-    let verdicts = std::iter::repeat_n(ProbeVerdict::Held, held)
-        .chain(std::iter::repeat_n(ProbeVerdict::Failed, failed));
-    cap.probes.extend(verdicts.map(|verdict| ProbeStatus {
-        rate: 180.0,
-        verdict,
-        check: Some(CheckPurpose::Confirm),
-        ..ProbeStatus::default()
-    }));
+    confirmed(&mut unlucky);
     statuses[at("single-x2-cpu500m")] = unlucky;
     let d = plan::decide(&spec, &cells, &statuses, 1);
     assert!(d.status.chosen.is_none());
@@ -254,6 +266,26 @@ fn a_confirmation_that_ended_without_a_verdict_is_not_asked_again_nor_chosen() {
         1,
         0,
         "its confirmation at 180 rps ended without a verdict",
+    );
+}
+
+/// A configuration whose cell failed during its confirmation (its target not ready in time,
+/// say) is passed over like one whose confirmation failed. Its check, left open, used to hold
+/// the walk as if the confirmation were still under way, and the search ended there with
+/// nothing holding the target.
+#[test]
+fn a_configuration_whose_cell_failed_in_its_confirmation_is_passed_over() {
+    passed_over(
+        |unlucky| {
+            unlucky.phase = CellPhase::Failed;
+            unlucky.capacity.as_mut().unwrap().check = Some(crate::resource::capacity::RateCheck {
+                purpose: CheckPurpose::Confirm,
+                rate: 180.0,
+                wanted: 3,
+                ..Default::default()
+            });
+        },
+        "its measurement failed",
     );
 }
 
