@@ -61,6 +61,8 @@ pub struct CheckTally {
 pub fn tally(probes: &[ProbeStatus], check: &RateCheck) -> CheckTally {
     let mut mine: Vec<&ProbeStatus> = this_check(probes, check).collect();
     mine.reverse();
+    // Every probe must hold, so holding probes never outvote a failure: the noise rule is
+    // asked only whether the failures, in the order run, are believed.
     let failures = mine
         .iter()
         .filter(|p| p.verdict == ProbeVerdict::Failed)
