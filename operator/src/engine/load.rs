@@ -166,8 +166,14 @@ spec:
         assert_eq!(first.planned(), std::time::Duration::from_secs(7));
         let status = BenchmarkRunStatus {
             cells: vec![CellStatus {
+                // The first probe held at the start rate: the search asks for twice it.
                 capacity: Some(CapacityStatus {
-                    next_rate: Some(80.0),
+                    probes: vec![crate::resource::capacity::ProbeStatus {
+                        probe: 1,
+                        rate: 40.0,
+                        verdict: crate::resource::capacity::ProbeVerdict::Held,
+                        ..Default::default()
+                    }],
                     settle_seconds: Some(3),
                     ..CapacityStatus::default()
                 }),

@@ -626,7 +626,7 @@ fn deploying(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, o
     }
     // The later of the step's start and `Seen::target_since`: a target made late (the operator
     // was down, or it was deleted and made again) gets the whole ready timeout.
-    let started = status.cells[at.cell].start_time.as_ref();
+    let started = status.cells[at.cell].step_started();
     let since = match (started, seen.target_since.as_ref()) {
         (Some(s), Some(t)) => Some(if t.0 > s.0 { t } else { s }),
         (s, t) => s.or(t),
@@ -654,14 +654,8 @@ fn deploying(status: &mut BenchmarkRunStatus, at: Step, seen: Seen, ctx: &Ctx, o
 /// How long the kept target of a capacity probe still settles before its load starts; `None`
 /// when it does not (the settle is over, or the target is not a kept one).
 fn settling(status: &BenchmarkRunStatus, at: Step, now: &Time) -> Option<Duration> {
-    let until = status
-        .cells
-        .get(at.cell)?
-        .capacity
-        .as_ref()?
-        .settle_until
-        .as_ref()?;
-    let left = conditions::secs_of(until) - conditions::secs_of(now);
+    let until = crate::engine::capacity::settle::settled_at(status.cells.get(at.cell)?)?;
+    let left = until - conditions::secs_of(now);
     (left > 0).then(|| Duration::from_secs(left as u64))
 }
 

@@ -95,10 +95,14 @@ fn apply(status: &mut BenchmarkRunStatus, event: Event, ctx: &Ctx) -> Vec<Note> 
                 c.phase = CellPhase::Pending;
                 c.slot = None;
                 // The step starts again from its deployment: the wait for the new target is
-                // timed from then, not from the lost step's start.
-                c.start_time = None;
+                // timed from then, not from the lost step's start; and a probe that was to
+                // run on a kept target runs on the new one, with no settle to wait.
+                c.step_start_time = None;
                 c.load_start_time = None;
                 c.target_pods.clear();
+                if let Some(cap) = c.capacity.as_mut() {
+                    cap.settle_seconds = None;
+                }
             }
             Vec::new()
         }
@@ -317,6 +321,10 @@ fn cell_deploying(
     };
     let repetition = c.measured_repetitions() + 1;
     c.phase = CellPhase::Deploying;
+    // Each step (a repetition, a capacity search's target) times its target's readiness and
+    // its overhead from its own start; the cell's start is its first step's.
+    c.step_start_time = Some(ctx.now.clone());
+    c.start_time.get_or_insert_with(|| ctx.now.clone());
     recorder(ctx.measure).deploying(c, ctx);
     c.message = Some(message);
     let name = c.name.clone();
@@ -345,8 +353,9 @@ fn load_started(
     c.target_pods = target_pods;
     c.message = Some(message);
     // A probe on a kept target had no deployment to say it: its load's start says it.
-    if let Some(cap) = c.capacity.as_mut()
-        && cap.settle_until.take().is_some()
+    if c.capacity
+        .as_ref()
+        .is_some_and(|cap| cap.settle_seconds.is_some())
     {
         let repetition = c.measured_repetitions() + 1;
         say_running(status, cell, repetition, ctx);
@@ -507,13 +516,13 @@ fn fail_cell(
             phase: CellPhase::Failed,
             reason: Some(cause.to_string()),
             message: Some(message.clone()),
-            start_time: c.start_time.clone(),
+            start_time: c.step_started().cloned(),
             load_start_time: c.load_start_time.clone(),
             completion_time: Some(ctx.now.clone()),
             overhead_seconds,
             ..RepetitionStatus::default()
         });
-        c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
+        c.start_time = c.repeated_start();
         format!("repetition {}: {message}", ctx.repeat.round(repetition))
     } else {
         c.nodes = nodes;

@@ -1,3 +1,5 @@
+mod restart;
+
 use super::*;
 use crate::resource::bound;
 use crate::resource::conditions;
@@ -608,8 +610,8 @@ fn ready() -> machine::Seen {
 }
 
 /// A step whose objects all vanished 30 s into its load starts again from its deployment; the
-/// new target's wait for readiness is timed from the new deployment, not from the lost step's
-/// start (which is beyond the 20 s `ready` limit by then).
+/// new target's wait for readiness is timed from the new deployment (the step's start), not
+/// from the lost step's start (which is beyond the 20 s `ready` limit by then).
 #[test]
 fn a_lost_step_times_its_new_target_from_the_new_deployment() {
     let lost = machine::Seen {
@@ -629,7 +631,9 @@ fn a_lost_step_times_its_new_target_from_the_new_deployment() {
     ]);
     let c = &status.cells[0];
     assert_eq!(c.phase, CellPhase::Deploying, "{:?}", c.message);
-    assert_eq!(c.start_time, Some(time_from_secs(1_031)));
+    assert_eq!(c.step_start_time, Some(time_from_secs(1_031)));
+    // The cell started with its first step, lost or not.
+    assert_eq!(c.start_time, Some(time_from_secs(1_000)));
     assert_eq!(
         commands,
         [machine::Command::WakeIn(std::time::Duration::from_secs(18))]

@@ -666,6 +666,7 @@ fn cell(shape: &Shape, i: usize, moment: Moment, full: bool) -> CellStatus {
         reason: Some(text(WORD_MAX)),
         message: Some(text(SENTENCE_MAX)),
         start_time: Some(time()),
+        step_start_time: Some(time()),
         load_start_time: Some(time()),
         completion_time: Some(time()),
         target: Some(target(if full {
@@ -825,7 +826,6 @@ fn capacity_without_probes(shape: &Shape) -> Option<crate::resource::capacity::C
         failed_rate: Some(NUMBER),
         limiting: Some(text(NOTE_MAX)),
         message: text(SENTENCE_MAX),
-        next_rate: Some(NUMBER),
         probes: Vec::new(),
         rounds: if rounds > 1 {
             vec![
@@ -836,7 +836,6 @@ fn capacity_without_probes(shape: &Shape) -> Option<crate::resource::capacity::C
                     held_rate: Some(NUMBER),
                     failed_rate: Some(NUMBER),
                     limiting: Some(text(NOTE_MAX)),
-                    probes: u32::MAX,
                     message: text(SENTENCE_MAX),
                 };
                 rounds as usize
@@ -851,13 +850,10 @@ fn capacity_without_probes(shape: &Shape) -> Option<crate::resource::capacity::C
             purpose: CheckPurpose::RuleOut,
             rate: NUMBER,
             wanted: u32::MAX,
-            held: u32::MAX,
-            failed: u32::MAX,
             done: true,
             message: text(SENTENCE_MAX),
         }),
         targets: u32::MAX,
-        settle_until: Some(time()),
         settle_seconds: Some(u32::MAX),
         fresh_target_seconds: Some(u32::MAX),
     })

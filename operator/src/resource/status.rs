@@ -205,9 +205,18 @@ pub struct CellStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 
-    /// When the cell started deploying.
+    /// When the cell started deploying: its first step's start, which stays while the cell is
+    /// measured again (a repetition, a probe of a capacity search, a round).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
+
+    /// When the cell's current (or last) step started: its target's deployment, or for a
+    /// probe of a capacity search on the target the probe before it kept, that probe's end
+    /// (its settle's start). The wait for a ready target and the step's overhead count from
+    /// here. Absent in a status an older operator wrote, whose `startTime` was the step's while
+    /// the cell ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_start_time: Option<Time>,
 
     /// When the load generator was started (the run timeout counts from here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +293,23 @@ pub struct CellStatus {
 }
 
 impl CellStatus {
+    /// When the cell's current (or last) step started (`stepStartTime`); in a status an older
+    /// operator wrote, its `startTime`, which was the step's while the cell ran.
+    pub fn step_started(&self) -> Option<&Time> {
+        self.step_start_time.as_ref().or(self.start_time.as_ref())
+    }
+
+    /// The start of a repeated cell: the earlier of its `startTime` and its first
+    /// repetition's (in a status an older operator wrote while a repetition ran, `startTime`
+    /// was that repetition's).
+    pub fn repeated_start(&self) -> Option<Time> {
+        let first = self.repetitions.first().and_then(|r| r.start_time.as_ref());
+        match (self.start_time.as_ref(), first) {
+            (Some(s), Some(f)) => Some(if f.0 < s.0 { f } else { s }.clone()),
+            (s, f) => s.or(f).cloned(),
+        }
+    }
+
     /// Repetitions measured so far: the successful entries of `repetitions` (a run that does
     /// not repeat records none, so its cells count 0 until they end).
     pub fn measured_repetitions(&self) -> u32 {

@@ -8,7 +8,6 @@ use crate::resource::{CellPhase, CellStatus};
 /// The search's end written into `cap`: how it ended, the rates, what limited them, and a
 /// sentence.
 pub(super) fn finish(cap: &mut CapacityStatus, ended: Ending) {
-    cap.next_rate = None;
     cap.set_ending(ended.kind);
     cap.held_rate = ended.held;
     cap.failed_rate = ended.failed;
@@ -30,12 +29,13 @@ pub(super) struct Ending {
     pub message: String,
 }
 
-/// The cell's search is over (every round of it): the cell succeeds with its capacity, its
-/// start time the search's first probe's.
+/// The cell's search is over (every round of it): the cell succeeds with its capacity.
 pub(super) fn succeeded(c: &mut CellStatus, ctx: &Ctx) -> Vec<Note> {
     let Some(cap) = c.capacity.as_ref() else {
         return Vec::new();
     };
+    // The cell's start is the search's first probe's: the same in a status this operator
+    // wrote, not in one an older operator wrote mid-search (its `startTime` was the probe's).
     if let Some(start) = cap.start_time.clone() {
         c.start_time = Some(start);
     }

@@ -18,17 +18,28 @@ mod record;
 mod rounds;
 pub mod search;
 pub mod settle;
+pub mod tally;
 
-pub use record::{measured, probe_words};
+pub use record::{keep_or_release_target, measured, probe_words, record_probe};
 
 use crate::resource::CellStatus;
 
 /// The total rate of the cell's next (or current) probe: a sizing check's rate while one is
-/// open, else what the search asked for last, or the start rate before the first.
+/// open, else the rate the search asks for next, replayed from the probes of its round so far
+/// ([`search::replay`]); the start rate before the round's first probe (and once the search
+/// has ended).
 pub fn probe_rate(spec: &crate::resource::capacity::CapacitySpec, cell: &CellStatus) -> f64 {
-    let cap = cell.capacity.as_ref();
-    if let Some(check) = cap.and_then(|c| c.check.as_ref()).filter(|c| !c.done) {
+    let Some(cap) = cell.capacity.as_ref() else {
+        return spec.start_rate;
+    };
+    if let Some(check) = cap.check.as_ref().filter(|c| !c.done) {
         return check.rate;
     }
-    cap.and_then(|c| c.next_rate).unwrap_or(spec.start_rate)
+    if search::probed(cap).is_empty() {
+        return spec.start_rate;
+    }
+    match search::replay(spec, cap) {
+        search::Next::Probe { rate, .. } => rate,
+        search::Next::Done(_) => spec.start_rate,
+    }
 }

@@ -28,7 +28,6 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
     };
     let found = ended.kind.found();
     let round = cap.current_round();
-    let probes = cap.round_probes().count() as u32;
     cap.rounds.push(CapacityRound {
         round,
         found,
@@ -36,7 +35,6 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
         held_rate: ended.held,
         failed_rate: ended.failed,
         limiting: ended.limiting,
-        probes,
         message: ended.message,
     });
     let held: Vec<f64> = cap.held_by_round().into_iter().map(|(_, h)| h).collect();
@@ -44,7 +42,6 @@ pub(super) fn round_ended(c: &mut CellStatus, ended: Ending, ctx: &Ctx) -> (Vec<
     c.precision = precision;
     let planned = ctx.repeat.max_rounds();
     if found && again {
-        cap.next_rate = None;
         cap.message = format!(
             "round {round} of at most {planned}: {}; round {} next, from the start rate on a \
              fresh target",
@@ -95,7 +92,6 @@ fn capacity_again(ctx: &Ctx, done: u32, held: &[f64]) -> (bool, Option<CellPreci
 /// round, the median held and failed rates, the interval of the median held rate and what
 /// limited the median round; otherwise the first round without one, as that round said it.
 pub(super) fn over_rounds(cap: &mut CapacityStatus) {
-    cap.next_rate = None;
     let Some(missed) = cap.rounds.iter().find(|r| !r.found).cloned() else {
         return found_in_every_round(cap);
     };

@@ -9,13 +9,14 @@
 //! - confirm: probe the held rate once more; it is the capacity when it holds again. When the
 //!   confirmation fails the rate is a failure after all, and the search goes on below it.
 //!
-//! A rate's verdict is the majority of its believed probes. One probe decides it unless its
-//! SLO figure was close to the limit (then it is probed again); two that disagree are decided
-//! by a third. A probe that is not believed (a busy neighbour) counts for nothing, so the same
-//! rate is probed again. A load-generator-bound probe ends the search: it says nothing of the
-//! target, and a higher rate would not either.
+//! A rate's verdict is the noise rule's ([`Tally`]): the majority of its believed probes, one
+//! deciding it unless its SLO figure was close to the limit (then it is probed again), two
+//! that disagree decided by a third. A probe that is not believed (a busy neighbour) counts for
+//! nothing, so the same rate is probed again. A load-generator-bound probe ends the search: it
+//! says nothing of the target, and a higher rate would not either.
 
-use crate::resource::capacity::ProbeVerdict;
+use super::tally::Tally;
+use crate::resource::capacity::{CapacitySpec, CapacityStatus, ProbeVerdict};
 use crate::resource::rounding::round2;
 
 /// What the search is bounded by, from `spec.capacity`.
@@ -33,7 +34,7 @@ pub struct Params {
 
 impl Params {
     /// The parameters of `spec`.
-    pub fn of(spec: &crate::resource::capacity::CapacitySpec) -> Params {
+    pub fn of(spec: &CapacitySpec) -> Params {
         Params {
             start: spec.start_rate,
             max: spec.max_rate,
@@ -112,46 +113,41 @@ fn round(rate: f64) -> f64 {
     round2(rate)
 }
 
-/// The believed probes of one rate.
-#[derive(Debug, Clone, Copy, Default)]
-struct ProbeTally {
-    held: u32,
-    failed: u32,
-    /// The last believed probe's figure was close to its limit.
-    last_close: bool,
-}
-
-impl ProbeTally {
-    /// Held (true) or failed (false) once the probes agree enough; `None`: probe it again.
-    fn decided(&self) -> Option<bool> {
-        let n = self.held + self.failed;
-        if n == 0 || (n == 1 && self.last_close) || (self.held == self.failed) {
-            return None;
-        }
-        Some(self.held > self.failed)
-    }
-}
-
-fn tallies(probes: &[Probed]) -> Vec<(f64, ProbeTally)> {
-    let mut out: Vec<(f64, ProbeTally)> = Vec::new();
+/// Each rate probed, with its believed probes (by [`Tally`], the noise rule), in the order
+/// first probed.
+fn tallies(probes: &[Probed]) -> Vec<(f64, Tally)> {
+    let mut out: Vec<(f64, Tally)> = Vec::new();
     for p in probes {
         let rate = round(p.rate);
         let i = match out.iter().position(|(r, _)| *r == rate) {
             Some(i) => i,
             None => {
-                out.push((rate, ProbeTally::default()));
+                out.push((rate, Tally::default()));
                 out.len() - 1
             }
         };
-        let t = &mut out[i].1;
-        match p.verdict {
-            ProbeVerdict::Held => t.held += 1,
-            ProbeVerdict::Failed => t.failed += 1,
-            ProbeVerdict::LoadgenBound | ProbeVerdict::NotBelieved => continue,
-        }
-        t.last_close = p.close;
+        out[i].1.add(p.verdict, p.close);
     }
     out
+}
+
+/// The next step of the search of `spec` whose probes `cap` records: replayed from the probes
+/// of its round under way (a sizing check's probes are not the search's). The status keeps no
+/// next rate of its own: this is it, the same after a restart as before.
+pub fn replay(spec: &CapacitySpec, cap: &CapacityStatus) -> Next {
+    next(Params::of(spec), &probed(cap))
+}
+
+/// The probes of the round under way of the search `cap` records, as the search sees them.
+pub fn probed(cap: &CapacityStatus) -> Vec<Probed> {
+    cap.round_probes()
+        .filter(|p| p.check.is_none())
+        .map(|p| Probed {
+            rate: p.rate,
+            verdict: p.verdict,
+            close: p.close,
+        })
+        .collect()
 }
 
 /// The next step of a search bounded by `params` that has run `probes`, in order.

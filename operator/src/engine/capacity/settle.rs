@@ -31,7 +31,9 @@
 
 use std::time::Duration;
 
+use crate::resource::CellStatus;
 use crate::resource::capacity::{CapacitySpec, ProbeStatus};
+use crate::resource::conditions::secs_of;
 
 /// The wait after every probe before the next on the same target.
 pub const SETTLE_BASE: Duration = Duration::from_secs(1);
@@ -66,6 +68,15 @@ pub fn settle_after(
         Some(fresh) if wait > fresh.max(base) => None,
         _ => Some(wait),
     }
+}
+
+/// Until when (seconds since the epoch) cell `c` waits on its kept target before its next
+/// probe: the settle its last probe asked for (`capacity.settleSeconds`) from the step's start
+/// (that probe's end, `stepStartTime`); `None` when the next probe does not run on a kept
+/// target. Derived, not kept: the two figures it comes from are in the status.
+pub fn settled_at(c: &CellStatus) -> Option<i64> {
+    let secs = c.capacity.as_ref()?.settle_seconds?;
+    Some(secs_of(c.step_started()?) + i64::from(secs))
 }
 
 /// The estimated seconds the target takes to work off what `p` left unanswered beyond the

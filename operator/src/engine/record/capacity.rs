@@ -49,11 +49,11 @@ pub(super) fn probe_under_way(search: &CapacitySpec, c: &CellStatus) -> String {
     format!(", probe {probe} at {} rps", rate_text(rate))
 }
 
-/// Each target of a capacity search is a step of its own: its start times the target's
-/// readiness and its overhead; the search's start is kept apart (a repeated search keeps its
-/// rounds in capacity.rounds, not as repetitions).
+/// Each target of a capacity search is a step of its own (its start, `stepStartTime`, times
+/// the target's readiness and its overhead); the search's start is its first step's, kept in
+/// `capacity.startTime` too (a repeated search keeps its rounds in capacity.rounds, not as
+/// repetitions).
 pub(super) fn probe_deploying(c: &mut CellStatus, ctx: &Ctx) {
     let search = c.capacity.get_or_insert_with(Default::default);
     search.start_time.get_or_insert_with(|| ctx.now.clone());
-    c.start_time = Some(ctx.now.clone());
 }

@@ -16,15 +16,9 @@ impl Recorder for FixedLoad {
         String::new()
     }
 
-    /// While a repeated cell runs, its start is the current repetition's (each kept in its
-    /// repetition's entry); once it ends, the first repetition's again.
-    fn deploying(&self, c: &mut CellStatus, ctx: &Ctx) {
-        if ctx.repeat.is_repeated() {
-            c.start_time = Some(ctx.now.clone());
-        } else {
-            c.start_time.get_or_insert_with(|| ctx.now.clone());
-        }
-    }
+    /// Nothing of its own: a repetition's start is its step's (`stepStartTime`, which the
+    /// reducer writes for every kind), kept in its repetition's entry once measured.
+    fn deploying(&self, _c: &mut CellStatus, _ctx: &Ctx) {}
 
     fn measured(
         &self,
@@ -111,7 +105,7 @@ fn add_repetition(
         phase: CellPhase::Succeeded,
         reason: None,
         message: Some(measured.message),
-        start_time: c.start_time.clone(),
+        start_time: c.step_started().cloned(),
         load_start_time: c.load_start_time.clone(),
         completion_time: Some(ctx.now.clone()),
         cpu_seconds_used: measured.target.as_ref().and_then(|t| t.cpu_seconds_used),
@@ -162,7 +156,7 @@ fn all_measured(
     c.results = merged;
     // Merged into the results: the status keeps the figures, not the histograms.
     c.histograms.clear();
-    c.start_time = c.repetitions.first().and_then(|r| r.start_time.clone());
+    c.start_time = c.repeated_start();
     c.phase = CellPhase::Succeeded;
     c.reason = None;
     c.completion_time = Some(ctx.now.clone());

@@ -1,11 +1,12 @@
 //! A sizing search: each configuration is a cell whose measurements are probes of a capacity
-//! search (or of a check at a fixed rate), recorded as a capacity search records them; after
+//! search (or of a check at a fixed rate, which the check counts: `crate::engine::sizing::check`),
+//! recorded as a capacity search records them; after
 //! every event the sizing search decides which configurations to measure next
 //! (`crate::engine::sizing`).
 
 use super::Recorder;
 use super::capacity::{probe_deploying, probe_under_way};
-use crate::engine::{Ctx, Measured, Note, capacity, schedule, sizing};
+use crate::engine::{Ctx, Measured, Note, schedule, sizing};
 use crate::resource::measure::Sizing;
 use crate::resource::{BenchmarkRunStatus, CellStatus, RunPhase};
 
@@ -27,8 +28,9 @@ impl Recorder for Sizing {
         _share: Option<usize>,
         ctx: &Ctx,
     ) -> Vec<Note> {
+        // A probe of a check the sizing search asked for, or of the cell's capacity search.
         let c = &mut status.cells[cell];
-        capacity::measured(c, measured, nodes, (&self.search, &self.workload), ctx)
+        sizing::measured(c, measured, nodes, (&self.search, &self.workload), ctx)
     }
 
     /// Sizing takes no repeat: a failed probe ends its configuration's measurement.

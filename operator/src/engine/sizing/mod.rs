@@ -7,18 +7,20 @@
 //! ([`knowledge`]), bounds and predicts the others ([`model`]), decides what to measure next
 //! ([`plan`]) and writes `status.sizing`. A configuration is a cell; its capacity search is the
 //! capacity search of `crate::engine::capacity`, and a check at a fixed rate is a probe of the
-//! same kind. The scheduler runs only the cells `status.sizing.next` names.
+//! same kind, counted by the check ([`check`]). The scheduler runs only the cells
+//! `status.sizing.next` names.
 
+pub mod check;
 pub mod hpa;
 pub mod knowledge;
 pub mod model;
 pub mod plan;
 
-use crate::engine::Note;
+use crate::engine::{Ctx, Measured, Note};
 use crate::resource::capacity::{CapacitySpec, RateCheck};
 use crate::resource::matrix::Cell;
 use crate::resource::sizing::{SizedState, SizingSpec};
-use crate::resource::{BenchmarkRunStatus, CellPhase};
+use crate::resource::{BenchmarkRunStatus, CellPhase, CellStatus, Workload};
 
 use plan::Measure;
 
@@ -96,6 +98,22 @@ pub fn update(
         Some(w) if w == outcome => Vec::new(),
         _ if outcome.is_final() => vec![Note::normal("SizingEnded", message)],
         _ => Vec::new(),
+    }
+}
+
+/// Records the probe `measured` of a sizing run's cell `c` (its measurement ran on `nodes`),
+/// judged by the capacity `search` over its workload's endpoints: a probe of the check open on
+/// the cell ([`check::measured`]), else a probe of its capacity search.
+pub fn measured(
+    c: &mut CellStatus,
+    measured: Measured,
+    nodes: Vec<String>,
+    search: (&CapacitySpec, &Workload),
+    ctx: &Ctx,
+) -> Vec<Note> {
+    match check::open(c).map(|k| k.purpose) {
+        Some(purpose) => check::measured(c, measured, nodes, search, purpose, ctx),
+        None => crate::engine::capacity::measured(c, measured, nodes, search, ctx),
     }
 }
 

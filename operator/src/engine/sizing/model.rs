@@ -32,6 +32,8 @@
 /// this fraction before it rules anything out.
 pub const NOISE: f64 = 0.10;
 
+use super::knowledge::Bracket;
+
 /// One configuration's place in the space.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {
@@ -57,10 +59,8 @@ pub struct MeasuredPoint {
     pub index: usize,
     /// Its place.
     pub at: Point,
-    /// The highest rate it held (0: none).
-    pub held: f64,
-    /// The lowest rate it failed (infinite: none).
-    pub failed: f64,
+    /// The rates it held and failed.
+    pub bracket: Bracket,
 }
 
 /// The upper bound on the capacity of a configuration at `at`, from `measured` (those of its
@@ -73,17 +73,16 @@ pub fn upper_bound(
 ) -> Option<(f64, usize)> {
     measured
         .iter()
-        .filter(|m| {
-            m.at.family == at.family && m.failed.is_finite() && !untrusted.contains(&m.index)
-        })
-        .map(|m| {
+        .filter(|m| m.at.family == at.family && !untrusted.contains(&m.index))
+        .filter_map(|m| {
+            let failed = m.bracket.failed?;
             let replicas = (f64::from(at.replicas) / f64::from(m.at.replicas)).max(1.0);
             let cpu = if m.at.cpu > 0.0 {
                 (at.cpu / m.at.cpu).max(1.0)
             } else {
                 f64::INFINITY
             };
-            (replicas * cpu * m.failed * (1.0 + NOISE), m.index)
+            Some((replicas * cpu * failed * (1.0 + NOISE), m.index))
         })
         .min_by(|a, b| a.0.total_cmp(&b.0))
 }
@@ -98,35 +97,37 @@ pub fn broken(measured: &[MeasuredPoint], name: &dyn Fn(usize) -> String) -> Vec
             if small.index == big.index || !small.at.dominated_by(&big.at) {
                 continue;
             }
-            if small.held > big.failed * (1.0 + NOISE) {
+            if let (Some(held), Some(failed)) = (small.bracket.held, big.bracket.failed)
+                && held > failed * (1.0 + NOISE)
+            {
                 out.push((
                     format!(
                         "{} held {} rps but {}, with at least its replicas and CPU, failed at {} \
                          rps: more resources lowered capacity, so bounds from {} are not used",
                         name(small.index),
-                        rate(small.held),
+                        rate(held),
                         name(big.index),
-                        rate(big.failed),
+                        rate(failed),
                         name(big.index)
                     ),
                     big.index,
                 ));
             }
+            // Below: what the bigger one held against what the smaller one failed at.
+            let (Some(held), Some(failed)) = (big.bracket.held, small.bracket.failed) else {
+                continue;
+            };
             let (rs, rb) = (f64::from(small.at.replicas), f64::from(big.at.replicas));
-            if big.at.cpu == small.at.cpu
-                && rb > rs
-                && small.failed.is_finite()
-                && big.held / rb > small.failed / rs * (1.0 + NOISE)
-            {
+            if big.at.cpu == small.at.cpu && rb > rs && held / rb > failed / rs * (1.0 + NOISE) {
                 out.push((
                     format!(
                         "{} held {} rps, more than {:.1}x what {} failed at ({} rps): replicas \
                          added more than their share, so bounds from {} are not used",
                         name(big.index),
-                        rate(big.held),
+                        rate(held),
                         rb / rs,
                         name(small.index),
-                        rate(small.failed),
+                        rate(failed),
                         name(small.index)
                     ),
                     small.index,
@@ -136,18 +137,17 @@ pub fn broken(measured: &[MeasuredPoint], name: &dyn Fn(usize) -> String) -> Vec
             if small.at.replicas == big.at.replicas
                 && qb > qs
                 && qs > 0.0
-                && small.failed.is_finite()
-                && big.held / qb > small.failed / qs * (1.0 + NOISE)
+                && held / qb > failed / qs * (1.0 + NOISE)
             {
                 out.push((
                     format!(
                         "{} held {} rps, more than {:.1}x what {} failed at ({} rps): CPU added \
                          more than its share, so bounds from {} are not used",
                         name(big.index),
-                        rate(big.held),
+                        rate(held),
                         qb / qs,
                         name(small.index),
-                        rate(small.failed),
+                        rate(failed),
                         name(small.index)
                     ),
                     small.index,

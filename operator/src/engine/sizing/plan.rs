@@ -11,7 +11,7 @@
 //!    everything cheaper was measured below it or bounded below it.
 //! 3. **Confirmation.** The answer is probed `confirmations` times at the target rate; a failure
 //!    sends the walk on past it (one close to the SLO's limit is probed again first, see
-//!    `capacity::record`).
+//!    [`super::check`]).
 //! 4. **Rule-out.** Up to `ruleOut` of the cheaper configurations that were pruned, those the
 //!    fitted model predicts closest to holding first, are probed once at the target rate and
 //!    must fail. One that holds was pruned wrongly: it becomes a candidate and is confirmed.
@@ -23,6 +23,7 @@
 //! (more resources, no less capacity) is known; successive halving needs a cheap low-fidelity
 //! measurement, and a short probe near the SLO is not one.
 
+use super::check::Verdict;
 use super::knowledge::Known;
 use super::model::{self, Fit, MeasuredPoint, Point};
 use crate::engine::capacity::probe::rate_text;
@@ -100,8 +101,8 @@ fn unmeasured_states(cells: &[Cell], costs: &[f64], known: &[Known]) -> Vec<Size
             name: c.name.clone(),
             reserved_cpu: round3(costs[i]),
             state: SizedState::Unmeasured,
-            held_rate: (known[i].held > 0.0).then_some(known[i].held),
-            failed_rate: known[i].failed.is_finite().then_some(known[i].failed),
+            held_rate: known[i].bracket().held,
+            failed_rate: known[i].bracket().failed,
             bound: None,
             predicted: None,
             why: None,
@@ -145,12 +146,11 @@ impl<'a> Walk<'a> {
         let facts: Vec<MeasuredPoint> = known
             .iter()
             .enumerate()
-            .filter(|(_, k)| k.held > 0.0 || k.failed.is_finite())
+            .filter(|(_, k)| k.bracket().is_known())
             .map(|(i, k)| MeasuredPoint {
                 index: i,
                 at: points[i],
-                held: k.held,
-                failed: k.failed,
+                bracket: k.bracket(),
             })
             .collect();
         let name = |i: usize| cells[i].name.clone();
@@ -161,15 +161,15 @@ impl<'a> Walk<'a> {
         let estimates: Vec<(Point, f64)> = known
             .iter()
             .enumerate()
-            .filter_map(|(i, k)| k.estimate().map(|e| (points[i], e)))
+            .filter_map(|(i, k)| k.bracket().estimate().map(|e| (points[i], e)))
             .collect();
         let fit = Fit::of(&estimates);
         let bounds = points
             .iter()
             .map(|p| model::upper_bound(p, &facts, &untrusted))
             .collect();
-        let busy = known.iter().filter(|k| k.busy).count();
-        let searched = known.iter().filter(|k| k.search_started).count() as u32;
+        let busy = known.iter().filter(|k| k.busy()).count();
+        let searched = known.iter().filter(|k| k.search_started()).count() as u32;
         let states = unmeasured_states(cells, &costs, &known);
         Walk {
             spec,
@@ -248,12 +248,12 @@ impl<'a> Walk<'a> {
         for i in 0..self.cells.len() {
             self.states[i].predicted = self.fit.predict(&self.points[i]).map(round2);
             let k = self.known[i];
-            if k.busy {
+            if k.busy() {
                 self.states[i].state = SizedState::Measuring;
-            } else if k.failed_cell {
+            } else if k.failed_cell() {
                 self.states[i].state = SizedState::Failed;
                 self.states[i].why = Some("its measurement failed: nothing is known of it".into());
-            } else if k.searched {
+            } else if k.searched().is_some() {
                 self.states[i].state = SizedState::Measured;
             }
         }
@@ -263,14 +263,14 @@ impl<'a> Walk<'a> {
     /// or searching while anything is measured or about to be, else chosen (`answer`) or
     /// nothing holds. `out_of_budget` and `ruling` are what the walk and the rule-out said.
     fn outcome(&self, out_of_budget: bool, ruling: bool, answer: Option<usize>) -> SizingOutcome {
-        let busy = self.known.iter().any(|k| k.busy);
+        let busy = self.known.iter().any(Known::busy);
         let open = busy || !self.actions.is_empty();
         if out_of_budget && !open {
             SizingOutcome::OutOfBudget
         } else if open {
             if ruling {
                 SizingOutcome::RulingOut
-            } else if self.known.iter().any(|k| k.confirming)
+            } else if self.known.iter().any(Known::confirming)
                 || self.actions.iter().any(|a| {
                     matches!(
                         a,
@@ -321,7 +321,7 @@ impl<'a> Walk<'a> {
         self.known
             .iter()
             .enumerate()
-            .filter(|(_, k)| k.busy)
+            .filter(|(_, k)| k.busy())
             .map(|(i, _)| i)
             .chain(self.actions.iter().map(|a| match a {
                 Measure::Search(i) | Measure::Check { cell: i, .. } => *i,
@@ -341,7 +341,7 @@ impl<'a> Walk<'a> {
             // goes on with what else the family has.
             if members.iter().any(|&i| {
                 let k = &self.known[i];
-                k.search_started || k.busy || k.failed_cell
+                k.search_started() || k.busy() || k.failed_cell()
             }) {
                 continue;
             }
@@ -353,7 +353,7 @@ impl<'a> Walk<'a> {
                 .fold(f64::INFINITY, f64::min);
             if let Some(best) = order
                 .iter()
-                .find(|&&i| self.known[i].confirmed == Some(true))
+                .find(|&&i| self.known[i].confirmed() == Some(true))
                 && self.costs[*best] <= cheapest
             {
                 continue;
@@ -397,27 +397,25 @@ impl<'a> Walk<'a> {
     /// budget ran out).
     fn walk(&mut self, order: &[usize]) -> (Option<usize>, bool, bool) {
         let target = self.target;
-        let mut pending = self
-            .known
-            .iter()
-            .any(|k| k.busy && !k.confirming && !k.ruling_out)
+        // A search under way may yet find something cheaper than what a check is confirming.
+        let mut pending = self.known.contains(&Known::Searching)
             || self.actions.iter().any(|a| matches!(a, Measure::Search(_)));
         for &i in order {
             let k = self.known[i];
-            if k.busy || k.failed_cell {
-                pending |= k.busy && !k.confirming && !k.ruling_out;
-                if k.confirming && !pending {
+            if k.busy() || k.failed_cell() {
+                pending |= k == Known::Searching;
+                if k.confirming() && !pending {
                     return (None, false, false);
                 }
                 continue;
             }
-            if k.searched || k.ruled_out == Some(true) || k.confirmed.is_some() {
+            if k.searched().is_some() || k.ruled_out() == Some(true) || k.confirmed().is_some() {
                 if let Some(end) = self.weigh_measured(i, pending) {
                     return end;
                 }
                 continue;
             }
-            if k.undecided {
+            if k.undecided() {
                 // Its rule-out probe ended without a verdict: pruned by its bound alone.
                 self.states[i].state = SizedState::Pruned;
                 self.states[i].why = Some(format!(
@@ -427,11 +425,17 @@ impl<'a> Walk<'a> {
                 ));
                 continue;
             }
-            if k.ruled_out == Some(false) {
+            if let Known::Checked {
+                purpose: CheckPurpose::RuleOut,
+                verdict: Verdict::Failed,
+                at,
+                ..
+            } = k
+            {
                 self.states[i].state = SizedState::RuledOut;
                 self.states[i].why = Some(format!(
                     "failed at the target, {} rps, as its bound said",
-                    rate_text(k.failed)
+                    rate_text(at)
                 ));
                 continue;
             }
@@ -465,18 +469,19 @@ impl<'a> Walk<'a> {
     fn weigh_measured(&mut self, i: usize, pending: bool) -> Option<(Option<usize>, bool, bool)> {
         let target = self.target;
         let k = self.known[i];
+        let b = k.bracket();
         // A search whose bracket straddles the target (held below it, failed above it)
         // is decided by the confirmation at the target itself.
-        let candidate = k.holds(target) || (k.searched && !k.falls_short(target));
-        if candidate && k.confirmed != Some(false) {
+        let candidate = b.holds(target) || (k.searched().is_some() && !b.falls_short(target));
+        if candidate && k.confirmed() != Some(false) {
             if pending {
                 self.states[i].why = Some(format!(
                     "held {} rps; cheaper configurations are still measured",
-                    rate_text(k.held)
+                    rate_or_zero(b.held)
                 ));
                 return Some((None, true, false));
             }
-            return Some(match k.confirmed {
+            return Some(match k.confirmed() {
                 Some(true) => (Some(i), false, false),
                 _ => {
                     self.confirm(i);
@@ -484,25 +489,25 @@ impl<'a> Walk<'a> {
                 }
             });
         }
-        if k.undecided && k.confirmed == Some(false) {
+        if k.undecided() && k.confirmed() == Some(false) {
             self.states[i].why = Some(format!(
                 "held {} rps in its search, but its confirmation at {} rps ended without a \
                  verdict (out of probes, or load-generator bound): not chosen unconfirmed",
-                rate_text(k.held),
+                rate_or_zero(b.held),
                 rate_text(target)
             ));
             return None;
         }
-        if k.falls_short(target) {
-            self.states[i].why = Some(match k.confirmed {
+        if let Some(failed) = b.failed.filter(|f| *f <= target) {
+            self.states[i].why = Some(match k.confirmed() {
                 Some(false) => format!(
                     "held {} rps in its search, but the confirmation at {} rps failed",
-                    rate_text(k.held),
+                    rate_or_zero(b.held),
                     rate_text(target)
                 ),
                 _ => format!(
                     "failed at {} rps, below {}",
-                    rate_text(k.failed),
+                    rate_text(failed),
                     rate_text(target)
                 ),
             });
@@ -514,7 +519,7 @@ impl<'a> Walk<'a> {
     }
 
     fn confirm(&mut self, i: usize) {
-        if self.known[i].confirming {
+        if self.known[i].confirming() {
             return;
         }
         if self.free == 0 {
@@ -546,7 +551,7 @@ impl<'a> Walk<'a> {
                 matches!(
                     self.states[i].state,
                     SizedState::Pruned | SizedState::RuledOut
-                ) || self.known[i].ruling_out
+                ) || self.known[i].ruling_out()
             })
             .collect();
         let likely = |i: usize| {
@@ -562,13 +567,13 @@ impl<'a> Walk<'a> {
         let mut open = false;
         for &i in before.iter().take(wanted) {
             let k = self.known[i];
-            if k.ruling_out {
+            if k.ruling_out() {
                 open = true;
                 continue;
             }
             // Probed already: its verdict stands (a rule-out that held became a candidate and
             // was confirmed, or failed its confirmation).
-            if k.ruled_out.is_some() || k.confirmed.is_some() || k.undecided {
+            if k.ruled_out().is_some() || k.confirmed().is_some() || k.undecided() {
                 continue;
             }
             if self.free == 0 {
@@ -607,7 +612,8 @@ impl<'a> Walk<'a> {
 
     fn chosen(&self, i: usize) -> ChosenConfiguration {
         let c = &self.cells[i];
-        let k = self.known[i];
+        // Confirmed at the target rate: it held that at least.
+        let held = self.known[i].bracket().held.unwrap_or(self.target);
         ChosenConfiguration {
             configuration: c.name.clone(),
             mode: c.mode.to_string(),
@@ -616,8 +622,8 @@ impl<'a> Walk<'a> {
             memory: c.memory.as_str().to_owned(),
             env: self.chosen_env(c),
             reserved_cpu: round3(self.costs[i]),
-            held_rate: k.held,
-            headroom: round3(k.held / self.spec.traffic - 1.0),
+            held_rate: held,
+            headroom: round3(held / self.spec.traffic - 1.0),
             confirmed: format!(
                 "{} of {} probes held {} rps",
                 self.spec.confirmations,
@@ -630,9 +636,6 @@ impl<'a> Walk<'a> {
 
     fn message(&self, outcome: SizingOutcome, answer: Option<usize>) -> String {
         let target = rate_text(self.target);
-        let measured: Vec<usize> = (0..self.cells.len())
-            .filter(|&i| self.known[i].searched)
-            .collect();
         let searched = format!(
             "{} of {} configurations searched",
             self.searched,
@@ -654,48 +657,10 @@ impl<'a> Walk<'a> {
                     rate_text(self.spec.traffic),
                     self.spec.margin,
                     cores(self.costs[a]),
-                    rate_text(self.known[a].held)
+                    rate_or_zero(self.known[a].bracket().held)
                 )
             }
-            SizingOutcome::NothingHolds => {
-                let best = measured
-                    .iter()
-                    .copied()
-                    .filter(|&i| self.known[i].held > 0.0)
-                    .max_by(|&a, &b| self.known[a].held.total_cmp(&self.known[b].held));
-                let largest = measured
-                    .iter()
-                    .copied()
-                    .max_by(|&a, &b| self.costs[a].total_cmp(&self.costs[b]));
-                let biggest =
-                    (0..self.cells.len()).max_by(|&a, &b| self.costs[a].total_cmp(&self.costs[b]));
-                let biggest = biggest.map_or(String::new(), |b| {
-                    let at_most = match (self.bounds[b], self.known[b].failed) {
-                        (_, f) if f.is_finite() => format!("failed at {} rps", rate_text(f)),
-                        (Some((bound, _)), _) => format!("holds at most {} rps", rate_text(bound)),
-                        _ => "was not bounded".into(),
-                    };
-                    format!(
-                        "; the largest in the space, {} ({} reserved), {at_most}",
-                        self.cells[b].name,
-                        cores(self.costs[b])
-                    )
-                });
-                format!(
-                    "no configuration holds {target} rps: {}; the largest tried was {}{biggest}; \
-                     {searched}",
-                    best.map_or("none held even the first rate probed".into(), |b| format!(
-                        "the best held {} rps ({})",
-                        rate_text(self.known[b].held),
-                        self.cells[b].name
-                    )),
-                    largest.map_or("none".into(), |l| format!(
-                        "{} ({} reserved)",
-                        self.cells[l].name,
-                        cores(self.costs[l])
-                    )),
-                )
-            }
+            SizingOutcome::NothingHolds => self.nothing_holds(&target, &searched),
             SizingOutcome::OutOfBudget => format!(
                 "out of budget (spec.sizing.budget {}) before the cheapest configuration that \
                  holds {target} rps was found: raise it; {searched}",
@@ -708,6 +673,61 @@ impl<'a> Walk<'a> {
             }
         }
     }
+
+    /// [`Walk::message`] when nothing holds `target` (in words; `searched` says how many
+    /// configurations were): the evidence is of another kind than an answer's, the best rate
+    /// held, the largest configuration tried and what bounds the largest of the space.
+    fn nothing_holds(&self, target: &str, searched: &str) -> String {
+        let measured: Vec<usize> = (0..self.cells.len())
+            .filter(|&i| self.known[i].searched().is_some())
+            .collect();
+        let best = measured
+            .iter()
+            .filter_map(|&i| Some((i, self.known[i].bracket().held?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let largest = measured
+            .iter()
+            .copied()
+            .max_by(|&a, &b| self.costs[a].total_cmp(&self.costs[b]));
+        let biggest =
+            (0..self.cells.len()).max_by(|&a, &b| self.costs[a].total_cmp(&self.costs[b]));
+        let biggest = biggest.map_or(String::new(), |b| {
+            let at_most = match (self.bounds[b], self.known[b].bracket().failed) {
+                (_, Some(f)) => format!("failed at {} rps", rate_text(f)),
+                (Some((bound, _)), None) => format!("holds at most {} rps", rate_text(bound)),
+                (None, None) => "was not bounded".into(),
+            };
+            format!(
+                "; the largest in the space, {} ({} reserved), {at_most}",
+                self.cells[b].name,
+                cores(self.costs[b])
+            )
+        });
+        format!(
+            "no configuration holds {target} rps: {}; the largest tried was {}{biggest}; \
+             {searched}",
+            best.map_or(
+                "none held even the first rate probed".into(),
+                |(b, held)| {
+                    format!(
+                        "the best held {} rps ({})",
+                        rate_text(held),
+                        self.cells[b].name
+                    )
+                }
+            ),
+            largest.map_or("none".into(), |l| format!(
+                "{} ({} reserved)",
+                self.cells[l].name,
+                cores(self.costs[l])
+            )),
+        )
+    }
+}
+
+/// A rate held in words, 0 when none was (as the status has always said it).
+fn rate_or_zero(rate: Option<f64>) -> String {
+    rate_text(rate.unwrap_or(0.0))
 }
 
 fn cores(c: f64) -> String {

@@ -1,6 +1,6 @@
 use super::*;
 use crate::fixtures::sim_sizing::{Simulated, admitted, grid_answer, simulate};
-use crate::resource::capacity::{CapacityStatus, CheckPurpose, ProbeStatus};
+use crate::resource::capacity::{CapacityStatus, CheckPurpose, ProbeStatus, ProbeVerdict};
 use crate::resource::sizing::{SizingOutcome, SizingSpec};
 use crate::resource::{CellPhase, CellStatus, EnvVar, TargetStats};
 
@@ -87,9 +87,14 @@ fn the_search_finds_the_grids_answer_confirms_it_and_rules_out_what_is_just_chea
             .iter()
             .position(|c| c.name == want)
             .unwrap();
-        let check = s.cells[i].capacity.as_ref().unwrap().check.clone().unwrap();
+        let cap = s.cells[i].capacity.as_ref().unwrap();
+        let check = cap.check.clone().unwrap();
         assert_eq!((check.purpose, check.rate), (CheckPurpose::Confirm, 180.0));
-        assert!(check.passed(), "{check:?}");
+        assert_eq!(
+            check::verdict(&cap.probes, &check),
+            Some(check::Verdict::Held),
+            "{check:?}"
+        );
         // What is cheaper was measured below the target, bounded below it, or probed at the
         // traffic and failed: never left unexplained.
         for c in &s.sizing.configurations {
@@ -171,7 +176,34 @@ fn a_budget_spent_before_an_answer_ends_the_search_and_says_raise_it() {
 /// Both seeds are measured, and single-x2-cpu500m held 185 in its search, but its
 /// confirmation at 180 ended as `held` of 3 held and `failed` failed. It is never chosen:
 /// the configuration's why says `why`, and the walk goes on past it.
-fn an_unconfirmed_answer_is_passed_over(held: u32, failed: u32, why: &str) {
+fn an_unconfirmed_answer_is_passed_over(held: usize, failed: usize, why: &str) {
+    passed_over(
+        |unlucky| {
+            let cap = unlucky.capacity.as_mut().unwrap();
+            cap.check = Some(crate::resource::capacity::RateCheck {
+                purpose: CheckPurpose::Confirm,
+                rate: 180.0,
+                wanted: 3,
+                done: true,
+                message: String::new(),
+            });
+            let verdicts = std::iter::repeat_n(ProbeVerdict::Held, held)
+                .chain(std::iter::repeat_n(ProbeVerdict::Failed, failed));
+            cap.probes.extend(verdicts.map(|verdict| ProbeStatus {
+                rate: 180.0,
+                verdict,
+                check: Some(CheckPurpose::Confirm),
+                ..ProbeStatus::default()
+            }));
+        },
+        why,
+    );
+}
+
+/// Both seeds are measured, and single-x2-cpu500m held 185 in its search; `confirmed` then
+/// writes its confirmation at 180. It is never chosen: the configuration's why says `why`, and
+/// the walk goes on past it.
+fn passed_over(confirmed: impl FnOnce(&mut CellStatus), why: &str) {
     let spec = sizing(150.0, 12);
     let cells = crate::resource::matrix::sizing_cells(&spec);
     let mut statuses = admitted(&cells).cells;
@@ -192,15 +224,7 @@ fn an_unconfirmed_answer_is_passed_over(held: u32, failed: u32, why: &str) {
     statuses[at("single-x2-cpu250m")] = searched(60.0, 66.0);
     statuses[at("pool-x2-cpu250m")] = searched(50.0, 55.0);
     let mut unlucky = searched(185.0, 203.0);
-    unlucky.capacity.as_mut().unwrap().check = Some(crate::resource::capacity::RateCheck {
-        purpose: CheckPurpose::Confirm,
-        rate: 180.0,
-        wanted: 3,
-        held,
-        failed,
-        done: true,
-        message: String::new(),
-    });
+    confirmed(&mut unlucky);
     statuses[at("single-x2-cpu500m")] = unlucky;
     let d = plan::decide(&spec, &cells, &statuses, 1);
     assert!(d.status.chosen.is_none());
@@ -242,6 +266,26 @@ fn a_confirmation_that_ended_without_a_verdict_is_not_asked_again_nor_chosen() {
         1,
         0,
         "its confirmation at 180 rps ended without a verdict",
+    );
+}
+
+/// A configuration whose cell failed during its confirmation (its target not ready in time,
+/// say) is passed over like one whose confirmation failed. Its check, left open, used to hold
+/// the walk as if the confirmation were still under way, and the search ended there with
+/// nothing holding the target.
+#[test]
+fn a_configuration_whose_cell_failed_in_its_confirmation_is_passed_over() {
+    passed_over(
+        |unlucky| {
+            unlucky.phase = CellPhase::Failed;
+            unlucky.capacity.as_mut().unwrap().check = Some(crate::resource::capacity::RateCheck {
+                purpose: CheckPurpose::Confirm,
+                rate: 180.0,
+                wanted: 3,
+                ..Default::default()
+            });
+        },
+        "its measurement failed",
     );
 }
 

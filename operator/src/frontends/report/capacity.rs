@@ -35,7 +35,7 @@ pub(super) fn capacity_text(cap: &CapacityStatus) -> String {
             ),
             _ => format!("{} rps", rate_text(h)),
         },
-        _ if cap.next_rate.is_some() => "searching".into(),
+        _ if cap.searching() => "searching".into(),
         // Only a sizing check probed it (a rule-out): it was never searched.
         _ if cap.check.is_some() && cap.probes.iter().all(|p| p.check.is_some()) => {
             "not searched".into()
@@ -124,7 +124,7 @@ pub fn render(status: &BenchmarkRunStatus) -> String {
                 if r.found { "capacity" } else { "no capacity" },
                 rate(r.held_rate),
                 rate(r.failed_rate),
-                r.probes
+                cap.probes_in_round(r.round)
             );
         }
         if !cap.rounds.is_empty() {

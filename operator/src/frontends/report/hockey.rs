@@ -49,7 +49,7 @@ pub fn ending_note(cap: &CapacityStatus) -> Option<String> {
         Some(SearchEnding::OutOfProbes) => "stopped: the probe budget ran out".to_owned(),
         Some(e) => format!("no capacity ({})", e.words()),
         None if cap.found => return None,
-        None if cap.next_rate.is_some() => "still searching".to_owned(),
+        None if cap.searching() => "still searching".to_owned(),
         None => match cap.probes.iter().rev().find(|p| p.check.is_none()) {
             Some(p) if p.verdict == ProbeVerdict::NotBelieved => {
                 "stopped beside busy neighbours".to_owned()

@@ -19,11 +19,12 @@ use benchmatrix_loadgen::strict_yaml::FieldError;
 
 use super::thresholds::{ErrorRateLimit, Metric};
 
+mod check;
 mod status;
 
+pub use check::{CheckPurpose, RateCheck};
 pub use status::{
-    CapacityRound, CapacityStatus, CheckPurpose, ProbeFigure, ProbeStatus, ProbeVerdict, RateCheck,
-    SearchEnding,
+    CapacityRound, CapacityStatus, ProbeFigure, ProbeStatus, ProbeVerdict, SearchEnding,
 };
 
 /// Name of the one phase of every probe: the cell's results, once searched, are the

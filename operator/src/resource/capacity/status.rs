@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::check::{CheckPurpose, RateCheck};
+
 /// A cell's capacity search: the rate held, the rate failed, what limited it, and every probe.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -45,9 +47,6 @@ pub struct CapacityStatus {
     /// The search's outcome in a sentence, or while it runs, what it does next.
     #[serde(default)]
     pub message: String,
-    /// While the search runs: the total rate of the next probe.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_rate: Option<f64>,
     /// Every probe, in the order run (with spec.repeat, of every round).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeStatus>,
@@ -57,9 +56,11 @@ pub struct CapacityStatus {
     /// candidate give one ratio of capacities.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<CapacityRound>,
-    /// When the search's first probe started. While the search runs the cell's `startTime` is
-    /// the current probe's (its ready clock and overhead count from there), and its
-    /// `completionTime` the last probe's end; once it ends, `startTime` is this again.
+    /// When the search's first probe started: the cell's `startTime` too (the current
+    /// probe's start is the cell's `stepStartTime`, and while the search runs its
+    /// `completionTime` is the last probe's end). An operator before `stepStartTime` moved the
+    /// cell's `startTime` to each probe while the search ran, and kept the search's start only
+    /// here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
     /// With spec.sizing: probes at one fixed rate that the sizing search asked of this cell
@@ -71,11 +72,9 @@ pub struct CapacityStatus {
     /// kept for the next probe is not counted until it is removed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub targets: u32,
-    /// While the cell waits on its kept target before its next probe: until when, so that
-    /// the previous probe's backlog has drained and the target is idle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settle_until: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
-    /// The settle before the next probe, in seconds, until that probe records it.
+    /// The settle before the next probe, in seconds, until that probe records it. The cell
+    /// waits on its kept target from its `stepStartTime` (the last probe's end) for this long,
+    /// so that the last probe's backlog has drained and the target is idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_seconds: Option<u32>,
     /// What the latest probe on a fresh target waited for it, in seconds: from the target's
@@ -186,6 +185,21 @@ impl CapacityStatus {
         self.rounds.len() as u32 + 1
     }
 
+    /// True while the search runs: it has probed and has not ended (by its `ending`, or in a
+    /// status an older operator wrote, by `found` and `message`). The next probe's rate is not
+    /// kept: the engine replays the search from the probes (`engine::capacity::search`).
+    pub fn searching(&self) -> bool {
+        self.ended().is_none() && self.probes.iter().any(|p| p.check.is_none())
+    }
+
+    /// How many probes round `round` of a repeated search took.
+    pub fn probes_in_round(&self, round: u32) -> usize {
+        self.probes
+            .iter()
+            .filter(|p| p.round == Some(round) && p.check.is_none())
+            .count()
+    }
+
     /// The probes of the round under way (all of them in a search that is not repeated,
     /// whose probes carry no round).
     pub fn round_probes(&self) -> impl Iterator<Item = &ProbeStatus> {
@@ -238,9 +252,6 @@ pub struct CapacityRound {
     /// What failed at the round's `failedRate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limiting: Option<String>,
-    /// How many probes the round took.
-    #[serde(default)]
-    pub probes: u32,
     /// The round's outcome in a sentence.
     #[serde(default)]
     pub message: String,
@@ -253,53 +264,6 @@ impl CapacityRound {
         self.ending
             .or_else(|| SearchEnding::from_message(self.found, &self.message))
     }
-}
-
-/// Probes of one cell at one fixed rate, asked by the sizing search.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RateCheck {
-    /// Why: Confirm (the chosen configuration at traffic x (1 + margin); every probe must
-    /// hold) or RuleOut (a cheaper configuration at the same rate; one probe, expected to fail).
-    pub purpose: CheckPurpose,
-    /// The total rate probed.
-    pub rate: f64,
-    /// How many believed probes it takes.
-    pub wanted: u32,
-    /// Believed probes that held.
-    #[serde(default)]
-    pub held: u32,
-    /// Believed probes that failed.
-    #[serde(default)]
-    pub failed: u32,
-    /// True once decided (or ended without a verdict: `message` says why).
-    #[serde(default)]
-    pub done: bool,
-    /// The check's outcome, in a sentence.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
-
-impl RateCheck {
-    /// Decided and every believed probe held.
-    pub fn passed(&self) -> bool {
-        self.done && self.failed == 0 && self.held >= self.wanted
-    }
-
-    /// Decided with a probe that failed.
-    pub fn refuted(&self) -> bool {
-        self.done && self.failed > 0
-    }
-}
-
-/// What a [`RateCheck`] is for.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-pub enum CheckPurpose {
-    /// The chosen configuration, at traffic x (1 + margin).
-    #[default]
-    Confirm,
-    /// A cheaper configuration the bounds ruled out, at the target rate.
-    RuleOut,
 }
 
 /// One probe of a search: one open-loop phase at one total rate.

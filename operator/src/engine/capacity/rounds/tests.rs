@@ -167,9 +167,13 @@ fn each_round_is_a_whole_search_on_a_fresh_target_and_the_capacity_is_their_medi
     );
     // Every probe of the cell is kept, each with its round.
     assert_eq!(
-        cap.probes.len() as u32,
-        cap.rounds.iter().map(|r| r.probes).sum::<u32>()
+        cap.probes.len(),
+        cap.rounds
+            .iter()
+            .map(|r| cap.probes_in_round(r.round))
+            .sum::<usize>()
     );
+    assert!(cap.rounds.iter().all(|r| cap.probes_in_round(r.round) > 0));
     // The progress counts rounds as searches.
     let count = crate::engine::schedule::Measurements::of(&status, Repeat::Times(3));
     assert_eq!((count.done, count.total), (3, 3));

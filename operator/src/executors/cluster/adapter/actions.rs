@@ -238,9 +238,15 @@ spec:
         // The Job may run the probe's warm-up and phase (9 s) beyond its readiness check and
         // slack, not more.
         assert_eq!(deadline, 300 + 9 + 120);
-        // Once the search asks for 80 rps, the next step's plans carry it.
+        // Once the first probe held, the search asks for 80 rps: the next step's plans carry
+        // it.
         status.cells[0].capacity = Some(crate::resource::capacity::CapacityStatus {
-            next_rate: Some(80.0),
+            probes: vec![crate::resource::capacity::ProbeStatus {
+                probe: 1,
+                rate: 40.0,
+                verdict: crate::resource::capacity::ProbeVerdict::Held,
+                ..Default::default()
+            }],
             ..Default::default()
         });
         let (plans, _) = start_load(&v, &status, at);

@@ -264,7 +264,7 @@ impl ClusterTiming {
         now: &Time,
     ) -> Option<ClusterTiming> {
         let c = status.cells.get(at.cell)?;
-        let start = conditions::secs_of(c.start_time.as_ref()?);
+        let start = conditions::secs_of(c.step_started()?);
         let load = conditions::secs_of(c.load_start_time.as_ref()?);
         let planned = v.planned_load().as_secs_f64().round() as i64;
         // The step before this one ended at the latest completion up to this one's start.
