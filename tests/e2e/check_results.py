@@ -256,11 +256,14 @@ def check_repeat(run, n):
                 ("rps", [x.get("rps") for x in per_rep], result.get("rps")),
                 ("p90", [(x.get("latencyMs") or {}).get("p90") for x in per_rep], (result.get("latencyMs") or {}).get("p90")),
             ):
+                # A repetition whose percentile had too few samples has none, and the spread
+                # holds each repetition's value that exists (FigureSpread.values).
+                own = [x for x in own if x is not None]
                 values = (figures.get(figure) or {}).get("values")
                 if values is None or len(values) != len(own) or not all(close(a, b) for a, b in zip(values, own)):
                     problems.append(f"{where}: spread of {figure} has values {values}, want the repetitions' {own}")
                     continue
-                if not close(reported, statistics.median(own)):
+                if own and not close(reported, statistics.median(own)):
                     problems.append(f"{where}: {figure} {reported}, want the median of {own}")
 
     # Interleaved: ordered by start, every cell's first repetition in matrix order, then every

@@ -304,18 +304,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("benchmatrix_reconcile_duration_seconds_count 1"));
-        // 3 ms is above the 1 ms and 2.5 ms buckets and within the 5 ms one.
+        // A sleep of 3 ms lasts at least that, so the reconcile is above the 1 ms and 2.5 ms
+        // buckets; how far above depends on the machine's load, so the upper buckets are only
+        // checked to exist, and +Inf (below) to count it.
         assert!(
             text.contains("benchmatrix_reconcile_duration_seconds_bucket{le=\"0.0025\"} 0"),
             "{text}"
         );
-        assert!(
-            text.contains("benchmatrix_reconcile_duration_seconds_bucket{le=\"0.005\"} 1"),
-            "{text}"
-        );
         // The goal's 50 ms is an edge of its own.
         assert!(
-            text.contains("benchmatrix_reconcile_duration_seconds_bucket{le=\"0.05\"} 1"),
+            text.contains("benchmatrix_reconcile_duration_seconds_bucket{le=\"0.05\"} "),
             "{text}"
         );
         assert!(
